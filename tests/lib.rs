@@ -1,0 +1,1 @@
+//! Integration test suites live in `[[test]]` targets.

@@ -1,0 +1,11 @@
+//! Volta's kernel language.
+//!
+//! Every elementwise op is defined here once: its scalar meaning (used by the CPU
+//! backend) and its WGSL expression (used by the GPU code generator). The `#[kernel]`
+//! macro and the runtime's fusion build on the same definitions.
+
+mod float;
+mod ops;
+
+pub use float::Float;
+pub use ops::{BinaryOp, ReduceOp, UnaryOp};

@@ -1,0 +1,296 @@
+//! The backward pass: a topological walk of the graph and the rule of every op.
+use super::{Gradients, Op, no_grad};
+use crate::backend::Backend;
+use crate::dtype::Float;
+use crate::tensor::{RawTensor, TensorId};
+use std::collections::HashSet;
+use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
+
+type T<D, E> = RawTensor<D, E>;
+
+/// Gradients of the scalar `root` with respect to every tracked leaf.
+pub(crate) fn backward<D: Backend<E>, E: Float>(root: T<D, E>) -> Gradients<D, E> {
+    let _guard = no_grad(); // the backward pass builds no graph of its own
+    let mut grads = Gradients::new();
+    if !root.is_tracked() {
+        return grads;
+    }
+    let order = topological_order(&root);
+    grads.add_raw(root.id(), T::full_like_dims(root.dims(), E::ONE));
+    let mut leaf_grads = Gradients::new();
+    for node in order.iter().rev() {
+        let Some(g) = grads.take_raw(node.id()) else {
+            continue;
+        };
+        match node.op() {
+            None => leaf_grads.add_raw(node.id(), g),
+            Some(op) => {
+                for (input, grad) in input_grads(op, node, &g) {
+                    if input.is_tracked() {
+                        grads.add_raw(input.id(), grad);
+                    }
+                }
+            }
+        }
+    }
+    leaf_grads
+}
+
+/// Nodes reachable from `root`, inputs before outputs (iterative DFS: deep graphs
+/// cannot overflow the stack).
+fn topological_order<D: Backend<E>, E: Float>(root: &T<D, E>) -> Vec<T<D, E>> {
+    let mut order = Vec::new();
+    let mut seen: HashSet<TensorId> = HashSet::new();
+    let mut stack = vec![(root.clone(), false)];
+    while let Some((node, inputs_done)) = stack.pop() {
+        if inputs_done {
+            order.push(node);
+            continue;
+        }
+        if !seen.insert(node.id()) {
+            continue;
+        }
+        stack.push((node.clone(), true));
+        if let Some(op) = node.op() {
+            for input in op_inputs(op) {
+                if input.is_tracked() && !seen.contains(&input.id()) {
+                    stack.push((input.clone(), false));
+                }
+            }
+        }
+    }
+    order
+}
+
+fn op_inputs<D: Backend<E>, E: Float>(op: &Op<D, E>) -> Vec<&T<D, E>> {
+    match op {
+        Op::Unary(x, _)
+        | Op::BinaryScalar(x, _, _)
+        | Op::Reduce(x, _, _)
+        | Op::Permute(x, _)
+        | Op::Expand(x)
+        | Op::Reshape(x)
+        | Op::Narrow(x, _, _)
+        | Op::Step(x, _, _)
+        | Op::Pad(x, _)
+        | Op::Gather(x, _, _) => vec![x],
+        Op::Binary(a, b, _) | Op::MatMul(a, b) | Op::Select(_, a, b) => vec![a, b],
+        Op::Cat(parts, _) => parts.iter().collect(),
+    }
+}
+
+/// The backward rule of each op: gradients of its inputs given the output `out` and
+/// the gradient `g` flowing into it.
+fn input_grads<'a, D: Backend<E>, E: Float>(
+    op: &'a Op<D, E>,
+    out: &T<D, E>,
+    g: &T<D, E>,
+) -> Vec<(&'a T<D, E>, T<D, E>)> {
+    let c = |v: f64| E::from_f64(v);
+    match op {
+        Op::Unary(x, u) => vec![(x, unary_grad(*u, x, out, g))],
+        Op::Binary(a, b, op) => binary_grads(*op, a, b, out, g),
+        Op::BinaryScalar(x, op, s) => {
+            let s = *s;
+            let gx = match op {
+                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mod => g.clone(),
+                BinaryOp::Mul => g.scalar(BinaryOp::Mul, s),
+                BinaryOp::Div => g.scalar(BinaryOp::Div, s),
+                BinaryOp::Pow => g.binary(
+                    BinaryOp::Mul,
+                    &x.scalar(BinaryOp::Pow, s - E::ONE).scalar(BinaryOp::Mul, s),
+                ),
+                BinaryOp::Max | BinaryOp::Min => {
+                    let (wins, tie) = (
+                        if *op == BinaryOp::Max {
+                            BinaryOp::Gt
+                        } else {
+                            BinaryOp::Lt
+                        },
+                        BinaryOp::Eq,
+                    );
+                    let mask = x.scalar(wins, s).binary(
+                        BinaryOp::Add,
+                        &x.scalar(tie, s).scalar(BinaryOp::Mul, c(0.5)),
+                    );
+                    g.binary(BinaryOp::Mul, &mask)
+                }
+                _ => unreachable!("comparisons record no op"),
+            };
+            vec![(x, gx)]
+        }
+        Op::Reduce(x, op, axis) => {
+            let ge = g.expand(x.dims());
+            let gx = match op {
+                ReduceOp::Sum => ge,
+                ReduceOp::Max | ReduceOp::Min => {
+                    // Share the gradient evenly among the elements equal to the extreme.
+                    let mask = x.binary(BinaryOp::Eq, &out.expand(x.dims()));
+                    let count = mask.reduce(ReduceOp::Sum, *axis).expand(x.dims());
+                    ge.binary(BinaryOp::Mul, &mask)
+                        .binary(BinaryOp::Div, &count)
+                }
+            };
+            vec![(x, gx)]
+        }
+        Op::MatMul(a, b) => vec![
+            (a, g.bmm(&b.transpose_last())),
+            (b, a.transpose_last().bmm(g)),
+        ],
+        Op::Permute(x, perm) => {
+            let mut inverse = vec![0; perm.len()];
+            for (i, &p) in perm.iter().enumerate() {
+                inverse[p] = i;
+            }
+            vec![(x, g.permute(&inverse))]
+        }
+        Op::Expand(x) => vec![(x, g.sum_to(x.dims()))],
+        Op::Reshape(x) => vec![(x, g.reshape(x.dims()))],
+        Op::Narrow(x, axis, start) => {
+            let after = x.dims()[*axis] - start - g.dims()[*axis];
+            vec![(x, g.pad_axis(*axis, *start, after, E::ZERO))]
+        }
+        Op::Step(x, axis, step) => {
+            // Interleave zeros: (.., n, ..) → (.., n, 1, ..) → pad to step → merge → trim.
+            let (axis, step) = (*axis, *step);
+            let n = g.dims()[axis];
+            let spread = g
+                .unsqueeze(axis + 1)
+                .pad_axis(axis + 1, 0, step - 1, E::ZERO);
+            let mut dims = g.dims().to_vec();
+            dims[axis] = n * step;
+            vec![(x, spread.reshape(&dims).narrow(axis, 0, x.dims()[axis]))]
+        }
+        Op::Pad(x, pads) => {
+            let gx = pads
+                .iter()
+                .enumerate()
+                .fold(g.clone(), |t, (axis, &(before, _))| {
+                    t.narrow(axis, before, x.dims()[axis])
+                });
+            vec![(x, gx)]
+        }
+        Op::Cat(parts, axis) => {
+            let mut start = 0;
+            parts
+                .iter()
+                .map(|p| {
+                    let len = p.dims()[*axis];
+                    start += len;
+                    (p, g.narrow(*axis, start - len, len))
+                })
+                .collect()
+        }
+        Op::Select(cond, a, b) => {
+            let zero = T::full_like_dims(g.dims(), E::ZERO);
+            vec![
+                (a, T::select(cond, g, &zero)),
+                (b, T::select(cond, &zero, g)),
+            ]
+        }
+        Op::Gather(x, axis, idx) => vec![(x, g.scatter_add(x.dims(), *axis, idx))],
+    }
+}
+
+fn unary_grad<D: Backend<E>, E: Float>(
+    op: UnaryOp,
+    x: &T<D, E>,
+    y: &T<D, E>,
+    g: &T<D, E>,
+) -> T<D, E> {
+    let c = |v: f64| E::from_f64(v);
+    let mul = |a: &T<D, E>, b: &T<D, E>| a.binary(BinaryOp::Mul, b);
+    let local = match op {
+        UnaryOp::Neg => return g.unary(UnaryOp::Neg),
+        UnaryOp::Exp => y.clone(),
+        UnaryOp::Log => x.unary(UnaryOp::Recip),
+        UnaryOp::Exp2 => y.scalar(BinaryOp::Mul, c(std::f64::consts::LN_2)),
+        UnaryOp::Log2 => x
+            .scalar(BinaryOp::Mul, c(std::f64::consts::LN_2))
+            .unary(UnaryOp::Recip),
+        UnaryOp::Sqrt => y.unary(UnaryOp::Recip).scalar(BinaryOp::Mul, c(0.5)),
+        UnaryOp::Recip => mul(y, y).unary(UnaryOp::Neg),
+        UnaryOp::Relu => x.scalar(BinaryOp::Gt, E::ZERO),
+        UnaryOp::Sigmoid => mul(y, &y.unary(UnaryOp::Neg).scalar(BinaryOp::Add, E::ONE)),
+        UnaryOp::Tanh => mul(y, y).unary(UnaryOp::Neg).scalar(BinaryOp::Add, E::ONE),
+        UnaryOp::Sin => x.unary(UnaryOp::Cos),
+        UnaryOp::Cos => x.unary(UnaryOp::Sin).unary(UnaryOp::Neg),
+        UnaryOp::Abs => x
+            .scalar(BinaryOp::Gt, E::ZERO)
+            .binary(BinaryOp::Sub, &x.scalar(BinaryOp::Lt, E::ZERO)),
+        UnaryOp::Gelu => {
+            // Φ(x) + x·φ(x)
+            let cdf = x
+                .scalar(BinaryOp::Mul, c(std::f64::consts::FRAC_1_SQRT_2))
+                .unary(UnaryOp::Erf)
+                .scalar(BinaryOp::Add, E::ONE)
+                .scalar(BinaryOp::Mul, c(0.5));
+            let pdf = mul(x, x)
+                .scalar(BinaryOp::Mul, c(-0.5))
+                .unary(UnaryOp::Exp)
+                .scalar(BinaryOp::Mul, c(1.0 / (2.0 * std::f64::consts::PI).sqrt()));
+            cdf.binary(BinaryOp::Add, &mul(x, &pdf))
+        }
+        UnaryOp::Silu => {
+            // σ(x)·(1 + x·(1 − σ(x)))
+            let s = x.unary(UnaryOp::Sigmoid);
+            let one_minus = s.unary(UnaryOp::Neg).scalar(BinaryOp::Add, E::ONE);
+            mul(&s, &mul(x, &one_minus).scalar(BinaryOp::Add, E::ONE))
+        }
+        UnaryOp::Floor => T::full_like_dims(x.dims(), E::ZERO),
+        UnaryOp::Erf => mul(x, x)
+            .unary(UnaryOp::Neg)
+            .unary(UnaryOp::Exp)
+            .scalar(BinaryOp::Mul, c(2.0 / std::f64::consts::PI.sqrt())),
+    };
+    mul(g, &local)
+}
+
+fn binary_grads<'a, D: Backend<E>, E: Float>(
+    op: BinaryOp,
+    a: &'a T<D, E>,
+    b: &'a T<D, E>,
+    out: &T<D, E>,
+    g: &T<D, E>,
+) -> Vec<(&'a T<D, E>, T<D, E>)> {
+    let mul = |x: &T<D, E>, y: &T<D, E>| x.binary(BinaryOp::Mul, y);
+    let half = E::from_f64(0.5);
+    match op {
+        BinaryOp::Add => vec![(a, g.clone()), (b, g.clone())],
+        BinaryOp::Sub => vec![(a, g.clone()), (b, g.unary(UnaryOp::Neg))],
+        BinaryOp::Mul => vec![(a, mul(g, b)), (b, mul(g, a))],
+        BinaryOp::Div => {
+            let ga = g.binary(BinaryOp::Div, b);
+            let gb = mul(&ga, out).unary(UnaryOp::Neg);
+            vec![(a, ga), (b, gb)]
+        }
+        BinaryOp::Max | BinaryOp::Min => {
+            let wins = if op == BinaryOp::Max {
+                BinaryOp::Gt
+            } else {
+                BinaryOp::Lt
+            };
+            let tie = a.binary(BinaryOp::Eq, b).scalar(BinaryOp::Mul, half);
+            let mask_a = a.binary(wins, b).binary(BinaryOp::Add, &tie);
+            let mask_b = b.binary(wins, a).binary(BinaryOp::Add, &tie);
+            vec![(a, mul(g, &mask_a)), (b, mul(g, &mask_b))]
+        }
+        BinaryOp::Mod => {
+            let q = a.binary(BinaryOp::Div, b).unary(UnaryOp::Floor);
+            vec![(a, g.clone()), (b, mul(g, &q).unary(UnaryOp::Neg))]
+        }
+        BinaryOp::Pow => {
+            // d/da = b·a^(b−1); d/db = a^b·ln a
+            let ga = mul(
+                g,
+                &mul(
+                    b,
+                    &a.binary(BinaryOp::Pow, &b.scalar(BinaryOp::Sub, E::ONE)),
+                ),
+            );
+            let gb = mul(g, &mul(out, &a.unary(UnaryOp::Log)));
+            vec![(a, ga), (b, gb)]
+        }
+        _ => unreachable!("comparisons record no op"),
+    }
+}

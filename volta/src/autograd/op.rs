@@ -1,0 +1,32 @@
+//! The record of how a tensor was computed: the op and its inputs.
+use crate::backend::{Device, Memory};
+use crate::dtype::Element;
+use crate::shape::Dims;
+use crate::tensor::RawTensor;
+use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
+
+type T<D, E> = RawTensor<D, E>;
+
+/// One node of the autograd graph. The backward rule of each variant is in
+/// `backward.rs`.
+pub(crate) enum Op<D: Device + Memory<E>, E: Element> {
+    Unary(T<D, E>, UnaryOp),
+    Binary(T<D, E>, T<D, E>, BinaryOp),
+    BinaryScalar(T<D, E>, BinaryOp, E),
+    /// Reduction along an axis, keeping it.
+    Reduce(T<D, E>, ReduceOp, usize),
+    /// `(batch, m, k) × (batch, k, n)` after the raw op's normalisation.
+    MatMul(T<D, E>, T<D, E>),
+    Permute(T<D, E>, Dims),
+    Expand(T<D, E>),
+    Reshape(T<D, E>),
+    /// `narrow(axis, start, len)`.
+    Narrow(T<D, E>, usize, usize),
+    /// Every `step`-th element along an axis.
+    Step(T<D, E>, usize, usize),
+    Pad(T<D, E>, Vec<(usize, usize)>),
+    Cat(Vec<T<D, E>>, usize),
+    /// `select(cond, a, b)`; the condition gets no gradient.
+    Select(T<D, E>, T<D, E>, T<D, E>),
+    Gather(T<D, E>, usize, T<D, u32>),
+}

@@ -1,0 +1,123 @@
+//! Elementwise kernels. Each op is dispatched once, outside the loop, so every loop
+//! body is a monomorphised, vectorisable closure.
+use super::PARALLEL_THRESHOLD;
+use super::rows::{Rows, contiguous_slice};
+use crate::dtype::Float;
+use crate::tensor::Layout;
+use rayon::prelude::*;
+use volta_kernels::{BinaryOp, UnaryOp};
+
+const CHUNK: usize = 1 << 13;
+
+/// Applies `f` to every element of a view.
+fn map<E: Float>(data: &[E], layout: &Layout, f: impl Fn(E) -> E + Sync) -> Vec<E> {
+    if let Some(src) = contiguous_slice(data, layout) {
+        let mut out = vec![E::ZERO; src.len()];
+        if src.len() >= PARALLEL_THRESHOLD {
+            out.par_chunks_mut(CHUNK)
+                .zip(src.par_chunks(CHUNK))
+                .for_each(|(o, s)| o.iter_mut().zip(s).for_each(|(o, &x)| *o = f(x)));
+        } else {
+            out.iter_mut().zip(src).for_each(|(o, &x)| *o = f(x));
+        }
+        return out;
+    }
+    let rows = Rows::of(layout);
+    let mut out = Vec::with_capacity(layout.numel());
+    for &start in &rows.starts {
+        out.extend((0..rows.len).map(|j| f(data[start + j * rows.stride])));
+    }
+    out
+}
+
+/// Applies `f` to every pair of elements of two views with equal dims.
+fn zip<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout), f: impl Fn(E, E) -> E + Sync) -> Vec<E> {
+    let n = a.1.numel();
+    let mut out = vec![E::ZERO; n];
+    if let (Some(x), Some(y)) = (contiguous_slice(a.0, a.1), contiguous_slice(b.0, b.1)) {
+        let body = |(o, (x, y)): (&mut [E], (&[E], &[E]))| {
+            o.iter_mut()
+                .zip(x.iter().zip(y))
+                .for_each(|(o, (&x, &y))| *o = f(x, y))
+        };
+        if n >= PARALLEL_THRESHOLD {
+            out.par_chunks_mut(CHUNK)
+                .zip(x.par_chunks(CHUNK).zip(y.par_chunks(CHUNK)))
+                .for_each(body);
+        } else {
+            body((&mut out[..], (x, y)));
+        }
+        return out;
+    }
+    let (ra, rb) = (Rows::of(a.1), Rows::of(b.1));
+    if ra.len == 0 {
+        return out;
+    }
+    let row = |(o, (&sa, &sb)): (&mut [E], (&usize, &usize))| {
+        for (j, o) in o.iter_mut().enumerate() {
+            *o = f(a.0[sa + j * ra.stride], b.0[sb + j * rb.stride]);
+        }
+    };
+    if n >= PARALLEL_THRESHOLD {
+        out.par_chunks_mut(ra.len)
+            .zip(ra.starts.par_iter().zip(rb.starts.par_iter()))
+            .for_each(row);
+    } else {
+        out.chunks_mut(ra.len)
+            .zip(ra.starts.iter().zip(rb.starts.iter()))
+            .for_each(row);
+    }
+    out
+}
+
+/// Binds `$f` to the scalar function of `op` (a constant in each arm, so the loop
+/// body is specialised per op) and evaluates `$body`.
+macro_rules! with_unary_fn {
+    ($op:expr, |$f:ident| $body:expr) => {
+        with_unary_fn!(@arms $op, $f, $body, [Neg, Exp, Log, Exp2, Log2, Sqrt, Recip, Relu, Sigmoid, Tanh, Sin, Cos, Abs, Gelu, Silu, Floor, Erf])
+    };
+    (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
+        match $op { $(UnaryOp::$v => { let $f = |x: E| UnaryOp::$v.eval(x); $body })* }
+    };
+}
+
+macro_rules! with_binary_fn {
+    ($op:expr, |$f:ident| $body:expr) => {
+        with_binary_fn!(@arms $op, $f, $body, [Add, Sub, Mul, Div, Max, Min, Mod, Pow, Lt, Le, Gt, Ge, Eq, Ne])
+    };
+    (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
+        match $op { $(BinaryOp::$v => { let $f = |a: E, b: E| BinaryOp::$v.eval(a, b); $body })* }
+    };
+}
+
+pub(crate) fn unary<E: Float>(op: UnaryOp, data: &[E], layout: &Layout) -> Vec<E> {
+    with_unary_fn!(op, |f| map(data, layout, f))
+}
+
+pub(crate) fn binary<E: Float>(op: BinaryOp, a: (&[E], &Layout), b: (&[E], &Layout)) -> Vec<E> {
+    with_binary_fn!(op, |f| zip(a, b, f))
+}
+
+pub(crate) fn binary_scalar<E: Float>(op: BinaryOp, data: &[E], layout: &Layout, c: E) -> Vec<E> {
+    with_binary_fn!(op, |f| map(data, layout, move |x| f(x, c)))
+}
+
+/// `cond != 0 ? a : b` over three views with equal dims.
+pub(crate) fn select<E: Float>(
+    cond: (&[E], &Layout),
+    a: (&[E], &Layout),
+    b: (&[E], &Layout),
+) -> Vec<E> {
+    let (rc, ra, rb) = (Rows::of(cond.1), Rows::of(a.1), Rows::of(b.1));
+    let mut out = Vec::with_capacity(a.1.numel());
+    for ((&sc, &sa), &sb) in rc.starts.iter().zip(&ra.starts).zip(&rb.starts) {
+        out.extend((0..ra.len).map(|j| {
+            if cond.0[sc + j * rc.stride] != E::ZERO {
+                a.0[sa + j * ra.stride]
+            } else {
+                b.0[sb + j * rb.stride]
+            }
+        }));
+    }
+    out
+}

@@ -1,0 +1,61 @@
+//! Batched matrix product through the `gemm` crate (AVX2/AVX-512/NEON kernels,
+//! rayon-parallel), reading strided operands without copies.
+use crate::dtype::Float;
+use crate::tensor::Layout;
+use gemm::Parallelism;
+
+/// `(batch, m, k) × (batch, k, n)` on rank-3 views; a batch stride of 0 broadcasts.
+pub(crate) fn matmul<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout)) -> Vec<E> {
+    let (la, lb) = (a.1, b.1);
+    let (batch, m, k, n) = (la.dims[0], la.dims[1], la.dims[2], lb.dims[2]);
+    let mut out = vec![E::ZERO; batch * m * n];
+    if m * n == 0 {
+        return out;
+    }
+    let parallelism = if m * n * k >= 48 * 48 * 48 {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
+    };
+    let s = |l: &Layout, i: usize| l.strides[i] as isize;
+    for (i, dst) in out.chunks_mut(m * n).enumerate() {
+        let a_start = la.offset + i * la.strides[0];
+        let b_start = lb.offset + i * lb.strides[0];
+        // The views were built by `RawTensor` from tensors whose buffers hold every
+        // element they address, so these reads stay inside `a.0` and `b.0`.
+        assert!(
+            a_start < a.0.len() || m * k == 0,
+            "matmul: lhs view out of bounds"
+        );
+        assert!(
+            b_start < b.0.len() || k * n == 0,
+            "matmul: rhs view out of bounds"
+        );
+        // SAFETY: dst is m×n row-major; lhs/rhs pointers with their strides address
+        // only elements inside the views (checked by the layout invariants above).
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                dst.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                a.0.as_ptr().add(a_start),
+                s(la, 2),
+                s(la, 1),
+                b.0.as_ptr().add(b_start),
+                s(lb, 2),
+                s(lb, 1),
+                E::ZERO,
+                E::ONE,
+                false,
+                false,
+                false,
+                parallelism,
+            );
+        }
+    }
+    out
+}

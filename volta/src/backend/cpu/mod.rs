@@ -1,0 +1,85 @@
+//! The CPU device: buffers are `Arc<Vec<E>>`, kernels are strided loops (rayon
+//! above a size threshold) and a tuned GEMM.
+
+mod copy;
+mod elementwise;
+mod index;
+mod matmul;
+mod reduce;
+mod rows;
+
+use super::{Backend, Buf, Device, Memory, View};
+use crate::dtype::{Element, Float};
+use crate::tensor::Layout;
+use std::sync::Arc;
+use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
+
+/// The CPU device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Cpu;
+
+/// Work below this many elements runs on one thread (threads cost ~µs to wake).
+pub(crate) const PARALLEL_THRESHOLD: usize = 1 << 15;
+
+impl Device for Cpu {
+    const NAME: &'static str = "Cpu";
+}
+
+impl<E: Element> Memory<E> for Cpu {
+    type Buffer = Arc<Vec<E>>;
+    fn from_vec(data: Vec<E>) -> Self::Buffer {
+        Arc::new(data)
+    }
+    fn full(len: usize, value: E) -> Self::Buffer {
+        Arc::new(vec![value; len])
+    }
+    fn to_vec(buf: &Self::Buffer, layout: &Layout) -> Vec<E> {
+        copy::strided_to_vec(buf, layout)
+    }
+    fn contiguous(buf: &Self::Buffer, layout: &Layout) -> Self::Buffer {
+        Arc::new(copy::strided_to_vec(buf, layout))
+    }
+}
+
+impl<E: Float> Backend<E> for Cpu {
+    fn unary(op: UnaryOp, x: View<Self, E>) -> Buf<Self, E> {
+        Arc::new(elementwise::unary(op, x.0, x.1))
+    }
+    fn binary(op: BinaryOp, a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E> {
+        Arc::new(elementwise::binary(op, (a.0, a.1), (b.0, b.1)))
+    }
+    fn binary_scalar(op: BinaryOp, x: View<Self, E>, scalar: E) -> Buf<Self, E> {
+        Arc::new(elementwise::binary_scalar(op, x.0, x.1, scalar))
+    }
+    fn reduce(op: ReduceOp, x: View<Self, E>, axis: usize) -> Buf<Self, E> {
+        Arc::new(reduce::reduce(op, x.0, x.1, axis))
+    }
+    fn matmul(a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E> {
+        Arc::new(matmul::matmul((a.0, a.1), (b.0, b.1)))
+    }
+    fn pad(x: View<Self, E>, pads: &[(usize, usize)], value: E) -> Buf<Self, E> {
+        Arc::new(copy::pad(x.0, x.1, pads, value))
+    }
+    fn cat(parts: &[View<Self, E>], axis: usize) -> Buf<Self, E> {
+        let parts: Vec<(&[E], &Layout)> = parts.iter().map(|(b, l)| (b.as_slice(), *l)).collect();
+        Arc::new(copy::cat(&parts, axis))
+    }
+    fn select(cond: View<Self, E>, a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E> {
+        Arc::new(elementwise::select(
+            (cond.0, cond.1),
+            (a.0, a.1),
+            (b.0, b.1),
+        ))
+    }
+    fn gather(x: View<Self, E>, axis: usize, idx: View<Self, u32>) -> Buf<Self, E> {
+        Arc::new(index::gather(x.0, x.1, axis, idx.0, idx.1))
+    }
+    fn scatter_add(
+        dims: &[usize],
+        axis: usize,
+        idx: View<Self, u32>,
+        src: View<Self, E>,
+    ) -> Buf<Self, E> {
+        Arc::new(index::scatter_add(dims, axis, idx.0, idx.1, src.0, src.1))
+    }
+}

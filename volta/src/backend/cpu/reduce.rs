@@ -1,0 +1,62 @@
+//! Reduction along one axis, viewing the (contiguous) input as (outer, n, inner).
+use super::PARALLEL_THRESHOLD;
+use super::copy::strided_to_vec;
+use super::rows::contiguous_slice;
+use crate::dtype::Float;
+use crate::tensor::Layout;
+use rayon::prelude::*;
+use volta_kernels::ReduceOp;
+
+pub(crate) fn reduce<E: Float>(op: ReduceOp, data: &[E], layout: &Layout, axis: usize) -> Vec<E> {
+    let owned;
+    let x = match contiguous_slice(data, layout) {
+        Some(s) => s,
+        None => {
+            owned = strided_to_vec(data, layout);
+            &owned[..]
+        }
+    };
+    let dims = &layout.dims;
+    let n = dims[axis];
+    let outer: usize = dims[..axis].iter().product();
+    let inner: usize = dims[axis + 1..].iter().product();
+    let id = op.identity::<E>();
+    let parallel = x.len() >= PARALLEL_THRESHOLD;
+    if inner == 1 {
+        let row = |r: &[E]| r.iter().fold(id, |acc, &v| op.combine(acc, v));
+        if n == 0 {
+            return vec![id; outer];
+        }
+        if outer == 1 && parallel {
+            // One long row: reduce chunks in parallel, then combine the partials.
+            let partial: Vec<E> = x.par_chunks(1 << 14).map(row).collect();
+            return vec![row(&partial)];
+        }
+        return if parallel {
+            x.par_chunks(n).map(row).collect()
+        } else {
+            x.chunks(n).map(row).collect()
+        };
+    }
+    let mut out = vec![id; outer * inner];
+    let block = |(o, src): (&mut [E], &[E])| {
+        for r in src.chunks(inner) {
+            o.iter_mut()
+                .zip(r)
+                .for_each(|(acc, &v)| *acc = op.combine(*acc, v));
+        }
+    };
+    if n == 0 {
+        return out;
+    }
+    if parallel && outer > 1 {
+        out.par_chunks_mut(inner)
+            .zip(x.par_chunks(n * inner))
+            .for_each(block);
+    } else {
+        out.chunks_mut(inner)
+            .zip(x.chunks(n * inner))
+            .for_each(block);
+    }
+    out
+}

@@ -1,0 +1,81 @@
+//! Devices and the kernels they supply.
+//!
+//! A device is a type (`Cpu`, `Gpu`); tensors carry it as a parameter, so mixing
+//! devices is a compile error. Everything above this module (shape logic, autograd,
+//! the op set) is written once against [`Backend`]; a device only supplies buffers
+//! and kernels. Kernels receive buffers with a [`Layout`] (dims, strides, offset),
+//! so views (permute, expand, slices) cost no copy.
+
+pub mod cpu;
+pub mod gpu;
+
+use crate::dtype::{Element, Float};
+pub use crate::tensor::Layout;
+use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
+
+/// A device type. Every device can hold `u32` indices.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a Volta device",
+    note = "use `Cpu` or `Gpu`"
+)]
+pub trait Device: 'static + Copy + Default + std::fmt::Debug + Send + Sync + Memory<u32> {
+    /// Its name in messages.
+    const NAME: &'static str;
+}
+
+/// Buffers of `E` on a device.
+#[diagnostic::on_unimplemented(message = "the device `{Self}` cannot hold `{E}` elements")]
+pub trait Memory<E: Element>: 'static {
+    /// A reference-counted buffer handle; cloning it shares the memory.
+    type Buffer: Clone + Send + Sync + 'static;
+    /// Uploads host data.
+    fn from_vec(data: Vec<E>) -> Self::Buffer;
+    /// A buffer of `len` copies of `value`.
+    fn full(len: usize, value: E) -> Self::Buffer;
+    /// Reads the elements of a view back to the host, in row-major order.
+    fn to_vec(buf: &Self::Buffer, layout: &Layout) -> Vec<E>;
+    /// Copies a view into a new contiguous buffer.
+    fn contiguous(buf: &Self::Buffer, layout: &Layout) -> Self::Buffer;
+}
+
+/// The buffer type of device `D` for elements `E`.
+pub type Buf<D, E> = <D as Memory<E>>::Buffer;
+
+/// Read-only view arguments of a kernel: a buffer and its layout.
+pub type View<'a, D, E> = (&'a <D as Memory<E>>::Buffer, &'a Layout);
+
+/// The float kernels of a device. Every output is a new contiguous buffer.
+#[diagnostic::on_unimplemented(
+    message = "the device `{Self}` does not compute in `{E}`",
+    note = "the GPU computes in f32 (f16 is planned); f64 is CPU-only"
+)]
+pub trait Backend<E: Float>: Device + Memory<E> {
+    /// `op(x)` elementwise.
+    fn unary(op: UnaryOp, x: View<Self, E>) -> Buf<Self, E>;
+    /// `op(a, b)` elementwise; `a` and `b` have equal dims (broadcasts are stride-0 views).
+    fn binary(op: BinaryOp, a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E>;
+    /// `op(x, scalar)` elementwise.
+    fn binary_scalar(op: BinaryOp, x: View<Self, E>, scalar: E) -> Buf<Self, E>;
+    /// Reduces along `axis`, keeping it with size 1.
+    fn reduce(op: ReduceOp, x: View<Self, E>, axis: usize) -> Buf<Self, E>;
+    /// Batched product of rank-3 views `(batch, m, k) × (batch, k, n)`; a batch stride
+    /// of 0 broadcasts an operand.
+    fn matmul(a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E>;
+    /// Pads each axis with `(before, after)` elements of `value`.
+    fn pad(x: View<Self, E>, pads: &[(usize, usize)], value: E) -> Buf<Self, E>;
+    /// Concatenates views along `axis`.
+    fn cat(parts: &[View<Self, E>], axis: usize) -> Buf<Self, E>;
+    /// `cond != 0 ? a : b` elementwise (all three views have equal dims).
+    fn select(cond: View<Self, E>, a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E>;
+    /// `out[.., i, ..] = x[.., idx[.., i, ..], ..]` along `axis` (torch.gather); the
+    /// output has the dims of `idx`.
+    fn gather(x: View<Self, E>, axis: usize, idx: View<Self, u32>) -> Buf<Self, E>;
+    /// The adjoint of gather: a zero buffer of `dims` into which each `src` element is
+    /// added at the index that `idx` names along `axis`.
+    fn scatter_add(
+        dims: &[usize],
+        axis: usize,
+        idx: View<Self, u32>,
+        src: View<Self, E>,
+    ) -> Buf<Self, E>;
+}

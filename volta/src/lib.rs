@@ -1,0 +1,43 @@
+//! # Volta
+//!
+//! Typed tensors for Rust: a tensor's **shape** and **device** are part of its type,
+//! so shape and device mistakes are compile errors with readable messages.
+//!
+//! ```
+//! use volta::prelude::*;
+//!
+//! let mut rng = Rng::seed(0);
+//! let x = Tensor::<Rank2<4, 3>>::randn(&mut rng);
+//! let w = Tensor::<Rank2<3, 2>>::randn(&mut rng).requires_grad();
+//! let loss = x.matmul(&w).relu().sum_all();
+//! let grads = loss.backward();
+//! let gw: Tensor<Rank2<3, 2>> = grads.get(&w).unwrap();
+//! # let _ = gw;
+//! ```
+//!
+//! Layers: [`shape`] (type-level shape algebra) → [`tensor`] and [`autograd`] →
+//! [`backend`] (devices supply kernels) → ops (written once for all devices).
+
+pub mod autograd;
+pub mod backend;
+pub mod dtype;
+mod ops;
+pub mod random;
+pub mod shape;
+pub mod tensor;
+
+pub use autograd::{Gradients, NoGradGuard, grad_enabled, no_grad};
+pub use backend::cpu::Cpu;
+pub use backend::gpu::Gpu;
+pub use backend::{Backend, Device, Memory};
+pub use ops::SameDevice;
+pub use random::Rng;
+pub use tensor::{RawTensor, Tensor, TensorId};
+
+/// Everything a model file needs.
+pub mod prelude {
+    pub use crate::backend::{Backend, Device};
+    pub use crate::dtype::{Element, Float};
+    pub use crate::shape::*;
+    pub use crate::{Cpu, Gpu, Gradients, Rng, Tensor, no_grad};
+}

@@ -1,0 +1,81 @@
+//! Matrix products.
+use crate::autograd::Op;
+use crate::backend::Backend;
+use crate::dtype::Float;
+use crate::shape::{MatMulRhs, Shape};
+use crate::tensor::{Layout, RawTensor, Tensor};
+
+use super::SameDevice;
+
+impl<D: Backend<E>, E: Float> RawTensor<D, E> {
+    /// Matrix product with numpy semantics for ranks ≥ 1: `(.., m, k) × (.., k, n)`
+    /// with equal batch dims, or a rank-2 right operand shared across the batch.
+    pub fn matmul(&self, rhs: &Self) -> Self {
+        let (a, b) = (self.dims(), rhs.dims());
+        assert!(
+            !a.is_empty() && !b.is_empty(),
+            "matmul: operands must have rank ≥ 1"
+        );
+        if a.len() == 1 {
+            let out = self.reshape(&[1, a[0]]).matmul(rhs);
+            let mut dims = out.dims().to_vec();
+            dims.remove(dims.len() - 2);
+            return out.reshape(&dims);
+        }
+        if b.len() == 1 {
+            let out = self.matmul(&rhs.reshape(&[b[0], 1]));
+            let dims = &out.dims()[..out.dims().len() - 1];
+            return out.reshape(&dims.to_vec());
+        }
+        let (m, k, n) = (a[a.len() - 2], a[a.len() - 1], b[b.len() - 1]);
+        assert_eq!(
+            k,
+            b[b.len() - 2],
+            "matmul: inner dims differ at run time: {a:?} × {b:?}"
+        );
+        let batch = &a[..a.len() - 2];
+        let mut out_dims = batch.to_vec();
+        out_dims.extend([m, n]);
+        if b.len() == 2 {
+            // A shared weight: fold the batch into the rows — one large GEMM.
+            let rows = batch.iter().product::<usize>() * m;
+            let out = self.reshape(&[1, rows, k]).bmm(&rhs.reshape(&[1, k, n]));
+            return out.reshape(&out_dims);
+        }
+        assert_eq!(
+            batch,
+            &b[..b.len() - 2],
+            "matmul: batch dims differ: {a:?} × {b:?}"
+        );
+        let bs = batch.iter().product::<usize>();
+        self.reshape(&[bs, m, k])
+            .bmm(&rhs.reshape(&[bs, k, n]))
+            .reshape(&out_dims)
+    }
+
+    /// `(batch, m, k) × (batch, k, n)`.
+    pub(crate) fn bmm(&self, rhs: &Self) -> Self {
+        let (a, b) = (self.dims(), rhs.dims());
+        let buf = D::matmul(self.view(), rhs.view());
+        Self::from_op(
+            buf,
+            Layout::contiguous(&[a[0], a[1], b[2]]),
+            || Op::MatMul(self.clone(), rhs.clone()),
+            &[self, rhs],
+        )
+    }
+}
+
+impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
+    /// Matrix product: `(M, K)×(K, N)`, `(K,)×(K, N)`, `(B, M, K)×(B, K, N)`,
+    /// `(B, M, K)×(K, N)`, `(B, H, M, K)×(B, H, K, N)`. Inner dims are checked at
+    /// compile time (at run time when dynamic).
+    pub fn matmul<R: MatMulRhs<S>, D2: SameDevice<D> + Backend<E>>(
+        &self,
+        rhs: &Tensor<R, D2, E>,
+    ) -> Tensor<R::Output, D, E> {
+        let out = R::output(&self.shape(), &rhs.shape());
+        let rhs = D2::same_device(rhs.raw());
+        Tensor::from_raw(out, self.raw().matmul(&rhs))
+    }
+}

@@ -1,0 +1,16 @@
+//! The op set, written once for every device.
+//!
+//! Each file holds one family: the untyped op on [`RawTensor`](crate::RawTensor)
+//! (run-time shape logic, kernel call, autograd record) and the typed methods on
+//! [`Tensor`](crate::Tensor) that add the compile-time shape and device checks.
+//! Backward rules are in `autograd/backward.rs`.
+
+mod activation;
+mod compare;
+mod elementwise;
+mod index;
+mod matmul;
+mod movement;
+mod reduce;
+
+pub use elementwise::SameDevice;

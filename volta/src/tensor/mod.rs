@@ -1,0 +1,162 @@
+//! The typed tensor.
+
+mod create;
+mod layout;
+mod raw;
+
+pub use create::FromArray;
+pub use layout::{Layout, Offsets};
+pub use raw::{RawTensor, TensorId};
+
+use crate::autograd::Gradients;
+use crate::backend::cpu::Cpu;
+use crate::backend::{Backend, Device, Memory};
+use crate::dtype::{Element, Float};
+use crate::shape::{Scalar, Shape, ShapeError};
+
+/// An n-dimensional array whose shape `S` and device `D` are part of its type.
+///
+/// `S` is a tuple of dims (`Rank2<3, 4>` = `(Const<3>, Const<4>)`, or with run-time
+/// dims such as `(usize, Const<64>)`); `D` is [`Cpu`] or [`Gpu`](crate::Gpu); `E` is
+/// the element type. Cloning is cheap (the buffer is shared); every op returns a new
+/// tensor.
+///
+/// ```
+/// use volta::prelude::*;
+/// let a = Tensor::<Rank2<2, 3>>::from_array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
+/// let b = Tensor::<Rank2<3, 1>>::ones();
+/// let c: Tensor<Rank2<2, 1>> = a.matmul(&b);
+/// assert_eq!(c.to_vec(), vec![6.0, 15.0]);
+/// ```
+pub struct Tensor<S: Shape, D: Device + Memory<E> = Cpu, E: Element = f32> {
+    shape: S,
+    raw: RawTensor<D, E>,
+}
+
+impl<S: Shape, D: Device + Memory<E>, E: Element> Clone for Tensor<S, D, E> {
+    fn clone(&self) -> Self {
+        Tensor {
+            shape: self.shape,
+            raw: self.raw.clone(),
+        }
+    }
+}
+
+impl<S: Shape, D: Device + Memory<E>, E: Element> std::fmt::Debug for Tensor<S, D, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let data = self.raw.to_vec();
+        let shown = &data[..data.len().min(16)];
+        let more = if data.len() > 16 { ", …" } else { "" };
+        write!(
+            f,
+            "Tensor<{}, {}>{:?} {:?}{more}",
+            D::NAME,
+            E::NAME,
+            self.dims(),
+            shown
+        )
+    }
+}
+
+impl<S: Shape, D: Device + Memory<E>, E: Element> Tensor<S, D, E> {
+    /// Wraps a raw tensor whose run-time dims are those of `shape` (unchecked:
+    /// callers uphold it).
+    pub(crate) fn from_raw(shape: S, raw: RawTensor<D, E>) -> Self {
+        debug_assert_eq!(&*shape.dims(), raw.dims());
+        Tensor { shape, raw }
+    }
+
+    /// Wraps a raw tensor, checking its dims against `S`.
+    pub fn try_from_raw(raw: RawTensor<D, E>) -> Result<Self, ShapeError> {
+        Ok(Tensor {
+            shape: S::from_dims(raw.dims())?,
+            raw,
+        })
+    }
+
+    /// A same-shape result of an op on the raw tensor.
+    pub(crate) fn map_raw(&self, f: impl FnOnce(&RawTensor<D, E>) -> RawTensor<D, E>) -> Self {
+        Tensor::from_raw(self.shape, f(&self.raw))
+    }
+
+    /// The shape value (holds the run-time size of dynamic dims).
+    pub fn shape(&self) -> S {
+        self.shape
+    }
+    /// The run-time dims.
+    pub fn dims(&self) -> &[usize] {
+        self.raw.dims()
+    }
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.raw.layout().numel()
+    }
+    /// The untyped tensor underneath.
+    pub fn raw(&self) -> &RawTensor<D, E> {
+        &self.raw
+    }
+    /// This tensor's id (gradients are keyed by it).
+    pub fn id(&self) -> TensorId {
+        self.raw.id()
+    }
+
+    /// Reads the elements back to the host in row-major order. On the GPU this
+    /// waits for pending work.
+    pub fn to_vec(&self) -> Vec<E> {
+        self.raw.to_vec()
+    }
+
+    /// The same data as a leaf that gradients flow to (a trainable parameter).
+    pub fn requires_grad(&self) -> Self {
+        Tensor {
+            shape: self.shape,
+            raw: self.raw.tracked_leaf(),
+        }
+    }
+    /// The same data, cut from the autograd graph.
+    pub fn detach(&self) -> Self {
+        Tensor {
+            shape: self.shape,
+            raw: self.raw.detach(),
+        }
+    }
+    /// Whether gradients flow to this tensor.
+    pub fn is_tracked(&self) -> bool {
+        self.raw.is_tracked()
+    }
+
+    /// Converts dims to another shape type with the same run-time dims, e.g. a
+    /// dynamic `(usize, Const<10>)` batch to `Rank2<32, 10>`.
+    pub fn realize<S2: Shape>(&self) -> Result<Tensor<S2, D, E>, ShapeError> {
+        Tensor::try_from_raw(self.raw.clone())
+    }
+
+    /// Copies the tensor to device `D2` (a new leaf: gradients do not flow back
+    /// across devices).
+    pub fn to<D2: Device + Memory<E>>(&self) -> Tensor<S, D2, E> {
+        Tensor {
+            shape: self.shape,
+            raw: RawTensor::from_vec(self.to_vec(), self.dims()),
+        }
+    }
+}
+
+impl<D: Device + Memory<E>, E: Element> Tensor<(), D, E> {
+    /// The value of a scalar tensor.
+    pub fn item(&self) -> E {
+        self.to_vec()[0]
+    }
+}
+
+impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
+    /// Computes the gradient of this scalar with respect to every tracked tensor it
+    /// depends on. Consumes the loss: the graph is freed once no tensor needs it.
+    ///
+    /// Calling it on a non-scalar tensor is a compile error.
+    pub fn backward(self) -> Gradients<D, E>
+    where
+        S: Scalar,
+    {
+        crate::autograd::backward(self.raw)
+    }
+}

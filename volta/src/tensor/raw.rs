@@ -1,0 +1,138 @@
+//! `RawTensor`: a tensor without its shape type. Run-time shape logic and autograd
+//! live at this level, once for every device; [`Tensor`](super::Tensor) adds the
+//! compile-time checks on top.
+use super::Layout;
+use crate::autograd::{Op, grad_enabled};
+use crate::backend::{Device, Memory};
+use crate::dtype::Element;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A unique id per tensor node (gradients are keyed by it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TensorId(u64);
+
+impl TensorId {
+    fn next() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        TensorId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// A device buffer viewed through a layout, plus the op that produced it (when
+/// gradients are tracked). Cloning is cheap: nodes are shared and immutable.
+pub struct RawTensor<D: Device + Memory<E>, E: Element>(Arc<Node<D, E>>);
+
+pub(crate) struct Node<D: Device + Memory<E>, E: Element> {
+    id: TensorId,
+    layout: Layout,
+    buffer: <D as Memory<E>>::Buffer,
+    /// Whether gradients flow to this tensor.
+    tracked: bool,
+    /// How it was computed; `None` for leaves and untracked results.
+    op: Option<Op<D, E>>,
+}
+
+impl<D: Device + Memory<E>, E: Element> Clone for RawTensor<D, E> {
+    fn clone(&self) -> Self {
+        RawTensor(self.0.clone())
+    }
+}
+
+impl<D: Device + Memory<E>, E: Element> std::fmt::Debug for RawTensor<D, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RawTensor<{}, {}>{:?}", D::NAME, E::NAME, self.dims())
+    }
+}
+
+impl<D: Device + Memory<E>, E: Element> RawTensor<D, E> {
+    /// An untracked tensor over `buffer`.
+    pub fn leaf(buffer: <D as Memory<E>>::Buffer, layout: Layout) -> Self {
+        RawTensor(Arc::new(Node {
+            id: TensorId::next(),
+            layout,
+            buffer,
+            tracked: false,
+            op: None,
+        }))
+    }
+
+    /// A contiguous untracked tensor from host data (length already checked).
+    pub fn from_vec(data: Vec<E>, dims: &[usize]) -> Self {
+        debug_assert_eq!(data.len(), dims.iter().product::<usize>());
+        Self::leaf(D::from_vec(data), Layout::contiguous(dims))
+    }
+
+    /// The result of an op: tracked (and remembering `op`) when gradients are
+    /// enabled and an input is tracked.
+    pub(crate) fn from_op(
+        buffer: <D as Memory<E>>::Buffer,
+        layout: Layout,
+        op: impl FnOnce() -> Op<D, E>,
+        inputs: &[&Self],
+    ) -> Self {
+        let tracked = grad_enabled() && inputs.iter().any(|t| t.is_tracked());
+        let op = tracked.then(op);
+        RawTensor(Arc::new(Node {
+            id: TensorId::next(),
+            layout,
+            buffer,
+            tracked,
+            op,
+        }))
+    }
+
+    /// This tensor's id.
+    pub fn id(&self) -> TensorId {
+        self.0.id
+    }
+    /// Its layout.
+    pub fn layout(&self) -> &Layout {
+        &self.0.layout
+    }
+    /// Its run-time dims.
+    pub fn dims(&self) -> &[usize] {
+        &self.0.layout.dims
+    }
+    /// Its buffer.
+    pub fn buffer(&self) -> &<D as Memory<E>>::Buffer {
+        &self.0.buffer
+    }
+    /// The buffer and layout, as kernels take them.
+    pub fn view(&self) -> (&<D as Memory<E>>::Buffer, &Layout) {
+        (&self.0.buffer, &self.0.layout)
+    }
+    /// Whether gradients flow to it.
+    pub fn is_tracked(&self) -> bool {
+        self.0.tracked
+    }
+    pub(crate) fn op(&self) -> Option<&Op<D, E>> {
+        self.0.op.as_ref()
+    }
+
+    /// The same data as a new leaf that gradients flow to.
+    pub fn tracked_leaf(&self) -> Self {
+        RawTensor(Arc::new(Node {
+            id: TensorId::next(),
+            layout: self.0.layout,
+            buffer: self.0.buffer.clone(),
+            tracked: true,
+            op: None,
+        }))
+    }
+
+    /// The same data, cut from the graph.
+    pub fn detach(&self) -> Self {
+        Self::leaf(self.0.buffer.clone(), self.0.layout)
+    }
+
+    /// A view sharing the buffer, recorded as `op`.
+    pub(crate) fn view_as(&self, layout: Layout, op: impl FnOnce() -> Op<D, E>) -> Self {
+        Self::from_op(self.0.buffer.clone(), layout, op, &[self])
+    }
+
+    /// Reads the elements back to the host in row-major order.
+    pub fn to_vec(&self) -> Vec<E> {
+        D::to_vec(&self.0.buffer, &self.0.layout)
+    }
+}
