@@ -5,6 +5,7 @@
 //! macro and the runtime's fusion build on the same definitions.
 
 mod float;
+pub mod ir;
 mod ops;
 
 pub use float::Float;
