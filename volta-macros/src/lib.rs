@@ -1,1 +1,46 @@
-//! tmp
+//! Procedural macros for Volta.
+//!
+//! # `#[kernel]`
+//!
+//! Turns a scalar Rust function into a tensor op with autograd on every device:
+//!
+//! ```ignore
+//! #[kernel]
+//! fn swish(x: f32, #[scalar] beta: f32) -> f32 {
+//!     x * sigmoid(beta * x)
+//! }
+//! let y = swish(&t, 1.5); // any shape, Cpu or Gpu, differentiable
+//! ```
+//!
+//! Arguments are `f32`: plain ones are tensors (several tensors must share a shape
+//! and device: broadcast explicitly, as for built-in binary ops); `#[scalar]` ones are
+//! plain numbers passed as uniforms. The body may use: `let` bindings; float
+//! literals; `+ - * / %` and unary `-`; comparisons, `&&`, `||`, `!` inside
+//! `if … { … } else { … }` conditions (lowered to `select`); the built-ins `exp ln
+//! exp2 log2 sqrt recip relu sigmoid tanh sin cos abs gelu silu floor erf max min
+//! powf` as functions, or as float methods (`x.exp()`, `x.max(y)`, `x.powf(y)`,
+//! `x.powi(2)`, `x.clamp(a, b)`); `f32::consts::*`; and calls of other `#[kernel]`
+//! functions. Anything else is a compile error at the offending token.
+//!
+//! The macro (1) keeps the body as the CPU implementation, so rustc type-checks it;
+//! (2) lowers it to the `volta-kernels` IR; (3) derives the partial derivative with
+//! respect to every argument symbolically (simplified, shared subexpressions computed
+//! once); (4) emits WGSL for the value and each partial, and Rust for the partials;
+//! (5) parses and validates that WGSL with naga, reporting any error at the Rust
+//! tokens that produced it. `#[kernel(backward = [dx, dy])]` supplies the partials
+//! for the tensor arguments by hand, as other `#[kernel]` functions with the same
+//! arguments. Non-differentiable pieces follow fixed rules: comparisons, `floor` and
+//! `%`'s quotient have derivative 0, `if` routes the gradient to the branch taken,
+//! `max`/`min` split it on ties.
+
+mod kernel;
+
+use proc_macro::TokenStream;
+
+/// Defines a tensor op from a scalar Rust function; see the crate docs.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    kernel::expand(attr.into(), item.into())
+        .unwrap_or_else(|e| e.to_compile_error())
+        .into()
+}

@@ -4,6 +4,7 @@
 //! derivative; `select` routes the gradient to the branch taken (the condition gets
 //! none); `max`/`min` split the gradient evenly on ties; `mod` behaves as
 //! `a − b·floor(a/b)` with `floor` constant; `relu` and `abs` have derivative 0 at 0.
+//! A call of another kernel contributes through that kernel's own partial derivatives.
 use super::{Graph, Node, NodeId};
 use crate::{BinaryOp, UnaryOp};
 use std::collections::{BTreeMap, HashSet};
@@ -47,15 +48,16 @@ fn reachable_from(g: &Graph, output: NodeId) -> HashSet<NodeId> {
     let mut stack = vec![output];
     while let Some(id) = stack.pop() {
         if seen.insert(id) {
-            stack.extend(operands(g.node(id)));
+            stack.extend(operands(g, g.node(id)));
         }
     }
     seen
 }
 
-fn operands(node: Node) -> Vec<NodeId> {
+fn operands(g: &Graph, node: Node) -> Vec<NodeId> {
     match node {
         Node::Input(_) | Node::Param(_) | Node::Lit(_) => vec![],
+        Node::Call(site) | Node::CallPartial(site, _) => g.call_site(site).args.clone(),
         Node::Unary(_, x) => vec![x],
         Node::Binary(_, a, b) => vec![a, b],
         Node::Select(c, a, b) => vec![c, a, b],
@@ -66,6 +68,19 @@ fn operands(node: Node) -> Vec<NodeId> {
 fn local_grads(g: &mut Graph, id: NodeId, adj: NodeId) -> Vec<(NodeId, NodeId)> {
     match g.node(id) {
         Node::Input(_) | Node::Param(_) | Node::Lit(_) => vec![],
+        // A partial of a call is treated as constant: second derivatives through
+        // calls are not needed by the backward pass.
+        Node::CallPartial(..) => vec![],
+        Node::Call(site) => {
+            let args = g.call_site(site).args.clone();
+            args.iter()
+                .enumerate()
+                .map(|(k, &arg)| {
+                    let d = g.call_partial(site, k as u16);
+                    (arg, g.mul(adj, d))
+                })
+                .collect()
+        }
         Node::Unary(op, x) => {
             let d = unary_derivative(g, op, x, id);
             vec![(x, g.mul(adj, d))]

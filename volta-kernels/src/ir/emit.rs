@@ -18,20 +18,33 @@ pub enum Lang {
     },
 }
 
-/// Statements computing `outputs`, and the expression of each output.
-///
-/// `input(i)` / `param(i)` name the i-th tensor input / scalar param; `prefix` keeps
+/// How to print the leaves and calls of a graph.
+pub struct Names<'a> {
+    /// The i-th tensor input.
+    pub input: &'a dyn Fn(u16) -> String,
+    /// The i-th scalar param.
+    pub param: &'a dyn Fn(u16) -> String,
+    /// The function computing callee `c` (`None`) or its partial `k` (`Some(k)`).
+    pub callee: &'a dyn Fn(u16, Option<u16>) -> String,
+}
+
+/// The code computing some outputs of a graph.
+pub struct Body {
+    /// One `let` statement per line.
+    pub code: String,
+    /// The node each line of `code` computes.
+    pub lines: Vec<NodeId>,
+    /// The expression of each output.
+    pub outputs: Vec<String>,
+}
+
+/// Statements computing `outputs`, and the expression of each output. `prefix` keeps
 /// the generated `let` names apart when several bodies share a scope.
-pub fn body(
-    g: &Graph,
-    outputs: &[NodeId],
-    lang: Lang,
-    prefix: &str,
-    input: &dyn Fn(u16) -> String,
-    param: &dyn Fn(u16) -> String,
-) -> (String, Vec<String>) {
+pub fn body(g: &Graph, outputs: &[NodeId], lang: Lang, prefix: &str, names: &Names) -> Body {
+    let (input, param) = (names.input, names.param);
     let needed = needed(g, outputs);
     let mut code = String::new();
+    let mut lines = Vec::new();
     let name = |id: NodeId| -> String {
         match g.node(id) {
             Node::Input(i) => input(i),
@@ -66,11 +79,26 @@ pub fn body(
                 name(a),
                 name(b)
             ),
+            (Node::Call(site) | Node::CallPartial(site, _), _) => {
+                let s = g.call_site(site);
+                let partial = if let Node::CallPartial(_, k) = *node {
+                    Some(k)
+                } else {
+                    None
+                };
+                let args: Vec<String> = s.args.iter().map(|&a| name(a)).collect();
+                format!("{}({})", (names.callee)(s.callee, partial), args.join(", "))
+            }
         };
+        lines.push(id);
         let ty = if lang == Lang::Wgsl { "" } else { ": f32" };
         writeln!(code, "let {prefix}{i}{ty} = {expr};").expect("writing to a String");
     }
-    (code, outputs.iter().map(|&o| name(o)).collect())
+    Body {
+        code,
+        lines,
+        outputs: outputs.iter().map(|&o| name(o)).collect(),
+    }
 }
 
 fn needed(g: &Graph, outputs: &[NodeId]) -> HashSet<NodeId> {
@@ -82,6 +110,9 @@ fn needed(g: &Graph, outputs: &[NodeId]) -> HashSet<NodeId> {
                 Node::Unary(_, x) => stack.push(x),
                 Node::Binary(_, a, b) => stack.extend([a, b]),
                 Node::Select(c, a, b) => stack.extend([c, a, b]),
+                Node::Call(site) | Node::CallPartial(site, _) => {
+                    stack.extend(g.call_site(site).args.iter().copied())
+                }
                 _ => {}
             }
         }

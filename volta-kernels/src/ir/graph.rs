@@ -22,6 +22,19 @@ pub enum Node {
     Binary(BinaryOp, NodeId, NodeId),
     /// `cond != 0 ? a : b`.
     Select(NodeId, NodeId, NodeId),
+    /// A call of another kernel (a scalar function): `site` indexes [`Graph::call_site`].
+    Call(u32),
+    /// The partial derivative of the call at `site` with respect to its argument `arg`.
+    CallPartial(u32, u16),
+}
+
+/// The callee and arguments of a [`Node::Call`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CallSite {
+    /// The callee, as an index into a table kept by whoever builds the graph.
+    pub callee: u16,
+    /// The arguments.
+    pub args: Vec<NodeId>,
 }
 
 /// A graph of nodes, each stored once, in an order where inputs precede users.
@@ -29,6 +42,8 @@ pub enum Node {
 pub struct Graph {
     nodes: Vec<Node>,
     index: HashMap<Node, NodeId>,
+    sites: Vec<CallSite>,
+    site_index: HashMap<CallSite, u32>,
 }
 
 impl Graph {
@@ -56,6 +71,27 @@ impl Graph {
         self.nodes.push(node);
         self.index.insert(node, id);
         id
+    }
+
+    /// The callee and arguments of call `site`.
+    pub fn call_site(&self, site: u32) -> &CallSite {
+        &self.sites[site as usize]
+    }
+
+    /// A call of `callee` (a scalar function, e.g. another kernel) with `args`.
+    pub fn call(&mut self, callee: u16, args: Vec<NodeId>) -> NodeId {
+        let site = CallSite { callee, args };
+        let next = self.sites.len() as u32;
+        let id = *self.site_index.entry(site.clone()).or_insert(next);
+        if id == next {
+            self.sites.push(site);
+        }
+        self.intern(Node::Call(id))
+    }
+
+    /// ∂(call at `site`)/∂(argument `arg`).
+    pub fn call_partial(&mut self, site: u32, arg: u16) -> NodeId {
+        self.intern(Node::CallPartial(site, arg))
     }
 
     /// The i-th tensor input.
@@ -166,8 +202,23 @@ impl Graph {
     }
 
     /// Evaluates `outputs` for one element, given inputs and params (an interpreter:
-    /// the reference semantics that tests compare generated code against).
+    /// the reference semantics that tests compare generated code against). Graphs
+    /// with calls need [`eval_with`](Self::eval_with).
     pub fn eval(&self, outputs: &[NodeId], inputs: &[f64], params: &[f64]) -> Vec<f64> {
+        self.eval_with(outputs, inputs, params, &|_, _, _| {
+            panic!("eval: the graph has calls; use eval_with")
+        })
+    }
+
+    /// Like [`eval`](Self::eval); `call(callee, partial, args)` evaluates a callee
+    /// (`partial = None`) or its partial derivative with respect to an argument.
+    pub fn eval_with(
+        &self,
+        outputs: &[NodeId],
+        inputs: &[f64],
+        params: &[f64],
+        call: &dyn Fn(u16, Option<u16>, &[f64]) -> f64,
+    ) -> Vec<f64> {
         let mut values = vec![0.0f64; self.nodes.len()];
         let last = outputs
             .iter()
@@ -188,6 +239,16 @@ impl Graph {
                     } else {
                         v(b)
                     }
+                }
+                Node::Call(site) | Node::CallPartial(site, _) => {
+                    let s = &self.sites[site as usize];
+                    let args: Vec<f64> = s.args.iter().map(|&a| v(a)).collect();
+                    let partial = if let Node::CallPartial(_, k) = *node {
+                        Some(k)
+                    } else {
+                        None
+                    };
+                    call(s.callee, partial, &args)
                 }
             };
         }
