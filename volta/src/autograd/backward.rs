@@ -75,7 +75,7 @@ fn op_inputs<D: Backend<E>, E: Float>(op: &Op<D, E>) -> Vec<&T<D, E>> {
         | Op::Pad(x, _)
         | Op::Gather(x, _, _) => vec![x],
         Op::Binary(a, b, _) | Op::MatMul(a, b) | Op::Select(_, a, b) => vec![a, b],
-        Op::Cat(parts, _) => parts.iter().collect(),
+        Op::Cat(parts, _) | Op::Custom(parts, _) => parts.iter().collect(),
     }
 }
 
@@ -189,6 +189,7 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
             ]
         }
         Op::Gather(x, axis, idx) => vec![(x, g.scatter_add(x.dims(), *axis, idx))],
+        Op::Custom(inputs, rule) => inputs.iter().zip(rule(inputs, g)).collect(),
     }
 }
 

@@ -14,4 +14,4 @@ mod op;
 pub(crate) use backward::backward;
 pub use grad_mode::{NoGradGuard, grad_enabled, no_grad};
 pub use gradients::Gradients;
-pub(crate) use op::Op;
+pub(crate) use op::{CustomBackward, Op};

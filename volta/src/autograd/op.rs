@@ -29,4 +29,32 @@ pub(crate) enum Op<D: Device + Memory<E>, E: Element> {
     /// `select(cond, a, b)`; the condition gets no gradient.
     Select(T<D, E>, T<D, E>, T<D, E>),
     Gather(T<D, E>, usize, T<D, u32>),
+    /// An op whose backward rule was captured where its types are concrete (user
+    /// kernels): `rule(inputs, grad)` gives each input's gradient.
+    Custom(Vec<T<D, E>>, CustomBackward<D, E>),
+}
+
+/// The backward rule of an [`Op::Custom`].
+pub(crate) type CustomBackward<D, E> = std::sync::Arc<dyn Fn(&[T<D, E>], &T<D, E>) -> Vec<T<D, E>> + Send + Sync>;
+
+impl<D: Device + Memory<E>, E: Element> Op<D, E> {
+    /// The recorded float inputs, moved out (dropping a long graph unlinks them one
+    /// at a time instead of recursing).
+    pub(crate) fn into_inputs(self) -> Vec<T<D, E>> {
+        match self {
+            Op::Unary(x, _)
+            | Op::BinaryScalar(x, _, _)
+            | Op::Reduce(x, _, _)
+            | Op::Permute(x, _)
+            | Op::Expand(x)
+            | Op::Reshape(x)
+            | Op::Narrow(x, _, _)
+            | Op::Step(x, _, _)
+            | Op::Pad(x, _)
+            | Op::Gather(x, _, _) => vec![x],
+            Op::Binary(a, b, _) | Op::MatMul(a, b) => vec![a, b],
+            Op::Select(c, a, b) => vec![c, a, b],
+            Op::Cat(parts, _) | Op::Custom(parts, _) => parts,
+        }
+    }
 }

@@ -247,7 +247,13 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     where
         S: ExpandShapeTo<Dst>,
     {
-        self.expand_to(Dst::default())
+        const {
+            assert!(
+                expand_ok(S::STATIC_DIMS, Dst::STATIC_DIMS),
+                "expand: each dim of the source must equal the target dim or be 1"
+            )
+        };
+        self.expand_dyn(Dst::default())
     }
 
     /// Expands size-1 dims to the run-time shape `dst`. Static sizes are checked at
@@ -262,6 +268,13 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
                 "expand: each dim of the source must equal the target dim or be 1"
             )
         };
+        self.expand_dyn(dst)
+    }
+
+    // The run-time part of `expand`/`expand_to`. Each public method holds its own
+    // `const` check: rustc names only the innermost instantiation of a failed const,
+    // and that must be the caller's line, not a volta body.
+    fn expand_dyn<Dst: Shape>(&self, dst: Dst) -> Tensor<Dst, D, E> {
         Tensor::from_raw(dst, self.raw().expand(&dst.dims()))
     }
 
@@ -274,7 +287,11 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
                 "reshape: the element counts of the two shapes differ"
             )
         };
-        let dst = Dst::default();
+        self.reshape_dyn(Dst::default())
+    }
+
+    // The run-time part of `reshape`/`flatten` (see `expand_dyn` for why).
+    fn reshape_dyn<Dst: Shape>(&self, dst: Dst) -> Tensor<Dst, D, E> {
         assert_eq!(
             self.numel(),
             dst.numel(),
@@ -310,9 +327,13 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
             assert!(
                 Dst::RANK <= S::RANK,
                 "flatten: the target rank must not exceed the source rank"
+            );
+            assert!(
+                numel_ok(S::STATIC_DIMS, Dst::STATIC_DIMS),
+                "flatten: the element counts of the two shapes differ"
             )
         };
-        self.reshape()
+        self.reshape_dyn(Dst::default())
     }
 
     /// Keeps `START..START + len` along axis `Ax`, where `len` is the size of that axis
@@ -403,7 +424,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     /// Concatenates `self` and `other` along `Ax`. All other dims must be equal
     /// (a type error otherwise); `Dst`'s size on the axis must be the sum (checked at
     /// compile time when static, at run time otherwise).
-    pub fn concat<Ax, Dst: Shape, R: Shape>(&self, other: &Tensor<R, D, E>) -> Tensor<Dst, D, E>
+    pub fn concat<Ax, Dst: Shape, R>(&self, other: &Tensor<R, D, E>) -> Tensor<Dst, D, E>
     where
         S: ResizeAxis<Ax, Dst>,
         R: ResizeAxis<Ax, Dst>,

@@ -7,12 +7,13 @@ use super::shape::Shape;
 #[diagnostic::on_unimplemented(
     message = "`{Ax}` is not a valid permutation from `{Self}` to `{Dst}`",
     label = "invalid permutation",
-    note = "name each axis of `{Self}` exactly once; `Dst` must list the dims in that order"
+    note = "`{Ax}` must list each axis of `{Self}` exactly once, and the result must be `{Self}` reordered by it"
 )]
 pub trait PermuteShapeTo<Dst: Shape, Ax: Axes>: Shape {}
 
 macro_rules! permute_impl {
     ([$($d:ident),*], $src:ty, $dst:ty, $ax:ty, [$($i:literal),*]) => {
+        #[diagnostic::do_not_recommend]
         impl<$($d: $crate::shape::Dim),*> $crate::shape::PermuteShapeTo<$dst, $ax> for $src {}
     };
 }

@@ -5,9 +5,9 @@ use super::shape::Shape;
 /// `Self` reduced over the axes `Ax` is `Dst` (the axes are removed).
 /// `Dst` and `Ax` are usually inferred from each other.
 #[diagnostic::on_unimplemented(
-    message = "cannot reduce `{Self}` to `{Dst}` over `{Ax}`",
+    message = "cannot reduce `{Self}` over `{Ax}`",
     label = "no such reduction",
-    note = "the axes must exist in `{Self}` and the remaining dims must be `{Dst}`"
+    note = "every axis in `{Ax}` must exist in `{Self}`; the result `{Dst}` must be `{Self}` without those axes"
 )]
 pub trait ReduceShapeTo<Dst: Shape, Ax: Axes>: Shape {}
 
@@ -19,6 +19,9 @@ pub trait ReduceShapeTo<Dst: Shape, Ax: Axes>: Shape {}
 )]
 pub trait BroadcastShapeTo<Dst: Shape, Ax: Axes>: Shape {}
 
+// Without `do_not_recommend` rustc reports the failed `ReduceShapeTo` bound instead,
+// so a broadcast error would read "cannot reduce".
+#[diagnostic::do_not_recommend]
 impl<Src: Shape, Dst: Shape, Ax: Axes> BroadcastShapeTo<Dst, Ax> for Src where
     Dst: ReduceShapeTo<Src, Ax>
 {
@@ -26,6 +29,7 @@ impl<Src: Shape, Dst: Shape, Ax: Axes> BroadcastShapeTo<Dst, Ax> for Src where
 
 macro_rules! reduce_impl {
     ([$($d:ident),*], $src:ty, $dst:ty, $ax:ty, [$($i:literal),*]) => {
+        #[diagnostic::do_not_recommend]
         impl<$($d: $crate::shape::Dim),*> $crate::shape::ReduceShapeTo<$dst, $ax> for $src {}
     };
 }

@@ -17,9 +17,9 @@ pub trait ReplaceAxis<Ax, New: Dim>: Shape {
 
 /// `Dst` equals `Self` except, possibly, along axis `Ax`.
 #[diagnostic::on_unimplemented(
-    message = "`{Dst}` cannot come from `{Self}` by resizing axis `{Ax}`",
+    message = "shapes `{Self}` and `{Dst}` must agree on every axis except `{Ax}`",
     label = "the other dims differ, or the axis does not exist",
-    note = "every dim of `{Dst}` other than axis `{Ax}` must equal the one in `{Self}`"
+    note = "concat, pad, shrink, stride and gather change the size of one axis only"
 )]
 pub trait ResizeAxis<Ax, Dst: Shape>: Shape {
     /// The axis index.
@@ -37,6 +37,7 @@ pub trait ExpandShapeTo<Dst: Shape>: Shape {}
 
 macro_rules! expand_impl {
     ($($a:ident $b:ident),*) => {
+        #[diagnostic::do_not_recommend]
         impl<$($a: Dim, $b: Dim),*> ExpandShapeTo<($($b,)*)> for ($($a,)*) {}
     };
 }
@@ -50,10 +51,12 @@ expand_impl!(A0 B0, A1 B1, A2 B2, A3 B3, A4 B4, A5 B5);
 
 macro_rules! replace_axis_impl {
     ([$($d:ident),*], $src:ty, $dst:ty, $i:literal) => {
+        #[diagnostic::do_not_recommend]
         impl<$($d: $crate::shape::Dim,)* New: $crate::shape::Dim> $crate::shape::ReplaceAxis<$crate::shape::Axis<$i>, New> for $src {
             type Output = $dst;
             const AXIS: usize = $i;
         }
+        #[diagnostic::do_not_recommend]
         impl<$($d: $crate::shape::Dim,)* New: $crate::shape::Dim> $crate::shape::ResizeAxis<$crate::shape::Axis<$i>, $dst> for $src {
             const AXIS: usize = $i;
         }

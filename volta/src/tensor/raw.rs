@@ -33,6 +33,24 @@ pub(crate) struct Node<D: Device + Memory<E>, E: Element> {
     op: Option<Op<D, E>>,
 }
 
+impl<D: Device + Memory<E>, E: Element> Drop for Node<D, E> {
+    /// Frees the graph below this node iteratively: the default recursive drop of a
+    /// chain of 100k ops overflows the stack.
+    fn drop(&mut self) {
+        let Some(op) = self.op.take() else { return };
+        let mut pending = op.into_inputs();
+        while let Some(input) = pending.pop() {
+            // Only inputs nobody else holds are freed now; take their ops first so
+            // that dropping them does not recurse.
+            if let Ok(mut node) = Arc::try_unwrap(input.0)
+                && let Some(op) = node.op.take()
+            {
+                pending.extend(op.into_inputs());
+            }
+        }
+    }
+}
+
 impl<D: Device + Memory<E>, E: Element> Clone for RawTensor<D, E> {
     fn clone(&self) -> Self {
         RawTensor(self.0.clone())
