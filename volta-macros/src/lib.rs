@@ -19,7 +19,7 @@
 //! `if … { … } else { … }` conditions (lowered to `select`); the built-ins `exp ln
 //! exp2 log2 sqrt recip relu sigmoid tanh sin cos abs gelu silu floor erf max min
 //! powf` as functions, or as float methods (`x.exp()`, `x.max(y)`, `x.powf(y)`,
-//! `x.powi(2)`, `x.clamp(a, b)`); `f32::consts::*`; and calls of other `#[kernel]`
+//! `x.powi(2)`, `x.clamp(a, b)`); `std::f32::consts::*`; and calls of other `#[kernel]`
 //! functions. Anything else is a compile error at the offending token.
 //!
 //! The macro (1) keeps the body as the CPU implementation, so rustc type-checks it;

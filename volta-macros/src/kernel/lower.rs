@@ -8,7 +8,7 @@ use volta_kernels::{BinaryOp, UnaryOp};
 
 const SUPPORTED: &str = "supported in #[kernel]: `let`, float literals, `+ - * / %`, unary `-`, \
 comparisons and `&& || !` in `if` conditions, `if/else`, the built-ins (exp ln exp2 log2 sqrt recip relu sigmoid \
-tanh sin cos abs gelu silu floor erf max min powf, also as methods), `f32::consts::*`, and calls of other #[kernel] functions";
+tanh sin cos abs gelu silu floor erf max min powf, also as methods), `std::f32::consts::*`, and calls of other #[kernel] functions";
 
 /// The lowered kernel: the graph, its value and partials, and where nodes came from.
 pub struct Lowered {
@@ -109,27 +109,24 @@ impl Lowerer {
             let last = i + 1 == b.stmts.len();
             match stmt {
                 Stmt::Local(local) => {
-                    let name = match &local.pat {
-                        Pat::Ident(p)
-                            if p.by_ref.is_none()
-                                && p.mutability.is_none()
-                                && p.subpat.is_none() =>
-                        {
+                    let pat = match &local.pat {
+                        Pat::Type(t) => &*t.pat,
+                        p => p,
+                    };
+                    let name = match pat {
+                        Pat::Ident(p) if p.mutability.is_some() => {
+                            return Err(syn::Error::new(
+                                p.mutability.span(),
+                                "a #[kernel] binds each value once: write `let name = ...;` without `mut`",
+                            ));
+                        }
+                        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
                             p.ident.clone()
                         }
-                        Pat::Type(t) => match &*t.pat {
-                            Pat::Ident(p) if p.mutability.is_none() => p.ident.clone(),
-                            other => {
-                                return Err(syn::Error::new(
-                                    other.span(),
-                                    format!("only `let name = ...;` bindings are {SUPPORTED}"),
-                                ));
-                            }
-                        },
                         other => {
                             return Err(syn::Error::new(
                                 other.span(),
-                                format!("only `let name = ...;` bindings are {SUPPORTED}"),
+                                "only `let name = ...;` bindings are allowed in #[kernel]",
                             ));
                         }
                     };

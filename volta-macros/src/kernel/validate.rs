@@ -52,8 +52,7 @@ pub fn validate(k: &Kernel, l: &Lowered, wgsl: &Wgsl) -> syn::Result<()> {
                 .and_then(|(s, _)| s.to_range())
                 .map(|r| r.start);
             let msg = format!(
-                "#[kernel] generated invalid WGSL: {}\n{}",
-                e.message(),
+                "#[kernel] generated invalid WGSL:\n{}",
                 e.emit_to_string(&source)
             );
             return Err(syn::Error::new(span_at(byte), msg));
@@ -70,7 +69,7 @@ pub fn validate(k: &Kernel, l: &Lowered, wgsl: &Wgsl) -> syn::Result<()> {
             .and_then(|(s, _)| s.to_range())
             .map(|r| r.start);
         let msg = format!(
-            "#[kernel] generated WGSL that does not validate: {}",
+            "#[kernel] generated WGSL that does not validate:\n{}",
             e.emit_to_string(&source)
         );
         return Err(syn::Error::new(span_at(byte), msg));
