@@ -18,10 +18,16 @@
 //! Layers: [`shape`] (type-level shape algebra) → [`tensor`] and [`autograd`] →
 //! [`backend`] (devices supply kernels) → ops (written once for all devices).
 
+// Generated code names `::volta`; this makes those paths work inside the crate too.
+extern crate self as volta;
+
 pub mod autograd;
 pub mod backend;
 pub mod dtype;
+pub mod kernel;
+pub mod nn;
 mod ops;
+pub mod optim;
 pub mod random;
 pub mod shape;
 pub mod tensor;
@@ -31,6 +37,8 @@ pub use backend::cpu::Cpu;
 pub use backend::gpu::Gpu;
 pub use backend::{Backend, Device, Memory};
 pub use ops::SameDevice;
+/// Defines a user kernel from a scalar Rust function (see [`kernel`](mod@kernel)).
+pub use volta_macros::kernel;
 pub use random::Rng;
 pub use tensor::{RawTensor, Tensor, TensorId};
 
@@ -38,6 +46,8 @@ pub use tensor::{RawTensor, Tensor, TensorId};
 pub mod prelude {
     pub use crate::backend::{Backend, Device};
     pub use crate::dtype::{Element, Float};
+    pub use crate::nn::{Linear, Module};
+    pub use crate::optim::{Adam, Optimizer, Sgd};
     pub use crate::shape::*;
     pub use crate::{Cpu, Gpu, Gradients, Rng, Tensor, no_grad};
 }

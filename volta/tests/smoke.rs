@@ -44,3 +44,16 @@ fn permute_reshape_cat_pad() {
     let st: Tensor<Rank2<2, 2>> = x.stride::<Axis<1>, 2, _>();
     assert_eq!(st.to_vec(), vec![1.0, 3.0, 4.0, 6.0]);
 }
+
+/// Generic code over a batch dim adds tensors without extra bounds.
+fn add_rows<B: Dim>(a: &Tensor<(B, Const<3>)>, b: &Tensor<(B, Const<3>)>) -> Tensor<(B, Const<3>)> {
+    a + b
+}
+
+#[test]
+fn generic_batch_dim_needs_no_extra_bounds() {
+    let a = Tensor::<(usize, Const<3>)>::ones_shaped((2, Const));
+    assert_eq!(add_rows(&a, &a).to_vec(), vec![2.0; 6]);
+    let s = Tensor::<Rank2<1, 3>>::ones();
+    assert_eq!(add_rows(&s, &s).to_vec(), vec![2.0; 3]);
+}

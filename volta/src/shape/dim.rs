@@ -55,7 +55,8 @@ impl Dim for usize {
     label = "these dimensions differ"
 )]
 pub trait DimEq<D: Dim>: Dim {}
-impl<const N: usize> DimEq<Const<N>> for Const<N> {}
+// Reflexive for every dim (so generic code over `B: Dim` needs no extra bound), plus
+// the static/dynamic mixes; no two of these impls can apply to the same pair.
+impl<D: Dim> DimEq<D> for D {}
 impl<const N: usize> DimEq<usize> for Const<N> {}
 impl<const N: usize> DimEq<Const<N>> for usize {}
-impl DimEq<usize> for usize {}

@@ -1,0 +1,269 @@
+//! GPU benchmark table: GEMM f32 (1024/2048/4096, with a sweep of matmul tile
+//! configurations), the eager elementwise chain relu(a*b+c) on 64M elements,
+//! softmax and an RMSNorm-style row reduction on 4096², dispatch overhead over 1000
+//! small ops, and an MLP training step (784-1024-1024-10, batch 512, Adam).
+//!
+//! Byte and FLOP conventions follow `torch_peers.py`, so the figures compare
+//! directly. Every timing syncs before reading the clock, warms up first, and takes
+//! the median of several runs. Run in release mode:
+//!
+//! ```text
+//! cargo run --release -p volta-examples --features gpu --example bench_gpu [-- --quick]
+//! ```
+use std::time::Instant;
+use volta::backend::gpu::MatmulTiles;
+use volta::kernel::{BinaryOp, UnaryOp};
+use volta::nn::loss::cross_entropy;
+use volta::nn::{Module, Param};
+use volta::prelude::*;
+use volta::{RawTensor, Tensor};
+
+fn sync() {
+    Gpu::sync().unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Median seconds per call of `f` (called `per_run` times per timed run, `runs`
+/// runs, after one warm-up run).
+fn time(runs: usize, per_run: usize, mut f: impl FnMut()) -> f64 {
+    for _ in 0..per_run {
+        f();
+    }
+    sync();
+    let mut ts: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..per_run {
+                f();
+            }
+            sync();
+            t.elapsed().as_secs_f64() / per_run as f64
+        })
+        .collect();
+    ts.sort_by(f64::total_cmp);
+    ts[ts.len() / 2]
+}
+
+fn randn(n: usize, rng: &mut Rng) -> Vec<f32> {
+    (0..n).map(|_| rng.normal() as f32).collect()
+}
+
+fn raw(data: Vec<f32>, dims: &[usize]) -> RawTensor<Gpu, f32> {
+    RawTensor::from_vec(data, dims)
+}
+
+/// Largest |gpu − cpu| relative to the largest |cpu| of an n×n product.
+fn gemm_error(
+    n: usize,
+    a: &[f32],
+    b: &[f32],
+    ga: &RawTensor<Gpu, f32>,
+    gb: &RawTensor<Gpu, f32>,
+) -> f64 {
+    let c = RawTensor::<Cpu, f32>::from_vec(a.to_vec(), &[n, n])
+        .matmul(&RawTensor::from_vec(b.to_vec(), &[n, n]))
+        .to_vec();
+    let g = ga.matmul(gb).to_vec();
+    let scale = c.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
+    let err = c
+        .iter()
+        .zip(&g)
+        .fold(0f64, |m, (x, y)| m.max((x - y).abs() as f64));
+    err / scale
+}
+
+struct Mlp {
+    l1: Linear<784, 1024, Gpu>,
+    l2: Linear<1024, 1024, Gpu>,
+    l3: Linear<1024, 10, Gpu>,
+}
+
+impl Module<Gpu, f32> for Mlp {
+    fn visit_params(&mut self, f: &mut dyn FnMut(&mut dyn Param<Gpu, f32>)) {
+        self.l1.visit_params(f);
+        self.l2.visit_params(f);
+        self.l3.visit_params(f);
+    }
+}
+
+fn row(table: &mut Vec<String>, name: &str, value: f64, unit: &str) {
+    let line = format!("{name:40} {value:12.3} {unit}");
+    println!("{line}");
+    table.push(line);
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let info = Gpu::init().unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(1)
+    });
+    println!("adapter: {info}");
+    let mut rng = Rng::seed(0);
+    let mut table = Vec::new();
+
+    // GEMM: sweep the tile candidates at every size, check each against the CPU at
+    // 1024, then report the default choice.
+    let sizes: &[usize] = if quick {
+        &[256, 512]
+    } else {
+        &[1024, 2048, 4096]
+    };
+    println!("\nmatmul tile sweep (TFLOP/s; error vs CPU at the first size):");
+    for &n in sizes {
+        let (a, b) = (randn(n * n, &mut rng), randn(n * n, &mut rng));
+        let (ga, gb) = (raw(a.clone(), &[n, n]), raw(b.clone(), &[n, n]));
+        let flops = 2.0 * (n as f64).powi(3);
+        let per_run = (4096 / n).pow(2).clamp(2, 16);
+        for tiles in MatmulTiles::CANDIDATES {
+            if Gpu::set_matmul_tiles(Some(tiles)).is_err() {
+                continue;
+            }
+            let err = if n == sizes[0] {
+                format!("  max rel err {:.1e}", gemm_error(n, &a, &b, &ga, &gb))
+            } else {
+                String::new()
+            };
+            let t = time(5, per_run, || drop(ga.matmul(&gb)));
+            println!(
+                "  n={n:5} bm{:3} bn{:3} bk{:2} tm{:2} tn{} prefetch {:5}: {:7.2}{err}",
+                tiles.bm,
+                tiles.bn,
+                tiles.bk,
+                tiles.tm,
+                tiles.tn,
+                tiles.prefetch,
+                flops / t / 1e12
+            );
+        }
+        Gpu::set_matmul_tiles(None).unwrap();
+        let t = time(7, per_run, || drop(ga.matmul(&gb)));
+        row(
+            &mut table,
+            &format!("matmul_f32_{n}"),
+            flops / t / 1e12,
+            "TFLOP/s",
+        );
+    }
+
+    // relu(a*b+c): three kernels, as PyTorch eager runs it.
+    let n = if quick { 1 << 20 } else { 1 << 26 };
+    let (a, b, c) = (
+        raw(randn(n, &mut rng), &[n]),
+        raw(randn(n, &mut rng), &[n]),
+        raw(randn(n, &mut rng), &[n]),
+    );
+    let t = time(7, 5, || {
+        let y = a
+            .binary(BinaryOp::Mul, &b)
+            .binary(BinaryOp::Add, &c)
+            .unary(UnaryOp::Relu);
+        drop(y)
+    });
+    row(
+        &mut table,
+        "eltwise_relu(a*b+c)_64M_eager",
+        4.0 * n as f64 * 4.0 / t / 1e9,
+        "GB/s(min bytes)",
+    );
+    drop((a, b, c));
+
+    // Softmax and RMSNorm over rows of 4096².
+    let r = if quick { 512 } else { 4096 };
+    let x = raw(randn(r * r, &mut rng), &[r, r]);
+    let t = time(7, 5, || drop(x.softmax(1)));
+    row(
+        &mut table,
+        "softmax_4096x4096",
+        2.0 * (r * r) as f64 * 4.0 / t / 1e9,
+        "GB/s",
+    );
+    let w = raw(randn(r, &mut rng), &[1, r]);
+    let rms = || {
+        let ms = x.binary(BinaryOp::Mul, &x).mean_axis(1);
+        let inv = ms
+            .scalar(BinaryOp::Add, 1e-6)
+            .unary(UnaryOp::Sqrt)
+            .unary(UnaryOp::Recip);
+        x.binary(BinaryOp::Mul, &inv.expand(&[r, r]))
+            .binary(BinaryOp::Mul, &w.expand(&[r, r]))
+    };
+    let t = time(7, 5, || drop(rms()));
+    row(
+        &mut table,
+        "rmsnorm_4096x4096_eager",
+        2.0 * (r * r) as f64 * 4.0 / t / 1e9,
+        "GB/s",
+    );
+    drop((x, w));
+
+    // Dispatch overhead: 1000 dependent small ops recorded, then one sync.
+    let small = raw(randn(64, &mut rng), &[8, 8]);
+    let t = time(7, 1, || {
+        let mut y = small.clone();
+        for i in 0..1000 {
+            y = y.scalar(
+                if i % 2 == 0 {
+                    BinaryOp::Mul
+                } else {
+                    BinaryOp::Add
+                },
+                0.999,
+            );
+        }
+        drop(y)
+    });
+    row(
+        &mut table,
+        "dispatch_overhead_1000_small_ops",
+        t / 1000.0 * 1e6,
+        "us/op",
+    );
+    // The host's share: recording alone, without waiting for the GPU.
+    sync();
+    let start = Instant::now();
+    let mut y = small.clone();
+    for i in 0..1000 {
+        y = y.scalar(
+            if i % 2 == 0 {
+                BinaryOp::Mul
+            } else {
+                BinaryOp::Add
+            },
+            0.999,
+        );
+    }
+    let record = start.elapsed().as_secs_f64();
+    drop(y);
+    sync();
+    row(
+        &mut table,
+        "record_only_1000_small_ops",
+        record / 1000.0 * 1e6,
+        "us/op",
+    );
+
+    // MLP training step, Adam, batch 512.
+    let mut mlp = Mlp {
+        l1: Linear::new(&mut rng),
+        l2: Linear::new(&mut rng),
+        l3: Linear::new(&mut rng),
+    };
+    let mut opt = Adam::<Gpu>::new(1e-3);
+    let xb = Tensor::<Rank2<512, 784>, Gpu>::randn(&mut rng);
+    let yb =
+        Tensor::<Rank1<512>, Gpu, u32>::from_vec((0..512).map(|i| (i * 7 % 10) as u32).collect())
+            .expect("512 targets");
+    let t = time(7, 5, || {
+        let h = mlp.l1.forward(&xb).relu();
+        let h = mlp.l2.forward(&h).relu();
+        let loss = cross_entropy(&mlp.l3.forward(&h), &yb);
+        let grads = loss.backward();
+        opt.step(&mut mlp, &grads);
+    });
+    row(&mut table, "mlp_train_step_b512", t * 1e3, "ms");
+
+    println!("\n== volta on {} ({}) ==", info.name, info.backend);
+    for line in &table {
+        println!("{line}");
+    }
+}

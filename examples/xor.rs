@@ -1,0 +1,79 @@
+//! Learns XOR with a 2 → 8 → 1 network (tanh, then sigmoid) and SGD with momentum;
+//! exits with an error if it does not.
+use std::process::ExitCode;
+use volta::nn::Param;
+use volta::nn::loss::mse;
+use volta::prelude::*;
+
+const STEPS: usize = 400;
+
+struct XorNet {
+    hidden: Linear<2, 8>,
+    out: Linear<8, 1>,
+}
+
+impl XorNet {
+    fn forward(&self, x: &Tensor<Rank2<4, 2>>) -> Tensor<Rank2<4, 1>> {
+        self.out.forward(&self.hidden.forward(x).tanh()).sigmoid()
+    }
+}
+
+impl Module<Cpu, f32> for XorNet {
+    fn visit_params(&mut self, f: &mut dyn FnMut(&mut dyn Param<Cpu, f32>)) {
+        self.hidden.visit_params(f);
+        self.out.visit_params(f);
+    }
+}
+
+/// Trains the network, printing the loss and the predictions; `Err` with the final
+/// loss if it did not learn XOR.
+fn train() -> Result<(), f32> {
+    let mut rng = Rng::seed(0);
+    let x = Tensor::<Rank2<4, 2>>::from_array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]);
+    let y = Tensor::<Rank2<4, 1>>::from_array([[0.0], [1.0], [1.0], [0.0]]);
+    let mut net = XorNet {
+        hidden: Linear::new(&mut rng),
+        out: Linear::new(&mut rng),
+    };
+    let mut opt = Sgd::new(0.5).with_momentum(0.9);
+    let mut loss_value = f32::NAN;
+    for step in 0..=STEPS {
+        let loss = mse(&net.forward(&x), &y);
+        loss_value = loss.item();
+        if step % 40 == 0 {
+            println!("step {step:>4}  loss {loss_value:.5}");
+        }
+        if step < STEPS {
+            let grads = loss.backward();
+            opt.step(&mut net, &grads);
+        }
+    }
+    let predictions = net.forward(&x).to_vec();
+    let mut learned = loss_value < 0.01;
+    for (input, (p, target)) in [[0, 0], [0, 1], [1, 0], [1, 1]]
+        .iter()
+        .zip(predictions.iter().zip(y.to_vec()))
+    {
+        println!("{} xor {} -> {p:.3} (want {target})", input[0], input[1]);
+        learned &= (p - target).abs() < 0.2;
+    }
+    if learned { Ok(()) } else { Err(loss_value) }
+}
+
+fn main() -> ExitCode {
+    match train() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(loss) => {
+            eprintln!("xor: the network did not learn XOR (final loss {loss:.5})");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn learns_xor() {
+        assert_eq!(super::train(), Ok(()));
+    }
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Provisions what the tests need, then runs the whole test suite.
+#
+# The GPU tests need a Vulkan adapter. Machines without a GPU get one from Mesa's
+# lavapipe (Vulkan on the CPU, Debian package `mesa-vulkan-drivers`), installed
+# here when no Vulkan driver (ICD) or loader is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+icd_dirs=(/usr/share/vulkan/icd.d /etc/vulkan/icd.d /usr/local/share/vulkan/icd.d)
+
+have_icd() {
+    local dir
+    for dir in "${icd_dirs[@]}"; do
+        compgen -G "$dir/*.json" >/dev/null && return 0
+    done
+    return 1
+}
+
+have_loader() {
+    ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'
+}
+
+install_vulkan() {
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+            sudo=(sudo)
+        else
+            echo "test.sh: no Vulkan driver found and cannot install one: not root and no" >&2
+            echo "         password-less sudo. Install Mesa's lavapipe yourself, e.g." >&2
+            echo "         'apt-get install mesa-vulkan-drivers libvulkan1'." >&2
+            exit 1
+        fi
+    fi
+    if ! command -v apt-get >/dev/null; then
+        echo "test.sh: no Vulkan driver found and no apt-get to install one; install a" >&2
+        echo "         Vulkan driver (e.g. Mesa's lavapipe) and the Vulkan loader." >&2
+        exit 1
+    fi
+    echo "test.sh: installing Mesa's lavapipe (mesa-vulkan-drivers) and libvulkan1 ..."
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq \
+        --no-install-recommends mesa-vulkan-drivers libvulkan1
+}
+
+# macOS and Windows reach their GPUs through Metal/DX12; only Linux needs Vulkan.
+if [ "$(uname -s)" = Linux ]; then
+    if ! have_icd || ! have_loader; then
+        install_vulkan
+        if ! have_icd || ! have_loader; then
+            echo "test.sh: Vulkan is still unavailable after installing lavapipe" >&2
+            exit 1
+        fi
+    fi
+fi
+
+exec cargo test --workspace "$@"

@@ -1,0 +1,117 @@
+//! A fully connected layer.
+use super::{Module, Param};
+use crate::backend::Backend;
+use crate::backend::cpu::Cpu;
+use crate::dtype::Float;
+use crate::random::Rng;
+use crate::shape::{Axis, Const, Dim, Rank1, Rank2};
+use crate::tensor::Tensor;
+use volta_kernels::BinaryOp;
+
+/// `y = x · W + b` from `I` input features to `O` output features.
+///
+/// The batch dim of the input may be static (`Rank2<32, I>`) or dynamic
+/// (`(usize, Const<I>)`, e.g. a last partial batch); the feature widths are part of
+/// the type, so chaining layers of mismatched widths does not compile.
+///
+/// ```
+/// use volta::prelude::*;
+/// let mut rng = Rng::seed(0);
+/// let layer = Linear::<3, 2>::new(&mut rng);
+/// let y: Tensor<Rank2<4, 2>> = layer.forward(&Tensor::<Rank2<4, 3>>::ones());
+/// let x = Tensor::<(usize, Const<3>)>::zeros_shaped((5, Const));
+/// let z: Tensor<(usize, Const<2>)> = layer.forward(&x);
+/// assert_eq!(z.dims(), &[5, 2]);
+/// # let _ = y;
+/// ```
+#[derive(Clone, Debug)]
+pub struct Linear<const I: usize, const O: usize, D: Backend<E> = Cpu, E: Float = f32> {
+    /// The `I × O` weight (inputs are rows of `x`, so `y = x · weight`).
+    pub weight: Tensor<Rank2<I, O>, D, E>,
+    /// The `O` biases, added to every row.
+    pub bias: Tensor<Rank1<O>, D, E>,
+}
+
+impl<const I: usize, const O: usize, D: Backend<E>, E: Float> Linear<I, O, D, E> {
+    /// A layer with PyTorch's default initialisation (Kaiming-uniform with
+    /// `a = √5`): weight and bias uniform in `±1/√I`. Both are tracked leaves.
+    pub fn new(rng: &mut Rng) -> Self {
+        // The bound keeps each output's variance near that of one input at start.
+        let bound = 1.0 / (I as f64).sqrt();
+        let (lo, hi) = (E::from_f64(-bound), E::from_f64(bound));
+        Linear {
+            weight: Tensor::uniform(lo, hi, rng).requires_grad(),
+            bias: Tensor::uniform(lo, hi, rng).requires_grad(),
+        }
+    }
+
+    /// A layer with the given weight and bias (tracked as they are given).
+    pub fn from_tensors(weight: Tensor<Rank2<I, O>, D, E>, bias: Tensor<Rank1<O>, D, E>) -> Self {
+        Linear { weight, bias }
+    }
+
+    /// Applies the layer to a batch of rows: `(B, I) → (B, O)`.
+    pub fn forward<B: Dim>(&self, x: &Tensor<(B, Const<I>), D, E>) -> Tensor<(B, Const<O>), D, E> {
+        let y = x.matmul(&self.weight);
+        let bias = self.bias.broadcast_to::<_, Axis<0>>(y.shape());
+        // Both are `(B, O)`; the raw add avoids a `B: DimEq<B>` bound that the typed
+        // `+` would need for a generic `B`.
+        y.map_raw(|r| r.binary(BinaryOp::Add, bias.raw()))
+    }
+}
+
+impl<const I: usize, const O: usize, D: Backend<E>, E: Float> Module<D, E> for Linear<I, O, D, E> {
+    fn visit_params(&mut self, f: &mut dyn FnMut(&mut dyn Param<D, E>)) {
+        f(&mut self.weight);
+        f(&mut self.bias);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shape::Rank2;
+
+    #[test]
+    fn forward_values_match_hand_computation() {
+        let layer = Linear::<2, 3>::from_tensors(
+            Tensor::from_array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]),
+            Tensor::from_array([0.5, -0.5, 1.0]),
+        );
+        let x = Tensor::<Rank2<2, 2>>::from_array([[1.0, 1.0], [2.0, -1.0]]);
+        let y = layer.forward(&x);
+        // [1,1]·W = [5,7,9]; [2,-1]·W = [-2,-1,0]; plus bias.
+        assert_eq!(y.to_vec(), vec![5.5, 6.5, 10.0, -1.5, -1.5, 1.0]);
+    }
+
+    #[test]
+    fn dynamic_batch_shape_and_gradients() {
+        let mut rng = Rng::seed(1);
+        let layer = Linear::<4, 3>::new(&mut rng);
+        let x = Tensor::<(usize, Const<4>)>::randn_shaped((5, Const), &mut rng);
+        let y = layer.forward(&x);
+        assert_eq!(y.dims(), &[5, 3]);
+        let grads = y.sum_all().backward();
+        // d(sum)/d(bias) = batch size for every output; d/dW = Σ_rows x[r, i].
+        let gb = grads.get(&layer.bias).expect("bias is used");
+        assert_eq!(gb.to_vec(), vec![5.0; 3]);
+        let gw = grads.get(&layer.weight).expect("weight is used").to_vec();
+        let xv = x.to_vec();
+        for i in 0..4 {
+            let col: f32 = (0..5).map(|r| xv[r * 4 + i]).sum();
+            for o in 0..3 {
+                assert!((gw[i * 3 + o] - col).abs() < 1e-5, "dW[{i},{o}]");
+            }
+        }
+    }
+
+    #[test]
+    fn init_is_bounded_and_tracked() {
+        let mut layer = Linear::<16, 4>::new(&mut Rng::seed(3));
+        assert!(layer.weight.is_tracked() && layer.bias.is_tracked());
+        let bound = 0.25;
+        assert!(layer.weight.to_vec().iter().all(|w| w.abs() <= bound));
+        assert!(layer.weight.to_vec().iter().any(|w| w.abs() > bound / 4.0));
+        assert_eq!(layer.param_count(), 16 * 4 + 4);
+    }
+}

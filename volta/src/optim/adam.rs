@@ -1,0 +1,259 @@
+//! Adam and AdamW.
+use super::{Optimizer, check, for_each_grad, slot};
+use crate::autograd::Gradients;
+use crate::backend::Backend;
+use crate::backend::cpu::Cpu;
+use crate::dtype::Float;
+use crate::nn::Module;
+use crate::tensor::RawTensor;
+use volta_kernels::{BinaryOp, UnaryOp};
+
+/// Adam (Kingma & Ba) with bias correction, as PyTorch defines it:
+/// `m ← β₁m + (1−β₁)g`, `v ← β₂v + (1−β₂)g²`,
+/// `p ← p − lr · (m / (1−β₁ᵗ)) / (√(v / (1−β₂ᵗ)) + ε)`, with `t` counted per
+/// parameter. Weight decay is L2 (added to `g`) for [`Adam::new`] and decoupled
+/// (`p ← p·(1 − lr·λ)` before the step) for [`Adam::adamw`].
+#[derive(Clone, Debug)]
+pub struct Adam<D: Backend<E> = Cpu, E: Float = f32> {
+    lr: f64,
+    beta1: f64,
+    beta2: f64,
+    eps: f64,
+    weight_decay: f64,
+    decoupled: bool,
+    states: Vec<Option<Moments<D, E>>>,
+}
+
+/// The running moments of one parameter.
+#[derive(Clone, Debug)]
+struct Moments<D: Backend<E>, E: Float> {
+    m: RawTensor<D, E>,
+    v: RawTensor<D, E>,
+    t: i32,
+}
+
+impl<D: Backend<E>, E: Float> Adam<D, E> {
+    /// Adam with learning rate `lr`, `β = (0.9, 0.999)`, `ε = 1e-8`, no weight decay.
+    ///
+    /// # Panics
+    /// When `lr` is negative or not finite.
+    pub fn new(lr: f64) -> Self {
+        check("Adam: lr", lr, lr >= 0.0, "≥ 0");
+        Adam {
+            lr,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            decoupled: false,
+            states: Vec::new(),
+        }
+    }
+
+    /// AdamW: Adam with decoupled weight decay `λ`.
+    ///
+    /// # Panics
+    /// When `lr` or `weight_decay` is negative or not finite.
+    pub fn adamw(lr: f64, weight_decay: f64) -> Self {
+        let mut opt = Self::new(lr).with_weight_decay(weight_decay);
+        opt.decoupled = true;
+        opt
+    }
+
+    /// Sets `β₁, β₂ ∈ [0, 1)`.
+    ///
+    /// # Panics
+    /// When either is outside `[0, 1)`.
+    pub fn with_betas(mut self, beta1: f64, beta2: f64) -> Self {
+        check(
+            "Adam: beta1",
+            beta1,
+            (0.0..1.0).contains(&beta1),
+            "in [0, 1)",
+        );
+        check(
+            "Adam: beta2",
+            beta2,
+            (0.0..1.0).contains(&beta2),
+            "in [0, 1)",
+        );
+        (self.beta1, self.beta2) = (beta1, beta2);
+        self
+    }
+
+    /// Sets `ε > 0`, added to the denominator for stability.
+    ///
+    /// # Panics
+    /// When `eps` is not positive and finite.
+    pub fn with_eps(mut self, eps: f64) -> Self {
+        check("Adam: eps", eps, eps > 0.0, "> 0");
+        self.eps = eps;
+        self
+    }
+
+    /// Sets the weight decay `λ ≥ 0` (L2 for Adam, decoupled for AdamW).
+    ///
+    /// # Panics
+    /// When `weight_decay` is negative or not finite.
+    pub fn with_weight_decay(mut self, weight_decay: f64) -> Self {
+        check(
+            "Adam: weight_decay",
+            weight_decay,
+            weight_decay >= 0.0,
+            "≥ 0",
+        );
+        self.weight_decay = weight_decay;
+        self
+    }
+
+    /// The learning rate.
+    pub fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    /// Changes the learning rate (for schedules).
+    ///
+    /// # Panics
+    /// When `lr` is negative or not finite.
+    pub fn set_lr(&mut self, lr: f64) {
+        check("Adam: lr", lr, lr >= 0.0, "≥ 0");
+        self.lr = lr;
+    }
+}
+
+impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
+    fn step<M: Module<D, E> + ?Sized>(&mut self, model: &mut M, grads: &Gradients<D, E>) {
+        let c = E::from_f64;
+        let (b1, b2) = (self.beta1, self.beta2);
+        for_each_grad(model, grads, |position, param, grad| {
+            let mut p = param.value().clone();
+            let mut g = grad;
+            if self.weight_decay != 0.0 {
+                if self.decoupled {
+                    p = p.scalar(BinaryOp::Mul, c(1.0 - self.lr * self.weight_decay));
+                } else {
+                    let decay = param.value().scalar(BinaryOp::Mul, c(self.weight_decay));
+                    g = g.binary(BinaryOp::Add, &decay);
+                }
+            }
+            let state = slot(&mut self.states, position, p.dims(), |s| s.m.dims());
+            let g2 = g.binary(BinaryOp::Mul, &g);
+            let (m, v, t) = match state.take() {
+                Some(s) => (blend(&s.m, b1, &g), blend(&s.v, b2, &g2), s.t + 1),
+                None => (
+                    g.scalar(BinaryOp::Mul, c(1.0 - b1)),
+                    g2.scalar(BinaryOp::Mul, c(1.0 - b2)),
+                    1,
+                ),
+            };
+            let m_hat = m.scalar(BinaryOp::Mul, c(1.0 / (1.0 - b1.powi(t))));
+            let denom = v
+                .scalar(BinaryOp::Mul, c(1.0 / (1.0 - b2.powi(t))))
+                .unary(UnaryOp::Sqrt)
+                .scalar(BinaryOp::Add, c(self.eps));
+            let delta = m_hat
+                .binary(BinaryOp::Div, &denom)
+                .scalar(BinaryOp::Mul, c(self.lr));
+            *state = Some(Moments { m, v, t });
+            param
+                .update(p.binary(BinaryOp::Sub, &delta))
+                .expect("an update keeps the parameter's dims");
+        });
+    }
+}
+
+/// `β·old + (1−β)·new`: an exponential moving average step.
+fn blend<D: Backend<E>, E: Float>(
+    old: &RawTensor<D, E>,
+    beta: f64,
+    new: &RawTensor<D, E>,
+) -> RawTensor<D, E> {
+    old.scalar(BinaryOp::Mul, E::from_f64(beta)).binary(
+        BinaryOp::Add,
+        &new.scalar(BinaryOp::Mul, E::from_f64(1.0 - beta)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shape::Rank1;
+    use crate::tensor::Tensor;
+
+    /// A loss whose gradient with respect to `p` is `coef`.
+    fn grads_of(p: &Tensor<Rank1<3>>, coef: [f32; 3]) -> Gradients<Cpu, f32> {
+        p.mul(&Tensor::<Rank1<3>>::from_array(coef))
+            .sum_all()
+            .backward()
+    }
+
+    /// Reference Adam in f64, PyTorch's formulas.
+    fn reference(
+        p: &mut [f64; 3],
+        grads: &[[f64; 3]],
+        (lr, b1, b2, eps, wd, decoupled): (f64, f64, f64, f64, f64, bool),
+    ) {
+        let (mut m, mut v) = ([0.0; 3], [0.0; 3]);
+        for (t, g) in grads.iter().enumerate() {
+            let t = t as i32 + 1;
+            for i in 0..3 {
+                let mut gi = g[i];
+                if decoupled {
+                    p[i] *= 1.0 - lr * wd;
+                } else {
+                    gi += wd * p[i];
+                }
+                m[i] = b1 * m[i] + (1.0 - b1) * gi;
+                v[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
+                let (mh, vh) = (m[i] / (1.0 - b1.powi(t)), v[i] / (1.0 - b2.powi(t)));
+                p[i] -= lr * mh / (vh.sqrt() + eps);
+            }
+        }
+    }
+
+    fn run(mut opt: Adam, steps: &[[f32; 3]]) -> Vec<f32> {
+        let mut p = Tensor::<Rank1<3>>::from_array([1.0, -2.0, 0.5]).requires_grad();
+        for coef in steps {
+            let g = grads_of(&p, *coef);
+            opt.step(&mut p, &g);
+            assert!(p.is_tracked());
+        }
+        p.to_vec()
+    }
+
+    fn assert_close(got: &[f32], want: &[f64]) {
+        for (a, b) in got.iter().zip(want) {
+            assert!((*a as f64 - b).abs() < 1e-6, "{got:?} vs {want:?}");
+        }
+    }
+
+    #[test]
+    fn first_step_is_lr_times_sign_of_gradient() {
+        // With bias correction, m̂ = g and v̂ = g² on step 1: p ← p − lr·g/(|g|+ε).
+        let got = run(Adam::new(0.01), &[[0.3, -4.0, 1e-3]]);
+        let want = [
+            1.0 - 0.01 * 0.3 / (0.3 + 1e-8),
+            -2.0 + 0.01,
+            0.5 - 0.01 * 1e-3 / (1e-3 + 1e-8),
+        ];
+        assert_close(&got, &want);
+    }
+
+    #[test]
+    fn several_steps_match_reference() {
+        let steps = [[0.3f32, -4.0, 1e-3], [-0.1, -2.0, 0.5], [0.7, 1.0, -0.2]];
+        let g64: Vec<[f64; 3]> = steps.iter().map(|s| s.map(f64::from)).collect();
+        let hyper = (0.05, 0.8, 0.99, 1e-6, 0.1, false);
+        let mut want = [1.0, -2.0, 0.5];
+        reference(&mut want, &g64, hyper);
+        let opt = Adam::new(0.05)
+            .with_betas(0.8, 0.99)
+            .with_eps(1e-6)
+            .with_weight_decay(0.1);
+        assert_close(&run(opt, &steps), &want);
+
+        let mut want = [1.0, -2.0, 0.5];
+        reference(&mut want, &g64, (0.05, 0.9, 0.999, 1e-8, 0.1, true));
+        assert_close(&run(Adam::adamw(0.05, 0.1), &steps), &want);
+    }
+}
