@@ -6,7 +6,10 @@
 
 mod float;
 pub mod ir;
+mod kernel_def;
 mod ops;
+pub mod wgsl;
 
 pub use float::Float;
+pub use kernel_def::{ArgKind, KernelDef, ScalarFn};
 pub use ops::{BinaryOp, ReduceOp, UnaryOp};

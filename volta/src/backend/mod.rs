@@ -7,10 +7,12 @@
 //! so views (permute, expand, slices) cost no copy.
 
 pub mod cpu;
+mod custom;
 pub mod gpu;
 
 use crate::dtype::{Element, Float};
 pub use crate::tensor::Layout;
+pub use custom::KernelBackend;
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
 
 /// A device type. Every device can hold `u32` indices.

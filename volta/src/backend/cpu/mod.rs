@@ -4,11 +4,12 @@
 mod copy;
 mod elementwise;
 mod index;
+mod kernel;
 mod matmul;
 mod reduce;
 mod rows;
 
-use super::{Backend, Buf, Device, Memory, View};
+use super::{Backend, Buf, Device, KernelBackend, Memory, View};
 use crate::dtype::{Element, Float};
 use crate::tensor::Layout;
 use std::sync::Arc;
@@ -81,5 +82,12 @@ impl<E: Float> Backend<E> for Cpu {
         src: View<Self, E>,
     ) -> Buf<Self, E> {
         Arc::new(index::scatter_add(dims, axis, idx.0, idx.1, src.0, src.1))
+    }
+}
+
+impl KernelBackend for Cpu {
+    fn call_kernel(def: &'static volta_kernels::KernelDef, partial: Option<usize>, tensors: &[View<Self, f32>], scalars: &[f32]) -> Buf<Self, f32> {
+        let views: Vec<(&[f32], &Layout)> = tensors.iter().map(|(b, l)| (b.as_slice(), *l)).collect();
+        Arc::new(kernel::call_kernel(def, partial, &views, scalars))
     }
 }
