@@ -2,9 +2,10 @@
 //!
 //! # `#[kernel]`
 //!
-//! Turns a scalar Rust function into a tensor op with autograd on every device:
+//! Turns a scalar Rust function into a tensor op with autograd on every device (a
+//! runnable example is in the docs of `volta::kernel`):
 //!
-//! ```ignore
+//! ```text
 //! #[kernel]
 //! fn swish(x: f32, #[scalar] beta: f32) -> f32 {
 //!     x * sigmoid(beta * x)

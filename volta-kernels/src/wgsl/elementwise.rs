@@ -6,6 +6,10 @@ use std::fmt::Write;
 /// so that more than 65 535 groups can be launched).
 pub const WORKGROUP_SIZE: u32 = 256;
 
+/// Units (elements, or `vec4`s in a vector kernel) each thread handles: a
+/// workgroup covers `WORKGROUP_SIZE * UNITS_PER_THREAD` units.
+pub const UNITS_PER_THREAD: u32 = 4;
+
 /// The storage element type of a kernel's buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Elem {
@@ -29,8 +33,12 @@ impl Elem {
 pub enum Access {
     /// `offset + i`: row-major with the output's dims.
     Contiguous,
-    /// `offset + Σ coordᵢ·strideᵢ` (a stride of 0 broadcasts).
+    /// `offset + Σ coordᵢ·strideᵢ` (a stride of 0 broadcasts). In a
+    /// [vector](ElementwiseKernel::vector) kernel the innermost stride is 1.
     Strided,
+    /// Strided with an innermost stride of 0: in a vector kernel one scalar is read
+    /// and splat over the four lanes.
+    Broadcast,
 }
 
 /// A generated elementwise kernel: `out[i] = expr(inputs at i, scalars)` for every
@@ -50,6 +58,11 @@ pub struct ElementwiseKernel {
     pub output: Access,
     /// The value at each position.
     pub expr: Expr,
+    /// Four elements per thread through `vec4` loads and stores. The caller
+    /// guarantees: the innermost dim is a multiple of 4, every contiguous or
+    /// strided access has an offset and strides (other than the innermost, which
+    /// is 1) that are multiples of 4, and broadcast accesses have innermost stride 0.
+    pub vector: bool,
 }
 
 /// Where each field sits in a kernel's `u32` parameter block.
@@ -72,7 +85,7 @@ impl ElementwiseKernel {
     pub fn param_layout(&self) -> ParamLayout {
         let width = |a: Access| match a {
             Access::Contiguous => 1,
-            Access::Strided => 1 + self.rank,
+            Access::Strided | Access::Broadcast => 1 + self.rank,
         };
         let mut at = 1 + self.rank;
         let inputs = self
@@ -95,7 +108,8 @@ impl ElementwiseKernel {
 
     /// Packs the parameter block: `dims` of the index space, `(offset, strides)` of
     /// each input and of the output (strides are ignored for contiguous accesses),
-    /// and the scalars as raw bits.
+    /// and the scalars as raw bits. A vector kernel counts threads, not elements:
+    /// its innermost dim and element count are stored divided by 4.
     ///
     /// Panics if a value does not fit in `u32` (buffers that large cannot be bound).
     pub fn params(
@@ -108,11 +122,15 @@ impl ElementwiseKernel {
         assert_eq!(dims.len(), self.rank, "params: rank mismatch");
         assert_eq!(inputs.len(), self.inputs.len(), "params: input count");
         let u = |v: usize| u32::try_from(v).expect("GPU index exceeds u32");
-        let mut p = vec![u(dims.iter().product())];
+        let lanes = if self.vector { 4 } else { 1 };
+        let mut p = vec![u(dims.iter().product::<usize>() / lanes)];
         p.extend(dims.iter().map(|&d| u(d)));
+        if let Some(last) = p.last_mut().filter(|_| self.rank > 0) {
+            *last /= lanes as u32;
+        }
         let mut push = |access: Access, (offset, strides): (usize, &[usize])| {
             p.push(u(offset));
-            if access == Access::Strided {
+            if access != Access::Contiguous {
                 assert_eq!(strides.len(), self.rank, "params: stride rank");
                 p.extend(strides.iter().map(|&s| u(s)));
             }
@@ -126,6 +144,11 @@ impl ElementwiseKernel {
     }
 
     /// The WGSL source, entry point `main`.
+    ///
+    /// Each thread handles [`UNITS_PER_THREAD`] units (elements, or `vec4`s in a
+    /// vector kernel) spaced a workgroup apart, so warps stay coalesced: all loads
+    /// are issued before any result is stored, giving the memory system several
+    /// requests in flight per thread.
     pub fn source(&self) -> String {
         assert!(self.rank <= 6, "elementwise kernels support rank ≤ 6");
         assert!(
@@ -137,6 +160,10 @@ impl ElementwiseKernel {
             "u32 kernels can only copy or fill"
         );
         let ty = self.elem.wgsl();
+        let vty = format!("vec4<{ty}>");
+        let vector = self.vector;
+        // In a vector kernel, contiguous and strided buffers are read as vec4s.
+        let wide = |a: Access| vector && a != Access::Broadcast;
         let layout = self.param_layout();
         let mut s = String::new();
         let w = &mut s;
@@ -144,71 +171,125 @@ impl ElementwiseKernel {
             w.push_str(VOLTA_ERF);
         }
         writeln!(w, "@group(0) @binding(0) var<storage, read> p: array<u32>;").unwrap();
-        for i in 0..self.inputs.len() {
+        for (i, &a) in self.inputs.iter().enumerate() {
+            let t = if wide(a) { &vty } else { ty };
             writeln!(
                 w,
-                "@group(0) @binding({}) var<storage, read> src{i}: array<{ty}>;",
+                "@group(0) @binding({}) var<storage, read> src{i}: array<{t}>;",
                 i + 1
             )
             .unwrap();
         }
         writeln!(
             w,
-            "@group(0) @binding({}) var<storage, read_write> dst: array<{ty}>;",
-            self.inputs.len() + 1
+            "@group(0) @binding({}) var<storage, read_write> dst: array<{}>;",
+            self.inputs.len() + 1,
+            if vector { &vty } else { ty }
         )
         .unwrap();
+        let units = UNITS_PER_THREAD;
         writeln!(
             w,
             "@compute @workgroup_size({WORKGROUP_SIZE})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {{
-    let i = (wid.y * nwg.x + wid.x) * {WORKGROUP_SIZE}u + li;
-    if (i >= p[0]) {{ return; }}"
+    let base = (wid.y * nwg.x + wid.x) * {}u + li;
+    let n = p[0];",
+            WORKGROUP_SIZE * units
         )
         .unwrap();
-        let strided = self.output == Access::Strided || self.inputs.contains(&Access::Strided);
-        if strided && self.rank > 0 {
-            // Coordinates of `i`, last axis fastest.
-            writeln!(w, "    var rem = i;").unwrap();
-            for a in (1..self.rank).rev() {
+        let strided = self.output != Access::Contiguous
+            || self.inputs.iter().any(|&a| a != Access::Contiguous);
+        let last = self.rank.saturating_sub(1);
+        // The element index of an access for unit `j`; a vec4 index is that over 4.
+        let index = |access: Access, at: usize, j: u32| match access {
+            Access::Contiguous if vector => format!("p[{at}] / 4u + i{j}"),
+            Access::Contiguous => format!("p[{at}] + i{j}"),
+            Access::Strided | Access::Broadcast => {
+                let mut e = format!("p[{at}]");
+                for a in 0..self.rank {
+                    let c = if vector && a == last {
+                        format!("c{a}_{j} * 4u")
+                    } else {
+                        format!("c{a}_{j}")
+                    };
+                    write!(e, " + {c} * p[{}]", at + 1 + a).unwrap();
+                }
+                if wide(access) {
+                    format!("({e}) / 4u")
+                } else {
+                    e
+                }
+            }
+        };
+        for j in 0..units {
+            writeln!(
+                w,
+                "    let i{j} = base + {}u;\n    let ok{j} = i{j} < n;",
+                j * WORKGROUP_SIZE
+            )
+            .unwrap();
+            if strided && self.rank > 0 {
+                // Coordinates, last axis fastest (in a vector kernel the last one
+                // counts groups of four elements).
+                writeln!(w, "    var rem{j} = i{j};").unwrap();
+                for a in (1..self.rank).rev() {
+                    writeln!(
+                        w,
+                        "    let c{a}_{j} = rem{j} % p[{d}]; rem{j} = rem{j} / p[{d}];",
+                        d = 1 + a
+                    )
+                    .unwrap();
+                }
+                writeln!(w, "    let c0_{j} = rem{j};").unwrap();
+            }
+            for (i, (&a, &at)) in self.inputs.iter().zip(&layout.inputs).enumerate() {
+                let t = if wide(a) { &vty } else { ty };
                 writeln!(
                     w,
-                    "    let c{a} = rem % p[{d}]; rem = rem / p[{d}];",
-                    d = 1 + a
+                    "    var x{i}_{j}: {t};\n    if (ok{j}) {{ x{i}_{j} = src{i}[{}]; }}",
+                    index(a, at, j)
                 )
                 .unwrap();
             }
-            writeln!(w, "    let c0 = rem;").unwrap();
         }
-        let index = |access: Access, at: usize| match access {
-            Access::Contiguous => format!("p[{at}] + i"),
-            Access::Strided => {
-                let mut e = format!("p[{at}]");
-                for a in 0..self.rank {
-                    write!(e, " + c{a} * p[{}]", at + 1 + a).unwrap();
-                }
-                e
-            }
-        };
-        for (i, (&a, &at)) in self.inputs.iter().zip(&layout.inputs).enumerate() {
-            writeln!(w, "    let x{i} = src{i}[{}];", index(a, at)).unwrap();
-        }
-        let mut next = 0;
         let scalar_at = layout.scalars;
         let elem = self.elem;
-        let value = self
-            .expr
-            .lower(w, &mut next, &|i| format!("x{i}"), &|i| match elem {
-                Elem::F32 => format!("bitcast<f32>(p[{}])", scalar_at + i),
-                Elem::U32 => format!("p[{}]", scalar_at + i),
-            });
-        writeln!(
-            w,
-            "    dst[{}] = {value};\n}}",
-            index(self.output, layout.output)
-        )
-        .unwrap();
+        let scalar = |i: usize| match elem {
+            Elem::F32 => format!("bitcast<f32>(p[{}])", scalar_at + i),
+            Elem::U32 => format!("p[{}]", scalar_at + i),
+        };
+        let mut next = 0;
+        for j in 0..units {
+            writeln!(w, "    if (ok{j}) {{").unwrap();
+            let value = if vector {
+                // The scalar expression once per lane.
+                let lanes: Vec<String> = ["x", "y", "z", "w"]
+                    .iter()
+                    .map(|lane| {
+                        let input = |i: usize| {
+                            if wide(self.inputs[i]) {
+                                format!("x{i}_{j}.{lane}")
+                            } else {
+                                format!("x{i}_{j}")
+                            }
+                        };
+                        self.expr.lower(w, &mut next, &input, &scalar)
+                    })
+                    .collect();
+                format!("{vty}({})", lanes.join(", "))
+            } else {
+                self.expr
+                    .lower(w, &mut next, &|i| format!("x{i}_{j}"), &scalar)
+            };
+            writeln!(
+                w,
+                "    dst[{}] = {value};\n    }}",
+                index(self.output, layout.output, j)
+            )
+            .unwrap();
+        }
+        writeln!(w, "}}").unwrap();
         s
     }
 }
@@ -228,15 +309,37 @@ mod tests {
             expr: Expr::input(0)
                 .binary(BinaryOp::Mul, Expr::input(1))
                 .unary(UnaryOp::Gelu),
+            vector: false,
         };
         let src = k.source();
         assert!(src.contains("fn volta_erf"));
-        assert!(src.contains("let c1 = rem % p[2]"));
-        assert!(src.contains("src0[p[3] + c0 * p[4] + c1 * p[5]]"));
-        assert!(src.contains("src1[p[6] + i]"));
+        assert!(src.contains("let c1_0 = rem0 % p[2]"));
+        assert!(src.contains("src0[p[3] + c0_3 * p[4] + c1_3 * p[5]]"));
+        assert!(src.contains("src1[p[6] + i2]"));
         let l = k.param_layout();
         assert_eq!((l.inputs.clone(), l.output, l.scalars), (vec![3, 6], 7, 8));
         let p = k.params(&[2, 3], &[(5, &[1, 2]), (0, &[3, 1])], (0, &[3, 1]), &[]);
         assert_eq!(p, vec![6, 2, 3, 5, 1, 2, 0, 0]);
+    }
+
+    #[test]
+    fn vector_kernels_read_vec4_and_splat_broadcasts() {
+        let k = ElementwiseKernel {
+            rank: 2,
+            elem: Elem::F32,
+            inputs: vec![Access::Contiguous, Access::Broadcast],
+            output: Access::Contiguous,
+            expr: Expr::input(0).binary(BinaryOp::Sub, Expr::input(1)),
+            vector: true,
+        };
+        let src = k.source();
+        assert!(src.contains("var<storage, read> src0: array<vec4<f32>>"));
+        assert!(src.contains("var<storage, read> src1: array<f32>"));
+        assert!(src.contains("src0[p[3] / 4u + i1]"));
+        assert!(src.contains("src1[p[4] + c0_1 * p[5] + c1_1 * 4u * p[6]]"));
+        assert!(src.contains("(x0_2.w - x1_2)"));
+        // Four threads' worth of elements: 2 × 8 elements are 4 vec4s.
+        let p = k.params(&[2, 8], &[(0, &[8, 1]), (4, &[1, 0])], (0, &[8, 1]), &[]);
+        assert_eq!(p, vec![4, 2, 2, 0, 4, 1, 0, 0]);
     }
 }

@@ -11,6 +11,8 @@ mod elementwise;
 mod expr;
 mod helpers;
 
-pub use elementwise::{Access, Elem, ElementwiseKernel, ParamLayout, WORKGROUP_SIZE};
+pub use elementwise::{
+    Access, Elem, ElementwiseKernel, ParamLayout, UNITS_PER_THREAD, WORKGROUP_SIZE,
+};
 pub use expr::Expr;
 pub use helpers::VOLTA_ERF;

@@ -1,7 +1,272 @@
-//! The GPU device type. Its wgpu runtime is being built (issue #3); until then the
-//! type exists so that programs mixing `Cpu` and `Gpu` tensors are rejected at
-//! compile time, and it cannot yet hold or compute tensors.
+//! The GPU device, on wgpu (Vulkan, Metal, DX12).
+//!
+//! Built with the `gpu` cargo feature; without it `Gpu` is only a marker type, so
+//! programs mixing `Cpu` and `Gpu` tensors are still rejected at compile time.
+//!
+//! The runtime is lazy: recording an op appends a dispatch to a batch (one command
+//! encoder, one compute pass) that is submitted when a value is read back,
+//! [`Gpu::sync`] is called, or the batch fills. Buffers come from a size-class pool,
+//! pipelines are compiled once, and errors raised while work runs are reported at
+//! the next sync point. The GPU computes in `f32` (`Gpu: Backend<f64>` does not
+//! exist) and holds `u32` indices.
 
-/// The GPU device (wgpu: Vulkan, Metal, DX12, WebGPU).
+/// The GPU device (wgpu: Vulkan, Metal, DX12).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Gpu;
+
+#[cfg(feature = "gpu")]
+mod buffer;
+#[cfg(feature = "gpu")]
+mod context;
+#[cfg(feature = "gpu")]
+mod elementwise;
+#[cfg(feature = "gpu")]
+mod error;
+#[cfg(feature = "gpu")]
+mod index;
+#[cfg(feature = "gpu")]
+mod launch;
+#[cfg(feature = "gpu")]
+mod matmul;
+#[cfg(feature = "gpu")]
+mod matmul_source;
+#[cfg(feature = "gpu")]
+mod pipelines;
+#[cfg(feature = "gpu")]
+mod pool;
+#[cfg(feature = "gpu")]
+mod recorder;
+#[cfg(feature = "gpu")]
+mod reduce;
+#[cfg(feature = "gpu")]
+mod transfer;
+
+#[cfg(feature = "gpu")]
+pub use buffer::GpuBuffer;
+#[cfg(feature = "gpu")]
+pub use context::GpuInfo;
+#[cfg(feature = "gpu")]
+pub use error::GpuError;
+#[cfg(feature = "gpu")]
+pub use matmul_source::MatmulTiles;
+
+#[cfg(feature = "gpu")]
+mod device {
+    use super::context::{self, ctx};
+    use super::elementwise::{fill, map, write};
+    use super::{Gpu, GpuBuffer, GpuError, GpuInfo, MatmulTiles, transfer};
+    use crate::backend::{Backend, Buf, Device, Memory, View};
+    use crate::tensor::Layout;
+    use volta_kernels::wgsl::{Elem, Expr};
+    use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
+
+    impl Gpu {
+        /// Creates the GPU context (once per process) and describes the adapter.
+        /// Ops on `Gpu` tensors call it implicitly and panic with the error's text
+        /// when it fails; call it first to handle [`GpuError::NoAdapter`] yourself.
+        pub fn init() -> Result<GpuInfo, GpuError> {
+            context::init().map(|c| c.info.clone())
+        }
+
+        /// Submits all recorded work, waits for it, and reports any error raised
+        /// since the last sync point (validation, out of memory, device lost,
+        /// out-of-range indices).
+        pub fn sync() -> Result<(), GpuError> {
+            transfer::sync(context::init()?)
+        }
+
+        /// Number of batches submitted so far (each read-back or full batch submits
+        /// one); for tests and profiling.
+        pub fn batches_submitted() -> u64 {
+            ctx()
+                .recorder
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .submitted
+        }
+
+        /// Number of kernel dispatches and uploads recorded so far; for profiling.
+        pub fn dispatches_recorded() -> u64 {
+            ctx()
+                .recorder
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .recorded
+        }
+
+        /// Overrides the matmul tile sizes (`None` restores the size-based choice).
+        /// A tuning knob: the default choice is what the benchmarks found best.
+        pub fn set_matmul_tiles(tiles: Option<MatmulTiles>) -> Result<(), GpuError> {
+            let c = context::init()?;
+            if let Some(t) = tiles {
+                t.check(
+                    c.limits.max_compute_invocations_per_workgroup,
+                    c.limits.max_compute_workgroup_storage_size,
+                )
+                .map_err(GpuError::Validation)?;
+            }
+            *super::matmul::OVERRIDE
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = tiles;
+            Ok(())
+        }
+    }
+
+    impl Device for Gpu {
+        const NAME: &'static str = "Gpu";
+    }
+
+    macro_rules! memory {
+        ($t:ty, $elem:expr) => {
+            impl Memory<$t> for Gpu {
+                type Buffer = GpuBuffer<$t>;
+                fn from_vec(data: Vec<$t>) -> Self::Buffer {
+                    transfer::upload(ctx(), &data)
+                }
+                fn full(len: usize, value: $t) -> Self::Buffer {
+                    GpuBuffer::new(fill(ctx(), $elem, len, value.to_bits()), len)
+                }
+                fn to_vec(buf: &Self::Buffer, layout: &Layout) -> Vec<$t> {
+                    transfer::download(ctx(), &buf.raw, layout, $elem)
+                        .unwrap_or_else(|e| panic!("{e}"))
+                }
+                fn contiguous(buf: &Self::Buffer, layout: &Layout) -> Self::Buffer {
+                    let c = ctx();
+                    let out = map(
+                        c,
+                        $elem,
+                        Expr::input(0),
+                        &[(&buf.raw, layout)],
+                        &[],
+                        &layout.dims,
+                    );
+                    GpuBuffer::new(out, layout.numel())
+                }
+            }
+        };
+    }
+    trait Bits {
+        fn to_bits(self) -> u32;
+    }
+    impl Bits for u32 {
+        fn to_bits(self) -> u32 {
+            self
+        }
+    }
+    memory!(f32, Elem::F32);
+    memory!(u32, Elem::U32);
+
+    /// `expr` over same-dims views into a new contiguous f32 buffer.
+    fn elementwise(expr: Expr, inputs: &[View<Gpu, f32>], scalars: &[u32]) -> Buf<Gpu, f32> {
+        let c = ctx();
+        let dims = &inputs[0].1.dims;
+        let ops: Vec<_> = inputs.iter().map(|(b, l)| (&b.raw, *l)).collect();
+        GpuBuffer::new(map(c, Elem::F32, expr, &ops, scalars, dims), dims.numel())
+    }
+
+    impl Backend<f32> for Gpu {
+        fn unary(op: UnaryOp, x: View<Self, f32>) -> Buf<Self, f32> {
+            elementwise(Expr::input(0).unary(op), &[x], &[])
+        }
+        fn binary(op: BinaryOp, a: View<Self, f32>, b: View<Self, f32>) -> Buf<Self, f32> {
+            elementwise(Expr::input(0).binary(op, Expr::input(1)), &[a, b], &[])
+        }
+        fn binary_scalar(op: BinaryOp, x: View<Self, f32>, scalar: f32) -> Buf<Self, f32> {
+            let e = Expr::input(0).binary(op, Expr::scalar(0));
+            elementwise(e, &[x], &[scalar.to_bits()])
+        }
+        fn reduce(op: ReduceOp, x: View<Self, f32>, axis: usize) -> Buf<Self, f32> {
+            let n = (0..x.1.rank())
+                .filter(|&a| a != axis)
+                .map(|a| x.1.dims[a])
+                .product();
+            GpuBuffer::new(super::reduce::reduce(ctx(), op, (&x.0.raw, x.1), axis), n)
+        }
+        fn matmul(a: View<Self, f32>, b: View<Self, f32>) -> Buf<Self, f32> {
+            let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];
+            GpuBuffer::new(
+                super::matmul::matmul(ctx(), (&a.0.raw, a.1), (&b.0.raw, b.1)),
+                len,
+            )
+        }
+        fn pad(x: View<Self, f32>, pads: &[(usize, usize)], value: f32) -> Buf<Self, f32> {
+            let c = ctx();
+            let dims: Vec<usize> =
+                x.1.dims
+                    .iter()
+                    .zip(pads)
+                    .map(|(d, (b, a))| d + b + a)
+                    .collect();
+            let out_layout = Layout::contiguous(&dims);
+            let n = out_layout.numel();
+            let out = fill(c, Elem::F32, n, value.to_bits());
+            let region = Layout {
+                dims: x.1.dims,
+                strides: out_layout.strides,
+                offset: pads
+                    .iter()
+                    .zip(out_layout.strides.iter())
+                    .map(|((b, _), s)| b * s)
+                    .sum(),
+            };
+            write(
+                c,
+                Elem::F32,
+                Expr::input(0),
+                &[(&x.0.raw, x.1)],
+                &[],
+                (&out, &region),
+            );
+            GpuBuffer::new(out, n)
+        }
+        fn cat(parts: &[View<Self, f32>], axis: usize) -> Buf<Self, f32> {
+            let c = ctx();
+            let mut dims = parts[0].1.dims;
+            dims[axis] = parts.iter().map(|(_, l)| l.dims[axis]).sum();
+            let out_layout = Layout::contiguous(&dims);
+            let n = out_layout.numel();
+            let out = super::launch::alloc(c, n * 4);
+            let mut start = 0;
+            for (buf, l) in parts {
+                let region = Layout {
+                    dims: l.dims,
+                    strides: out_layout.strides,
+                    offset: start * out_layout.strides[axis],
+                };
+                write(
+                    c,
+                    Elem::F32,
+                    Expr::input(0),
+                    &[(&buf.raw, l)],
+                    &[],
+                    (&out, &region),
+                );
+                start += l.dims[axis];
+            }
+            GpuBuffer::new(out, n)
+        }
+        fn select(cond: View<Self, f32>, a: View<Self, f32>, b: View<Self, f32>) -> Buf<Self, f32> {
+            let e = Expr::input(0).select(Expr::input(1), Expr::input(2));
+            elementwise(e, &[cond, a, b], &[])
+        }
+        fn gather(x: View<Self, f32>, axis: usize, idx: View<Self, u32>) -> Buf<Self, f32> {
+            let out = super::index::gather(ctx(), (&x.0.raw, x.1), axis, (&idx.0.raw, idx.1));
+            GpuBuffer::new(out, idx.1.numel())
+        }
+        fn scatter_add(
+            dims: &[usize],
+            axis: usize,
+            idx: View<Self, u32>,
+            src: View<Self, f32>,
+        ) -> Buf<Self, f32> {
+            let out = super::index::scatter_add(
+                ctx(),
+                dims,
+                axis,
+                (&idx.0.raw, idx.1),
+                (&src.0.raw, src.1),
+            );
+            GpuBuffer::new(out, dims.iter().product())
+        }
+    }
+}

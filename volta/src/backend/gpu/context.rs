@@ -1,0 +1,190 @@
+//! The process-wide wgpu context: adapter, device, queue, and the runtime state
+//! (recorder, buffer pool, pipeline cache) shared by every `Gpu` tensor.
+use super::error::GpuError;
+use super::pipelines::Pipelines;
+use super::pool::Pool;
+use super::recorder::Recorder;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// What [`Gpu::init`](crate::Gpu::init) found: the adapter and the limits of note.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuInfo {
+    /// Adapter name, e.g. "NVIDIA H200" or "llvmpipe (LLVM 15.0.6, 256 bits)".
+    pub name: String,
+    /// Graphics API wgpu drives it through (Vulkan, Metal, Dx12, …).
+    pub backend: String,
+    /// Discrete, integrated, virtual or CPU.
+    pub device_type: String,
+    /// Driver name and version, when the driver reports them.
+    pub driver: String,
+    /// Largest storage buffer one binding can address, in bytes.
+    pub max_storage_buffer_binding_size: u64,
+    /// Workgroup (shared) memory per workgroup, in bytes.
+    pub max_workgroup_storage_size: u32,
+    /// Threads per workgroup.
+    pub max_invocations_per_workgroup: u32,
+    /// The optional features Volta enabled (subgroups, f16, timestamps, cooperative
+    /// matrices) that this adapter supports.
+    pub features: Vec<&'static str>,
+}
+
+impl std::fmt::Display for GpuInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}, {}, driver {:?}); max storage binding {} MiB, workgroup memory {} KiB, \
+             {} threads/workgroup; features: {}",
+            self.name,
+            self.backend,
+            self.device_type,
+            self.driver,
+            self.max_storage_buffer_binding_size >> 20,
+            self.max_workgroup_storage_size >> 10,
+            self.max_invocations_per_workgroup,
+            if self.features.is_empty() {
+                "none".to_string()
+            } else {
+                self.features.join(", ")
+            }
+        )
+    }
+}
+
+/// Everything the GPU backend holds for the process.
+pub(crate) struct Context {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: GpuInfo,
+    pub limits: wgpu::Limits,
+    /// The first asynchronous error (validation, out of memory, device lost), kept
+    /// until the next sync point reports it.
+    pub error: Arc<Mutex<Option<GpuError>>>,
+    pub recorder: Mutex<Recorder>,
+    pub pool: Pool,
+    pub pipelines: Pipelines,
+}
+
+static CONTEXT: OnceLock<Result<Context, GpuError>> = OnceLock::new();
+
+/// The context, created on first use.
+pub(crate) fn init() -> Result<&'static Context, GpuError> {
+    CONTEXT.get_or_init(create).as_ref().map_err(Clone::clone)
+}
+
+/// The context for an op on a `Gpu` tensor: there is no CPU fallback, so failing to
+/// create it is fatal, with the reason and the remedy.
+pub(crate) fn ctx() -> &'static Context {
+    match init() {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The context if it exists (buffer handles dropped at exit use it to return).
+pub(crate) fn existing() -> Option<&'static Context> {
+    CONTEXT.get().and_then(|c| c.as_ref().ok())
+}
+
+/// Optional features Volta uses when the adapter has them.
+const WANTED: [(wgpu::Features, &str); 4] = [
+    (wgpu::Features::SUBGROUP, "subgroup"),
+    (wgpu::Features::SHADER_F16, "shader-f16"),
+    (wgpu::Features::TIMESTAMP_QUERY, "timestamp-query"),
+    (
+        wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+        "cooperative-matrix",
+    ),
+];
+
+fn create() -> Result<Context, GpuError> {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+        power_preference: wgpu::PowerPreference::HighPerformance,
+        ..Default::default()
+    }))
+    .map_err(|_| GpuError::NoAdapter)?;
+    let available = adapter.features();
+    let mut features = wgpu::Features::empty();
+    let mut names = Vec::new();
+    for (f, name) in WANTED {
+        if available.contains(f) {
+            features |= f;
+            names.push(name);
+        }
+    }
+    let experimental = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+        // SAFETY: cooperative matrices are only used by kernels that the parity
+        // tests cover; wgpu asks for this token to acknowledge the feature is new.
+        unsafe { wgpu::ExperimentalFeatures::enabled() }
+    } else {
+        wgpu::ExperimentalFeatures::disabled()
+    };
+    let limits = adapter.limits();
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some("volta"),
+        required_features: features,
+        required_limits: limits.clone(),
+        experimental_features: experimental,
+        memory_hints: wgpu::MemoryHints::Performance,
+        trace: wgpu::Trace::Off,
+    }))
+    .map_err(|e| GpuError::RequestDevice(e.to_string()))?;
+
+    let error: Arc<Mutex<Option<GpuError>>> = Arc::default();
+    let sink = error.clone();
+    device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+        let e = match e {
+            wgpu::Error::OutOfMemory { .. } => GpuError::OutOfMemory,
+            wgpu::Error::Validation { description, .. } => GpuError::Validation(description),
+            wgpu::Error::Internal { description, .. } => GpuError::Validation(description),
+        };
+        record(&sink, e);
+    }));
+    let sink = error.clone();
+    device.set_device_lost_callback(move |reason, message| {
+        if reason != wgpu::DeviceLostReason::Destroyed {
+            record(&sink, GpuError::DeviceLost(message));
+        }
+    });
+
+    let a = adapter.get_info();
+    let info = GpuInfo {
+        name: a.name,
+        backend: format!("{:?}", a.backend),
+        device_type: format!("{:?}", a.device_type),
+        driver: format!("{} {}", a.driver, a.driver_info).trim().to_string(),
+        max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
+        max_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
+        max_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+        features: names,
+    };
+    let recorder = Recorder::new(&device, &limits);
+    let pool = Pool::new(&limits);
+    Ok(Context {
+        device,
+        queue,
+        info,
+        limits,
+        error,
+        recorder: Mutex::new(recorder),
+        pool,
+        pipelines: Pipelines::default(),
+    })
+}
+
+/// Keeps the first error: later ones are usually its consequences.
+fn record(sink: &Mutex<Option<GpuError>>, e: GpuError) {
+    let mut slot = sink.lock().unwrap_or_else(|p| p.into_inner());
+    slot.get_or_insert(e);
+}
+
+impl Context {
+    /// Takes the pending asynchronous error, if any.
+    pub fn take_error(&self) -> Result<(), GpuError> {
+        match self.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! Elementwise kernels (maps, zips, select, fills, strided copies) through the
+//! `volta-kernels` WGSL generator.
+use super::context::Context;
+use super::launch::{alloc, grid, kernel, launch};
+use super::pipelines::{Bindings, Key};
+use super::pool::Pooled;
+use crate::tensor::Layout;
+use std::sync::Arc;
+use volta_kernels::wgsl::{
+    Access, Elem, ElementwiseKernel, Expr, UNITS_PER_THREAD, WORKGROUP_SIZE,
+};
+
+/// A buffer and the layout through which a kernel reads it.
+pub(crate) type Operand<'a> = (&'a Arc<Pooled>, &'a Layout);
+
+/// `expr` over `inputs` (all with dims `dims`) into a new contiguous buffer.
+pub(crate) fn map(
+    ctx: &Context,
+    elem: Elem,
+    expr: Expr,
+    inputs: &[Operand],
+    scalars: &[u32],
+    dims: &[usize],
+) -> Arc<Pooled> {
+    let n: usize = dims.iter().product();
+    let out = alloc(ctx, n * 4);
+    write(
+        ctx,
+        elem,
+        expr,
+        inputs,
+        scalars,
+        (&out, &Layout::contiguous(dims)),
+    );
+    out
+}
+
+/// `expr` over `inputs` written through the (possibly strided) view `out`, whose
+/// dims the inputs share: strided copies into regions (pad, concat).
+pub(crate) fn write(
+    ctx: &Context,
+    elem: Elem,
+    expr: Expr,
+    inputs: &[Operand],
+    scalars: &[u32],
+    out: Operand,
+) {
+    let dims = &out.1.dims;
+    let n: usize = dims.iter().product();
+    if n == 0 {
+        return;
+    }
+    let mut strides: Vec<&[usize]> = inputs.iter().map(|(_, l)| &l.strides[..]).collect();
+    strides.push(&out.1.strides);
+    let (dims, strides) = collapse(dims, &strides);
+    let contiguous = Layout::contiguous(&dims).strides;
+    let mut offsets: Vec<usize> = inputs.iter().map(|(_, l)| l.offset).collect();
+    offsets.push(out.1.offset);
+    let access: Vec<Access> = strides
+        .iter()
+        .map(|s| {
+            if s[..] == contiguous[..] {
+                Access::Contiguous
+            } else if s.last() == Some(&0) {
+                Access::Broadcast
+            } else {
+                Access::Strided
+            }
+        })
+        .collect();
+    let vector = vectorizable(&dims, &strides, &offsets);
+    let k = ElementwiseKernel {
+        rank: dims.len(),
+        elem,
+        inputs: access[..inputs.len()].to_vec(),
+        output: access[inputs.len()],
+        expr,
+        vector,
+    };
+    let views: Vec<(usize, &[usize])> = inputs
+        .iter()
+        .zip(&strides)
+        .map(|((_, l), s)| (l.offset, &s[..]))
+        .collect();
+    let params = k.params(
+        &dims,
+        &views,
+        (out.1.offset, &strides[inputs.len()]),
+        scalars,
+    );
+    let bindings = Bindings {
+        reads: inputs.len(),
+        writes: 1,
+    };
+    let kern = kernel(ctx, Key::Elementwise(k.clone()), bindings, "main", || {
+        k.source()
+    });
+    let mut buffers: Vec<&Arc<Pooled>> = inputs.iter().map(|(b, _)| *b).collect();
+    buffers.push(out.0);
+    let threads = if vector { n / 4 } else { n };
+    let groups = grid(
+        ctx,
+        threads.div_ceil((WORKGROUP_SIZE * UNITS_PER_THREAD) as usize),
+    );
+    launch(ctx, &kern, &params, &buffers, groups);
+}
+
+/// Whether four elements per thread can move as `vec4`s: the innermost dim is a
+/// multiple of 4 and every view either walks it with stride 1 from an aligned start
+/// (outer strides aligned too) or broadcasts it (stride 0).
+fn vectorizable(dims: &[usize], strides: &[Vec<usize>], offsets: &[usize]) -> bool {
+    let Some(&inner) = dims.last() else {
+        return false;
+    };
+    inner.is_multiple_of(4)
+        && strides
+            .iter()
+            .zip(offsets)
+            .all(|(s, &offset)| match s.last() {
+                Some(0) => true,
+                Some(1) => {
+                    offset.is_multiple_of(4) && s[..s.len() - 1].iter().all(|x| x.is_multiple_of(4))
+                }
+                _ => false,
+            })
+}
+
+/// A new buffer of `len` copies of the raw 32-bit `value`.
+pub(crate) fn fill(ctx: &Context, elem: Elem, len: usize, value: u32) -> Arc<Pooled> {
+    map(ctx, elem, Expr::scalar(0), &[], &[value], &[len])
+}
+
+/// Drops size-1 axes and merges adjacent axes that every stride list walks as one,
+/// so that most kernels index with rank 1 or 2.
+pub(crate) fn collapse(dims: &[usize], strides: &[&[usize]]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut cd: Vec<usize> = Vec::new();
+    let mut cs: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
+    for (a, &d) in dims.iter().enumerate() {
+        if d == 1 {
+            continue;
+        }
+        let merge = !cd.is_empty()
+            && strides
+                .iter()
+                .zip(&cs)
+                .all(|(s, c)| *c.last().expect("same length as cd") == s[a] * d);
+        if merge {
+            *cd.last_mut().expect("non-empty") *= d;
+            for (s, c) in strides.iter().zip(cs.iter_mut()) {
+                *c.last_mut().expect("non-empty") = s[a];
+            }
+        } else {
+            cd.push(d);
+            for (s, c) in strides.iter().zip(cs.iter_mut()) {
+                c.push(s[a]);
+            }
+        }
+    }
+    (cd, cs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::collapse;
+
+    #[test]
+    fn collapses_contiguous_and_keeps_permuted() {
+        let (d, s) = collapse(&[2, 3, 4], &[&[12, 4, 1], &[12, 4, 1]]);
+        assert_eq!((d, s), (vec![24], vec![vec![1], vec![1]]));
+        // A transposed input blocks merging; a broadcast axis merges with its kind.
+        let (d, s) = collapse(&[3, 1, 2], &[&[1, 9, 3], &[2, 2, 1]]);
+        assert_eq!((d, s), (vec![3, 2], vec![vec![1, 3], vec![2, 1]]));
+        let (d, s) = collapse(&[2, 3], &[&[0, 0], &[3, 1]]);
+        assert_eq!((d, s), (vec![6], vec![vec![0], vec![1]]));
+    }
+}

@@ -1,0 +1,44 @@
+//! Errors of the GPU device.
+
+/// What went wrong with the GPU. Errors raised while work runs (validation, out of
+/// memory, device lost, bad indices) are reported at the next sync point:
+/// [`Gpu::sync`](crate::Gpu::sync) or a read-back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuError {
+    /// No adapter (GPU driver or software Vulkan) was found.
+    NoAdapter,
+    /// The adapter refused to create a device.
+    RequestDevice(String),
+    /// The device ran out of memory.
+    OutOfMemory,
+    /// wgpu rejected a command: a bug in Volta's kernels or a limit was exceeded.
+    Validation(String),
+    /// The driver lost the device (reset, removal, crash).
+    DeviceLost(String),
+    /// A gather or scatter index was out of range for its axis.
+    IndexOutOfRange,
+    /// Reading a buffer back failed.
+    ReadBack(String),
+}
+
+impl std::fmt::Display for GpuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuError::NoAdapter => f.write_str(
+                "no GPU adapter found: install your GPU's driver (Vulkan, Metal or DX12), \
+                 or for Vulkan on the CPU install Mesa's lavapipe \
+                 (Debian/Ubuntu: `apt-get install mesa-vulkan-drivers libvulkan1`)",
+            ),
+            GpuError::RequestDevice(e) => write!(f, "the GPU adapter refused a device: {e}"),
+            GpuError::OutOfMemory => f.write_str("the GPU ran out of memory"),
+            GpuError::Validation(e) => write!(f, "GPU validation error: {e}"),
+            GpuError::DeviceLost(e) => write!(f, "the GPU device was lost: {e}"),
+            GpuError::IndexOutOfRange => {
+                f.write_str("gather/scatter on the GPU: an index was out of range for its axis")
+            }
+            GpuError::ReadBack(e) => write!(f, "reading a GPU buffer back failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for GpuError {}

@@ -1,0 +1,121 @@
+//! Gather along an axis and its race-free adjoint, scatter-add
+//! (`shaders/gather.wgsl`, `shaders/scatter_add.wgsl`).
+use super::context::Context;
+use super::launch::{alloc, grid, kernel, launch, u};
+use super::pipelines::{Bindings, Key};
+use super::pool::Pooled;
+use crate::shape::MAX_RANK;
+use crate::tensor::Layout;
+use std::sync::Arc;
+
+const GATHER: &str = include_str!("../../../../shaders/gather.wgsl");
+const SCATTER_ADD: &str = include_str!("../../../../shaders/scatter_add.wgsl");
+const WG: usize = 256;
+
+/// Six slots of `values`, padded with `fill`.
+fn slots(values: &[usize], fill: u32) -> [u32; MAX_RANK] {
+    let mut out = [fill; MAX_RANK];
+    for (o, &v) in out.iter_mut().zip(values) {
+        *o = u(v);
+    }
+    out
+}
+
+pub(crate) fn gather(
+    ctx: &Context,
+    x: (&Arc<Pooled>, &Layout),
+    axis: usize,
+    idx: (&Arc<Pooled>, &Layout),
+) -> Arc<Pooled> {
+    let li = idx.1;
+    let n = li.numel();
+    let out = alloc(ctx, n * 4);
+    if n == 0 {
+        return out;
+    }
+    let mut p = vec![
+        u(n),
+        u(li.rank()),
+        u(axis),
+        u(x.1.dims[axis]),
+        u(x.1.offset),
+        u(li.offset),
+    ];
+    p.extend(slots(&li.dims, 1));
+    p.extend(slots(&x.1.strides, 0));
+    p.extend(slots(&li.strides, 0));
+    let kern = kernel(
+        ctx,
+        Key::Named("volta gather", vec![]),
+        Bindings {
+            reads: 2,
+            writes: 2,
+        },
+        "main",
+        || GATHER.to_string(),
+    );
+    let flags = ctx
+        .recorder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .flags
+        .clone();
+    launch(
+        ctx,
+        &kern,
+        &p,
+        &[x.0, idx.0, &out, &flags],
+        grid(ctx, n.div_ceil(WG)),
+    );
+    out
+}
+
+pub(crate) fn scatter_add(
+    ctx: &Context,
+    dims: &[usize],
+    axis: usize,
+    idx: (&Arc<Pooled>, &Layout),
+    src: (&Arc<Pooled>, &Layout),
+) -> Arc<Pooled> {
+    let n: usize = dims.iter().product();
+    let out = alloc(ctx, n * 4);
+    if n == 0 {
+        return out;
+    }
+    let mut p = vec![
+        u(n),
+        u(dims.len()),
+        u(axis),
+        u(dims[axis]),
+        u(idx.1.dims[axis]),
+        u(idx.1.offset),
+        u(src.1.offset),
+    ];
+    p.extend(slots(dims, 1));
+    p.extend(slots(&idx.1.strides, 0));
+    p.extend(slots(&src.1.strides, 0));
+    let kern = kernel(
+        ctx,
+        Key::Named("volta scatter_add", vec![]),
+        Bindings {
+            reads: 2,
+            writes: 2,
+        },
+        "main",
+        || SCATTER_ADD.to_string(),
+    );
+    let flags = ctx
+        .recorder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .flags
+        .clone();
+    launch(
+        ctx,
+        &kern,
+        &p,
+        &[idx.0, src.0, &out, &flags],
+        grid(ctx, n.div_ceil(WG)),
+    );
+    out
+}

@@ -1,0 +1,54 @@
+//! Shared plumbing of every kernel launch: output buffers, grids, recording.
+use super::context::Context;
+use super::pipelines::{Bindings, Kernel, Key};
+use super::pool::{Kind, Pooled};
+use std::sync::Arc;
+
+/// A fresh storage buffer of at least `bytes` bytes (from the pool).
+pub(crate) fn alloc(ctx: &Context, bytes: usize) -> Arc<Pooled> {
+    Arc::new(ctx.pool.get(&ctx.device, Kind::Storage, bytes as u64))
+}
+
+/// A 2-D grid of at least `groups` workgroups (one dimension is capped at
+/// `max_compute_workgroups_per_dimension`; shaders flatten `(y, x)` and skip the
+/// excess).
+pub(crate) fn grid(ctx: &Context, groups: usize) -> [u32; 3] {
+    let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
+    let x = groups.clamp(1, max);
+    let y = groups.div_ceil(x);
+    assert!(
+        y <= max,
+        "GPU launch of {groups} workgroups exceeds the grid limit"
+    );
+    [x as u32, y as u32, 1]
+}
+
+/// The kernel for `key`, compiled on first use.
+pub(crate) fn kernel(
+    ctx: &Context,
+    key: Key,
+    bindings: Bindings,
+    entry: &str,
+    source: impl FnOnce() -> String,
+) -> Arc<Kernel> {
+    ctx.pipelines.get(&ctx.device, key, bindings, entry, source)
+}
+
+/// Records one dispatch in the current batch.
+pub(crate) fn launch(
+    ctx: &Context,
+    kernel: &Kernel,
+    params: &[u32],
+    buffers: &[&Arc<Pooled>],
+    groups: [u32; 3],
+) {
+    ctx.recorder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .dispatch(ctx, kernel, params, buffers, groups);
+}
+
+/// `v` as a `u32` kernel parameter.
+pub(crate) fn u(v: usize) -> u32 {
+    u32::try_from(v).expect("a GPU tensor index exceeds u32")
+}

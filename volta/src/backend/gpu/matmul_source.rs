@@ -1,0 +1,402 @@
+//! WGSL generation for the register-tiled matmul. Each workgroup computes a
+//! `bm × bn` tile of C, stepping through K `bk` at a time via shared memory; each
+//! thread accumulates `tm × tn` outputs in registers (as `vec4`s). Loops over the
+//! tile are unrolled in the generated text (WGSL compilers do not unroll), and
+//! operand loads are `vec4` when the operand's contiguous axis allows it.
+use std::fmt::Write;
+
+/// Tile sizes of the GPU matmul (a tuning knob; see
+/// [`Gpu::set_matmul_tiles`](crate::Gpu::set_matmul_tiles)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MatmulTiles {
+    /// Rows of C per workgroup.
+    pub bm: u32,
+    /// Columns of C per workgroup.
+    pub bn: u32,
+    /// K step per shared-memory tile.
+    pub bk: u32,
+    /// Rows per thread (a multiple of 4).
+    pub tm: u32,
+    /// Columns per thread (a multiple of 4).
+    pub tn: u32,
+    /// Fetch the next K tile into registers while multiplying the current one.
+    pub prefetch: bool,
+}
+
+const fn tiles(bm: u32, bn: u32, bk: u32, tm: u32, tn: u32, prefetch: bool) -> MatmulTiles {
+    MatmulTiles {
+        bm,
+        bn,
+        bk,
+        tm,
+        tn,
+        prefetch,
+    }
+}
+
+impl MatmulTiles {
+    /// The configurations the GPU benchmark sweeps (and the parity tests check).
+    pub const CANDIDATES: [MatmulTiles; 13] = [
+        tiles(128, 128, 8, 8, 8, true),
+        tiles(128, 128, 8, 8, 8, false),
+        tiles(128, 128, 16, 8, 8, true),
+        tiles(128, 128, 16, 8, 8, false),
+        tiles(128, 128, 32, 8, 8, true),
+        tiles(64, 64, 8, 4, 4, true),
+        tiles(64, 64, 8, 4, 4, false),
+        tiles(64, 64, 16, 8, 8, true),
+        tiles(128, 64, 16, 8, 8, true),
+        tiles(64, 128, 8, 4, 8, true),
+        tiles(256, 128, 8, 16, 8, true),
+        tiles(256, 128, 16, 16, 8, false),
+        tiles(64, 128, 16, 4, 8, false),
+    ];
+
+    /// Threads per workgroup.
+    pub fn threads(&self) -> u32 {
+        (self.bm / self.tm) * (self.bn / self.tn)
+    }
+    /// Whether the sizes fit the kernel's scheme and the device's limits.
+    pub fn check(&self, max_threads: u32, max_shared: u32) -> Result<(), String> {
+        let ok = self.tm > 0
+            && self.tn > 0
+            && self.bk > 0
+            && self.tm.is_multiple_of(4)
+            && self.tn.is_multiple_of(4)
+            && self.bk.is_multiple_of(4)
+            && self.bm.is_multiple_of(self.tm)
+            && self.bn.is_multiple_of(self.tn)
+            && self.threads() <= max_threads
+            && (self.bm + self.bn) * self.bk * 4 <= max_shared;
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "matmul tiles {self:?}: need tm, tn, bk multiples of 4 dividing bm, bn; \
+                 at most {max_threads} threads and {max_shared} bytes of shared memory"
+            ))
+        }
+    }
+}
+
+/// How an operand tile is read from global memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Load {
+    /// `vec4` along the tile's inner (output) axis: m for A, n for B.
+    Outer4,
+    /// `vec4` along k.
+    K4,
+    /// Scalars, consecutive threads walking k.
+    ScalarK,
+    /// Scalars, consecutive threads walking m (A) or n (B).
+    ScalarOuter,
+}
+
+impl Load {
+    fn is_vec(self) -> bool {
+        matches!(self, Load::Outer4 | Load::K4)
+    }
+}
+
+/// One compiled variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Variant {
+    pub tiles: MatmulTiles,
+    pub a: Load,
+    pub b: Load,
+    /// `vec4` stores of C (N divisible by 4).
+    pub c_vec: bool,
+}
+
+/// One operand as the loader sees it: a `bo × bk` tile (`bo` = bm for A, bn for B)
+/// copied into the shared array `sh`, laid out `[k][outer]` as `vec4`s along outer.
+struct Operand<'a> {
+    load: Load,
+    bo: u32,
+    /// Names in the generated source: buffer, shared array, register prefix, base
+    /// offset, first outer index of the tile, outer length, outer and k strides.
+    src: &'a str,
+    sh: &'a str,
+    reg: &'a str,
+    base: &'a str,
+    outer0: &'a str,
+    outer_len: &'a str,
+    s_outer: &'a str,
+    s_k: &'a str,
+}
+
+/// The three parts of a tile load: register declarations, the global fetch of the
+/// tile starting at `kt` into registers, and the store of the registers into shared
+/// memory. Split so that the next tile's fetch can overlap the current compute.
+struct TileLoad {
+    decls: String,
+    fetch: String,
+    store: String,
+}
+
+fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
+    let Operand {
+        load,
+        bo,
+        src,
+        sh,
+        reg,
+        base,
+        outer0,
+        outer_len,
+        s_outer,
+        s_k,
+    } = *op;
+    let items = if load.is_vec() { bo * bk / 4 } else { bo * bk };
+    let reps = items.div_ceil(threads);
+    let q = bo / 4;
+    let mut t = TileLoad {
+        decls: String::new(),
+        fetch: String::new(),
+        store: String::new(),
+    };
+    for r in 0..reps {
+        let v = format!("{reg}{r}");
+        let guard = items % threads != 0 && r == reps - 1;
+        let open = |w: &mut String| {
+            writeln!(w, "        {{ let e = li + {}u;", r * threads).unwrap();
+            if guard {
+                writeln!(w, "        if (e < {items}u) {{").unwrap();
+            }
+        };
+        let close = |w: &mut String| {
+            if guard {
+                writeln!(w, "        }}").unwrap();
+            }
+            writeln!(w, "        }}").unwrap();
+        };
+        let ty = if load.is_vec() { "vec4<f32>" } else { "f32" };
+        writeln!(t.decls, "    var {v}: {ty};").unwrap();
+        open(&mut t.fetch);
+        open(&mut t.store);
+        match load {
+            Load::Outer4 => {
+                writeln!(
+                    t.fetch,
+                    "        let kk = e / {q}u; let go = {outer0} + (e % {q}u) * 4u; let gk = kt + kk;
+        {v} = vec4<f32>(0.0);
+        if (go < {outer_len} && gk < K) {{ {v} = {src}[({base} + gk * {s_k} + go) / 4u]; }}"
+                )
+                .unwrap();
+                writeln!(t.store, "        {sh}[(e / {q}u) * {q}u + e % {q}u] = {v};").unwrap();
+            }
+            Load::K4 => {
+                let k4 = bk / 4;
+                writeln!(
+                    t.fetch,
+                    "        let go = {outer0} + e / {k4}u; let gk = kt + (e % {k4}u) * 4u;
+        {v} = vec4<f32>(0.0);
+        if (go < {outer_len} && gk < K) {{ {v} = {src}[({base} + go * {s_outer} + gk) / 4u]; }}"
+                )
+                .unwrap();
+                writeln!(
+                    t.store,
+                    "        let o = e / {k4}u; let si = (e % {k4}u) * {q4}u + o / 4u; let comp = o % 4u;
+        {sh}[si][comp] = {v}.x; {sh}[si + {q}u][comp] = {v}.y;
+        {sh}[si + {q2}u][comp] = {v}.z; {sh}[si + {q3}u][comp] = {v}.w;",
+                    q4 = 4 * q,
+                    q2 = 2 * q,
+                    q3 = 3 * q
+                )
+                .unwrap();
+            }
+            Load::ScalarK | Load::ScalarOuter => {
+                let (o, kk) = if load == Load::ScalarK {
+                    (format!("e / {bk}u"), format!("e % {bk}u"))
+                } else {
+                    (format!("e % {bo}u"), format!("e / {bo}u"))
+                };
+                writeln!(
+                    t.fetch,
+                    "        let go = {outer0} + {o}; let gk = kt + {kk};
+        {v} = 0.0;
+        if (go < {outer_len} && gk < K) {{ {v} = {src}[{base} + go * {s_outer} + gk * {s_k}]; }}"
+                )
+                .unwrap();
+                writeln!(
+                    t.store,
+                    "        let o = {o}; {sh}[({kk}) * {q}u + o / 4u][o % 4u] = {v};"
+                )
+                .unwrap();
+            }
+        }
+        close(&mut t.fetch);
+        close(&mut t.store);
+    }
+    t
+}
+
+/// The kernel's WGSL. Parameters: `p = [M, N, K, a_off, a_sb, a_sm, a_sk, b_off,
+/// b_sb, b_sk, b_sn]`; the grid is `(⌈N/bn⌉, ⌈M/bm⌉, batch)`; C is contiguous.
+pub(crate) fn source(v: &Variant) -> String {
+    let t = v.tiles;
+    let (bm, bn, bk, tm, tn) = (t.bm, t.bn, t.bk, t.tm, t.tn);
+    let threads = t.threads();
+    let txn = bn / tn;
+    let ty_ = |vec: bool| if vec { "vec4<f32>" } else { "f32" };
+    let mut w = String::new();
+    writeln!(
+        w,
+        "@group(0) @binding(0) var<storage, read> p: array<u32>;
+@group(0) @binding(1) var<storage, read> a: array<{}>;
+@group(0) @binding(2) var<storage, read> b: array<{}>;
+@group(0) @binding(3) var<storage, read_write> c: array<{}>;
+var<workgroup> As: array<vec4<f32>, {}>;
+var<workgroup> Bs: array<vec4<f32>, {}>;
+
+@compute @workgroup_size({threads})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {{
+    let M = p[0]; let N = p[1]; let K = p[2];
+    let z = wid.z;
+    let m0 = wid.y * {bm}u; let n0 = wid.x * {bn}u;
+    let a_base = p[3] + z * p[4]; let a_sm = p[5]; let a_sk = p[6];
+    let b_base = p[7] + z * p[8]; let b_sk = p[9]; let b_sn = p[10];
+    let tx = li % {txn}u; let ty = li / {txn}u;",
+        ty_(v.a.is_vec()),
+        ty_(v.b.is_vec()),
+        ty_(v.c_vec),
+        bk * bm / 4,
+        bk * bn / 4,
+    )
+    .unwrap();
+    for i in 0..tm {
+        for j in 0..tn / 4 {
+            writeln!(w, "    var acc{i}_{j} = vec4<f32>(0.0);").unwrap();
+        }
+    }
+    let a_tile = load_tile(
+        &Operand {
+            load: v.a,
+            bo: bm,
+            src: "a",
+            sh: "As",
+            reg: "ra",
+            base: "a_base",
+            outer0: "m0",
+            outer_len: "M",
+            s_outer: "a_sm",
+            s_k: "a_sk",
+        },
+        threads,
+        bk,
+    );
+    let b_tile = load_tile(
+        &Operand {
+            load: v.b,
+            bo: bn,
+            src: "b",
+            sh: "Bs",
+            reg: "rb",
+            base: "b_base",
+            outer0: "n0",
+            outer_len: "N",
+            s_outer: "b_sn",
+            s_k: "b_sk",
+        },
+        threads,
+        bk,
+    );
+    w.push_str(&a_tile.decls);
+    w.push_str(&b_tile.decls);
+    if t.prefetch {
+        // Registers hold the next tile while the current one is multiplied.
+        writeln!(
+            w,
+            "    {{ let kt = 0u;
+{}{}    }}",
+            a_tile.fetch, b_tile.fetch
+        )
+        .unwrap();
+        writeln!(w, "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{").unwrap();
+        w.push_str(&a_tile.store);
+        w.push_str(&b_tile.store);
+        writeln!(
+            w,
+            "        workgroupBarrier();\n        let kt = k0 + {bk}u;\n        if (kt < K) {{\n{}{}        }}",
+            a_tile.fetch, b_tile.fetch
+        )
+        .unwrap();
+    } else {
+        writeln!(
+            w,
+            "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{\n        let kt = k0;"
+        )
+        .unwrap();
+        w.push_str(&a_tile.fetch);
+        w.push_str(&b_tile.fetch);
+        w.push_str(&a_tile.store);
+        w.push_str(&b_tile.store);
+        writeln!(w, "        workgroupBarrier();").unwrap();
+    }
+    for kk in 0..bk {
+        for bi in 0..tm / 4 {
+            writeln!(
+                w,
+                "        let a{kk}_{bi} = As[{}u + ty];",
+                kk * bm / 4 + bi * (bm / tm)
+            )
+            .unwrap();
+        }
+        for bj in 0..tn / 4 {
+            writeln!(
+                w,
+                "        let b{kk}_{bj} = Bs[{}u + tx];",
+                kk * bn / 4 + bj * (bn / tn)
+            )
+            .unwrap();
+        }
+        for bi in 0..tm / 4 {
+            for r in 0..4 {
+                let comp = ["x", "y", "z", "w"][r];
+                let i = bi * 4 + r as u32;
+                for bj in 0..tn / 4 {
+                    writeln!(
+                        w,
+                        "        acc{i}_{bj} = fma(vec4<f32>(a{kk}_{bi}.{comp}), b{kk}_{bj}, acc{i}_{bj});"
+                    )
+                    .unwrap();
+                }
+            }
+        }
+    }
+    writeln!(w, "        workgroupBarrier();\n    }}").unwrap();
+    for bi in 0..tm / 4 {
+        for r in 0..4u32 {
+            let i = bi * 4 + r;
+            writeln!(
+                w,
+                "    {{ let gm = m0 + {}u + ty * 4u; if (gm < M) {{ let row = (z * M + gm) * N;",
+                bi * (4 * bm / tm) + r
+            )
+            .unwrap();
+            for bj in 0..tn / 4 {
+                let gn = format!("n0 + {}u + tx * 4u", bj * (4 * bn / tn));
+                if v.c_vec {
+                    writeln!(
+                        w,
+                        "        {{ let gn = {gn}; if (gn < N) {{ c[(row + gn) / 4u] = acc{i}_{bj}; }} }}"
+                    )
+                    .unwrap();
+                } else {
+                    writeln!(w, "        {{ let gn = {gn};").unwrap();
+                    for (q, comp) in ["x", "y", "z", "w"].iter().enumerate() {
+                        writeln!(
+                            w,
+                            "        if (gn + {q}u < N) {{ c[row + gn + {q}u] = acc{i}_{bj}.{comp}; }}"
+                        )
+                        .unwrap();
+                    }
+                    writeln!(w, "        }}").unwrap();
+                }
+            }
+            writeln!(w, "    }} }}").unwrap();
+        }
+    }
+    writeln!(w, "}}").unwrap();
+    w
+}

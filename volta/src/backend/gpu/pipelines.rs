@@ -1,0 +1,128 @@
+//! Pipeline cache: each kernel (generated or hand-written variant) is compiled once.
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use volta_kernels::wgsl::ElementwiseKernel;
+
+/// What identifies a compiled kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Key {
+    /// A generated elementwise kernel (its structure determines its source).
+    Elementwise(ElementwiseKernel),
+    /// A hand-written or generated kernel: a name and the variant's parameters.
+    Named(&'static str, Vec<u32>),
+}
+
+/// A compiled kernel and the layout its bind groups must follow.
+pub(crate) struct Kernel {
+    pub pipeline: wgpu::ComputePipeline,
+    pub layout: wgpu::BindGroupLayout,
+    /// Number of buffers after the parameter block (binding 0).
+    pub buffers: usize,
+}
+
+/// Binding 0 is always the read-only `u32` parameter block; then `reads` read-only
+/// storage buffers, then `writes` read-write ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Bindings {
+    pub reads: usize,
+    pub writes: usize,
+}
+
+#[derive(Default)]
+pub(crate) struct Pipelines {
+    kernels: Mutex<HashMap<Key, Arc<Kernel>>>,
+    layouts: Mutex<HashMap<Bindings, wgpu::BindGroupLayout>>,
+}
+
+impl Pipelines {
+    /// The kernel for `key` (entry point `entry`), compiling `source()` on first use.
+    pub fn get(
+        &self,
+        device: &wgpu::Device,
+        key: Key,
+        bindings: Bindings,
+        entry: &str,
+        source: impl FnOnce() -> String,
+    ) -> Arc<Kernel> {
+        if let Some(k) = self.lock().get(&key) {
+            return k.clone();
+        }
+        let layout = self.layout(device, bindings);
+        let src = source();
+        // SAFETY: Volta's kernels bound every buffer access by the sizes in their
+        // parameter blocks, which the host computes from layouts that address only
+        // elements of the bound buffers; the GPU parity tests exercise every kernel
+        // and addressing mode (strided, broadcast, edges). Runtime checks cost up to
+        // 1.5× on matmul.
+        let module = unsafe {
+            device.create_shader_module_trusted(
+                wgpu::ShaderModuleDescriptor {
+                    label: Some(key_label(&key)),
+                    source: wgpu::ShaderSource::Wgsl(src.into()),
+                },
+                wgpu::ShaderRuntimeChecks::unchecked(),
+            )
+        };
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: None,
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(key_label(&key)),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some(entry),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: &[],
+                // Kernels write shared memory before reading it.
+                zero_initialize_workgroup_memory: false,
+            },
+            cache: None,
+        });
+        let kernel = Arc::new(Kernel {
+            pipeline,
+            layout,
+            buffers: bindings.reads + bindings.writes,
+        });
+        self.lock().insert(key, kernel.clone());
+        kernel
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<Kernel>>> {
+        self.kernels.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn layout(&self, device: &wgpu::Device, b: Bindings) -> wgpu::BindGroupLayout {
+        let mut layouts = self.layouts.lock().unwrap_or_else(|p| p.into_inner());
+        layouts
+            .entry(b)
+            .or_insert_with(|| {
+                let entry = |binding: usize, read_only: bool| wgpu::BindGroupLayoutEntry {
+                    binding: binding as u32,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Storage { read_only },
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                };
+                let entries: Vec<_> = (0..1 + b.reads + b.writes)
+                    .map(|i| entry(i, i <= b.reads))
+                    .collect();
+                device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: None,
+                    entries: &entries,
+                })
+            })
+            .clone()
+    }
+}
+
+fn key_label(key: &Key) -> &'static str {
+    match key {
+        Key::Elementwise(_) => "volta elementwise",
+        Key::Named(name, _) => name,
+    }
+}

@@ -1,0 +1,231 @@
+//! Lazy, batched execution. Recording an op appends a dispatch to one open compute
+//! pass; nothing reaches the GPU until a value is read back, [`Gpu::sync`] is called
+//! or the batch fills. Each dispatch's parameters go into the batch's parameter
+//! arena (one buffer, a slice per dispatch) rather than a buffer per op.
+//!
+//! Every write to a pooled buffer (kernel outputs, uploads) is recorded in this one
+//! encoder, in program order, and wgpu places a barrier wherever a buffer changes
+//! from being read to being written. So a buffer freed by a dropped tensor may go
+//! back to the pool at once and serve a later op of the same batch: the later write
+//! is ordered after every earlier read. (Uploads therefore do not use
+//! `Queue::write_buffer`, which would land before the whole batch.)
+//!
+//! [`Gpu::sync`]: crate::Gpu::sync
+use super::context::Context;
+use super::error::GpuError;
+use super::pipelines::Kernel;
+use super::pool::{Kind, Pooled};
+use std::sync::Arc;
+
+/// Dispatches per submitted batch.
+pub(crate) const MAX_DISPATCHES: usize = 256;
+/// Size of the parameter arena of a batch.
+const ARENA_BYTES: u64 = 256 * 1024;
+
+pub(crate) struct Recorder {
+    encoder: Option<wgpu::CommandEncoder>,
+    pass: Option<wgpu::ComputePass<'static>>,
+    /// Host copy of the arena, written to `arena` just before submission.
+    params: Vec<u8>,
+    arena: wgpu::Buffer,
+    align: usize,
+    dispatches: usize,
+    /// Batches submitted so far (tests use it to see that batches split).
+    pub submitted: u64,
+    /// Dispatches and uploads recorded so far.
+    pub recorded: u64,
+    /// Error flags that kernels raise (e.g. an out-of-range gather index).
+    pub flags: Arc<Pooled>,
+}
+
+impl Recorder {
+    pub fn new(device: &wgpu::Device, limits: &wgpu::Limits) -> Self {
+        let arena = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("volta params"),
+            size: ARENA_BYTES,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let flags = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("volta flags"),
+            size: 16,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Recorder {
+            encoder: None,
+            pass: None,
+            params: Vec::new(),
+            arena,
+            align: limits.min_storage_buffer_offset_alignment.max(4) as usize,
+            dispatches: 0,
+            submitted: 0,
+            recorded: 0,
+            flags: Arc::new(Pooled::unpooled(flags)),
+        }
+    }
+
+    /// Records `kernel` over `buffers` (in binding order after the parameter block)
+    /// with `groups` workgroups.
+    pub fn dispatch(
+        &mut self,
+        ctx: &Context,
+        kernel: &Kernel,
+        params: &[u32],
+        buffers: &[&Arc<Pooled>],
+        groups: [u32; 3],
+    ) {
+        debug_assert_eq!(buffers.len(), kernel.buffers);
+        let bytes: &[u8] = bytemuck::cast_slice(params);
+        let start = self.params.len().next_multiple_of(self.align);
+        if self.dispatches >= MAX_DISPATCHES || (start + bytes.len()) as u64 > ARENA_BYTES {
+            self.flush(ctx);
+            return self.dispatch(ctx, kernel, params, buffers, groups);
+        }
+        self.params.resize(start, 0);
+        self.params.extend_from_slice(bytes);
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &self.arena,
+                offset: start as u64,
+                size: wgpu::BufferSize::new(bytes.len().max(4) as u64),
+            }),
+        }];
+        for (i, b) in buffers.iter().enumerate() {
+            entries.push(wgpu::BindGroupEntry {
+                binding: i as u32 + 1,
+                resource: b.buffer.as_entire_binding(),
+            });
+        }
+        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &kernel.layout,
+            entries: &entries,
+        });
+        let pass = self.pass(ctx);
+        pass.set_pipeline(&kernel.pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+        self.dispatches += 1;
+        self.recorded += 1;
+    }
+
+    fn encoder(&mut self, ctx: &Context) -> &mut wgpu::CommandEncoder {
+        self.pass = None; // a pass must end before the encoder records anything else
+        self.encoder.get_or_insert_with(|| {
+            ctx.device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
+        })
+    }
+
+    fn pass(&mut self, ctx: &Context) -> &mut wgpu::ComputePass<'static> {
+        if self.pass.is_none() {
+            let pass = self
+                .encoder(ctx)
+                .begin_compute_pass(&wgpu::ComputePassDescriptor::default())
+                .forget_lifetime();
+            self.pass = Some(pass);
+        }
+        self.pass.as_mut().expect("just opened")
+    }
+
+    /// Submits everything recorded so far.
+    pub fn flush(&mut self, ctx: &Context) {
+        self.pass = None;
+        if let Some(encoder) = self.encoder.take() {
+            if !self.params.is_empty() {
+                ctx.queue.write_buffer(&self.arena, 0, &self.params);
+            }
+            ctx.queue.submit([encoder.finish()]);
+            self.submitted += 1;
+        }
+        self.params.clear();
+        self.dispatches = 0;
+    }
+
+    /// Records the upload of `data` into `dst`, through a staging buffer, in order
+    /// with the kernels around it.
+    pub fn upload(&mut self, ctx: &Context, dst: &Pooled, data: &[u8]) {
+        if self.dispatches >= MAX_DISPATCHES {
+            self.flush(ctx);
+        }
+        let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("volta upload"),
+            size: data.len() as u64,
+            usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: true,
+        });
+        staging
+            .slice(..)
+            .get_mapped_range_mut()
+            .expect("a buffer mapped at creation")
+            .copy_from_slice(data);
+        staging.unmap();
+        self.encoder(ctx)
+            .copy_buffer_to_buffer(&staging, 0, &dst.buffer, 0, data.len() as u64);
+        // Staging memory is held until submission: count uploads toward the batch.
+        self.dispatches += 1;
+        self.recorded += 1;
+    }
+
+    /// Records a copy of `bytes` bytes at `offset` of `src` into a fresh staging
+    /// buffer, followed by the error flags, and submits.
+    pub fn copy_out(
+        &mut self,
+        ctx: &Context,
+        src: &Arc<Pooled>,
+        offset: u64,
+        bytes: u64,
+    ) -> Pooled {
+        let staging = ctx.pool.get(&ctx.device, Kind::Staging, bytes + 16);
+        let flags = self.flags.clone();
+        let encoder = self.encoder(ctx);
+        if bytes > 0 {
+            encoder.copy_buffer_to_buffer(&src.buffer, offset, &staging.buffer, 0, bytes);
+        }
+        encoder.copy_buffer_to_buffer(&flags.buffer, 0, &staging.buffer, bytes, 16);
+        self.flush(ctx);
+        staging
+    }
+}
+
+/// Maps a staging buffer written by [`Recorder::copy_out`] (waiting for the GPU),
+/// and returns its first `bytes` bytes; reports kernel error flags and any pending
+/// asynchronous error.
+pub(crate) fn read_staging(
+    ctx: &Context,
+    staging: &Pooled,
+    bytes: u64,
+) -> Result<Vec<u8>, GpuError> {
+    let slice = staging.buffer.slice(..bytes + 16);
+    let (tx, rx) = std::sync::mpsc::channel();
+    slice.map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| GpuError::ReadBack(e.to_string()))?;
+    ctx.take_error()?;
+    rx.recv()
+        .map_err(|e| GpuError::ReadBack(e.to_string()))?
+        .map_err(|e| GpuError::ReadBack(e.to_string()))?;
+    let data = {
+        let view = slice
+            .get_mapped_range()
+            .map_err(|e| GpuError::ReadBack(e.to_string()))?;
+        view.to_vec()
+    };
+    staging.buffer.unmap();
+    let flags: [u32; 4] = bytemuck::pod_read_unaligned(&data[bytes as usize..]);
+    if flags.iter().any(|&f| f != 0) {
+        let recorder = ctx.recorder.lock().unwrap_or_else(|p| p.into_inner());
+        ctx.queue.write_buffer(&recorder.flags.buffer, 0, &[0; 16]);
+        return Err(GpuError::IndexOutOfRange);
+    }
+    let mut data = data;
+    data.truncate(bytes as usize);
+    Ok(data)
+}

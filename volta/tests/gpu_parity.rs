@@ -1,0 +1,745 @@
+//! GPU parity: every op, forward values and gradients, on `Gpu` against `Cpu`, over
+//! seeded random shapes and values, with broadcast, permuted, sliced and strided
+//! inputs. Runs on any Vulkan/Metal/DX12 adapter; on a machine without a GPU,
+//! Mesa's lavapipe (`apt-get install mesa-vulkan-drivers libvulkan1`) provides one.
+#![cfg(feature = "gpu")]
+
+use std::sync::Mutex;
+use volta::backend::Backend;
+use volta::prelude::*;
+use volta::{RawTensor, Tensor};
+use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
+
+/// Tests share one GPU queue; running them one at a time keeps the batch counters
+/// of the laziness tests meaningful.
+static GPU: Mutex<()> = Mutex::new(());
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    GPU.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How an input's values are drawn.
+#[derive(Clone, Copy)]
+enum Dist {
+    /// Standard normal.
+    Normal,
+    /// Uniform in [0.5, 2): for log, sqrt, recip, pow bases, divisors.
+    Positive,
+}
+
+/// A computation over raw tensors, written once for every device.
+trait Case {
+    fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32>;
+}
+
+/// Output and input gradients of `case` on device `D`.
+fn eval<D: Backend<f32>>(
+    case: &impl Case,
+    inputs: &[(Vec<usize>, Vec<f32>)],
+    weights_seed: u64,
+) -> (Vec<usize>, Vec<f32>, Vec<Option<Vec<f32>>>) {
+    let leaves: Vec<Tensor<(usize,), D>> = inputs
+        .iter()
+        .map(|(_, v)| {
+            Tensor::from_vec_shaped(v.clone(), (v.len(),))
+                .unwrap()
+                .requires_grad()
+        })
+        .collect();
+    let raws: Vec<RawTensor<D, f32>> = leaves
+        .iter()
+        .zip(inputs)
+        .map(|(l, (dims, _))| l.raw().reshape(dims))
+        .collect();
+    let out = case.run(&raws);
+    let dims = out.dims().to_vec();
+    let value = out.to_vec();
+    // Weight the outputs so every gradient element differs.
+    let mut rng = Rng::seed(weights_seed);
+    let w: Vec<f32> = (0..value.len()).map(|_| rng.normal() as f32).collect();
+    let w = RawTensor::<D, f32>::from_vec(w, &dims);
+    let loss = out.binary(BinaryOp::Mul, &w).reduce_all(ReduceOp::Sum);
+    let loss = Tensor::<(), D>::try_from_raw(loss).unwrap();
+    let grads = loss.backward();
+    let g = leaves
+        .iter()
+        .map(|l| grads.get(l).map(|g| g.to_vec()))
+        .collect();
+    (dims, value, g)
+}
+
+fn close(what: &str, cpu: &[f32], gpu: &[f32]) {
+    assert_eq!(cpu.len(), gpu.len(), "{what}: lengths differ");
+    for (i, (&c, &g)) in cpu.iter().zip(gpu).enumerate() {
+        let ok = (c - g).abs() <= 2e-4 + 2e-4 * c.abs() || (c.is_nan() && g.is_nan()) || c == g;
+        assert!(ok, "{what}: element {i}: cpu {c} vs gpu {g}");
+    }
+}
+
+/// Runs `case` on both devices with inputs of `dims` and compares everything.
+fn check(name: &str, seed: u64, inputs: &[(Vec<usize>, Dist)], case: impl Case) {
+    let mut rng = Rng::seed(seed);
+    let data: Vec<(Vec<usize>, Vec<f32>)> = inputs
+        .iter()
+        .map(|(dims, dist)| {
+            let n = dims.iter().product();
+            let v = (0..n)
+                .map(|_| match dist {
+                    Dist::Normal => rng.normal() as f32,
+                    Dist::Positive => 0.5 + 1.5 * rng.uniform() as f32,
+                })
+                .collect();
+            (dims.clone(), v)
+        })
+        .collect();
+    let (cd, cv, cg) = eval::<Cpu>(&case, &data, seed + 1);
+    let (gd, gv, gg) = eval::<Gpu>(&case, &data, seed + 1);
+    let what = format!(
+        "{name} (seed {seed}, inputs {:?})",
+        inputs.iter().map(|i| &i.0).collect::<Vec<_>>()
+    );
+    assert_eq!(cd, gd, "{what}: dims differ");
+    close(&format!("{what} forward"), &cv, &gv);
+    for (i, (c, g)) in cg.iter().zip(&gg).enumerate() {
+        match (c, g) {
+            (Some(c), Some(g)) => close(&format!("{what} grad {i}"), c, g),
+            (None, None) => {}
+            _ => panic!("{what}: grad {i} exists on one device only"),
+        }
+    }
+}
+
+/// Random dims of `rank` in `1..=max`.
+fn dims(rng: &mut Rng, rank: usize, max: usize) -> Vec<usize> {
+    (0..rank)
+        .map(|_| 1 + (rng.uniform() * max as f64) as usize % max)
+        .collect()
+}
+
+const SEEDS: [u64; 3] = [1, 2, 3];
+
+#[test]
+fn init_reports_the_adapter() {
+    let _g = lock();
+    let info = Gpu::init().expect("a GPU adapter (install mesa-vulkan-drivers for lavapipe)");
+    println!("{info}");
+    assert!(!info.name.is_empty());
+    assert!(info.max_storage_buffer_binding_size >= 128 << 20);
+}
+
+#[test]
+fn unary_ops_on_permuted_inputs() {
+    let _g = lock();
+    struct C(UnaryOp);
+    impl Case for C {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            x[0].permute(&[2, 0, 1]).unary(self.0)
+        }
+    }
+    for op in UnaryOp::ALL {
+        let dist = match op {
+            UnaryOp::Log | UnaryOp::Log2 | UnaryOp::Sqrt | UnaryOp::Recip => Dist::Positive,
+            _ => Dist::Normal,
+        };
+        for seed in SEEDS {
+            let mut rng = Rng::seed(seed * 100);
+            let d = dims(&mut rng, 3, 5);
+            check(&format!("{op:?}"), seed, &[(d, dist)], C(op));
+        }
+    }
+}
+
+fn binary_dist(op: BinaryOp) -> (Dist, Dist) {
+    match op {
+        BinaryOp::Pow => (Dist::Positive, Dist::Normal),
+        BinaryOp::Div | BinaryOp::Mod => (Dist::Normal, Dist::Positive),
+        _ => (Dist::Normal, Dist::Normal),
+    }
+}
+
+#[test]
+fn binary_ops_with_broadcasting() {
+    let _g = lock();
+    struct C(BinaryOp);
+    impl Case for C {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            // b is (1, n1, 1): a stride-0 broadcast on two axes.
+            x[0].binary(self.0, &x[1].expand(x[0].dims()))
+        }
+    }
+    for op in BinaryOp::ALL {
+        let (da, db) = binary_dist(op);
+        for seed in SEEDS {
+            let mut rng = Rng::seed(seed * 200);
+            let d = dims(&mut rng, 3, 5);
+            let b = vec![1, d[1], 1];
+            check(&format!("{op:?}"), seed, &[(d, da), (b, db)], C(op));
+        }
+    }
+}
+
+#[test]
+fn binary_ops_on_sliced_and_strided_views() {
+    let _g = lock();
+    struct C(BinaryOp);
+    impl Case for C {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            // a: every other row of a slice; b: a transposed view.
+            let a = x[0].narrow(1, 1, 4).step(0, 2);
+            let b = x[1].transpose_last();
+            a.binary(self.0, &b)
+        }
+    }
+    for op in BinaryOp::ALL {
+        let (da, db) = binary_dist(op);
+        check(
+            &format!("{op:?}"),
+            7,
+            &[(vec![6, 6], da), (vec![4, 3], db)],
+            C(op),
+        );
+    }
+}
+
+#[test]
+fn scalar_ops() {
+    let _g = lock();
+    struct C(BinaryOp, f32);
+    impl Case for C {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            x[0].permute(&[1, 0]).scalar(self.0, self.1)
+        }
+    }
+    for op in BinaryOp::ALL {
+        let (dist, c) = match op {
+            BinaryOp::Pow => (Dist::Positive, 2.5),
+            BinaryOp::Mod => (Dist::Normal, 0.7),
+            _ => (Dist::Normal, 0.25),
+        };
+        for seed in SEEDS {
+            check(
+                &format!("{op:?} scalar"),
+                seed,
+                &[(vec![3, 5], dist)],
+                C(op, c),
+            );
+        }
+    }
+}
+
+#[test]
+fn select_and_clamp() {
+    let _g = lock();
+    struct Sel;
+    impl Case for Sel {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let cond = x[0].binary(BinaryOp::Gt, &x[1]);
+            RawTensor::select(&cond, &x[0], &x[1].expand(x[0].dims()).unary(UnaryOp::Exp))
+        }
+    }
+    struct Clamp;
+    impl Case for Clamp {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            x[0].scalar(BinaryOp::Max, -0.5).scalar(BinaryOp::Min, 0.5)
+        }
+    }
+    for seed in SEEDS {
+        let mut rng = Rng::seed(seed * 300);
+        let d = dims(&mut rng, 2, 6);
+        let _ = &d;
+        check(
+            "select",
+            seed,
+            &[(vec![4, 5], Dist::Normal), (vec![4, 5], Dist::Normal)],
+            Sel,
+        );
+        check("clamp", seed, &[(d, Dist::Normal)], Clamp);
+    }
+}
+
+#[test]
+fn reductions_every_axis_both_kernels() {
+    let _g = lock();
+    struct C(ReduceOp, usize, bool);
+    impl Case for C {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let x = if self.2 {
+                x[0].permute(&[2, 1, 0])
+            } else {
+                x[0].clone()
+            };
+            x.reduce(self.0, self.1)
+        }
+    }
+    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+        for seed in SEEDS {
+            let mut rng = Rng::seed(seed * 400);
+            let mut d = dims(&mut rng, 3, 5);
+            // A long axis takes the workgroup-tree kernel.
+            d[(seed as usize) % 3] = 40 + seed as usize * 70;
+            for axis in 0..3 {
+                for permuted in [false, true] {
+                    let name = format!("{op:?} axis {axis} permuted {permuted}");
+                    check(
+                        &name,
+                        seed,
+                        &[(d.clone(), Dist::Normal)],
+                        C(op, axis, permuted),
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn mean_and_reduce_all() {
+    let _g = lock();
+    struct Mean;
+    impl Case for Mean {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            x[0].mean_axis(1)
+        }
+    }
+    struct All(ReduceOp);
+    impl Case for All {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            x[0].transpose_last().reduce_all(self.0)
+        }
+    }
+    for seed in SEEDS {
+        check("mean", seed, &[(vec![3, 7, 2], Dist::Normal)], Mean);
+        for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+            check(
+                &format!("{op:?} all"),
+                seed,
+                &[(vec![9, 33], Dist::Normal)],
+                All(op),
+            );
+        }
+    }
+}
+
+#[test]
+fn matmul_shapes_edges_transposes_and_batches() {
+    let _g = lock();
+    struct Mm {
+        ta: bool,
+        tb: bool,
+    }
+    impl Case for Mm {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let a = if self.ta {
+                x[0].transpose_last()
+            } else {
+                x[0].clone()
+            };
+            let b = if self.tb {
+                x[1].transpose_last()
+            } else {
+                x[1].clone()
+            };
+            a.matmul(&b)
+        }
+    }
+    // (batch, m, k, n): edges that are not tile multiples, k not a multiple of 4,
+    // vector-friendly sizes, and one size that takes the large tiles.
+    let shapes = [
+        (1, 1, 1, 1),
+        (1, 5, 3, 7),
+        (2, 17, 9, 33),
+        (3, 8, 16, 12),
+        (1, 65, 64, 70),
+        (2, 260, 36, 264),
+    ];
+    for (i, &(bs, m, k, n)) in shapes.iter().enumerate() {
+        for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+            let a = if ta { vec![bs, k, m] } else { vec![bs, m, k] };
+            let b = if tb { vec![bs, n, k] } else { vec![bs, k, n] };
+            let name = format!("matmul {bs}x{m}x{k}x{n} ta {ta} tb {tb}");
+            check(
+                &name,
+                i as u64,
+                &[(a, Dist::Normal), (b, Dist::Normal)],
+                Mm { ta, tb },
+            );
+        }
+    }
+}
+
+#[test]
+fn matmul_broadcast_batch_and_shared_weight() {
+    let _g = lock();
+    struct Bcast;
+    impl Case for Bcast {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            // b's batch axis has stride 0.
+            let b = x[1].expand(&[3, 6, 5]);
+            x[0].matmul(&b)
+        }
+    }
+    struct Shared;
+    impl Case for Shared {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            x[0].matmul(&x[1])
+        }
+    }
+    check(
+        "bmm broadcast",
+        1,
+        &[(vec![3, 4, 6], Dist::Normal), (vec![1, 6, 5], Dist::Normal)],
+        Bcast,
+    );
+    check(
+        "shared weight",
+        2,
+        &[(vec![2, 3, 8], Dist::Normal), (vec![8, 4], Dist::Normal)],
+        Shared,
+    );
+    check(
+        "vector",
+        3,
+        &[(vec![8], Dist::Normal), (vec![8, 4], Dist::Normal)],
+        Shared,
+    );
+}
+
+#[test]
+fn movement_ops() {
+    let _g = lock();
+    struct Permute;
+    impl Case for Permute {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            // reshape of a permuted view copies through the strided copy kernel.
+            x[0].permute(&[1, 2, 0])
+                .reshape(&[x[0].dims()[1], x[0].dims()[2] * x[0].dims()[0]])
+        }
+    }
+    struct Expand;
+    impl Case for Expand {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            // Broadcast backward is a reduction over the expanded axes.
+            x[0].expand(&[4, x[0].dims()[1], 3]).unary(UnaryOp::Sin)
+        }
+    }
+    struct NarrowStep;
+    impl Case for NarrowStep {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            x[0].narrow(0, 1, 3).step(1, 3).contiguous()
+        }
+    }
+    struct Pad;
+    impl Case for Pad {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            x[0].transpose_last().pad(&[(1, 2), (0, 3)], 0.5)
+        }
+    }
+    struct Cat;
+    impl Case for Cat {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let b = x[1].transpose_last();
+            RawTensor::cat(&[x[0].clone(), b, x[2].step(1, 1)], 1)
+        }
+    }
+    for seed in SEEDS {
+        let mut rng = Rng::seed(seed * 500);
+        let d = dims(&mut rng, 3, 5);
+        check(
+            "permute+reshape",
+            seed,
+            &[(d.clone(), Dist::Normal)],
+            Permute,
+        );
+        check("expand", seed, &[(vec![1, d[1], 1], Dist::Normal)], Expand);
+        check(
+            "narrow+step",
+            seed,
+            &[(vec![5, 7 + seed as usize], Dist::Normal)],
+            NarrowStep,
+        );
+        check("pad", seed, &[(d[1..].to_vec(), Dist::Normal)], Pad);
+        check(
+            "cat",
+            seed,
+            &[
+                (vec![3, 2], Dist::Normal),
+                (vec![d[0], 3], Dist::Normal),
+                (vec![3, 4], Dist::Normal),
+            ],
+            Cat,
+        );
+    }
+}
+
+#[test]
+fn gather_and_index_select() {
+    let _g = lock();
+    struct Gather;
+    impl Case for Gather {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            // Repeated indices: the scatter-add backward must sum them.
+            let idx: Vec<u32> = (0..4 * 6).map(|i| (i * 7 % 5) as u32).collect();
+            let idx = RawTensor::<D, u32>::from_vec(idx, &[4, 6]);
+            x[0].permute(&[1, 0]).gather(1, &idx)
+        }
+    }
+    struct Select;
+    impl Case for Select {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let ids = RawTensor::<D, u32>::from_vec(vec![3, 0, 3, 2, 1, 3], &[6]);
+            x[0].index_select(&ids).unary(UnaryOp::Tanh)
+        }
+    }
+    for seed in SEEDS {
+        check("gather", seed, &[(vec![5, 4], Dist::Normal)], Gather);
+        check("index_select", seed, &[(vec![4, 3], Dist::Normal)], Select);
+    }
+}
+
+#[test]
+fn softmax_and_log_softmax() {
+    let _g = lock();
+    struct C(bool, usize);
+    impl Case for C {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            if self.0 {
+                x[0].softmax(self.1)
+            } else {
+                x[0].log_softmax(self.1)
+            }
+        }
+    }
+    for seed in SEEDS {
+        for axis in 0..2 {
+            check(
+                "softmax",
+                seed,
+                &[(vec![6, 37], Dist::Normal)],
+                C(true, axis),
+            );
+            check(
+                "log_softmax",
+                seed,
+                &[(vec![6, 37], Dist::Normal)],
+                C(false, axis),
+            );
+            // Rows of 64: vec4 reductions and splat broadcasts.
+            let rows = [(vec![5, 64], Dist::Normal)];
+            check("softmax rows of 64", seed, &rows, C(true, axis));
+            check("log_softmax rows of 64", seed, &rows, C(false, axis));
+        }
+    }
+}
+
+#[test]
+fn typed_api_and_device_moves() {
+    let _g = lock();
+    let mut rng = Rng::seed(9);
+    let x = Tensor::<Rank2<4, 3>>::randn(&mut rng);
+    let w = Tensor::<Rank2<3, 2>>::randn(&mut rng);
+    let run = |x: Tensor<Rank2<4, 3>, Gpu>, w: Tensor<Rank2<3, 2>, Gpu>| {
+        let w = w.requires_grad();
+        let loss = x.matmul(&w).gelu().softmax::<Axis<1>>().sum_all();
+        let g = loss.backward().get(&w).unwrap();
+        g.to::<Cpu>()
+    };
+    let wc = w.requires_grad();
+    let gc = x
+        .matmul(&wc)
+        .gelu()
+        .softmax::<Axis<1>>()
+        .sum_all()
+        .backward()
+        .get(&wc)
+        .unwrap();
+    let gg = run(x.to::<Gpu>(), w.to::<Gpu>());
+    close("typed", &gc.to_vec(), &gg.to_vec());
+    let z = Tensor::<Rank1<5>, Gpu>::zeros();
+    assert_eq!(z.to_vec(), vec![0.0; 5]);
+    let ids = Tensor::<Rank1<3>, Gpu, u32>::from_array([4, 1, 2]);
+    assert_eq!(ids.to_vec(), vec![4, 1, 2]);
+}
+
+#[test]
+fn u32_buffers_copy_and_fill() {
+    let _g = lock();
+    let t = RawTensor::<Gpu, u32>::from_vec((0..12).collect(), &[3, 4]);
+    let p = RawTensor::<Gpu, u32>::leaf(t.buffer().clone(), t.layout().permute(&[1, 0]));
+    assert_eq!(p.to_vec(), vec![0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]);
+    let c = p.reshape_any(&[12]);
+    assert_eq!(c.to_vec(), vec![0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]);
+    let f = Tensor::<Rank1<3>, Gpu, u32>::full(7);
+    assert_eq!(f.to_vec(), vec![7, 7, 7]);
+}
+
+#[test]
+fn a_thousand_chained_ops_then_one_read_back() {
+    let _g = lock();
+    fn chain<D: Backend<f32>>() -> Vec<f32> {
+        let mut rng = Rng::seed(5);
+        let mut t = Tensor::<Rank2<8, 8>, D>::randn(&mut rng);
+        for i in 0..1000 {
+            t = match i % 4 {
+                0 => t.mul_scalar(0.9),
+                1 => t.add_scalar(0.01),
+                2 => t.tanh(),
+                _ => t.sin(),
+            };
+        }
+        t.to_vec()
+    }
+    let before = Gpu::batches_submitted();
+    let g = chain::<Gpu>();
+    let batches = Gpu::batches_submitted() - before;
+    // 1000 dispatches do not fit one batch: the recorder submitted full batches on
+    // its own, then once more for the read-back.
+    assert!(batches >= 4, "expected several batches, saw {batches}");
+    close("chain", &chain::<Cpu>(), &g);
+}
+
+#[test]
+fn a_training_step_records_without_syncing() {
+    let _g = lock();
+    let mut rng = Rng::seed(11);
+    let x = Tensor::<Rank2<16, 8>, Gpu>::randn(&mut rng);
+    let mut w = Tensor::<Rank2<8, 4>, Gpu>::randn(&mut rng);
+    Gpu::sync().unwrap();
+    let before = Gpu::batches_submitted();
+    for _ in 0..3 {
+        let wt = w.requires_grad();
+        let loss = x.matmul(&wt).relu().log_softmax::<Axis<1>>().mean_all();
+        let g = loss.backward().get(&wt).unwrap();
+        w = (&w - &g.mul_scalar(0.1)).detach();
+    }
+    // Forward, backward and update of three steps stayed on the device: nothing
+    // was submitted until the read-back below.
+    assert_eq!(
+        Gpu::batches_submitted(),
+        before,
+        "a training step synchronised"
+    );
+    let _ = w.to_vec();
+    assert_eq!(Gpu::batches_submitted(), before + 1);
+}
+
+#[test]
+fn out_of_range_gather_index_is_reported_at_the_read_back() {
+    let _g = lock();
+    let x = RawTensor::<Gpu, f32>::from_vec(vec![1.0, 2.0, 3.0], &[3]);
+    let idx = RawTensor::<Gpu, u32>::from_vec(vec![0, 5], &[2]);
+    let y = x.gather(0, &idx);
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| y.to_vec()))
+        .expect_err("an out-of-range index must not read back silently");
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("out of range"), "unexpected panic: {msg}");
+    // The error was consumed: later work runs normally.
+    assert_eq!(x.to_vec(), vec![1.0, 2.0, 3.0]);
+    Gpu::sync().unwrap();
+}
+
+#[test]
+fn matmul_every_tile_candidate() {
+    let _g = lock();
+    struct Mm(bool);
+    impl Case for Mm {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let b = if self.0 {
+                x[1].transpose_last()
+            } else {
+                x[1].clone()
+            };
+            x[0].matmul(&b)
+        }
+    }
+    let info = Gpu::init().unwrap();
+    for tiles in volta::backend::gpu::MatmulTiles::CANDIDATES {
+        if tiles
+            .check(
+                info.max_invocations_per_workgroup,
+                info.max_workgroup_storage_size,
+            )
+            .is_err()
+        {
+            continue;
+        }
+        Gpu::set_matmul_tiles(Some(tiles)).unwrap();
+        for (i, (m, k, n)) in [(33, 20, 70), (130, 64, 132), (40, 7, 9)]
+            .into_iter()
+            .enumerate()
+        {
+            let name = format!("matmul {m}x{k}x{n} {tiles:?}");
+            check(
+                &name,
+                i as u64,
+                &[(vec![m, k], Dist::Normal), (vec![k, n], Dist::Normal)],
+                Mm(false),
+            );
+            check(
+                &name,
+                i as u64,
+                &[(vec![m, k], Dist::Normal), (vec![n, k], Dist::Normal)],
+                Mm(true),
+            );
+        }
+    }
+    Gpu::set_matmul_tiles(None).unwrap();
+}
+
+#[test]
+fn no_adapter_error_says_how_to_get_one() {
+    let msg = volta::backend::gpu::GpuError::NoAdapter.to_string();
+    assert!(msg.contains("mesa-vulkan-drivers"), "{msg}");
+    assert!(msg.contains("driver"), "{msg}");
+}
+
+#[test]
+fn freed_buffers_are_reused_in_recording_order() {
+    let _g = lock();
+    // `x`'s buffer returns to the pool while the batch still has to read it; the
+    // next upload of the same size takes it. Its new contents must land only after
+    // the recorded kernel has read the old ones.
+    let mut pending = Vec::new();
+    for i in 0..8 {
+        let x = RawTensor::<Gpu, f32>::from_vec(vec![i as f32; 1000], &[1000]);
+        let y = x.scalar(BinaryOp::Add, 1.0);
+        drop(x);
+        let z = RawTensor::<Gpu, f32>::from_vec(vec![-1.0; 1000], &[1000]);
+        pending.push((i, y, z));
+    }
+    for (i, y, z) in pending {
+        assert_eq!(y.to_vec(), vec![i as f32 + 1.0; 1000], "iteration {i}");
+        assert_eq!(z.to_vec(), vec![-1.0; 1000]);
+    }
+}
+
+#[test]
+fn four_wide_elementwise_paths() {
+    let _g = lock();
+    // Inner dims that are multiples of 4 take the vec4 kernels: aligned slices,
+    // broadcasts along the inner axis (splat) and along outer axes, and unaligned
+    // slices that must fall back to one element per thread.
+    struct C(usize);
+    impl Case for C {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let a = x[0].narrow(1, self.0, 8);
+            let row = x[1].expand(&[3, 8]);
+            let col = x[2].expand(&[3, 8]);
+            a.binary(BinaryOp::Mul, &row)
+                .binary(BinaryOp::Sub, &col)
+                .unary(UnaryOp::Gelu)
+                .pad(&[(0, 1), (4, 0)], 0.25)
+        }
+    }
+    for (seed, start) in [(1, 0), (2, 4), (3, 1), (4, 8)] {
+        check(
+            &format!("vec4 start {start}"),
+            seed,
+            &[
+                (vec![3, 16], Dist::Normal),
+                (vec![1, 8], Dist::Normal),
+                (vec![3, 1], Dist::Normal),
+            ],
+            C(start),
+        );
+    }
+}
