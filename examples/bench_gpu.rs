@@ -1,7 +1,8 @@
 //! GPU benchmark table: GEMM f32 (1024/2048/4096, with a sweep of matmul tile
-//! configurations), the eager elementwise chain relu(a*b+c) on 64M elements,
-//! softmax and an RMSNorm-style row reduction on 4096², dispatch overhead over 1000
-//! small ops, and an MLP training step (784-1024-1024-10, batch 512, Adam).
+//! configurations), the elementwise chain relu(a*b+c) on 64M elements fused and
+//! eager (with a sweep of elementwise thread layouts), softmax and an RMSNorm-style
+//! row reduction on 4096², dispatch overhead over 1000 small ops, and an MLP
+//! training step (784-1024-1024-10, batch 512, Adam); fused rows also unfused.
 //!
 //! Byte and FLOP conventions follow `torch_peers.py`, so the figures compare
 //! directly. Every timing syncs before reading the clock, warms up first, and takes
@@ -11,7 +12,7 @@
 //! cargo run --release -p volta-examples --features gpu --example bench_gpu [-- --quick]
 //! ```
 use std::time::Instant;
-use volta::backend::gpu::MatmulTiles;
+use volta::backend::gpu::{Launch, MatmulTiles};
 use volta::kernel::{BinaryOp, UnaryOp};
 use volta::nn::loss::cross_entropy;
 use volta::nn::{Module, Param};
@@ -157,38 +158,57 @@ fn main() {
         );
     }
 
-    // relu(a*b+c): three kernels, as PyTorch eager runs it.
+    // relu(a*b+c) on 64M elements: fused (one kernel: reads each input once, writes
+    // once), then unfused (three kernels, as PyTorch eager runs it). Fused results
+    // are pending until realized: `realize` records the kernel without waiting.
     let n = if quick { 1 << 20 } else { 1 << 26 };
     let (a, b, c) = (
         raw(randn(n, &mut rng), &[n]),
         raw(randn(n, &mut rng), &[n]),
         raw(randn(n, &mut rng), &[n]),
     );
-    let t = time(7, 5, || {
+    let chain = || {
         let y = a
             .binary(BinaryOp::Mul, &b)
             .binary(BinaryOp::Add, &c)
             .unary(UnaryOp::Relu);
-        drop(y)
-    });
+        y.buffer().realize();
+    };
+    let min_bytes = 4.0 * n as f64 * 4.0;
+    println!("\nelementwise launch sweep (relu(a*b+c) fused, GB/s of min bytes):");
+    for launch in Launch::CANDIDATES {
+        if Gpu::set_elementwise_launch(Some(launch)).is_err() {
+            continue;
+        }
+        let t = time(7, 5, chain);
+        println!("  {launch:?}: {:8.1}", min_bytes / t / 1e9);
+    }
+    Gpu::set_elementwise_launch(None).unwrap();
+    for fusion in [true, false] {
+        Gpu::set_fusion(fusion);
+        let t = time(7, 5, chain);
+        let name = if fusion { "fused" } else { "eager" };
+        row(
+            &mut table,
+            &format!("eltwise_relu(a*b+c)_64M_{name}"),
+            min_bytes / t / 1e9,
+            "GB/s(min bytes)",
+        );
+    }
+    Gpu::set_fusion(true);
+    // One read and one write per element: the kernel against the copy ceiling.
+    let t = time(7, 5, || a.scalar(BinaryOp::Mul, 1.5).buffer().realize());
     row(
         &mut table,
-        "eltwise_relu(a*b+c)_64M_eager",
-        4.0 * n as f64 * 4.0 / t / 1e9,
-        "GB/s(min bytes)",
+        "eltwise_scale_64M(copy-like)",
+        2.0 * n as f64 * 4.0 / t / 1e9,
+        "GB/s",
     );
     drop((a, b, c));
 
-    // Softmax and RMSNorm over rows of 4096².
+    // Softmax and RMSNorm over rows of 4096², with fusion and without.
     let r = if quick { 512 } else { 4096 };
     let x = raw(randn(r * r, &mut rng), &[r, r]);
-    let t = time(7, 5, || drop(x.softmax(1)));
-    row(
-        &mut table,
-        "softmax_4096x4096",
-        2.0 * (r * r) as f64 * 4.0 / t / 1e9,
-        "GB/s",
-    );
     let w = raw(randn(r, &mut rng), &[1, r]);
     let rms = || {
         let ms = x.binary(BinaryOp::Mul, &x).mean_axis(1);
@@ -199,18 +219,32 @@ fn main() {
         x.binary(BinaryOp::Mul, &inv.expand(&[r, r]))
             .binary(BinaryOp::Mul, &w.expand(&[r, r]))
     };
-    let t = time(7, 5, || drop(rms()));
-    row(
-        &mut table,
-        "rmsnorm_4096x4096_eager",
-        2.0 * (r * r) as f64 * 4.0 / t / 1e9,
-        "GB/s",
-    );
+    let row_bytes = 2.0 * (r * r) as f64 * 4.0;
+    for fusion in [true, false] {
+        Gpu::set_fusion(fusion);
+        let suffix = if fusion { "" } else { "_unfused" };
+        let t = time(7, 5, || x.softmax(1).buffer().realize());
+        row(
+            &mut table,
+            &format!("softmax_4096x4096{suffix}"),
+            row_bytes / t / 1e9,
+            "GB/s",
+        );
+        let t = time(7, 5, || rms().buffer().realize());
+        row(
+            &mut table,
+            &format!("rmsnorm_4096x4096_eager{suffix}"),
+            row_bytes / t / 1e9,
+            "GB/s",
+        );
+    }
+    Gpu::set_fusion(true);
     drop((x, w));
 
-    // Dispatch overhead: 1000 dependent small ops recorded, then one sync.
+    // Dispatch overhead: 1000 dependent small ops recorded, then one sync. Unfused,
+    // so that each op is a dispatch; then fused, for comparison.
     let small = raw(randn(64, &mut rng), &[8, 8]);
-    let t = time(7, 1, || {
+    let thousand = || {
         let mut y = small.clone();
         for i in 0..1000 {
             y = y.scalar(
@@ -222,8 +256,10 @@ fn main() {
                 0.999,
             );
         }
-        drop(y)
-    });
+        y
+    };
+    Gpu::set_fusion(false);
+    let t = time(7, 1, || drop(thousand()));
     row(
         &mut table,
         "dispatch_overhead_1000_small_ops",
@@ -233,17 +269,7 @@ fn main() {
     // The host's share: recording alone, without waiting for the GPU.
     sync();
     let start = Instant::now();
-    let mut y = small.clone();
-    for i in 0..1000 {
-        y = y.scalar(
-            if i % 2 == 0 {
-                BinaryOp::Mul
-            } else {
-                BinaryOp::Add
-            },
-            0.999,
-        );
-    }
+    let y = thousand();
     let record = start.elapsed().as_secs_f64();
     drop(y);
     sync();
@@ -253,8 +279,16 @@ fn main() {
         record / 1000.0 * 1e6,
         "us/op",
     );
+    Gpu::set_fusion(true);
+    let t = time(7, 1, || thousand().buffer().realize());
+    row(
+        &mut table,
+        "1000_small_ops_fused",
+        t / 1000.0 * 1e6,
+        "us/op",
+    );
 
-    // MLP training step, Adam, batch 512.
+    // MLP training step, Adam, batch 512, with fusion and without.
     let mut mlp = Mlp {
         l1: Linear::new(&mut rng),
         l2: Linear::new(&mut rng),
@@ -265,27 +299,35 @@ fn main() {
     let yb =
         Tensor::<Rank1<512>, Gpu, u32>::from_vec((0..512).map(|i| (i * 7 % 10) as u32).collect())
             .expect("512 targets");
-    let t = time(7, 5, || {
-        let h = mlp.l1.forward(&xb).relu();
-        let h = mlp.l2.forward(&h).relu();
-        let loss = cross_entropy(&mlp.l3.forward(&h), &yb);
-        let grads = loss.backward();
-        opt.step(&mut mlp, &grads);
-    });
-    row(&mut table, "mlp_train_step_b512", t * 1e3, "ms");
-    let before = Gpu::dispatches_recorded();
-    let h = mlp.l1.forward(&xb).relu();
-    let h = mlp.l2.forward(&h).relu();
-    let grads = cross_entropy(&mlp.l3.forward(&h), &yb).backward();
-    opt.step(&mut mlp, &grads);
-    let per_step = Gpu::dispatches_recorded() - before;
-    sync();
-    row(
-        &mut table,
-        "mlp_train_step_dispatches",
-        per_step as f64,
-        "dispatches",
-    );
+    for fusion in [true, false] {
+        Gpu::set_fusion(fusion);
+        let suffix = if fusion { "" } else { "_unfused" };
+        let mut step = || {
+            let h = mlp.l1.forward(&xb).relu();
+            let h = mlp.l2.forward(&h).relu();
+            let loss = cross_entropy(&mlp.l3.forward(&h), &yb);
+            let grads = loss.backward();
+            opt.step(&mut mlp, &grads);
+        };
+        let t = time(7, 5, &mut step);
+        row(
+            &mut table,
+            &format!("mlp_train_step_b512{suffix}"),
+            t * 1e3,
+            "ms",
+        );
+        let before = Gpu::dispatches_recorded();
+        step();
+        let per_step = Gpu::dispatches_recorded() - before;
+        sync();
+        row(
+            &mut table,
+            &format!("mlp_train_step_dispatches{suffix}"),
+            per_step as f64,
+            "dispatches",
+        );
+    }
+    Gpu::set_fusion(true);
 
     println!("\n== volta on {} ({}) ==", info.name, info.backend);
     for line in &table {

@@ -4,9 +4,11 @@ use std::fmt;
 /// The device an example runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeviceChoice {
+    /// A hardware GPU when one is present, else the CPU (the default).
+    Auto,
     /// The CPU backend.
     Cpu,
-    /// The wgpu backend.
+    /// The wgpu backend (any adapter, software ones included).
     Gpu,
 }
 
@@ -25,11 +27,14 @@ impl fmt::Display for ArgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ArgError::UnknownDevice(d) => {
-                write!(f, "unknown device `{d}`: expected `cpu` or `gpu`")
+                write!(f, "unknown device `{d}`: expected `auto`, `cpu` or `gpu`")
             }
             ArgError::MissingValue(opt) => write!(f, "`{opt}` needs a value"),
             ArgError::Unexpected(a) => {
-                write!(f, "unexpected argument `{a}` (usage: [--device cpu|gpu])")
+                write!(
+                    f,
+                    "unexpected argument `{a}` (usage: [--device auto|cpu|gpu])"
+                )
             }
         }
     }
@@ -37,9 +42,9 @@ impl fmt::Display for ArgError {
 
 impl std::error::Error for ArgError {}
 
-/// Parses `[--device cpu|gpu]` (also `--device=gpu`); the default is the CPU.
+/// Parses `[--device auto|cpu|gpu]` (also `--device=gpu`); the default is `auto`.
 pub fn parse_device<I: IntoIterator<Item = String>>(args: I) -> Result<DeviceChoice, ArgError> {
-    let mut device = DeviceChoice::Cpu;
+    let mut device = DeviceChoice::Auto;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let value = match arg.strip_prefix("--device") {
@@ -48,6 +53,7 @@ pub fn parse_device<I: IntoIterator<Item = String>>(args: I) -> Result<DeviceCho
             _ => return Err(ArgError::Unexpected(arg)),
         };
         device = match value.as_str() {
+            "auto" => DeviceChoice::Auto,
             "cpu" => DeviceChoice::Cpu,
             "gpu" => DeviceChoice::Gpu,
             _ => return Err(ArgError::UnknownDevice(value)),
@@ -66,7 +72,8 @@ mod tests {
 
     #[test]
     fn parses_devices_and_rejects_the_rest() {
-        assert_eq!(parse(&[]), Ok(DeviceChoice::Cpu));
+        assert_eq!(parse(&[]), Ok(DeviceChoice::Auto));
+        assert_eq!(parse(&["--device", "auto"]), Ok(DeviceChoice::Auto));
         assert_eq!(parse(&["--device", "gpu"]), Ok(DeviceChoice::Gpu));
         assert_eq!(parse(&["--device=cpu"]), Ok(DeviceChoice::Cpu));
         assert_eq!(
@@ -81,5 +88,20 @@ mod tests {
             parse(&["--devices"]),
             Err(ArgError::Unexpected("--devices".into()))
         );
+    }
+}
+
+/// Resolves `auto`: the GPU when a hardware adapter is present (software adapters
+/// such as lavapipe are slower than the CPU backend), else the CPU.
+pub fn resolve(choice: DeviceChoice) -> DeviceChoice {
+    match choice {
+        DeviceChoice::Auto => {
+            #[cfg(feature = "gpu")]
+            if volta::Gpu::init().is_ok_and(|info| info.device_type != "Cpu") {
+                return DeviceChoice::Gpu;
+            }
+            DeviceChoice::Cpu
+        }
+        other => other,
     }
 }

@@ -55,4 +55,7 @@ if [ "$(uname -s)" = Linux ]; then
     fi
 fi
 
+# wgpu's window-system probes want a runtime dir; CI machines often have none.
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+
 exec cargo test --workspace "$@"
