@@ -62,6 +62,21 @@ pub fn parse_device<I: IntoIterator<Item = String>>(args: I) -> Result<DeviceCho
     Ok(device)
 }
 
+/// Resolves `auto`: the GPU when a hardware adapter is present (software adapters
+/// such as lavapipe are slower than the CPU backend), else the CPU.
+pub fn resolve(choice: DeviceChoice) -> DeviceChoice {
+    match choice {
+        DeviceChoice::Auto => {
+            #[cfg(feature = "gpu")]
+            if volta::Gpu::init().is_ok_and(|info| info.device_type != "Cpu") {
+                return DeviceChoice::Gpu;
+            }
+            DeviceChoice::Cpu
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,20 +103,5 @@ mod tests {
             parse(&["--devices"]),
             Err(ArgError::Unexpected("--devices".into()))
         );
-    }
-}
-
-/// Resolves `auto`: the GPU when a hardware adapter is present (software adapters
-/// such as lavapipe are slower than the CPU backend), else the CPU.
-pub fn resolve(choice: DeviceChoice) -> DeviceChoice {
-    match choice {
-        DeviceChoice::Auto => {
-            #[cfg(feature = "gpu")]
-            if volta::Gpu::init().is_ok_and(|info| info.device_type != "Cpu") {
-                return DeviceChoice::Gpu;
-            }
-            DeviceChoice::Cpu
-        }
-        other => other,
     }
 }

@@ -4,6 +4,8 @@
 //! backend) and its WGSL expression (used by the GPU code generator). The `#[kernel]`
 //! macro and the runtime's fusion build on the same definitions.
 
+#![warn(missing_docs)]
+
 mod float;
 pub mod ir;
 mod kernel_def;

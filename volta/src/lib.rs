@@ -18,6 +18,8 @@
 //! Layers: [`shape`] (type-level shape algebra) → [`tensor`] and [`autograd`] →
 //! [`backend`] (devices supply kernels) → ops (written once for all devices).
 
+#![warn(missing_docs)]
+
 // Generated code names `::volta`; this makes those paths work inside the crate too.
 extern crate self as volta;
 

@@ -1,7 +1,9 @@
 //! GPU parity: every op, forward values and gradients, on `Gpu` against `Cpu`, over
 //! seeded random shapes and values, with broadcast, permuted, sliced and strided
-//! inputs. Runs on any Vulkan/Metal/DX12 adapter; on a machine without a GPU,
-//! Mesa's lavapipe (`apt-get install mesa-vulkan-drivers libvulkan1`) provides one.
+//! inputs. Every case runs on the GPU twice, with elementwise fusion on and off, and
+//! both must match the CPU. Runs on any Vulkan/Metal/DX12 adapter; on a machine
+//! without a GPU, Mesa's lavapipe (`apt-get install mesa-vulkan-drivers libvulkan1`)
+//! provides one.
 #![cfg(feature = "gpu")]
 
 use std::sync::Mutex;
@@ -11,11 +13,14 @@ use volta::{RawTensor, Tensor};
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
 
 /// Tests share one GPU queue; running them one at a time keeps the batch counters
-/// of the laziness tests meaningful.
+/// of the laziness tests meaningful (and the fusion switch, a global, theirs).
 static GPU: Mutex<()> = Mutex::new(());
 
 fn lock() -> std::sync::MutexGuard<'static, ()> {
-    GPU.lock().unwrap_or_else(|p| p.into_inner())
+    let g = GPU.lock().unwrap_or_else(|p| p.into_inner());
+    // A test that failed with fusion off must not leave it off for the next one.
+    Gpu::set_fusion(true);
+    g
 }
 
 /// How an input's values are drawn.
@@ -93,20 +98,24 @@ fn check(name: &str, seed: u64, inputs: &[(Vec<usize>, Dist)], case: impl Case) 
         })
         .collect();
     let (cd, cv, cg) = eval::<Cpu>(&case, &data, seed + 1);
-    let (gd, gv, gg) = eval::<Gpu>(&case, &data, seed + 1);
-    let what = format!(
-        "{name} (seed {seed}, inputs {:?})",
-        inputs.iter().map(|i| &i.0).collect::<Vec<_>>()
-    );
-    assert_eq!(cd, gd, "{what}: dims differ");
-    close(&format!("{what} forward"), &cv, &gv);
-    for (i, (c, g)) in cg.iter().zip(&gg).enumerate() {
-        match (c, g) {
-            (Some(c), Some(g)) => close(&format!("{what} grad {i}"), c, g),
-            (None, None) => {}
-            _ => panic!("{what}: grad {i} exists on one device only"),
+    for fusion in [true, false] {
+        Gpu::set_fusion(fusion);
+        let (gd, gv, gg) = eval::<Gpu>(&case, &data, seed + 1);
+        let what = format!(
+            "{name} (fusion {fusion}, seed {seed}, inputs {:?})",
+            inputs.iter().map(|i| &i.0).collect::<Vec<_>>()
+        );
+        assert_eq!(cd, gd, "{what}: dims differ");
+        close(&format!("{what} forward"), &cv, &gv);
+        for (i, (c, g)) in cg.iter().zip(&gg).enumerate() {
+            match (c, g) {
+                (Some(c), Some(g)) => close(&format!("{what} grad {i}"), c, g),
+                (None, None) => {}
+                _ => panic!("{what}: grad {i} exists on one device only"),
+            }
         }
     }
+    Gpu::set_fusion(true);
 }
 
 /// Random dims of `rank` in `1..=max`.
@@ -588,13 +597,98 @@ fn a_thousand_chained_ops_then_one_read_back() {
         }
         t.to_vec()
     }
-    let before = Gpu::batches_submitted();
-    let g = chain::<Gpu>();
-    let batches = Gpu::batches_submitted() - before;
-    // 1000 dispatches do not fit one batch: the recorder submitted full batches on
-    // its own, then once more for the read-back.
-    assert!(batches >= 4, "expected several batches, saw {batches}");
-    close("chain", &chain::<Cpu>(), &g);
+    let cpu = chain::<Cpu>();
+    for fusion in [false, true] {
+        Gpu::set_fusion(fusion);
+        let (batches, dispatches) = (Gpu::batches_submitted(), Gpu::dispatches_recorded());
+        let g = chain::<Gpu>();
+        let batches = Gpu::batches_submitted() - batches;
+        let dispatches = Gpu::dispatches_recorded() - dispatches;
+        if fusion {
+            // Fused, the chain is cut only where a tree reaches its size limit.
+            assert!(dispatches <= 60, "fused chain: {dispatches} dispatches");
+        } else {
+            // 1000 dispatches do not fit one batch: the recorder submitted full
+            // batches on its own, then once more for the read-back.
+            assert!(dispatches > 1000, "unfused chain: {dispatches} dispatches");
+            assert!(batches >= 4, "expected several batches, saw {batches}");
+        }
+        close(&format!("chain (fusion {fusion})"), &cpu, &g);
+    }
+    Gpu::set_fusion(true);
+}
+
+#[test]
+fn a_fused_chain_is_one_kernel_that_runs_when_needed() {
+    let _g = lock();
+    let mut rng = Rng::seed(12);
+    let data: Vec<Vec<f32>> = (0..3)
+        .map(|_| (0..1000).map(|_| rng.normal() as f32).collect())
+        .collect();
+    let expect: Vec<f32> = (0..1000)
+        .map(|i| (data[0][i] * data[1][i] + data[2][i]).max(0.0))
+        .collect();
+    for (fusion, kernels) in [(true, 1), (false, 3)] {
+        Gpu::set_fusion(fusion);
+        let [a, b, c] =
+            [0, 1, 2].map(|i| RawTensor::<Gpu, f32>::from_vec(data[i].clone(), &[1000]));
+        let before = Gpu::dispatches_recorded();
+        let y = a
+            .binary(BinaryOp::Mul, &b)
+            .binary(BinaryOp::Add, &c)
+            .unary(UnaryOp::Relu);
+        // Pending until something needs it in memory.
+        assert_eq!(y.buffer().is_pending(), fusion);
+        y.buffer().realize();
+        assert!(!y.buffer().is_pending());
+        assert_eq!(
+            Gpu::dispatches_recorded() - before,
+            kernels,
+            "fusion {fusion}"
+        );
+        close(
+            &format!("relu(a*b+c) fusion {fusion}"),
+            &expect,
+            &y.to_vec(),
+        );
+    }
+    Gpu::set_fusion(true);
+}
+
+#[test]
+fn values_carried_across_steps_are_materialised_with_their_consumer() {
+    let _g = lock();
+    // Momentum: m ← 0.9·m + g; w ← w − 0.1·m; then a reduction reads w. Without
+    // cutting the chain at m, every step would recompute m from all past g.
+    fn run<D: Backend<f32>>() -> (Vec<f32>, Vec<RawTensor<D, f32>>) {
+        let mut w = RawTensor::<D, f32>::from_vec(vec![1.0; 64], &[8, 8]);
+        let mut m = RawTensor::<D, f32>::from_vec(vec![0.0; 64], &[8, 8]);
+        let mut sums = Vec::new();
+        let mut ms = Vec::new();
+        for step in 0..20 {
+            let g = RawTensor::<D, f32>::from_vec(
+                (0..64)
+                    .map(|i| ((i * 7 + step) % 11) as f32 - 5.0)
+                    .collect(),
+                &[8, 8],
+            );
+            m = m.scalar(BinaryOp::Mul, 0.9).binary(BinaryOp::Add, &g);
+            w = w.binary(BinaryOp::Sub, &m.scalar(BinaryOp::Mul, 0.1));
+            sums.push(w.reduce_all(ReduceOp::Sum));
+            ms.push(m.clone());
+        }
+        let v = sums.iter().flat_map(|s| s.to_vec()).collect();
+        (v, ms)
+    }
+    let (cpu, _) = run::<Cpu>();
+    let (gpu, ms) = run::<Gpu>();
+    close("momentum", &cpu, &gpu);
+    for (step, m) in ms.iter().enumerate() {
+        assert!(
+            !m.buffer().is_pending(),
+            "m of step {step} was never written"
+        );
+    }
 }
 
 #[test]
@@ -742,4 +836,36 @@ fn four_wide_elementwise_paths() {
             C(start),
         );
     }
+}
+
+#[test]
+fn elementwise_every_launch_candidate() {
+    let _g = lock();
+    // Contiguous (vec4), broadcast, strided and ragged sizes under every thread
+    // layout the benchmark may pick, fused and not.
+    struct C;
+    impl Case for C {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let b = x[1].expand(x[0].dims());
+            x[0].binary(BinaryOp::Mul, &b)
+                .binary(BinaryOp::Add, &x[2].transpose_last())
+                .unary(UnaryOp::Relu)
+        }
+    }
+    for launch in volta::backend::gpu::Launch::CANDIDATES {
+        Gpu::set_elementwise_launch(Some(launch)).unwrap();
+        for (i, (m, n)) in [(3, 5), (37, 64), (129, 33)].into_iter().enumerate() {
+            check(
+                &format!("{launch:?} {m}x{n}"),
+                i as u64,
+                &[
+                    (vec![m, n], Dist::Normal),
+                    (vec![1, n], Dist::Normal),
+                    (vec![n, m], Dist::Normal),
+                ],
+                C,
+            );
+        }
+    }
+    Gpu::set_elementwise_launch(None).unwrap();
 }

@@ -117,7 +117,7 @@ fn if_else_routes_the_gradient() {
 
 #[test]
 fn calling_another_kernel_chains_its_partials() {
-    check_grad(vec![-1.2, 0.1, 0.8, 2.2], |t| swish_sq(t));
+    check_grad(vec![-1.2, 0.1, 0.8, 2.2], swish_sq);
     assert!(
         swish_sq::KERNEL.wgsl.contains("volta_k_swish("),
         "calls the callee's WGSL function"

@@ -2,6 +2,9 @@
 use crate::{BinaryOp, UnaryOp};
 use std::collections::HashMap;
 
+/// Evaluates callee `c` (`None`) or its partial `k` (`Some(k)`) at some arguments.
+pub type CallEval = dyn Fn(u16, Option<u16>, &[f64]) -> f64;
+
 /// Index of a node in its [`Graph`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(pub u32);
@@ -217,7 +220,7 @@ impl Graph {
         outputs: &[NodeId],
         inputs: &[f64],
         params: &[f64],
-        call: &dyn Fn(u16, Option<u16>, &[f64]) -> f64,
+        call: &CallEval,
     ) -> Vec<f64> {
         let mut values = vec![0.0f64; self.nodes.len()];
         let last = outputs

@@ -10,4 +10,4 @@ pub mod diff;
 pub mod emit;
 mod graph;
 
-pub use graph::{CallSite, Graph, Node, NodeId};
+pub use graph::{CallEval, CallSite, Graph, Node, NodeId};

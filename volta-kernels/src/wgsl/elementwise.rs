@@ -1,14 +1,60 @@
 //! Elementwise kernels: one thread per output element, strided reads and writes.
-use super::{Expr, VOLTA_ERF};
+use super::{Expr, VOLTA_ERF, kernel_modules};
 use std::fmt::Write;
 
-/// Threads per workgroup of every elementwise kernel (a 1-D group; the grid is 2-D
-/// so that more than 65 535 groups can be launched).
+/// Threads per workgroup of the default [`Launch`] (a 1-D group; the grid is 2-D so
+/// that more than 65 535 groups can be launched).
 pub const WORKGROUP_SIZE: u32 = 256;
 
-/// Units (elements, or `vec4`s in a vector kernel) each thread handles: a
-/// workgroup covers `WORKGROUP_SIZE * UNITS_PER_THREAD` units.
+/// Units (elements, or `vec4`s in a vector kernel) each thread handles in the
+/// default [`Launch`]: a workgroup covers `WORKGROUP_SIZE * UNITS_PER_THREAD` units.
 pub const UNITS_PER_THREAD: u32 = 4;
+
+/// How the threads of an elementwise kernel cover the index space: a tuning knob
+/// (the default is what the benchmarks found best).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Launch {
+    /// Threads per workgroup.
+    pub workgroup: u32,
+    /// Units per thread, spaced a workgroup apart so that warps stay coalesced.
+    pub units: u32,
+    /// Loads read a clamped index unconditionally (straight-line code; only the
+    /// stores are guarded) instead of sitting in a branch each.
+    pub branchless: bool,
+}
+
+impl Launch {
+    /// The default layout.
+    pub const DEFAULT: Launch = Launch {
+        workgroup: WORKGROUP_SIZE,
+        units: UNITS_PER_THREAD,
+        branchless: false,
+    };
+
+    /// The layouts a benchmark sweeps.
+    pub const CANDIDATES: [Launch; 7] = [
+        Launch::DEFAULT,
+        Launch::new(256, 1, true),
+        Launch::new(256, 2, true),
+        Launch::new(256, 4, true),
+        Launch::new(256, 8, true),
+        Launch::new(128, 4, true),
+        Launch::new(64, 4, true),
+    ];
+
+    const fn new(workgroup: u32, units: u32, branchless: bool) -> Self {
+        Launch {
+            workgroup,
+            units,
+            branchless,
+        }
+    }
+
+    /// Units one workgroup covers.
+    pub fn span(&self) -> u32 {
+        self.workgroup * self.units
+    }
+}
 
 /// The storage element type of a kernel's buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -63,6 +109,8 @@ pub struct ElementwiseKernel {
     /// strided access has an offset and strides (other than the innermost, which
     /// is 1) that are multiples of 4, and broadcast accesses have innermost stride 0.
     pub vector: bool,
+    /// Threads per workgroup and units per thread.
+    pub launch: Launch,
 }
 
 /// Where each field sits in a kernel's `u32` parameter block.
@@ -145,7 +193,7 @@ impl ElementwiseKernel {
 
     /// The WGSL source, entry point `main`.
     ///
-    /// Each thread handles [`UNITS_PER_THREAD`] units (elements, or `vec4`s in a
+    /// Each thread handles [`Launch::units`] units (elements, or `vec4`s in a
     /// vector kernel) spaced a workgroup apart, so warps stay coalesced: all loads
     /// are issued before any result is stored, giving the memory system several
     /// requests in flight per thread.
@@ -170,6 +218,7 @@ impl ElementwiseKernel {
         if self.expr.uses_erf() {
             w.push_str(VOLTA_ERF);
         }
+        w.push_str(&kernel_modules(&self.expr.kernels()));
         writeln!(w, "@group(0) @binding(0) var<storage, read> p: array<u32>;").unwrap();
         for (i, &a) in self.inputs.iter().enumerate() {
             let t = if wide(a) { &vty } else { ty };
@@ -187,15 +236,19 @@ impl ElementwiseKernel {
             if vector { &vty } else { ty }
         )
         .unwrap();
-        let units = UNITS_PER_THREAD;
+        let Launch {
+            workgroup,
+            units,
+            branchless,
+        } = self.launch;
         writeln!(
             w,
-            "@compute @workgroup_size({WORKGROUP_SIZE})
+            "@compute @workgroup_size({workgroup})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {{
     let base = (wid.y * nwg.x + wid.x) * {}u + li;
     let n = p[0];",
-            WORKGROUP_SIZE * units
+            self.launch.span()
         )
         .unwrap();
         let strided = self.output != Access::Contiguous
@@ -223,11 +276,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             }
         };
         for j in 0..units {
-            writeln!(
-                w,
-                "    let i{j} = base + {}u;\n    let ok{j} = i{j} < n;",
-                j * WORKGROUP_SIZE
-            )
+            let at = j * workgroup;
+            if branchless {
+                // `n ≥ 1`: empty kernels are never launched.
+                writeln!(
+                    w,
+                    "    let i{j} = min(base + {at}u, n - 1u);\n    let ok{j} = base + {at}u < n;"
+                )
+            } else {
+                writeln!(w, "    let i{j} = base + {at}u;\n    let ok{j} = i{j} < n;")
+            }
             .unwrap();
             if strided && self.rank > 0 {
                 // Coordinates, last axis fastest (in a vector kernel the last one
@@ -245,11 +303,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             }
             for (i, (&a, &at)) in self.inputs.iter().zip(&layout.inputs).enumerate() {
                 let t = if wide(a) { &vty } else { ty };
-                writeln!(
-                    w,
-                    "    var x{i}_{j}: {t};\n    if (ok{j}) {{ x{i}_{j} = src{i}[{}]; }}",
-                    index(a, at, j)
-                )
+                let at = index(a, at, j);
+                if branchless {
+                    writeln!(w, "    let x{i}_{j} = src{i}[{at}];")
+                } else {
+                    writeln!(
+                        w,
+                        "    var x{i}_{j}: {t};\n    if (ok{j}) {{ x{i}_{j} = src{i}[{at}]; }}"
+                    )
+                }
                 .unwrap();
             }
         }
@@ -310,6 +372,7 @@ mod tests {
                 .binary(BinaryOp::Mul, Expr::input(1))
                 .unary(UnaryOp::Gelu),
             vector: false,
+            launch: Launch::DEFAULT,
         };
         let src = k.source();
         assert!(src.contains("fn volta_erf"));
@@ -331,6 +394,7 @@ mod tests {
             output: Access::Contiguous,
             expr: Expr::input(0).binary(BinaryOp::Sub, Expr::input(1)),
             vector: true,
+            launch: Launch::DEFAULT,
         };
         let src = k.source();
         assert!(src.contains("var<storage, read> src0: array<vec4<f32>>"));
@@ -338,6 +402,16 @@ mod tests {
         assert!(src.contains("src0[p[3] / 4u + i1]"));
         assert!(src.contains("src1[p[4] + c0_1 * p[5] + c1_1 * 4u * p[6]]"));
         assert!(src.contains("(x0_2.w - x1_2)"));
+        // Branchless loads clamp the index and guard only the store.
+        let src = ElementwiseKernel {
+            launch: Launch::CANDIDATES[1],
+            ..k.clone()
+        }
+        .source();
+        assert!(src.contains("@workgroup_size(256)"));
+        assert!(src.contains("let i0 = min(base + 0u, n - 1u);"), "{src}");
+        assert!(src.contains("let x0_0 = src0[p[3] / 4u + i0];"), "{src}");
+        assert!(!src.contains("i1"), "one unit per thread: {src}");
         // Four threads' worth of elements: 2 × 8 elements are 4 vec4s.
         let p = k.params(&[2, 8], &[(0, &[8, 1]), (4, &[1, 0])], (0, &[8, 1]), &[]);
         assert_eq!(p, vec![4, 2, 2, 0, 4, 1, 0, 0]);

@@ -1,5 +1,7 @@
 //! The expression tree of an elementwise kernel and its lowering to WGSL statements.
-use crate::{BinaryOp, UnaryOp};
+use super::call::{KernelRef, kernel_modules};
+use crate::{ArgKind, BinaryOp, KernelDef, UnaryOp};
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// The value an elementwise kernel computes at one position, as a tree over its
@@ -29,6 +31,16 @@ pub enum Expr {
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
     /// `cond != 0 ? a : b`.
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// A user kernel's value (`partial: None`) or its partial derivative with respect
+    /// to argument `k`, with one expression per argument in declaration order.
+    Call {
+        /// The kernel (its WGSL functions are emitted into the module).
+        kernel: KernelRef,
+        /// `None` for the value, `Some(k)` for ∂/∂argument `k`.
+        partial: Option<usize>,
+        /// The arguments, in declaration order.
+        args: Vec<Expr>,
+    },
 }
 
 impl Expr {
@@ -57,6 +69,93 @@ impl Expr {
         Expr::Select(Box::new(self), Box::new(a), Box::new(b))
     }
 
+    /// `def(args…)` (`partial = None`) or its partial derivative with respect to
+    /// argument `k`. Panics if the argument count or `k` does not fit the kernel.
+    pub fn call(def: &'static KernelDef, partial: Option<usize>, args: Vec<Expr>) -> Self {
+        assert_eq!(
+            args.len(),
+            def.args.len(),
+            "kernel `{}` takes {} arguments",
+            def.name,
+            def.args.len()
+        );
+        assert!(
+            partial.is_none_or(|k| k < def.args.len()),
+            "kernel `{}` has no argument {partial:?}",
+            def.name
+        );
+        Expr::Call {
+            kernel: KernelRef(def),
+            partial,
+            args,
+        }
+    }
+
+    /// A call of `def` whose tensor arguments are inputs `0, 1, …` and whose scalar
+    /// arguments are scalars `0, 1, …`, each in declaration order.
+    pub fn call_on_inputs(def: &'static KernelDef, partial: Option<usize>) -> Self {
+        let (mut tensors, mut scalars) = (0, 0);
+        let args = def
+            .args
+            .iter()
+            .map(|kind| match kind {
+                ArgKind::Tensor => {
+                    tensors += 1;
+                    Expr::input(tensors - 1)
+                }
+                ArgKind::Scalar => {
+                    scalars += 1;
+                    Expr::scalar(scalars - 1)
+                }
+            })
+            .collect();
+        Expr::call(def, partial, args)
+    }
+
+    /// Number of nodes of the tree (a shared sub-tree counts once per use).
+    pub fn nodes(&self) -> usize {
+        self.fold(0, &|n, _| n + 1)
+    }
+
+    /// The tree with every `Input(i)` replaced by `input(i)` and every `Scalar(i)`
+    /// by `scalar(i)`: how fusion splices an operand's tree into its consumer.
+    pub fn substitute(
+        &self,
+        input: &dyn Fn(usize) -> Expr,
+        scalar: &dyn Fn(usize) -> Expr,
+    ) -> Expr {
+        let sub = |e: &Expr| Box::new(e.substitute(input, scalar));
+        match self {
+            Expr::Input(i) => input(*i),
+            Expr::Scalar(i) => scalar(*i),
+            Expr::Const(bits) => Expr::Const(*bits),
+            Expr::Unary(op, x) => Expr::Unary(*op, sub(x)),
+            Expr::Binary(op, a, b) => Expr::Binary(*op, sub(a), sub(b)),
+            Expr::Select(c, a, b) => Expr::Select(sub(c), sub(a), sub(b)),
+            Expr::Call {
+                kernel,
+                partial,
+                args,
+            } => Expr::Call {
+                kernel: *kernel,
+                partial: *partial,
+                args: args.iter().map(|a| a.substitute(input, scalar)).collect(),
+            },
+        }
+    }
+
+    /// The user kernels the tree calls, each once.
+    pub fn kernels(&self) -> Vec<KernelRef> {
+        self.fold(Vec::new(), &|mut ks, e| {
+            if let Expr::Call { kernel, .. } = e
+                && !ks.contains(kernel)
+            {
+                ks.push(*kernel);
+            }
+            ks
+        })
+    }
+
     /// Number of inputs the tree reads (one more than the largest input index).
     pub fn inputs(&self) -> usize {
         self.fold(0, &|n, e| match e {
@@ -71,10 +170,15 @@ impl Expr {
             _ => n,
         })
     }
-    /// Whether the tree calls `volta_erf` (so the helper must be emitted).
+    /// Whether the tree calls `volta_erf`, directly or inside a user kernel's WGSL
+    /// (so the helper must be emitted).
     pub fn uses_erf(&self) -> bool {
         self.fold(false, &|u, e| {
-            u || matches!(e, Expr::Unary(UnaryOp::Erf | UnaryOp::Gelu, _))
+            u || match e {
+                Expr::Unary(UnaryOp::Erf | UnaryOp::Gelu, _) => true,
+                Expr::Call { kernel, .. } => kernel_modules(&[*kernel]).contains("volta_erf("),
+                _ => false,
+            }
         })
     }
     /// Whether the tree is only a load or a scalar (no arithmetic), so it is valid
@@ -90,11 +194,13 @@ impl Expr {
             Expr::Unary(_, x) => x.fold(acc, f),
             Expr::Binary(_, a, b) => b.fold(a.fold(acc, f), f),
             Expr::Select(c, a, b) => b.fold(a.fold(c.fold(acc, f), f), f),
+            Expr::Call { args, .. } => args.iter().fold(acc, |acc, a| a.fold(acc, f)),
         }
     }
 
-    /// Appends one `let` statement per node to `body` and returns the name of the
-    /// value; `input(i)` and `scalar(i)` name the leaves.
+    /// Appends one `let` statement per distinct node to `body` and returns the name
+    /// of the value; `input(i)` and `scalar(i)` name the leaves. Equal sub-trees
+    /// (a fused operand used twice, as in `x * x`) are computed once.
     pub fn lower(
         &self,
         body: &mut String,
@@ -102,29 +208,64 @@ impl Expr {
         input: &dyn Fn(usize) -> String,
         scalar: &dyn Fn(usize) -> String,
     ) -> String {
-        let value = match self {
-            Expr::Input(i) => return input(*i),
-            Expr::Scalar(i) => return scalar(*i),
+        let mut lowering = Lowering {
+            body,
+            next,
+            input,
+            scalar,
+            done: HashMap::new(),
+        };
+        lowering.name(self)
+    }
+}
+
+/// State of one [`Expr::lower`] call: the statements so far and the names of the
+/// sub-trees already computed.
+struct Lowering<'a> {
+    body: &'a mut String,
+    next: &'a mut usize,
+    input: &'a dyn Fn(usize) -> String,
+    scalar: &'a dyn Fn(usize) -> String,
+    done: HashMap<&'a Expr, String>,
+}
+
+impl<'a> Lowering<'a> {
+    fn name(&mut self, e: &'a Expr) -> String {
+        if let Some(name) = self.done.get(e) {
+            return name.clone();
+        }
+        let value = match e {
+            Expr::Input(i) => return (self.input)(*i),
+            Expr::Scalar(i) => return (self.scalar)(*i),
             Expr::Const(bits) => return wgsl_f32(f32::from_bits(*bits)),
             Expr::Unary(op, x) => {
-                let x = x.lower(body, next, input, scalar);
+                let x = self.name(x);
                 op.wgsl(&x)
             }
             Expr::Binary(op, a, b) => {
-                let a = a.lower(body, next, input, scalar);
-                let b = b.lower(body, next, input, scalar);
+                let a = self.name(a);
+                let b = self.name(b);
                 op.wgsl(&a, &b)
             }
             Expr::Select(c, a, b) => {
-                let c = c.lower(body, next, input, scalar);
-                let a = a.lower(body, next, input, scalar);
-                let b = b.lower(body, next, input, scalar);
+                let c = self.name(c);
+                let a = self.name(a);
+                let b = self.name(b);
                 format!("select({b}, {a}, {c} != 0.0)")
             }
+            Expr::Call {
+                kernel,
+                partial,
+                args,
+            } => {
+                let args: Vec<String> = args.iter().map(|a| self.name(a)).collect();
+                format!("{}({})", kernel.0.wgsl_fn(*partial), args.join(", "))
+            }
         };
-        let name = format!("t{next}");
-        *next += 1;
-        writeln!(body, "    let {name} = {value};").expect("writing to a String");
+        let name = format!("t{}", self.next);
+        *self.next += 1;
+        writeln!(self.body, "    let {name} = {value};").expect("writing to a String");
+        self.done.insert(e, name.clone());
         name
     }
 }

@@ -4,15 +4,18 @@
 //! inputs and run-time scalars, plus how each input is addressed ([`Access`]). The
 //! generator lowers the tree to one `let` per node (so shared sub-expressions are
 //! never duplicated) and emits the strided index math for rank ≤ 6 with every loop
-//! unrolled. The GPU backend, the `#[kernel]` macro and op fusion all go through
-//! [`ElementwiseKernel::source`].
+//! unrolled. User kernels (`#[kernel]` functions) enter a tree as [`Expr::Call`]
+//! nodes; their WGSL functions are emitted once per module. The GPU backend, the
+//! `#[kernel]` macro and op fusion all go through [`ElementwiseKernel::source`].
 
+mod call;
 mod elementwise;
 mod expr;
 mod helpers;
 
+pub use call::{KernelRef, kernel_modules};
 pub use elementwise::{
-    Access, Elem, ElementwiseKernel, ParamLayout, UNITS_PER_THREAD, WORKGROUP_SIZE,
+    Access, Elem, ElementwiseKernel, Launch, ParamLayout, UNITS_PER_THREAD, WORKGROUP_SIZE,
 };
 pub use expr::Expr;
 pub use helpers::VOLTA_ERF;

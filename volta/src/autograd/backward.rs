@@ -7,6 +7,8 @@ use std::collections::HashSet;
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
 
 type T<D, E> = RawTensor<D, E>;
+/// Each input of an op, with its gradient.
+type InputGrads<'a, D, E> = Vec<(&'a T<D, E>, T<D, E>)>;
 
 /// Gradients of the scalar `root` with respect to every tracked leaf.
 pub(crate) fn backward<D: Backend<E>, E: Float>(root: T<D, E>) -> Gradients<D, E> {
@@ -85,7 +87,7 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
     op: &'a Op<D, E>,
     out: &T<D, E>,
     g: &T<D, E>,
-) -> Vec<(&'a T<D, E>, T<D, E>)> {
+) -> InputGrads<'a, D, E> {
     let c = |v: f64| E::from_f64(v);
     match op {
         Op::Unary(x, u) => vec![(x, unary_grad(*u, x, out, g))],
@@ -253,7 +255,7 @@ fn binary_grads<'a, D: Backend<E>, E: Float>(
     b: &'a T<D, E>,
     out: &T<D, E>,
     g: &T<D, E>,
-) -> Vec<(&'a T<D, E>, T<D, E>)> {
+) -> InputGrads<'a, D, E> {
     let mul = |x: &T<D, E>, y: &T<D, E>| x.binary(BinaryOp::Mul, y);
     let half = E::from_f64(0.5);
     match op {

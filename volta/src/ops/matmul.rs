@@ -24,8 +24,8 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
         }
         if b.len() == 1 {
             let out = self.matmul(&rhs.reshape(&[b[0], 1]));
-            let dims = &out.dims()[..out.dims().len() - 1];
-            return out.reshape(&dims.to_vec());
+            let dims = out.dims()[..out.dims().len() - 1].to_vec();
+            return out.reshape(&dims);
         }
         let (m, k, n) = (a[a.len() - 2], a[a.len() - 1], b[b.len() - 1]);
         assert_eq!(

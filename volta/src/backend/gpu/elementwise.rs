@@ -5,10 +5,11 @@ use super::launch::{alloc, grid, kernel, launch};
 use super::pipelines::{Bindings, Key};
 use super::pool::Pooled;
 use crate::tensor::Layout;
-use std::sync::Arc;
-use volta_kernels::wgsl::{
-    Access, Elem, ElementwiseKernel, Expr, UNITS_PER_THREAD, WORKGROUP_SIZE,
-};
+use std::sync::{Arc, Mutex};
+use volta_kernels::wgsl::{Access, Elem, ElementwiseKernel, Expr, Launch};
+
+/// A thread-layout override for tuning (`None`: [`Launch::DEFAULT`]).
+pub(crate) static LAUNCH: Mutex<Option<Launch>> = Mutex::new(None);
 
 /// A buffer and the layout through which a kernel reads it.
 pub(crate) type Operand<'a> = (&'a Arc<Pooled>, &'a Layout);
@@ -69,6 +70,10 @@ pub(crate) fn write(
         })
         .collect();
     let vector = vectorizable(&dims, &strides, &offsets);
+    let layout = LAUNCH
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .unwrap_or(Launch::DEFAULT);
     let k = ElementwiseKernel {
         rank: dims.len(),
         elem,
@@ -76,6 +81,7 @@ pub(crate) fn write(
         output: access[inputs.len()],
         expr,
         vector,
+        launch: layout,
     };
     let views: Vec<(usize, &[usize])> = inputs
         .iter()
@@ -98,10 +104,7 @@ pub(crate) fn write(
     let mut buffers: Vec<&Arc<Pooled>> = inputs.iter().map(|(b, _)| *b).collect();
     buffers.push(out.0);
     let threads = if vector { n / 4 } else { n };
-    let groups = grid(
-        ctx,
-        threads.div_ceil((WORKGROUP_SIZE * UNITS_PER_THREAD) as usize),
-    );
+    let groups = grid(ctx, threads.div_ceil(layout.span() as usize));
     launch(ctx, &kern, &params, &buffers, groups);
 }
 

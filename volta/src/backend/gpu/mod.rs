@@ -7,8 +7,9 @@
 //! encoder, one compute pass) that is submitted when a value is read back,
 //! [`Gpu::sync`] is called, or the batch fills. Buffers come from a size-class pool,
 //! pipelines are compiled once, and errors raised while work runs are reported at
-//! the next sync point. The GPU computes in `f32` (`Gpu: Backend<f64>` does not
-//! exist) and holds `u32` indices.
+//! the next sync point. Elementwise chains fuse into one generated kernel (see
+//! `Gpu::set_fusion`), and `#[kernel]` functions join those chains. The GPU
+//! computes in `f32` (`Gpu: Backend<f64>` does not exist) and holds `u32` indices.
 
 /// The GPU device (wgpu: Vulkan, Metal, DX12).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -23,7 +24,11 @@ mod elementwise;
 #[cfg(feature = "gpu")]
 mod error;
 #[cfg(feature = "gpu")]
+mod fusion;
+#[cfg(feature = "gpu")]
 mod index;
+#[cfg(feature = "gpu")]
+mod kernel;
 #[cfg(feature = "gpu")]
 mod launch;
 #[cfg(feature = "gpu")]
@@ -49,15 +54,18 @@ pub use context::GpuInfo;
 pub use error::GpuError;
 #[cfg(feature = "gpu")]
 pub use matmul_source::MatmulTiles;
+#[cfg(feature = "gpu")]
+pub use volta_kernels::wgsl::Launch;
 
 #[cfg(feature = "gpu")]
 mod device {
     use super::context::{self, ctx};
     use super::elementwise::{fill, map, write};
+    use super::fusion;
     use super::{Gpu, GpuBuffer, GpuError, GpuInfo, MatmulTiles, transfer};
     use crate::backend::{Backend, Buf, Device, Memory, View};
     use crate::tensor::Layout;
-    use volta_kernels::wgsl::{Elem, Expr};
+    use volta_kernels::wgsl::{Elem, Expr, Launch};
     use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
 
     impl Gpu {
@@ -94,6 +102,58 @@ mod device {
                 .recorded
         }
 
+        /// Number of device buffers created so far (the others came from Volta's
+        /// buffer pool); for tests and profiling.
+        pub fn buffers_created() -> u64 {
+            ctx()
+                .pool
+                .created
+                .load(std::sync::atomic::Ordering::Relaxed)
+        }
+
+        /// Number of distinct kernels (pipelines) compiled so far; for tests and
+        /// profiling. A fused chain compiles once per structure and access pattern:
+        /// new scalar values (a learning rate, a `#[scalar]` argument) reuse it.
+        pub fn pipelines_compiled() -> usize {
+            ctx().pipelines.compiled()
+        }
+
+        /// Turns the fusion of elementwise chains on (the default) or off, for ops
+        /// recorded from now on. With fusion on, an elementwise op returns a pending
+        /// value that later elementwise ops fold into their own kernel, so
+        /// `relu(a * b + c)` is one kernel that reads each input once and writes once;
+        /// the value is computed when something needs it in memory (a reduction, a
+        /// matmul, a read-back, [`GpuBuffer::realize`]). Results agree with fusion off
+        /// up to f32 rounding; turning it off helps to profile single ops.
+        pub fn set_fusion(on: bool) {
+            fusion::set_enabled(on);
+        }
+
+        /// Whether elementwise chains fuse (see [`Gpu::set_fusion`]).
+        pub fn fusion() -> bool {
+            fusion::enabled()
+        }
+
+        /// Overrides how elementwise kernels lay out their threads (`None` restores
+        /// [`Launch::DEFAULT`]). A tuning knob, swept by the GPU benchmark.
+        pub fn set_elementwise_launch(launch: Option<Launch>) -> Result<(), GpuError> {
+            let c = context::init()?;
+            if let Some(l) = launch
+                && (l.units == 0
+                    || l.workgroup == 0
+                    || l.workgroup > c.limits.max_compute_invocations_per_workgroup
+                    || l.workgroup > c.limits.max_compute_workgroup_size_x)
+            {
+                return Err(GpuError::Validation(format!(
+                    "elementwise launch {l:?} does not fit this adapter"
+                )));
+            }
+            *super::elementwise::LAUNCH
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = launch;
+            Ok(())
+        }
+
         /// Overrides the matmul tile sizes (`None` restores the size-based choice).
         /// A tuning knob: the default choice is what the benchmarks found best.
         pub fn set_matmul_tiles(tiles: Option<MatmulTiles>) -> Result<(), GpuError> {
@@ -127,7 +187,7 @@ mod device {
                     GpuBuffer::new(fill(ctx(), $elem, len, value.to_bits()), len)
                 }
                 fn to_vec(buf: &Self::Buffer, layout: &Layout) -> Vec<$t> {
-                    transfer::download(ctx(), &buf.raw, layout, $elem)
+                    transfer::download(ctx(), buf.raw(), layout, $elem)
                         .unwrap_or_else(|e| panic!("{e}"))
                 }
                 fn contiguous(buf: &Self::Buffer, layout: &Layout) -> Self::Buffer {
@@ -136,7 +196,7 @@ mod device {
                         c,
                         $elem,
                         Expr::input(0),
-                        &[(&buf.raw, layout)],
+                        &[(buf.raw(), layout)],
                         &[],
                         &layout.dims,
                     );
@@ -156,12 +216,9 @@ mod device {
     memory!(f32, Elem::F32);
     memory!(u32, Elem::U32);
 
-    /// `expr` over same-dims views into a new contiguous f32 buffer.
+    /// `expr` over same-dims views: a pending value (see `fusion`).
     fn elementwise(expr: Expr, inputs: &[View<Gpu, f32>], scalars: &[u32]) -> Buf<Gpu, f32> {
-        let c = ctx();
-        let dims = &inputs[0].1.dims;
-        let ops: Vec<_> = inputs.iter().map(|(b, l)| (&b.raw, *l)).collect();
-        GpuBuffer::new(map(c, Elem::F32, expr, &ops, scalars, dims), dims.numel())
+        fusion::elementwise(&expr, inputs, scalars, &inputs[0].1.dims)
     }
 
     impl Backend<f32> for Gpu {
@@ -180,12 +237,12 @@ mod device {
                 .filter(|&a| a != axis)
                 .map(|a| x.1.dims[a])
                 .product();
-            GpuBuffer::new(super::reduce::reduce(ctx(), op, (&x.0.raw, x.1), axis), n)
+            GpuBuffer::new(super::reduce::reduce(ctx(), op, (x.0.raw(), x.1), axis), n)
         }
         fn matmul(a: View<Self, f32>, b: View<Self, f32>) -> Buf<Self, f32> {
             let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];
             GpuBuffer::new(
-                super::matmul::matmul(ctx(), (&a.0.raw, a.1), (&b.0.raw, b.1)),
+                super::matmul::matmul(ctx(), (a.0.raw(), a.1), (b.0.raw(), b.1)),
                 len,
             )
         }
@@ -213,7 +270,7 @@ mod device {
                 c,
                 Elem::F32,
                 Expr::input(0),
-                &[(&x.0.raw, x.1)],
+                &[(x.0.raw(), x.1)],
                 &[],
                 (&out, &region),
             );
@@ -237,7 +294,7 @@ mod device {
                     c,
                     Elem::F32,
                     Expr::input(0),
-                    &[(&buf.raw, l)],
+                    &[(buf.raw(), l)],
                     &[],
                     (&out, &region),
                 );
@@ -250,7 +307,7 @@ mod device {
             elementwise(e, &[cond, a, b], &[])
         }
         fn gather(x: View<Self, f32>, axis: usize, idx: View<Self, u32>) -> Buf<Self, f32> {
-            let out = super::index::gather(ctx(), (&x.0.raw, x.1), axis, (&idx.0.raw, idx.1));
+            let out = super::index::gather(ctx(), (x.0.raw(), x.1), axis, (idx.0.raw(), idx.1));
             GpuBuffer::new(out, idx.1.numel())
         }
         fn scatter_add(
@@ -263,8 +320,8 @@ mod device {
                 ctx(),
                 dims,
                 axis,
-                (&idx.0.raw, idx.1),
-                (&src.0.raw, src.1),
+                (idx.0.raw(), idx.1),
+                (src.0.raw(), src.1),
             );
             GpuBuffer::new(out, dims.iter().product())
         }

@@ -89,6 +89,11 @@ impl Pipelines {
         kernel
     }
 
+    /// Number of kernels compiled so far.
+    pub fn compiled(&self) -> usize {
+        self.lock().len()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<Kernel>>> {
         self.kernels.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -33,6 +33,8 @@ const MAX_POOLED_BYTES: u64 = 2 << 30;
 pub(crate) struct Pool {
     free: Mutex<Free>,
     max_binding: u64,
+    /// Buffers created so far (a pool miss each).
+    pub created: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -55,6 +57,12 @@ impl Pooled {
     /// A handle to a buffer that does not return to the pool.
     pub fn unpooled(buffer: wgpu::Buffer) -> Self {
         Pooled { buffer, kind: None }
+    }
+}
+
+impl std::fmt::Debug for Pooled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pooled({} bytes)", self.buffer.size())
     }
 }
 
@@ -81,6 +89,7 @@ impl Pool {
         Pool {
             free: Mutex::default(),
             max_binding: limits.max_storage_buffer_binding_size,
+            created: Default::default(),
         }
     }
 
@@ -100,6 +109,8 @@ impl Pool {
             b
         };
         let buffer = reused.unwrap_or_else(|| {
+            self.created
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: None,
                 size,
