@@ -26,7 +26,10 @@ pub trait Device: 'static + Copy + Default + std::fmt::Debug + Send + Sync + Mem
 }
 
 /// Buffers of `E` on a device.
-#[diagnostic::on_unimplemented(message = "the device `{Self}` cannot hold `{E}` elements")]
+#[diagnostic::on_unimplemented(
+    message = "the device `{Self}` cannot hold `{E}` elements",
+    note = "`Gpu` holds `f32` (and `u32` indices); `f64` tensors are CPU-only"
+)]
 pub trait Memory<E: Element>: 'static {
     /// A reference-counted buffer handle; cloning it shares the memory.
     type Buffer: Clone + Send + Sync + 'static;

@@ -178,6 +178,9 @@ mod device {
 
     macro_rules! memory {
         ($t:ty, $elem:expr) => {
+            // Keeps rustc's "other types implement" list (which would quote this
+            // macro) out of the error for an unsupported element type.
+            #[diagnostic::do_not_recommend]
             impl Memory<$t> for Gpu {
                 type Buffer = GpuBuffer<$t>;
                 fn from_vec(data: Vec<$t>) -> Self::Buffer {
