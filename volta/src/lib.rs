@@ -39,13 +39,14 @@ pub use backend::cpu::Cpu;
 pub use backend::gpu::Gpu;
 pub use backend::{Backend, Device, Memory};
 pub use ops::SameDevice;
+pub use random::Rng;
 /// Defines a user kernel from a scalar Rust function (see [`kernel`](mod@kernel)).
 pub use volta_macros::kernel;
-pub use random::Rng;
 // The shape vocabulary at the root: shorter to write, and rustc's messages then name
 // `volta::Const<3>` rather than `volta::shape::Const<3>`.
 pub use shape::{
-    Axes2, Axes3, Axes4, Axes5, Axes6, Axis, Const, Dim, Dyn, Rank0, Rank1, Rank2, Rank3, Rank4, Rank5, Rank6, Shape,
+    Axes2, Axes3, Axes4, Axes5, Axes6, Axis, Const, Dim, Dyn, Rank0, Rank1, Rank2, Rank3, Rank4,
+    Rank5, Rank6, Shape,
 };
 pub use tensor::{RawTensor, Tensor, TensorId};
 

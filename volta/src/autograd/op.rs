@@ -35,7 +35,8 @@ pub(crate) enum Op<D: Device + Memory<E>, E: Element> {
 }
 
 /// The backward rule of an [`Op::Custom`].
-pub(crate) type CustomBackward<D, E> = std::sync::Arc<dyn Fn(&[T<D, E>], &T<D, E>) -> Vec<T<D, E>> + Send + Sync>;
+pub(crate) type CustomBackward<D, E> =
+    std::sync::Arc<dyn Fn(&[T<D, E>], &T<D, E>) -> Vec<T<D, E>> + Send + Sync>;
 
 impl<D: Device + Memory<E>, E: Element> Op<D, E> {
     /// The recorded float inputs, moved out (dropping a long graph unlinks them one

@@ -86,8 +86,14 @@ impl<E: Float> Backend<E> for Cpu {
 }
 
 impl KernelBackend for Cpu {
-    fn call_kernel(def: &'static volta_kernels::KernelDef, partial: Option<usize>, tensors: &[View<Self, f32>], scalars: &[f32]) -> Buf<Self, f32> {
-        let views: Vec<(&[f32], &Layout)> = tensors.iter().map(|(b, l)| (b.as_slice(), *l)).collect();
+    fn call_kernel(
+        def: &'static volta_kernels::KernelDef,
+        partial: Option<usize>,
+        tensors: &[View<Self, f32>],
+        scalars: &[f32],
+    ) -> Buf<Self, f32> {
+        let views: Vec<(&[f32], &Layout)> =
+            tensors.iter().map(|(b, l)| (b.as_slice(), *l)).collect();
         Arc::new(kernel::call_kernel(def, partial, &views, scalars))
     }
 }
