@@ -54,7 +54,7 @@ fn topological_order<D: Backend<E>, E: Float>(root: &T<D, E>) -> Vec<T<D, E>> {
         }
         stack.push((node.clone(), true));
         if let Some(op) = node.op() {
-            for input in op_inputs(op) {
+            for input in op.inputs() {
                 if input.is_tracked() && !seen.contains(&input.id()) {
                     stack.push((input.clone(), false));
                 }
@@ -62,23 +62,6 @@ fn topological_order<D: Backend<E>, E: Float>(root: &T<D, E>) -> Vec<T<D, E>> {
         }
     }
     order
-}
-
-fn op_inputs<D: Backend<E>, E: Float>(op: &Op<D, E>) -> Vec<&T<D, E>> {
-    match op {
-        Op::Unary(x, _)
-        | Op::BinaryScalar(x, _, _)
-        | Op::Reduce(x, _, _)
-        | Op::Permute(x, _)
-        | Op::Expand(x)
-        | Op::Reshape(x)
-        | Op::Narrow(x, _, _)
-        | Op::Step(x, _, _)
-        | Op::Pad(x, _)
-        | Op::Gather(x, _, _) => vec![x],
-        Op::Binary(a, b, _) | Op::MatMul(a, b) | Op::Select(_, a, b) => vec![a, b],
-        Op::Cat(parts, _) | Op::Custom(parts, _) => parts.iter().collect(),
-    }
 }
 
 /// The backward rule of each op: gradients of its inputs given the output `out` and

@@ -39,9 +39,9 @@ pub(crate) type CustomBackward<D, E> =
     std::sync::Arc<dyn Fn(&[T<D, E>], &T<D, E>) -> Vec<T<D, E>> + Send + Sync>;
 
 impl<D: Device + Memory<E>, E: Element> Op<D, E> {
-    /// The recorded float inputs, moved out (dropping a long graph unlinks them one
-    /// at a time instead of recursing).
-    pub(crate) fn into_inputs(self) -> Vec<T<D, E>> {
+    /// The inputs gradients flow to (a `Select`'s condition is not one: it is a
+    /// detached leaf).
+    pub(crate) fn inputs(&self) -> Vec<&T<D, E>> {
         match self {
             Op::Unary(x, _)
             | Op::BinaryScalar(x, _, _)
@@ -53,9 +53,8 @@ impl<D: Device + Memory<E>, E: Element> Op<D, E> {
             | Op::Step(x, _, _)
             | Op::Pad(x, _)
             | Op::Gather(x, _, _) => vec![x],
-            Op::Binary(a, b, _) | Op::MatMul(a, b) => vec![a, b],
-            Op::Select(c, a, b) => vec![c, a, b],
-            Op::Cat(parts, _) | Op::Custom(parts, _) => parts,
+            Op::Binary(a, b, _) | Op::MatMul(a, b) | Op::Select(_, a, b) => vec![a, b],
+            Op::Cat(parts, _) | Op::Custom(parts, _) => parts.iter().collect(),
         }
     }
 }

@@ -38,14 +38,19 @@ impl<D: Device + Memory<E>, E: Element> Drop for Node<D, E> {
     /// chain of 100k ops overflows the stack.
     fn drop(&mut self) {
         let Some(op) = self.op.take() else { return };
-        let mut pending = op.into_inputs();
+        // Hold the graph inputs here, then release the op: its own references go,
+        // ours are unwrapped one at a time below (a condition of `Select` is a
+        // detached leaf, whose default drop is shallow).
+        let mut pending: Vec<RawTensor<D, E>> = op.inputs().into_iter().cloned().collect();
+        drop(op);
         while let Some(input) = pending.pop() {
             // Only inputs nobody else holds are freed now; take their ops first so
             // that dropping them does not recurse.
             if let Ok(mut node) = Arc::try_unwrap(input.0)
                 && let Some(op) = node.op.take()
             {
-                pending.extend(op.into_inputs());
+                pending.extend(op.inputs().into_iter().cloned());
+                drop(op);
             }
         }
     }
