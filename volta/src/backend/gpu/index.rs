@@ -21,6 +21,42 @@ fn slots(values: &[usize], fill: u32) -> [u32; MAX_RANK] {
     out
 }
 
+/// Launches one of the hand-written index kernels: two inputs, the output, and the
+/// recorder's error flags (out-of-range indices are reported at the next sync).
+fn launch_index_kernel(
+    ctx: &Context,
+    name: &'static str,
+    source: &'static str,
+    params: &[u32],
+    inputs: [&Arc<Pooled>; 2],
+    out: &Arc<Pooled>,
+    n: usize,
+) {
+    let kern = kernel(
+        ctx,
+        Key::Named(name, vec![]),
+        Bindings {
+            reads: 2,
+            writes: 2,
+        },
+        "main",
+        || source.to_string(),
+    );
+    let flags = ctx
+        .recorder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .flags
+        .clone();
+    launch(
+        ctx,
+        &kern,
+        params,
+        &[inputs[0], inputs[1], out, &flags],
+        grid(ctx, n.div_ceil(WG)),
+    );
+}
+
 pub(crate) fn gather(
     ctx: &Context,
     x: (&Arc<Pooled>, &Layout),
@@ -44,29 +80,7 @@ pub(crate) fn gather(
     p.extend(slots(&li.dims, 1));
     p.extend(slots(&x.1.strides, 0));
     p.extend(slots(&li.strides, 0));
-    let kern = kernel(
-        ctx,
-        Key::Named("volta gather", vec![]),
-        Bindings {
-            reads: 2,
-            writes: 2,
-        },
-        "main",
-        || GATHER.to_string(),
-    );
-    let flags = ctx
-        .recorder
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .flags
-        .clone();
-    launch(
-        ctx,
-        &kern,
-        &p,
-        &[x.0, idx.0, &out, &flags],
-        grid(ctx, n.div_ceil(WG)),
-    );
+    launch_index_kernel(ctx, "volta gather", GATHER, &p, [x.0, idx.0], &out, n);
     out
 }
 
@@ -94,28 +108,14 @@ pub(crate) fn scatter_add(
     p.extend(slots(dims, 1));
     p.extend(slots(&idx.1.strides, 0));
     p.extend(slots(&src.1.strides, 0));
-    let kern = kernel(
+    launch_index_kernel(
         ctx,
-        Key::Named("volta scatter_add", vec![]),
-        Bindings {
-            reads: 2,
-            writes: 2,
-        },
-        "main",
-        || SCATTER_ADD.to_string(),
-    );
-    let flags = ctx
-        .recorder
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .flags
-        .clone();
-    launch(
-        ctx,
-        &kern,
+        "volta scatter_add",
+        SCATTER_ADD,
         &p,
-        &[idx.0, src.0, &out, &flags],
-        grid(ctx, n.div_ceil(WG)),
+        [idx.0, src.0],
+        &out,
+        n,
     );
     out
 }
