@@ -41,18 +41,44 @@ pub struct CallSite {
 }
 
 /// A graph of nodes, each stored once, in an order where inputs precede users.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Graph {
     nodes: Vec<Node>,
     index: HashMap<Node, NodeId>,
     sites: Vec<CallSite>,
     site_index: HashMap<CallSite, u32>,
+    /// Whether constructors fold literals and rewrite algebra (see [`Graph::exact`]).
+    simplify: bool,
+}
+
+impl Default for Graph {
+    fn default() -> Self {
+        Graph {
+            nodes: Vec::new(),
+            index: HashMap::new(),
+            sites: Vec::new(),
+            site_index: HashMap::new(),
+            simplify: true,
+        }
+    }
 }
 
 impl Graph {
-    /// An empty graph.
+    /// An empty graph whose constructors simplify (`x·1 → x`, `x − x → 0`, constant
+    /// folding): right for derivatives, where such terms abound and the rules are
+    /// documented, but not IEEE-exact (`x − x` is NaN for an infinite `x`).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty graph that only shares equal nodes (and orders the operands of
+    /// commutative ops), so it computes exactly what was written: how the runtime
+    /// lowers fused kernels, which must match unfused results.
+    pub fn exact() -> Self {
+        Graph {
+            simplify: false,
+            ..Self::default()
+        }
     }
 
     /// The nodes, inputs before users.
@@ -108,7 +134,7 @@ impl Graph {
     /// A literal.
     pub fn lit(&mut self, v: f32) -> NodeId {
         // One zero: -0.0 and 0.0 behave alike in every op here but `1/x`.
-        let v = if v == 0.0 { 0.0 } else { v };
+        let v = if v == 0.0 && self.simplify { 0.0 } else { v };
         self.intern(Node::Lit(v.to_bits()))
     }
 
@@ -122,6 +148,9 @@ impl Graph {
 
     /// `op(x)`, folded when `x` is a literal.
     pub fn unary(&mut self, op: UnaryOp, x: NodeId) -> NodeId {
+        if !self.simplify {
+            return self.intern(Node::Unary(op, x));
+        }
         if let Some(v) = self.as_lit(x) {
             return self.lit(op.eval(v));
         }
@@ -134,10 +163,11 @@ impl Graph {
     /// `op(a, b)` with algebraic simplification.
     pub fn binary(&mut self, op: BinaryOp, a: NodeId, b: NodeId) -> NodeId {
         let (la, lb) = (self.as_lit(a), self.as_lit(b));
-        if let (Some(x), Some(y)) = (la, lb) {
+        if let (Some(x), Some(y), true) = (la, lb, self.simplify) {
             return self.lit(op.eval(x, y));
         }
         match op {
+            _ if !self.simplify => {}
             BinaryOp::Add if la == Some(0.0) => return b,
             BinaryOp::Add | BinaryOp::Sub if lb == Some(0.0) => return a,
             BinaryOp::Sub if la == Some(0.0) => return self.unary(UnaryOp::Neg, b),
@@ -168,6 +198,9 @@ impl Graph {
 
     /// `cond != 0 ? a : b`, folded when the condition is a literal or both sides agree.
     pub fn select(&mut self, cond: NodeId, a: NodeId, b: NodeId) -> NodeId {
+        if !self.simplify {
+            return self.intern(Node::Select(cond, a, b));
+        }
         if a == b {
             return a;
         }

@@ -108,9 +108,9 @@ mod tests {
         assert_eq!(src.matches("fn volta_k_sq(").count(), 1, "{src}");
         assert!(src.contains("fn volta_k_quad("), "{src}");
         assert!(
-            src.contains("volta_k_sq_d0(t0, bitcast<f32>(p[4]))"),
+            src.contains("volta_k_sq_d0(t0_2, bitcast<f32>(p[4]))"),
             "{src}"
         );
-        assert_eq!(src.matches("(x0_0 * f32(2.0))").count(), 1, "{src}");
+        assert_eq!(src.matches("(x0_0 * 2.0)").count(), 1, "{src}");
     }
 }

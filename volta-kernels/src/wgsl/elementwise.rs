@@ -1,5 +1,7 @@
 //! Elementwise kernels: one thread per output element, strided reads and writes.
 use super::{Expr, VOLTA_ERF, kernel_modules};
+use crate::ir::Graph;
+use crate::ir::emit::{self, Lang, Names};
 use std::fmt::Write;
 
 /// Threads per workgroup of the default [`Launch`] (a 1-D group; the grid is 2-D so
@@ -321,28 +323,47 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             Elem::F32 => format!("bitcast<f32>(p[{}])", scalar_at + i),
             Elem::U32 => format!("p[{}]", scalar_at + i),
         };
-        let mut next = 0;
+        // The value as one graph (equal sub-trees shared), printed once per unit
+        // and lane with that unit's loads as inputs.
+        let mut graph = Graph::exact();
+        let mut callees = Vec::new();
+        let root = self.expr.to_graph(&mut graph, &mut callees);
+        let callee =
+            |c: u16, partial: Option<u16>| callees[c as usize].0.wgsl_fn(partial.map(usize::from));
+        let param = |i: u16| scalar(i as usize);
         for j in 0..units {
             writeln!(w, "    if (ok{j}) {{").unwrap();
+            let mut lower = |prefix: &str, input: &dyn Fn(u16) -> String| {
+                let names = Names {
+                    input,
+                    param: &param,
+                    callee: &callee,
+                };
+                let body = emit::body(&graph, &[root], Lang::Wgsl, prefix, &names);
+                for line in body.code.lines() {
+                    writeln!(w, "        {line}").unwrap();
+                }
+                body.outputs[0].clone()
+            };
             let value = if vector {
                 // The scalar expression once per lane.
                 let lanes: Vec<String> = ["x", "y", "z", "w"]
                     .iter()
                     .map(|lane| {
-                        let input = |i: usize| {
+                        let input = |i: u16| {
+                            let i = i as usize;
                             if wide(self.inputs[i]) {
                                 format!("x{i}_{j}.{lane}")
                             } else {
                                 format!("x{i}_{j}")
                             }
                         };
-                        self.expr.lower(w, &mut next, &input, &scalar)
+                        lower(&format!("t{j}{lane}_"), &input)
                     })
                     .collect();
                 format!("{vty}({})", lanes.join(", "))
             } else {
-                self.expr
-                    .lower(w, &mut next, &|i| format!("x{i}_{j}"), &scalar)
+                lower(&format!("t{j}_"), &|i| format!("x{i}_{j}"))
             };
             writeln!(
                 w,
@@ -383,6 +404,29 @@ mod tests {
         assert_eq!((l.inputs.clone(), l.output, l.scalars), (vec![3, 6], 7, 8));
         let p = k.params(&[2, 3], &[(5, &[1, 2]), (0, &[3, 1])], (0, &[3, 1]), &[]);
         assert_eq!(p, vec![6, 2, 3, 5, 1, 2, 0, 0]);
+    }
+
+    #[test]
+    fn lowering_shares_equal_subtrees_but_keeps_ieee_semantics() {
+        // (x·2 − x·2) + x·0: the product is computed once; neither `a − a → 0` nor
+        // `x·0 → 0` is applied (both differ from IEEE when x is infinite or NaN).
+        let x2 = Expr::input(0).binary(BinaryOp::Mul, Expr::constant(2.0));
+        let k = ElementwiseKernel {
+            rank: 1,
+            elem: Elem::F32,
+            inputs: vec![Access::Contiguous],
+            output: Access::Contiguous,
+            expr: x2.clone().binary(BinaryOp::Sub, x2).binary(
+                BinaryOp::Add,
+                Expr::input(0).binary(BinaryOp::Mul, Expr::constant(0.0)),
+            ),
+            vector: false,
+            launch: Launch::DEFAULT,
+        };
+        let src = k.source();
+        assert_eq!(src.matches("(x0_0 * 2.0)").count(), 1, "{src}");
+        assert!(src.contains("let t0_3 = (t0_2 - t0_2);"), "{src}");
+        assert!(src.contains("(x0_0 * 0.0)"), "{src}");
     }
 
     #[test]

@@ -1,8 +1,8 @@
-//! The expression tree of an elementwise kernel and its lowering to WGSL statements.
+//! The expression tree of an elementwise kernel: what fusion splices and what
+//! pipelines are cached by. It lowers to WGSL through the kernel IR ([`Graph`]).
 use super::call::{KernelRef, kernel_modules};
+use crate::ir::{Graph, Node, NodeId};
 use crate::{ArgKind, BinaryOp, KernelDef, UnaryOp};
-use std::collections::HashMap;
-use std::fmt::Write;
 
 /// The value an elementwise kernel computes at one position, as a tree over its
 /// inputs and run-time scalars.
@@ -198,83 +198,53 @@ impl Expr {
         }
     }
 
-    /// Appends one `let` statement per distinct node to `body` and returns the name
-    /// of the value; `input(i)` and `scalar(i)` name the leaves. Equal sub-trees
-    /// (a fused operand used twice, as in `x * x`) are computed once.
-    pub fn lower(
-        &self,
-        body: &mut String,
-        next: &mut usize,
-        input: &dyn Fn(usize) -> String,
-        scalar: &dyn Fn(usize) -> String,
-    ) -> String {
-        let mut lowering = Lowering {
-            body,
-            next,
-            input,
-            scalar,
-            done: HashMap::new(),
-        };
-        lowering.name(self)
-    }
-}
-
-/// State of one [`Expr::lower`] call: the statements so far and the names of the
-/// sub-trees already computed.
-struct Lowering<'a> {
-    body: &'a mut String,
-    next: &'a mut usize,
-    input: &'a dyn Fn(usize) -> String,
-    scalar: &'a dyn Fn(usize) -> String,
-    done: HashMap<&'a Expr, String>,
-}
-
-impl<'a> Lowering<'a> {
-    fn name(&mut self, e: &'a Expr) -> String {
-        if let Some(name) = self.done.get(e) {
-            return name.clone();
-        }
-        let value = match e {
-            Expr::Input(i) => return (self.input)(*i),
-            Expr::Scalar(i) => return (self.scalar)(*i),
-            Expr::Const(bits) => return wgsl_f32(f32::from_bits(*bits)),
+    /// Adds the tree to `g` (an [`exact`](Graph::exact) graph, for generated
+    /// kernels) and returns its root; equal sub-trees (a fused operand used twice, as
+    /// in `x * x`) become one node. A call's callee is its index in `callees`, where
+    /// kernels not seen before are appended.
+    pub fn to_graph(&self, g: &mut Graph, callees: &mut Vec<KernelRef>) -> NodeId {
+        let index = |i: usize| u16::try_from(i).expect("an elementwise kernel has < 65536 inputs");
+        match self {
+            Expr::Input(i) => g.input(index(*i)),
+            Expr::Scalar(i) => g.param(index(*i)),
+            Expr::Const(bits) => g.lit(f32::from_bits(*bits)),
             Expr::Unary(op, x) => {
-                let x = self.name(x);
-                op.wgsl(&x)
+                let x = x.to_graph(g, callees);
+                g.unary(*op, x)
             }
             Expr::Binary(op, a, b) => {
-                let a = self.name(a);
-                let b = self.name(b);
-                op.wgsl(&a, &b)
+                let a = a.to_graph(g, callees);
+                let b = b.to_graph(g, callees);
+                g.binary(*op, a, b)
             }
             Expr::Select(c, a, b) => {
-                let c = self.name(c);
-                let a = self.name(a);
-                let b = self.name(b);
-                format!("select({b}, {a}, {c} != 0.0)")
+                let c = c.to_graph(g, callees);
+                let a = a.to_graph(g, callees);
+                let b = b.to_graph(g, callees);
+                g.select(c, a, b)
             }
             Expr::Call {
                 kernel,
                 partial,
                 args,
             } => {
-                let args: Vec<String> = args.iter().map(|a| self.name(a)).collect();
-                format!("{}({})", kernel.0.wgsl_fn(*partial), args.join(", "))
+                let args = args.iter().map(|a| a.to_graph(g, callees)).collect();
+                let callee = match callees.iter().position(|k| k == kernel) {
+                    Some(c) => c,
+                    None => {
+                        callees.push(*kernel);
+                        callees.len() - 1
+                    }
+                };
+                let call = g.call(index(callee), args);
+                let Node::Call(site) = g.node(call) else {
+                    unreachable!("Graph::call returns a call node")
+                };
+                match partial {
+                    None => call,
+                    Some(k) => g.call_partial(site, index(*k)),
+                }
             }
-        };
-        let name = format!("t{}", self.next);
-        *self.next += 1;
-        writeln!(self.body, "    let {name} = {value};").expect("writing to a String");
-        self.done.insert(e, name.clone());
-        name
-    }
-}
-
-/// An `f32` literal WGSL accepts (finite values only; infinities are built from bits).
-fn wgsl_f32(v: f32) -> String {
-    if v.is_finite() {
-        format!("f32({v:?})")
-    } else {
-        format!("bitcast<f32>({}u)", v.to_bits())
+        }
     }
 }

@@ -2,9 +2,10 @@
 //!
 //! A kernel is described by data, not by pasted strings: an [`Expr`] tree over its
 //! inputs and run-time scalars, plus how each input is addressed ([`Access`]). The
-//! generator lowers the tree to one `let` per node (so shared sub-expressions are
-//! never duplicated) and emits the strided index math for rank ≤ 6 with every loop
-//! unrolled. User kernels (`#[kernel]` functions) enter a tree as [`Expr::Call`]
+//! generator turns the tree into an exact [`Graph`](crate::ir::Graph) and prints it
+//! with [`ir::emit`](crate::ir::emit), the printer the `#[kernel]` macro uses (one
+//! `let` per distinct node, so shared sub-expressions are computed once), and emits
+//! the strided index math for rank ≤ 6 with every loop unrolled. User kernels (`#[kernel]` functions) enter a tree as [`Expr::Call`]
 //! nodes; their WGSL functions are emitted once per module. The GPU backend, the
 //! `#[kernel]` macro and op fusion all go through [`ElementwiseKernel::source`].
 
