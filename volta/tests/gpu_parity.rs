@@ -656,6 +656,38 @@ fn a_fused_chain_is_one_kernel_that_runs_when_needed() {
 }
 
 #[test]
+fn reductions_compute_pending_producers_in_their_loads() {
+    let _g = lock();
+    let mut rng = Rng::seed(21);
+    let data: Vec<f32> = (0..5 * 64).map(|_| rng.normal() as f32).collect();
+    fn softmax_parts<D: Backend<f32>>(x: &RawTensor<D, f32>) -> [RawTensor<D, f32>; 3] {
+        let m = x.reduce(ReduceOp::Max, 1).expand(&[5, 64]);
+        let e = x.binary(BinaryOp::Sub, &m).unary(UnaryOp::Exp);
+        let s = e.reduce(ReduceOp::Sum, 1);
+        [e, s, m]
+    }
+    let cpu = softmax_parts(&RawTensor::<Cpu, f32>::from_vec(data.clone(), &[5, 64]));
+    Gpu::set_fusion(true);
+    let x = RawTensor::<Gpu, f32>::from_vec(data, &[5, 64]);
+    let before = Gpu::dispatches_recorded();
+    let [e, s, _] = softmax_parts(&x);
+    // Two reductions, no kernel for exp(x − max): it ran inside the sum's loads
+    // and is still pending for its next consumer.
+    assert_eq!(Gpu::dispatches_recorded() - before, 2);
+    assert!(e.buffer().is_pending());
+    close("Σ exp(x − max), fused", &cpu[1].to_vec(), &s.to_vec());
+    // A reduction through a permuted view materialises the producer instead.
+    let t = e.permute(&[1, 0]).reduce(ReduceOp::Sum, 0);
+    assert!(!e.buffer().is_pending());
+    close(
+        "Σ exp(x − max), materialised",
+        &cpu[1].to_vec(),
+        &t.to_vec(),
+    );
+    close("exp(x − max)", &cpu[0].to_vec(), &e.to_vec());
+}
+
+#[test]
 fn values_carried_across_steps_are_materialised_with_their_consumer() {
     let _g = lock();
     // Momentum: m ← 0.9·m + g; w ← w − 0.1·m; then a reduction reads w. Without

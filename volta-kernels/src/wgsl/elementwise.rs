@@ -396,6 +396,7 @@ mod tests {
             launch: Launch::DEFAULT,
         };
         let src = k.source();
+        super::super::assert_valid(&src);
         assert!(src.contains("fn volta_erf"));
         assert!(src.contains("let c1_0 = rem0 % p[2]"));
         assert!(src.contains("src0[p[3] + c0_3 * p[4] + c1_3 * p[5]]"));
@@ -424,6 +425,7 @@ mod tests {
             launch: Launch::DEFAULT,
         };
         let src = k.source();
+        super::super::assert_valid(&src);
         assert_eq!(src.matches("(x0_0 * 2.0)").count(), 1, "{src}");
         assert!(src.contains("let t0_3 = (t0_2 - t0_2);"), "{src}");
         assert!(src.contains("(x0_0 * 0.0)"), "{src}");
@@ -441,6 +443,7 @@ mod tests {
             launch: Launch::DEFAULT,
         };
         let src = k.source();
+        super::super::assert_valid(&src);
         assert!(src.contains("var<storage, read> src0: array<vec4<f32>>"));
         assert!(src.contains("var<storage, read> src1: array<f32>"));
         assert!(src.contains("src0[p[3] / 4u + i1]"));

@@ -1,4 +1,5 @@
-//! WGSL code generation for elementwise kernels.
+//! WGSL code generation for elementwise kernels and for reductions over elementwise
+//! expressions.
 //!
 //! A kernel is described by data, not by pasted strings: an [`Expr`] tree over its
 //! inputs and run-time scalars, plus how each input is addressed ([`Access`]). The
@@ -13,6 +14,7 @@ mod call;
 mod elementwise;
 mod expr;
 mod helpers;
+mod reduce;
 
 pub use call::{KernelRef, kernel_modules};
 pub use elementwise::{
@@ -20,3 +22,22 @@ pub use elementwise::{
 };
 pub use expr::Expr;
 pub use helpers::VOLTA_ERF;
+pub use reduce::{REDUCE_WORKGROUP, ReduceKernel, ReduceVariant, ReduceView};
+
+/// Parses and validates generated WGSL with naga (unit tests run without a GPU).
+#[cfg(test)]
+pub(crate) fn assert_valid(source: &str) {
+    let module = naga::front::wgsl::parse_str(source)
+        .unwrap_or_else(|e| panic!("invalid WGSL:\n{}\n{source}", e.emit_to_string(source)));
+    naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .unwrap_or_else(|e| {
+        panic!(
+            "WGSL does not validate:\n{}\n{source}",
+            e.emit_to_string(source)
+        )
+    });
+}

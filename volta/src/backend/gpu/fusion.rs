@@ -7,8 +7,10 @@
 //! 0, row-major, the operand's dims, or any dims when every input of the operand is
 //! itself row-major) splices the operand's tree into its own instead of reading
 //! memory; equal (buffer, layout) inputs are bound once, so `x * x` reads `x` once.
-//! Every other consumer (reductions, matmul, pad and concat, gather and scatter,
-//! copies, read-backs, strided reads) *materialises* the operand: its fused kernel is
+//! A reduction reading a pending operand through a plain layout computes the
+//! operand's tree in its loads ([`reduce`]). Every other consumer (matmul, pad and
+//! concat, gather and scatter, copies, read-backs, strided reads, reductions of
+//! views) *materialises* the operand: its fused kernel is
 //! recorded once and the result memoised. Trees stop growing at [`MAX_NODES`] nodes
 //! or [`MAX_INPUTS`] inputs: the operand is then materialised and read as one input.
 //!
@@ -24,11 +26,13 @@ use super::buffer::{Data, GpuBuffer};
 use super::context::ctx;
 use super::elementwise::{Operand, map};
 use super::pool::Pooled;
+use super::reduce;
 use crate::backend::View;
 use crate::shape::Dims;
 use crate::tensor::Layout;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use volta_kernels::ReduceOp;
 use volta_kernels::wgsl::{Elem, Expr};
 
 /// Largest tree a consumer builds by splicing operands in.
@@ -178,6 +182,18 @@ impl Pending {
         })
     }
 
+    /// The expression computing this value, if it is still pending and read
+    /// through `layout` as the plain row-major array it is.
+    fn fused_view(&self, layout: &Layout) -> Option<Fused<Leaf>> {
+        let plain =
+            layout.offset == 0 && layout.is_contiguous() && layout.dims[..] == self.dims[..];
+        if !plain {
+            return None;
+        }
+        let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+        guard.as_ref().map(|s| s.fused.clone())
+    }
+
     /// Whether its kernel has been recorded.
     pub fn is_materialised(&self) -> bool {
         self.done.get().is_some()
@@ -275,6 +291,22 @@ pub(crate) fn elementwise(
         out.realize();
     }
     out
+}
+
+/// `op` along `axis` of `x` (keep-dim). A pending `x` is computed in the
+/// reduction's loads rather than materialised, and stays pending for its other
+/// consumers: recomputing it there costs reads of its inputs (often one full-size
+/// tensor and some broadcast ones), while materialising costs a write and a read.
+pub(crate) fn reduce(op: ReduceOp, x: View<crate::Gpu, f32>, axis: usize) -> Arc<Pooled> {
+    let (buf, layout) = x;
+    if let (true, Data::Pending(p)) = (enabled(), &buf.data)
+        && let Some(f) = p.fused_view(layout)
+    {
+        let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+        return reduce::reduce(ctx(), op, f.expr, &ops, &f.scalars, &layout.dims, axis);
+    }
+    let input: Operand = (buf.raw(), layout);
+    reduce::reduce(ctx(), op, Expr::input(0), &[input], &[], &layout.dims, axis)
 }
 
 #[cfg(test)]

@@ -240,7 +240,7 @@ mod device {
                 .filter(|&a| a != axis)
                 .map(|a| x.1.dims[a])
                 .product();
-            GpuBuffer::new(super::reduce::reduce(ctx(), op, (x.0.raw(), x.1), axis), n)
+            GpuBuffer::new(fusion::reduce(op, x, axis), n)
         }
         fn matmul(a: View<Self, f32>, b: View<Self, f32>) -> Buf<Self, f32> {
             let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];

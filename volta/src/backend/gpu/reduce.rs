@@ -1,86 +1,78 @@
-//! Reduction along one axis (keep-dim): a workgroup tree per output when the axis
-//! is long, a thread per output otherwise (`shaders/reduce.wgsl`).
+//! Reduction along one axis (keep-dim) of an elementwise expression of some
+//! operands, through the `volta-kernels` reduction generator. A plain reduction
+//! is the expression `Input(0)`; fusion passes a pending producer's expression
+//! so that it is computed in the loads (see `fusion::reduce`).
 use super::context::Context;
-use super::launch::{alloc, grid, kernel, launch, u};
+use super::elementwise::Operand;
+use super::launch::{alloc, grid, kernel, launch};
 use super::pipelines::{Bindings, Key};
 use super::pool::Pooled;
-use crate::shape::MAX_RANK;
-use crate::tensor::Layout;
 use std::sync::Arc;
 use volta_kernels::ReduceOp;
+use volta_kernels::wgsl::{Expr, ReduceKernel, ReduceVariant};
 
-const SOURCE: &str = include_str!("../../../../shaders/reduce.wgsl");
-const SOURCE_VEC4: &str = include_str!("../../../../shaders/reduce_vec4.wgsl");
-const WG: usize = 256;
-
+/// `op` along `axis` of `expr` evaluated at every position of `dims`, reading
+/// `inputs` (each viewed with dims `dims`) and `scalars` (raw `f32` bits).
 pub(crate) fn reduce(
     ctx: &Context,
     op: ReduceOp,
-    x: (&Arc<Pooled>, &Layout),
+    expr: Expr,
+    inputs: &[Operand],
+    scalars: &[u32],
+    dims: &[usize],
     axis: usize,
 ) -> Arc<Pooled> {
-    let l = x.1;
-    let n = l.dims[axis];
-    let outputs: usize = (0..l.rank())
+    let n = dims[axis];
+    let outputs: usize = (0..dims.len())
         .filter(|&a| a != axis)
-        .map(|a| l.dims[a])
+        .map(|a| dims[a])
         .product();
     let out = alloc(ctx, outputs * 4);
     if outputs == 0 {
         return out;
     }
-    let mut p = vec![
-        u(outputs),
-        u(l.rank()),
-        u(n),
-        u(l.strides[axis]),
-        u(l.offset),
-    ];
-    let mut dims = [1u32; MAX_RANK];
-    let mut strides = [0u32; MAX_RANK];
-    for a in 0..l.rank() {
-        if a != axis {
-            dims[a] = u(l.dims[a]);
-            strides[a] = u(l.strides[a]);
-        }
-    }
-    p.extend_from_slice(&dims);
-    p.extend_from_slice(&strides);
+    let axis_stride = |(_, l): &Operand| if n == 1 { 0 } else { l.strides[axis] };
     // A tree pays off on long axes; a thread per output reads coalesced when the
     // axis is not the innermost and there are many outputs.
-    let tree = n >= 32 && (l.strides[axis] == 1 || outputs < 4096);
-    // Rows that start on a vec4 boundary are read four elements at a time.
+    let tree = n >= 32 && (inputs.iter().all(|o| axis_stride(o) <= 1) || outputs < 4096);
+    // Rows that start on a vec4 boundary are read four elements at a time; inputs
+    // broadcast along the axis are read once per output.
     let vec4 = tree
-        && l.strides[axis] == 1
         && n.is_multiple_of(4)
-        && l.offset.is_multiple_of(4)
-        && (0..l.rank()).all(|a| a == axis || l.dims[a] == 1 || l.strides[a].is_multiple_of(4));
-    let (variant, entry, groups) = if vec4 {
-        (2, "main", outputs)
-    } else if tree {
-        (1, "tree", outputs)
-    } else {
-        (0, "serial", outputs.div_ceil(WG))
+        && inputs.iter().all(|o| match axis_stride(o) {
+            0 => true,
+            1 => {
+                o.1.offset.is_multiple_of(4)
+                    && (0..dims.len())
+                        .all(|a| a == axis || dims[a] == 1 || o.1.strides[a].is_multiple_of(4))
+            }
+            _ => false,
+        });
+    let variant = match (vec4, tree) {
+        (true, _) => ReduceVariant::Vec4,
+        (false, true) => ReduceVariant::Tree,
+        (false, false) => ReduceVariant::Serial,
     };
-    let (identity, combine) = match op {
-        ReduceOp::Sum => ("0.0", "a + b"),
-        ReduceOp::Max => ("bitcast<f32>(0xff800000u)", "select(a, b, b > a)"),
-        ReduceOp::Min => ("bitcast<f32>(0x7f800000u)", "select(a, b, b < a)"),
+    let k = ReduceKernel {
+        op,
+        rank: dims.len(),
+        axis_broadcast: inputs.iter().map(|o| vec4 && axis_stride(o) == 0).collect(),
+        expr,
+        variant,
     };
-    let kern = kernel(
-        ctx,
-        Key::Named("volta reduce", vec![op as u32, variant]),
-        Bindings {
-            reads: 1,
-            writes: 1,
-        },
-        entry,
-        || {
-            let src = if vec4 { SOURCE_VEC4 } else { SOURCE };
-            src.replace("IDENTITY", identity)
-                .replace("COMBINE", combine)
-        },
-    );
-    launch(ctx, &kern, &p, &[x.0, &out], grid(ctx, groups));
+    let views: Vec<(usize, &[usize])> = inputs
+        .iter()
+        .map(|(_, l)| (l.offset, &l.strides[..]))
+        .collect();
+    let params = k.params(dims, axis, &views, scalars);
+    let bindings = Bindings {
+        reads: inputs.len(),
+        writes: 1,
+    };
+    let groups = k.groups(outputs);
+    let kern = kernel(ctx, Key::Reduce(k.clone()), bindings, "main", || k.source());
+    let mut buffers: Vec<&Arc<Pooled>> = inputs.iter().map(|(b, _)| *b).collect();
+    buffers.push(&out);
+    launch(ctx, &kern, &params, &buffers, grid(ctx, groups));
     out
 }
