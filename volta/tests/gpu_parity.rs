@@ -688,6 +688,41 @@ fn reductions_compute_pending_producers_in_their_loads() {
 }
 
 #[test]
+fn softmax_is_one_kernel_over_its_pending_producer() {
+    let _g = lock();
+    let mut rng = Rng::seed(22);
+    let x: Vec<f32> = (0..5 * 64).map(|_| rng.normal() as f32).collect();
+    let c: Vec<f32> = (0..5).map(|_| rng.normal() as f32).collect();
+    // softmax(2x + c) along rows, c broadcast along the row (a stride-0 input).
+    fn run<D: Backend<f32>>(
+        x: &RawTensor<D, f32>,
+        c: &RawTensor<D, f32>,
+        log: bool,
+    ) -> RawTensor<D, f32> {
+        let y = x
+            .scalar(BinaryOp::Mul, 2.0)
+            .binary(BinaryOp::Add, &c.expand(&[5, 64]));
+        if log { y.log_softmax(1) } else { y.softmax(1) }
+    }
+    Gpu::set_fusion(true);
+    let (xc, cc) = (
+        RawTensor::<Cpu, f32>::from_vec(x.clone(), &[5, 64]),
+        RawTensor::<Cpu, f32>::from_vec(c.clone(), &[5, 1]),
+    );
+    let (xg, cg) = (
+        RawTensor::<Gpu, f32>::from_vec(x, &[5, 64]),
+        RawTensor::<Gpu, f32>::from_vec(c, &[5, 1]),
+    );
+    for log in [false, true] {
+        let before = Gpu::dispatches_recorded();
+        let y = run(&xg, &cg, log);
+        assert_eq!(Gpu::dispatches_recorded() - before, 1, "log {log}");
+        let name = format!("softmax of a pending producer, log {log}");
+        close(&name, &run(&xc, &cc, log).to_vec(), &y.to_vec());
+    }
+}
+
+#[test]
 fn values_carried_across_steps_are_materialised_with_their_consumer() {
     let _g = lock();
     // Momentum: m ← 0.9·m + g; w ← w − 0.1·m; then a reduction reads w. Without

@@ -1,5 +1,5 @@
-//! WGSL code generation for elementwise kernels and for reductions over elementwise
-//! expressions.
+//! WGSL code generation for elementwise kernels and for row kernels (reductions,
+//! softmax) over elementwise expressions.
 //!
 //! A kernel is described by data, not by pasted strings: an [`Expr`] tree over its
 //! inputs and run-time scalars, plus how each input is addressed ([`Access`]). The
@@ -14,7 +14,7 @@ mod call;
 mod elementwise;
 mod expr;
 mod helpers;
-mod reduce;
+mod row;
 
 pub use call::{KernelRef, kernel_modules};
 pub use elementwise::{
@@ -22,7 +22,7 @@ pub use elementwise::{
 };
 pub use expr::Expr;
 pub use helpers::VOLTA_ERF;
-pub use reduce::{REDUCE_WORKGROUP, ReduceKernel, ReduceVariant, ReduceView};
+pub use row::{ROW_WORKGROUP, RowKernel, RowOp, RowVariant, RowView};
 
 /// Parses and validates generated WGSL with naga (unit tests run without a GPU).
 #[cfg(test)]

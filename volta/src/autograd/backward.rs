@@ -104,6 +104,25 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
             };
             vec![(x, gx)]
         }
+        Op::Softmax(x, axis, log) => {
+            let dims = x.dims();
+            let gx = if *log {
+                // y = x − lse(x): ∂x = g − softmax(x) · Σ g
+                let sum = g.reduce(ReduceOp::Sum, *axis).expand(dims);
+                g.binary(
+                    BinaryOp::Sub,
+                    &out.unary(UnaryOp::Exp).binary(BinaryOp::Mul, &sum),
+                )
+            } else {
+                // ∂x = y · (g − Σ g·y)
+                let dot = g
+                    .binary(BinaryOp::Mul, out)
+                    .reduce(ReduceOp::Sum, *axis)
+                    .expand(dims);
+                out.binary(BinaryOp::Mul, &g.binary(BinaryOp::Sub, &dot))
+            };
+            vec![(x, gx)]
+        }
         Op::Reduce(x, op, axis) => {
             let ge = g.expand(x.dims());
             let gx = match op {

@@ -15,6 +15,8 @@ pub(crate) enum Op<D: Device + Memory<E>, E: Element> {
     BinaryScalar(T<D, E>, BinaryOp, E),
     /// Reduction along an axis, keeping it.
     Reduce(T<D, E>, ReduceOp, usize),
+    /// Softmax along an axis (`true`: log-softmax).
+    Softmax(T<D, E>, usize, bool),
     /// `(batch, m, k) × (batch, k, n)` after the raw op's normalisation.
     MatMul(T<D, E>, T<D, E>),
     Permute(T<D, E>, Dims),
@@ -46,6 +48,7 @@ impl<D: Device + Memory<E>, E: Element> Op<D, E> {
             Op::Unary(x, _)
             | Op::BinaryScalar(x, _, _)
             | Op::Reduce(x, _, _)
+            | Op::Softmax(x, _, _)
             | Op::Permute(x, _)
             | Op::Expand(x)
             | Op::Reshape(x)

@@ -63,6 +63,9 @@ pub trait Backend<E: Float>: Device + Memory<E> {
     fn binary_scalar(op: BinaryOp, x: View<Self, E>, scalar: E) -> Buf<Self, E>;
     /// Reduces along `axis`, keeping it with size 1.
     fn reduce(op: ReduceOp, x: View<Self, E>, axis: usize) -> Buf<Self, E>;
+    /// Softmax (`log`: log-softmax) of each row along `axis`, shifted by the row's
+    /// max for stability; the result has `x`'s dims.
+    fn softmax(x: View<Self, E>, axis: usize, log: bool) -> Buf<Self, E>;
     /// Batched product of rank-3 views `(batch, m, k) × (batch, k, n)`; a batch stride
     /// of 0 broadcasts an operand.
     fn matmul(a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E>;

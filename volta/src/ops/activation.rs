@@ -1,33 +1,38 @@
-//! Softmax and log-softmax along an axis (composed from other ops, so their
-//! gradients and device support come for free).
+//! Softmax and log-softmax along an axis: one backend kernel each (a row is read
+//! for its max and its sum, then written), so that the GPU does not write and
+//! re-read `exp(x − max)`; the backward rules compose other ops.
+use crate::autograd::Op;
 use crate::backend::Backend;
 use crate::dtype::Float;
 use crate::shape::{Const, ReplaceAxis, Shape};
-use crate::tensor::{RawTensor, Tensor};
-use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
+use crate::tensor::{Layout, RawTensor, Tensor};
 
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {
-    /// `x − max(x)` along `axis`; the max is a constant for autograd (it cancels).
-    fn shifted(&self, axis: usize) -> Self {
-        let max = self.detach().reduce(ReduceOp::Max, axis);
-        self.binary(BinaryOp::Sub, &max.expand(self.dims()))
-    }
-
-    /// exp(x) / Σ exp(x) along `axis`, computed stably.
+    /// exp(x) / Σ exp(x) along `axis`, computed stably (shifted by the row's max).
     pub fn softmax(&self, axis: usize) -> Self {
-        let e = self.shifted(axis).unary(UnaryOp::Exp);
-        let sum = e.reduce(ReduceOp::Sum, axis).expand(self.dims());
-        e.binary(BinaryOp::Div, &sum)
+        self.softmax_kernel(axis, false)
     }
 
     /// x − log Σ exp(x) along `axis`, computed stably.
     pub fn log_softmax(&self, axis: usize) -> Self {
-        let s = self.shifted(axis);
-        let lse = s
-            .unary(UnaryOp::Exp)
-            .reduce(ReduceOp::Sum, axis)
-            .unary(UnaryOp::Log);
-        s.binary(BinaryOp::Sub, &lse.expand(self.dims()))
+        self.softmax_kernel(axis, true)
+    }
+
+    /// One kernel per call (each row read for its max and sum, then written), with
+    /// the backward rule in `autograd::backward`.
+    fn softmax_kernel(&self, axis: usize, log: bool) -> Self {
+        assert!(
+            axis < self.dims().len(),
+            "softmax: axis {axis} out of range for {:?}",
+            self.dims()
+        );
+        let buf = D::softmax(self.view(), axis, log);
+        Self::from_op(
+            buf,
+            Layout::contiguous(self.dims()),
+            || Op::Softmax(self.clone(), axis, log),
+            &[self],
+        )
     }
 }
 

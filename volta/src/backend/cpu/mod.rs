@@ -8,6 +8,7 @@ mod kernel;
 mod matmul;
 mod reduce;
 mod rows;
+mod softmax;
 
 use super::{Backend, Buf, Device, KernelBackend, Memory, View};
 use crate::dtype::{Element, Float};
@@ -54,6 +55,9 @@ impl<E: Float> Backend<E> for Cpu {
     }
     fn reduce(op: ReduceOp, x: View<Self, E>, axis: usize) -> Buf<Self, E> {
         Arc::new(reduce::reduce(op, x.0, x.1, axis))
+    }
+    fn softmax(x: View<Self, E>, axis: usize, log: bool) -> Buf<Self, E> {
+        Arc::new(softmax::softmax(x.0, x.1, axis, log))
     }
     fn matmul(a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E> {
         Arc::new(matmul::matmul((a.0, a.1), (b.0, b.1)))

@@ -7,8 +7,8 @@
 //! 0, row-major, the operand's dims, or any dims when every input of the operand is
 //! itself row-major) splices the operand's tree into its own instead of reading
 //! memory; equal (buffer, layout) inputs are bound once, so `x * x` reads `x` once.
-//! A reduction reading a pending operand through a plain layout computes the
-//! operand's tree in its loads ([`reduce`]). Every other consumer (matmul, pad and
+//! A row kernel (reduction, softmax) reading a pending operand through a plain
+//! layout computes the operand's tree in its loads ([`rows`]). Every other consumer (matmul, pad and
 //! concat, gather and scatter, copies, read-backs, strided reads, reductions of
 //! views) *materialises* the operand: its fused kernel is
 //! recorded once and the result memoised. Trees stop growing at [`MAX_NODES`] nodes
@@ -26,14 +26,13 @@ use super::buffer::{Data, GpuBuffer};
 use super::context::ctx;
 use super::elementwise::{Operand, map};
 use super::pool::Pooled;
-use super::reduce;
+use super::row;
 use crate::backend::View;
 use crate::shape::Dims;
 use crate::tensor::Layout;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use volta_kernels::ReduceOp;
-use volta_kernels::wgsl::{Elem, Expr};
+use volta_kernels::wgsl::{Elem, Expr, RowOp};
 
 /// Largest tree a consumer builds by splicing operands in.
 pub(crate) const MAX_NODES: usize = 48;
@@ -293,20 +292,21 @@ pub(crate) fn elementwise(
     out
 }
 
-/// `op` along `axis` of `x` (keep-dim). A pending `x` is computed in the
-/// reduction's loads rather than materialised, and stays pending for its other
-/// consumers: recomputing it there costs reads of its inputs (often one full-size
-/// tensor and some broadcast ones), while materialising costs a write and a read.
-pub(crate) fn reduce(op: ReduceOp, x: View<crate::Gpu, f32>, axis: usize) -> Arc<Pooled> {
+/// `op` over each row along `axis` of `x` (a reduction, keep-dim, or softmax). A
+/// pending `x` is computed in the row kernel's loads rather than materialised, and
+/// stays pending for its other consumers: recomputing it there costs reads of its
+/// inputs (often one full-size tensor and some broadcast ones), while
+/// materialising costs a write and a read.
+pub(crate) fn rows(op: RowOp, x: View<crate::Gpu, f32>, axis: usize) -> Arc<Pooled> {
     let (buf, layout) = x;
     if let (true, Data::Pending(p)) = (enabled(), &buf.data)
         && let Some(f) = p.fused_view(layout)
     {
         let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
-        return reduce::reduce(ctx(), op, f.expr, &ops, &f.scalars, &layout.dims, axis);
+        return row::rows(ctx(), op, f.expr, &ops, &f.scalars, &layout.dims, axis);
     }
     let input: Operand = (buf.raw(), layout);
-    reduce::reduce(ctx(), op, Expr::input(0), &[input], &[], &layout.dims, axis)
+    row::rows(ctx(), op, Expr::input(0), &[input], &[], &layout.dims, axis)
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ mod pool;
 #[cfg(feature = "gpu")]
 mod recorder;
 #[cfg(feature = "gpu")]
-mod reduce;
+mod row;
 #[cfg(feature = "gpu")]
 mod transfer;
 
@@ -65,7 +65,7 @@ mod device {
     use super::{Gpu, GpuBuffer, GpuError, GpuInfo, MatmulTiles, transfer};
     use crate::backend::{Backend, Buf, Device, Memory, View};
     use crate::tensor::Layout;
-    use volta_kernels::wgsl::{Elem, Expr, Launch};
+    use volta_kernels::wgsl::{Elem, Expr, Launch, RowOp};
     use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
 
     impl Gpu {
@@ -240,7 +240,15 @@ mod device {
                 .filter(|&a| a != axis)
                 .map(|a| x.1.dims[a])
                 .product();
-            GpuBuffer::new(fusion::reduce(op, x, axis), n)
+            GpuBuffer::new(fusion::rows(RowOp::Reduce(op), x, axis), n)
+        }
+        fn softmax(x: View<Self, f32>, axis: usize, log: bool) -> Buf<Self, f32> {
+            let op = if log {
+                RowOp::LogSoftmax
+            } else {
+                RowOp::Softmax
+            };
+            GpuBuffer::new(fusion::rows(op, x, axis), x.1.numel())
         }
         fn matmul(a: View<Self, f32>, b: View<Self, f32>) -> Buf<Self, f32> {
             let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];

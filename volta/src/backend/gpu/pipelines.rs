@@ -1,15 +1,16 @@
 //! Pipeline cache: each kernel (generated or hand-written variant) is compiled once.
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use volta_kernels::wgsl::{ElementwiseKernel, ReduceKernel};
+use volta_kernels::wgsl::{ElementwiseKernel, RowKernel};
 
 /// What identifies a compiled kernel.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Key {
     /// A generated elementwise kernel (its structure determines its source).
     Elementwise(ElementwiseKernel),
-    /// A generated reduction (its structure determines its source).
-    Reduce(ReduceKernel),
+    /// A generated row kernel: reduction or softmax (its structure determines its
+    /// source).
+    Row(RowKernel),
     /// A hand-written or generated kernel: a name and the variant's parameters.
     Named(&'static str, Vec<u32>),
 }
@@ -130,7 +131,7 @@ impl Pipelines {
 fn key_label(key: &Key) -> &'static str {
     match key {
         Key::Elementwise(_) => "volta elementwise",
-        Key::Reduce(_) => "volta reduce",
+        Key::Row(_) => "volta row kernel",
         Key::Named(name, _) => name,
     }
 }

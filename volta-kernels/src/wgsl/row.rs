@@ -1,0 +1,412 @@
+//! Row kernels: each row along one axis is reduced to a value (sum, max, min) or
+//! normalised in place of the row (softmax, log-softmax). The row's elements are an
+//! elementwise expression of the inputs, so a pending producer (`exp(x − max)`,
+//! `x·x`, `logits + bias`) is computed in the loads instead of being written to
+//! memory first.
+use super::{Expr, VOLTA_ERF, kernel_modules};
+use crate::ReduceOp;
+use crate::ir::Graph;
+use crate::ir::emit::{self, Lang, Names};
+use std::fmt::Write;
+
+/// Threads per workgroup of every row-kernel variant.
+pub const ROW_WORKGROUP: u32 = 256;
+
+/// What a row kernel computes from each row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RowOp {
+    /// One value per row (keep-dim).
+    Reduce(ReduceOp),
+    /// `exp(x − max) / Σ exp(x − max)` over the row, written as a row.
+    Softmax,
+    /// `x − max − ln Σ exp(x − max)` over the row, written as a row.
+    LogSoftmax,
+}
+
+impl RowOp {
+    /// Whether the output is a row per row (else a value per row).
+    pub fn writes_rows(self) -> bool {
+        !matches!(self, RowOp::Reduce(_))
+    }
+}
+
+/// How the threads of a row kernel walk the axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RowVariant {
+    /// One thread per row, walking the axis: coalesced when the axis is not the
+    /// innermost and there are many rows.
+    Serial,
+    /// One workgroup per row: threads stride over the axis, then a shared-memory
+    /// tree.
+    Tree,
+    /// Like `Tree`, four elements at a time: inputs (and a row output) that walk the
+    /// axis contiguously move as `vec4`s from 16-byte aligned rows; inputs broadcast
+    /// along it (stride 0) are read once per row.
+    Vec4,
+}
+
+/// A row kernel: `op` over each row along an axis of `expr` evaluated at every
+/// position, `expr` reading `inputs` (each through its own strides) and run-time
+/// scalars. Its structure is its pipeline-cache key; sizes, strides and scalars
+/// are parameters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RowKernel {
+    /// What each row becomes.
+    pub op: RowOp,
+    /// Rank of the tensor (1..=6).
+    pub rank: usize,
+    /// Per input: whether it is broadcast along the axis (stride 0). Only the
+    /// `Vec4` variant reads such inputs differently.
+    pub axis_broadcast: Vec<bool>,
+    /// The row's elements, over `Input(i)` and `Scalar(j)`.
+    pub expr: Expr,
+    /// How threads walk the axis.
+    pub variant: RowVariant,
+}
+
+/// A view in a row kernel's parameters: element offset and strides (one per axis).
+pub type RowView<'a> = (usize, &'a [usize]);
+
+impl RowKernel {
+    /// Offset of view `i`'s parameters (the inputs, then a row output).
+    fn view_at(&self, i: usize) -> usize {
+        2 + self.rank + i * (self.rank + 2)
+    }
+
+    /// Offset of the first scalar in the parameter block.
+    fn scalars_at(&self) -> usize {
+        let views = self.axis_broadcast.len() + usize::from(self.op.writes_rows());
+        self.view_at(views)
+    }
+
+    /// The parameter block: row count, axis length, dims (the axis set to 1), then
+    /// per view (each input, then the output when it is a row per row) its offset,
+    /// axis stride and strides, then the scalars' bits.
+    pub fn params(
+        &self,
+        dims: &[usize],
+        axis: usize,
+        views: &[RowView],
+        scalars: &[u32],
+    ) -> Vec<u32> {
+        let u = |v: usize| u32::try_from(v).expect("a GPU tensor index exceeds u32");
+        let rows: usize = (0..dims.len())
+            .filter(|&a| a != axis)
+            .map(|a| dims[a])
+            .product();
+        let mut p = vec![u(rows), u(dims[axis])];
+        p.extend((0..dims.len()).map(|a| if a == axis { 1 } else { u(dims[a]) }));
+        for (offset, strides) in views {
+            p.push(u(*offset));
+            p.push(u(strides[axis]));
+            p.extend(strides.iter().map(|&s| u(s)));
+        }
+        p.extend_from_slice(scalars);
+        p
+    }
+
+    /// Workgroups to launch for `rows` rows.
+    pub fn groups(&self, rows: usize) -> usize {
+        match self.variant {
+            RowVariant::Serial => rows.div_ceil(ROW_WORKGROUP as usize),
+            RowVariant::Tree | RowVariant::Vec4 => rows,
+        }
+    }
+
+    /// The WGSL source (entry point `main`).
+    pub fn source(&self) -> String {
+        let rank = self.rank;
+        assert!((1..=6).contains(&rank), "row kernels support rank 1..=6");
+        let n_in = self.axis_broadcast.len();
+        assert!(
+            self.expr.inputs() <= n_in,
+            "the expression reads more inputs than the kernel binds"
+        );
+        let vec4 = self.variant == RowVariant::Vec4;
+        let serial = self.variant == RowVariant::Serial;
+        let rows_out = self.op.writes_rows();
+        let wide = |i: usize| vec4 && !self.axis_broadcast[i];
+        let mut w = String::new();
+        if self.expr.uses_erf() {
+            w.push_str(VOLTA_ERF);
+        }
+        w.push_str(&kernel_modules(&self.expr.kernels()));
+        writeln!(w, "@group(0) @binding(0) var<storage, read> p: array<u32>;").unwrap();
+        for i in 0..n_in {
+            let t = if wide(i) { "vec4<f32>" } else { "f32" };
+            writeln!(
+                w,
+                "@group(0) @binding({}) var<storage, read> src{i}: array<{t}>;",
+                i + 1
+            )
+            .unwrap();
+        }
+        let dst_ty = if vec4 && rows_out { "vec4<f32>" } else { "f32" };
+        writeln!(
+            w,
+            "@group(0) @binding({}) var<storage, read_write> dst: array<{dst_ty}>;",
+            n_in + 1
+        )
+        .unwrap();
+        let wg = ROW_WORKGROUP;
+        writeln!(
+            w,
+            "fn add(a: f32, b: f32) -> f32 {{ return a + b; }}
+fn greater(a: f32, b: f32) -> f32 {{ return select(a, b, b > a); }}
+fn less(a: f32, b: f32) -> f32 {{ return select(a, b, b < a); }}
+var<workgroup> partial: array<f32, {wg}>;
+@compute @workgroup_size({wg})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {{"
+        )
+        .unwrap();
+        if serial {
+            writeln!(w, "    let o = (wid.y * nwg.x + wid.x) * {wg}u + li;").unwrap();
+        } else {
+            writeln!(w, "    let o = wid.y * nwg.x + wid.x;").unwrap();
+        }
+        // Every thread of a tree must reach the barriers, so excess ones idle
+        // instead of returning.
+        writeln!(w, "    let live = o < p[0];\n    var rem = o;").unwrap();
+        for a in (0..rank).rev() {
+            writeln!(
+                w,
+                "    let c{a} = rem % p[{d}];\n    rem = rem / p[{d}];",
+                d = 2 + a
+            )
+            .unwrap();
+        }
+        let views = n_in + usize::from(rows_out);
+        for i in 0..views {
+            let at = self.view_at(i);
+            let terms: String = (0..rank)
+                .map(|a| format!(" + c{a} * p[{}]", at + 2 + a))
+                .collect();
+            writeln!(
+                w,
+                "    let b{i} = p[{at}]{terms};\n    let s{i} = p[{}];",
+                at + 1
+            )
+            .unwrap();
+        }
+
+        // The row's element expression, printed once per pass (and lane).
+        let scalars_at = self.scalars_at();
+        let param = |j: u16| format!("bitcast<f32>(p[{}])", scalars_at + j as usize);
+        let mut graph = Graph::exact();
+        let mut callees = Vec::new();
+        let root = self.expr.to_graph(&mut graph, &mut callees);
+        let callee =
+            |c: u16, partial: Option<u16>| callees[c as usize].0.wgsl_fn(partial.map(usize::from));
+        let lower = |w: &mut String, prefix: &str, input: &dyn Fn(u16) -> String| {
+            let names = Names {
+                input,
+                param: &param,
+                callee: &callee,
+            };
+            let body = emit::body(&graph, &[root], Lang::Wgsl, prefix, &names);
+            for line in body.code.lines() {
+                writeln!(w, "        {line}").unwrap();
+            }
+            body.outputs[0].clone()
+        };
+        // One pass over the row: loads, then `each(w, lane values)` per step.
+        let pass = |w: &mut String, pass: &str, each: &dyn Fn(&mut String, &[String])| {
+            let (start, end, step) = match self.variant {
+                RowVariant::Serial => ("0u", "p[1]", "1u".to_string()),
+                RowVariant::Tree => ("li", "p[1]", format!("{wg}u")),
+                RowVariant::Vec4 => ("li", "p[1] / 4u", format!("{wg}u")),
+            };
+            writeln!(
+                w,
+                "    for (var k = {start}; live && k < {end}; k += {step}) {{"
+            )
+            .unwrap();
+            for i in 0..n_in {
+                let at = match (vec4, wide(i)) {
+                    (false, _) => format!("b{i} + k * s{i}"),
+                    (true, true) => format!("b{i} / 4u + k"),
+                    (true, false) => format!("b{i}"),
+                };
+                writeln!(w, "        let x{i} = src{i}[{at}];").unwrap();
+            }
+            let values: Vec<String> = if vec4 {
+                ["x", "y", "z", "w"]
+                    .iter()
+                    .map(|lane| {
+                        let input = |i: u16| {
+                            let i = i as usize;
+                            if wide(i) {
+                                format!("x{i}.{lane}")
+                            } else {
+                                format!("x{i}")
+                            }
+                        };
+                        lower(w, &format!("{pass}{lane}_"), &input)
+                    })
+                    .collect()
+            } else {
+                vec![lower(w, &format!("{pass}_"), &|i| format!("x{i}"))]
+            };
+            each(w, &values);
+            writeln!(w, "    }}").unwrap();
+        };
+        // Folds `f(v)` over the row with `combine` into `name` (shared by the
+        // workgroup unless serial).
+        let fold = |w: &mut String,
+                    name: &str,
+                    identity: &str,
+                    combine: &str,
+                    f: &dyn Fn(&str) -> String| {
+            writeln!(w, "    var {name} = {identity};").unwrap();
+            pass(w, name, &|w, v| {
+                let terms: Vec<String> = v.iter().map(|x| f(x)).collect();
+                let folded = match &terms[..] {
+                    [t] => t.clone(),
+                    [a, b, c, d] => {
+                        format!("{combine}({combine}({a}, {b}), {combine}({c}, {d}))")
+                    }
+                    _ => unreachable!("one value per step, or one per lane"),
+                };
+                writeln!(w, "        {name} = {combine}({name}, {folded});").unwrap();
+            });
+            if !serial {
+                writeln!(
+                    w,
+                    "    partial[li] = {name};
+    workgroupBarrier();
+    for (var h = {half}u; h > 0u; h >>= 1u) {{
+        if (li < h) {{
+            partial[li] = {combine}(partial[li], partial[li + h]);
+        }}
+        workgroupBarrier();
+    }}
+    {name} = partial[0];
+    workgroupBarrier();",
+                    half = wg / 2
+                )
+                .unwrap();
+            }
+        };
+        const NEG_INF: &str = "bitcast<f32>(0xff800000u)";
+        const POS_INF: &str = "bitcast<f32>(0x7f800000u)";
+        match self.op {
+            RowOp::Reduce(op) => {
+                let (identity, combine) = match op {
+                    ReduceOp::Sum => ("0.0", "add"),
+                    ReduceOp::Max => (NEG_INF, "greater"),
+                    ReduceOp::Min => (POS_INF, "less"),
+                };
+                fold(&mut w, "acc", identity, combine, &|v| v.to_string());
+                let first = if serial { "" } else { " && li == 0u" };
+                writeln!(w, "    if (live{first}) {{ dst[o] = acc; }}").unwrap();
+            }
+            RowOp::Softmax | RowOp::LogSoftmax => {
+                // Three passes over the row; the second and third re-read it from
+                // cache (a row is at most a few tens of KiB).
+                fold(&mut w, "m", NEG_INF, "greater", &|v| v.to_string());
+                fold(&mut w, "z", "0.0", "add", &|v| format!("exp({v} - m)"));
+                let o = n_in;
+                let value = |v: &str| match self.op {
+                    RowOp::Softmax => format!("exp({v} - m) / z"),
+                    _ => format!("{v} - m - lz"),
+                };
+                if self.op == RowOp::LogSoftmax {
+                    writeln!(w, "    let lz = log(z);").unwrap();
+                }
+                pass(&mut w, "y", &|w, v| {
+                    if vec4 {
+                        let lanes: Vec<String> = v.iter().map(|x| value(x)).collect();
+                        writeln!(
+                            w,
+                            "        dst[b{o} / 4u + k] = vec4<f32>({});",
+                            lanes.join(", ")
+                        )
+                        .unwrap();
+                    } else {
+                        writeln!(w, "        dst[b{o} + k * s{o}] = {};", value(&v[0])).unwrap();
+                    }
+                });
+            }
+        }
+        writeln!(w, "}}").unwrap();
+        w
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BinaryOp, UnaryOp};
+
+    fn kernel(op: RowOp, variant: RowVariant) -> RowKernel {
+        // exp(x − m) along axis 1 of a 2-D x, m broadcast along the axis.
+        RowKernel {
+            op,
+            rank: 2,
+            axis_broadcast: vec![false, true],
+            expr: Expr::input(0)
+                .binary(BinaryOp::Sub, Expr::input(1))
+                .unary(UnaryOp::Exp),
+            variant,
+        }
+    }
+
+    #[test]
+    fn every_variant_validates() {
+        for op in [
+            RowOp::Reduce(ReduceOp::Sum),
+            RowOp::Reduce(ReduceOp::Max),
+            RowOp::Softmax,
+            RowOp::LogSoftmax,
+        ] {
+            for variant in [RowVariant::Serial, RowVariant::Tree, RowVariant::Vec4] {
+                super::super::assert_valid(&kernel(op, variant).source());
+            }
+        }
+    }
+
+    #[test]
+    fn producers_are_computed_in_the_loads() {
+        let src = kernel(RowOp::Reduce(ReduceOp::Sum), RowVariant::Tree).source();
+        assert!(src.contains("let x0 = src0[b0 + k * s0];"), "{src}");
+        assert!(src.contains("let acc_2 = (x0 - x1);"), "{src}");
+        assert!(src.contains("acc = add(acc, acc_3);"), "{src}");
+        assert!(
+            src.contains("let b1 = p[8] + c0 * p[10] + c1 * p[11];"),
+            "{src}"
+        );
+        let src = kernel(RowOp::Reduce(ReduceOp::Sum), RowVariant::Vec4).source();
+        assert!(src.contains("src0: array<vec4<f32>>"), "{src}");
+        assert!(src.contains("src1: array<f32>"), "{src}");
+        assert!(src.contains("dst: array<f32>"), "{src}");
+        assert!(src.contains("let x0 = src0[b0 / 4u + k];"), "{src}");
+        assert!(src.contains("let accw_2 = (x0.w - x1);"), "{src}");
+        let src = kernel(RowOp::Reduce(ReduceOp::Sum), RowVariant::Serial).source();
+        assert!(src.contains("if (live) { dst[o] = acc; }"), "{src}");
+    }
+
+    #[test]
+    fn softmax_writes_rows() {
+        let src = kernel(RowOp::Softmax, RowVariant::Vec4).source();
+        assert!(src.contains("dst: array<vec4<f32>>"), "{src}");
+        assert!(src.contains("z = add(z, add(add(exp("), "{src}");
+        assert!(src.contains("dst[b2 / 4u + k] = vec4<f32>(exp("), "{src}");
+        let src = kernel(RowOp::LogSoftmax, RowVariant::Serial).source();
+        assert!(src.contains("let lz = log(z);"), "{src}");
+        assert!(src.contains("dst[b2 + k * s2] = y_3 - m - lz;"), "{src}");
+    }
+
+    #[test]
+    fn params_hold_sizes_then_each_view_then_scalars() {
+        let k = kernel(RowOp::Reduce(ReduceOp::Sum), RowVariant::Tree);
+        // x: 3×5 row-major at offset 2; m: 3×1 expanded to 3×5 (axis stride 0).
+        let p = k.params(&[3, 5], 1, &[(2, &[5, 1]), (0, &[1, 0])], &[7]);
+        assert_eq!(p, vec![3, 5, 3, 1, 2, 1, 5, 1, 0, 0, 1, 0, 7]);
+        assert_eq!(k.scalars_at(), 12);
+        assert_eq!(kernel(RowOp::Softmax, RowVariant::Tree).scalars_at(), 16);
+        assert_eq!(k.groups(3), 3);
+        let serial = kernel(RowOp::Reduce(ReduceOp::Sum), RowVariant::Serial);
+        assert_eq!(serial.groups(300), 2);
+    }
+}

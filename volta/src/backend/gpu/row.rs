@@ -1,0 +1,86 @@
+//! Row kernels along one axis (reductions, softmax) of an elementwise expression
+//! of some operands, through the `volta-kernels` row-kernel generator. A plain
+//! reduction is the expression `Input(0)`; fusion passes a pending producer's
+//! expression so that it is computed in the loads (see `fusion::rows`).
+use super::context::Context;
+use super::elementwise::Operand;
+use super::launch::{alloc, grid, kernel, launch};
+use super::pipelines::{Bindings, Key};
+use super::pool::Pooled;
+use crate::tensor::Layout;
+use std::sync::Arc;
+use volta_kernels::wgsl::{Expr, RowKernel, RowOp, RowVariant};
+
+/// `op` over each row along `axis` of `expr` evaluated at every position of
+/// `dims`, reading `inputs` (each viewed with dims `dims`) and `scalars` (raw `f32`
+/// bits). The result is contiguous: dims `dims` with the axis set to 1 for a
+/// reduction, `dims` for softmax.
+pub(crate) fn rows(
+    ctx: &Context,
+    op: RowOp,
+    expr: Expr,
+    inputs: &[Operand],
+    scalars: &[u32],
+    dims: &[usize],
+    axis: usize,
+) -> Arc<Pooled> {
+    let n = dims[axis];
+    let rows: usize = (0..dims.len())
+        .filter(|&a| a != axis)
+        .map(|a| dims[a])
+        .product();
+    let out_layout = Layout::contiguous(dims);
+    let out = alloc(ctx, if op.writes_rows() { rows * n } else { rows } * 4);
+    if rows == 0 || (op.writes_rows() && n == 0) {
+        return out;
+    }
+    let mut views: Vec<Operand> = inputs.to_vec();
+    if op.writes_rows() {
+        views.push((&out, &out_layout));
+    }
+    let axis_stride = |(_, l): &Operand| if n == 1 { 0 } else { l.strides[axis] };
+    // A tree pays off on long axes; a thread per row reads coalesced when the axis
+    // is not the innermost and there are many rows.
+    let tree = n >= 32 && (views.iter().all(|v| axis_stride(v) <= 1) || rows < 4096);
+    // Rows that start on a vec4 boundary move four elements at a time; inputs
+    // broadcast along the axis are read once per row.
+    let vec4 = tree
+        && n.is_multiple_of(4)
+        && views.iter().all(|v| match axis_stride(v) {
+            0 => true,
+            1 => {
+                v.1.offset.is_multiple_of(4)
+                    && (0..dims.len())
+                        .all(|a| a == axis || dims[a] == 1 || v.1.strides[a].is_multiple_of(4))
+            }
+            _ => false,
+        })
+        && (!op.writes_rows() || axis_stride(&views[inputs.len()]) == 1);
+    let variant = match (vec4, tree) {
+        (true, _) => RowVariant::Vec4,
+        (false, true) => RowVariant::Tree,
+        (false, false) => RowVariant::Serial,
+    };
+    let k = RowKernel {
+        op,
+        rank: dims.len(),
+        axis_broadcast: inputs.iter().map(|v| vec4 && axis_stride(v) == 0).collect(),
+        expr,
+        variant,
+    };
+    let params_views: Vec<(usize, &[usize])> = views
+        .iter()
+        .map(|(_, l)| (l.offset, &l.strides[..]))
+        .collect();
+    let params = k.params(dims, axis, &params_views, scalars);
+    let bindings = Bindings {
+        reads: inputs.len(),
+        writes: 1,
+    };
+    let groups = k.groups(rows);
+    let kern = kernel(ctx, Key::Row(k.clone()), bindings, "main", || k.source());
+    let mut buffers: Vec<&Arc<Pooled>> = inputs.iter().map(|(b, _)| *b).collect();
+    buffers.push(&out);
+    launch(ctx, &kern, &params, &buffers, grid(ctx, groups));
+    out
+}
