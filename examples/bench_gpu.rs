@@ -154,6 +154,12 @@ fn main() {
             Gpu::buffers_created() - created
         );
     }
+    // Round trips: a sync with nothing recorded, and a tiny op read back.
+    let tiny = raw(vec![1.0; 4], &[4]);
+    let t = time(7, 100, sync);
+    println!("  empty sync: {:.1} us", t * 1e6);
+    let t = time(7, 100, || drop(tiny.scalar(BinaryOp::Mul, 2.0).to_vec()));
+    println!("  tiny op + read back: {:.1} us", t * 1e6);
     sync();
     let start = Instant::now();
     for _ in 0..20 {

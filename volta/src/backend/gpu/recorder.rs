@@ -205,13 +205,9 @@ pub(crate) fn read_staging(
     slice.map_async(wgpu::MapMode::Read, move |r| {
         let _ = tx.send(r);
     });
-    ctx.device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| GpuError::ReadBack(e.to_string()))?;
+    let mapped = wait_for_map(ctx, &rx)?;
     ctx.take_error()?;
-    rx.recv()
-        .map_err(|e| GpuError::ReadBack(e.to_string()))?
-        .map_err(|e| GpuError::ReadBack(e.to_string()))?;
+    mapped.map_err(|e| GpuError::ReadBack(e.to_string()))?;
     let data = {
         let view = slice
             .get_mapped_range()
@@ -228,4 +224,29 @@ pub(crate) fn read_staging(
     let mut data = data;
     data.truncate(bytes as usize);
     Ok(data)
+}
+
+/// How long a read-back polls before it blocks.
+const SPIN: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Waits for a `map_async` callback. Short waits (a loss read at the end of a
+/// step) poll without sleeping: a blocking wait parks the thread, and waking it
+/// costs more than a small kernel. Long waits block after [`SPIN`].
+fn wait_for_map(
+    ctx: &Context,
+    rx: &std::sync::mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+) -> Result<Result<(), wgpu::BufferAsyncError>, GpuError> {
+    let lost = |e: wgpu::PollError| GpuError::ReadBack(e.to_string());
+    let start = std::time::Instant::now();
+    while start.elapsed() < SPIN {
+        ctx.device.poll(wgpu::PollType::Poll).map_err(lost)?;
+        if let Ok(r) = rx.try_recv() {
+            return Ok(r);
+        }
+        std::hint::spin_loop();
+    }
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(lost)?;
+    rx.recv().map_err(|e| GpuError::ReadBack(e.to_string()))
 }
