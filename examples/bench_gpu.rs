@@ -111,12 +111,17 @@ fn row(table: &mut Vec<String>, name: &str, value: f64, unit: &str) {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    let mlp_only = std::env::args().any(|a| a == "--mlp");
     let info = Gpu::init().unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(1)
     });
     println!("adapter: {info}");
     let mut rng = Rng::seed(0);
+    if mlp_only {
+        mlp_diagnostics(&mut rng);
+        return;
+    }
     let mut table = Vec::new();
     // relu(a*b+c) on 64M elements: fused (one kernel: reads each input once, writes
     // once), then unfused (three kernels, as PyTorch eager runs it). Fused results
@@ -295,7 +300,12 @@ fn main() {
             let grads = loss.backward();
             opt.step(&mut mlp, &grads);
         };
+        let created = Gpu::buffers_created();
         let t = time(7, PER_SYNC, &mut step);
+        println!(
+            "  (buffers created while timing: {})",
+            Gpu::buffers_created() - created
+        );
         row(
             &mut table,
             &format!("mlp_train_step_b512{suffix}"),
@@ -306,6 +316,14 @@ fn main() {
         step();
         let per_step = Gpu::dispatches_recorded() - before;
         sync();
+        if fusion {
+            // Where a step's GPU time goes (4 steps; an update left pending by one
+            // step runs in the next).
+            match Gpu::profile(|| (0..4).for_each(|_| step())) {
+                Ok(((), profile)) => println!("\nMLP step profile, 4 steps:\n{profile}\n"),
+                Err(e) => println!("no profile: {e}"),
+            }
+        }
         row(
             &mut table,
             &format!("mlp_train_step_dispatches{suffix}"),
@@ -359,8 +377,58 @@ fn main() {
         );
     }
 
+    println!("\nMLP step by configuration, after the other sections:");
+    mlp_diagnostics(&mut rng);
     println!("\n== volta on {} ({}) ==", info.name, info.backend);
     for line in &table {
         println!("{line}");
     }
+}
+
+/// `--mlp`: the MLP step with fusion and split-K each on and off: wall time, host
+/// recording time, buffers created and GPU time per step.
+fn mlp_diagnostics(rng: &mut Rng) {
+    let mut mlp = Mlp {
+        l1: Linear::new(rng),
+        l2: Linear::new(rng),
+        l3: Linear::new(rng),
+    };
+    let mut opt = Adam::<Gpu>::new(1e-3);
+    let xb = Tensor::<Rank2<512, 784>, Gpu>::randn(rng);
+    let yb =
+        Tensor::<Rank1<512>, Gpu, u32>::from_vec((0..512).map(|i| (i * 7 % 10) as u32).collect())
+            .expect("512 targets");
+    println!("fusion split  wall ms  record ms  new buffers  GPU ms");
+    for (fusion, split) in [(true, true), (false, true), (true, false), (false, false)] {
+        Gpu::set_fusion(fusion);
+        Gpu::set_matmul_split_k(split);
+        let mut step = || {
+            let h = mlp.l1.forward(&xb).relu();
+            let h = mlp.l2.forward(&h).relu();
+            let loss = cross_entropy(&mlp.l3.forward(&h), &yb);
+            let grads = loss.backward();
+            opt.step(&mut mlp, &grads);
+        };
+        let created = Gpu::buffers_created();
+        let wall = time(7, PER_SYNC, &mut step);
+        let created = Gpu::buffers_created() - created;
+        sync();
+        let start = Instant::now();
+        for _ in 0..PER_SYNC {
+            step();
+        }
+        let record = start.elapsed().as_secs_f64() / PER_SYNC as f64;
+        sync();
+        let gpu = Gpu::profile(|| (0..4).for_each(|_| step()))
+            .map(|((), p)| p.total().as_secs_f64() / 4.0)
+            .unwrap_or(f64::NAN);
+        println!(
+            "{fusion:6} {split:5} {:8.3} {:10.3} {created:12} {:7.3}",
+            wall * 1e3,
+            record * 1e3,
+            gpu * 1e3
+        );
+    }
+    Gpu::set_fusion(true);
+    Gpu::set_matmul_split_k(true);
 }

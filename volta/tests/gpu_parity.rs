@@ -352,7 +352,7 @@ fn matmul_shapes_edges_transposes_and_batches() {
         }
     }
     // (batch, m, k, n): edges that are not tile multiples, k not a multiple of 4,
-    // vector-friendly sizes, and one size that takes the large tiles.
+    // vector-friendly sizes, one size that takes the large tiles, and split-K.
     let shapes = [
         (1, 1, 1, 1),
         (1, 5, 3, 7),
@@ -360,6 +360,11 @@ fn matmul_shapes_edges_transposes_and_batches() {
         (3, 8, 16, 12),
         (1, 65, 64, 70),
         (2, 260, 36, 264),
+        // Few output tiles and a long K split K into slices (forward; backward
+        // for ∂b, whose K is m); K = 260 cannot split into 4-aligned slices.
+        (1, 20, 512, 12),
+        (1, 512, 20, 12),
+        (1, 33, 260, 9),
     ];
     for (i, &(bs, m, k, n)) in shapes.iter().enumerate() {
         for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
@@ -935,4 +940,32 @@ fn elementwise_every_launch_candidate() {
         }
     }
     Gpu::set_elementwise_launch(None).unwrap();
+}
+
+#[test]
+fn profile_times_every_kernel_by_name() {
+    let _g = lock();
+    Gpu::set_fusion(true);
+    let mut rng = Rng::seed(23);
+    let data: Vec<f32> = (0..64 * 64).map(|_| rng.normal() as f32).collect();
+    let x = RawTensor::<Gpu, f32>::from_vec(data, &[64, 64]);
+    let work = || x.matmul(&x).unary(UnaryOp::Relu).softmax(1).to_vec();
+    let expect = work();
+    let (got, profile) = match Gpu::profile(work) {
+        Ok(r) => r,
+        // Adapters without timestamp queries say so; lavapipe has them.
+        Err(volta::backend::gpu::GpuError::Unsupported(_)) => return,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(got, expect);
+    let names: Vec<&str> = profile.kernels.iter().map(|k| k.name.as_str()).collect();
+    // The matmul, then softmax computing the pending relu in its loads.
+    assert_eq!(profile.calls(), 2, "{profile}");
+    assert!(names.contains(&"matmul"), "{profile}");
+    assert!(names.contains(&"softmax rows of relu(x0)"), "{profile}");
+    assert!(profile.total() > std::time::Duration::ZERO, "{profile}");
+    assert!(profile.to_string().contains("softmax rows"));
+    // Profiling stopped: later work is not timed, and a new profile starts empty.
+    let (_, again) = Gpu::profile(|| ()).unwrap();
+    assert_eq!(again.calls(), 0);
 }

@@ -16,6 +16,7 @@ use crate::{ArgKind, BinaryOp, KernelDef, UnaryOp};
 ///     .binary(BinaryOp::Add, Expr::input(2))
 ///     .unary(UnaryOp::Relu);
 /// assert_eq!(e.inputs(), 3);
+/// assert_eq!(e.to_string(), "relu(((x0 * x1) + x2))");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Expr {
@@ -243,6 +244,41 @@ impl Expr {
                 match partial {
                     None => call,
                     Some(k) => g.call_partial(site, index(*k)),
+                }
+            }
+        }
+    }
+}
+
+/// A compact, readable form for profiles and logs: `relu(x0 * x1 + x2)`, inputs as
+/// `x{i}`, run-time scalars as `s{j}`, user kernels by name.
+impl std::fmt::Display for Expr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Expr::Input(i) => write!(f, "x{i}"),
+            Expr::Scalar(j) => write!(f, "s{j}"),
+            Expr::Const(bits) => write!(f, "{}", f32::from_bits(*bits)),
+            Expr::Unary(op, x) => write!(f, "{}({x})", format!("{op:?}").to_lowercase()),
+            Expr::Binary(op, a, b) => {
+                let sym = match op {
+                    BinaryOp::Add => "+",
+                    BinaryOp::Sub => "-",
+                    BinaryOp::Mul => "*",
+                    BinaryOp::Div => "/",
+                    _ => return write!(f, "{}({a}, {b})", format!("{op:?}").to_lowercase()),
+                };
+                write!(f, "({a} {sym} {b})")
+            }
+            Expr::Select(c, a, b) => write!(f, "select({c}, {a}, {b})"),
+            Expr::Call {
+                kernel,
+                partial,
+                args,
+            } => {
+                let args: Vec<String> = args.iter().map(ToString::to_string).collect();
+                match partial {
+                    None => write!(f, "{}({})", kernel.0.name, args.join(", ")),
+                    Some(k) => write!(f, "d{}/d{k}({})", kernel.0.name, args.join(", ")),
                 }
             }
         }

@@ -19,6 +19,9 @@ pub enum GpuError {
     IndexOutOfRange,
     /// Reading a buffer back failed.
     ReadBack(String),
+    /// The adapter lacks a feature the call needs (e.g. timestamp queries for
+    /// profiling).
+    Unsupported(String),
 }
 
 impl std::fmt::Display for GpuError {
@@ -37,6 +40,7 @@ impl std::fmt::Display for GpuError {
                 f.write_str("gather/scatter on the GPU: an index was out of range for its axis")
             }
             GpuError::ReadBack(e) => write!(f, "reading a GPU buffer back failed: {e}"),
+            GpuError::Unsupported(e) => write!(f, "not supported on this GPU: {e}"),
         }
     }
 }

@@ -1,12 +1,17 @@
 //! Batched matmul on strided rank-3 views: picks tiles and load modes, then runs
-//! the generated kernel of `matmul_source`.
+//! the generated kernel of `matmul_source`; products with too few output tiles to
+//! fill the GPU split their K axis.
 use super::context::Context;
 use super::launch::{alloc, kernel, launch, u};
 use super::matmul_source::{Load, MatmulTiles, Variant, source};
 use super::pipelines::Bindings;
 use super::pool::Pooled;
+use super::row::rows;
+use crate::shape::Dims;
 use crate::tensor::Layout;
 use std::sync::{Arc, Mutex};
+use volta_kernels::ReduceOp;
+use volta_kernels::wgsl::{Expr, RowOp};
 
 /// Tiles for large products: 128×128 per workgroup, 8×8 per thread, K steps of
 /// 16 (the best of the sweep at 1024–4096 on an H200, 2026-11-21).
@@ -41,15 +46,89 @@ pub(crate) const SMALL: MatmulTiles = MatmulTiles {
 /// A tile override for tuning (`None`: choose by size).
 pub(crate) static OVERRIDE: Mutex<Option<MatmulTiles>> = Mutex::new(None);
 
+/// Whether products may split K (a tuning switch, on by default).
+pub(crate) static SPLIT_K: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
 fn aligned(vals: &[usize]) -> bool {
     vals.iter().all(|v| v.is_multiple_of(4))
 }
 
+/// Workgroups a product should launch at least: fewer output tiles than this
+/// leave most of a large GPU's cores idle (an H200 has 132), so the K axis is
+/// split instead (see [`split_k`]).
+const FILL: usize = 512;
+/// Shortest K slice a split leaves to each workgroup.
+const MIN_SLICE: usize = 128;
+
+/// `(batch, m, k) × (batch, k, n)` of two strided views.
 pub(crate) fn matmul(
     ctx: &Context,
     a: (&Arc<Pooled>, &Layout),
     b: (&Arc<Pooled>, &Layout),
 ) -> Arc<Pooled> {
+    let (batch, m, k, n) = (a.1.dims[0], a.1.dims[1], a.1.dims[2], b.1.dims[2]);
+    let splits = split_k(batch, m, k, n);
+    if splits == 1 {
+        return product(ctx, a, b);
+    }
+    // Split-K: K as `splits` batches of slices (pure strides: no copies), one
+    // partial product per slice, then their sum.
+    let slice = k / splits;
+    let view = |l: &Layout, dims: [usize; 3], k_axis: usize| Layout {
+        dims: Dims::new(&dims),
+        strides: Dims::new(&[slice * l.strides[k_axis], l.strides[1], l.strides[2]]),
+        offset: l.offset,
+    };
+    let sa = view(a.1, [splits, m, slice], 2);
+    let sb = view(b.1, [splits, slice, n], 1);
+    let partials = product(ctx, (a.0, &sa), (b.0, &sb));
+    let dims = [splits, m, n];
+    let input = (&partials, &Layout::contiguous(&dims));
+    let sum = RowOp::Reduce(ReduceOp::Sum);
+    rows(ctx, sum, Expr::input(0), &[input], &[], &dims, 0)
+}
+
+/// Into how many K slices to split a product: 1 unless it is a single product
+/// whose output tiles fill less than half of [`FILL`] and whose K is long; then the smallest
+/// power of two that brings the workgroups up to [`FILL`], keeping slices of at
+/// least [`MIN_SLICE`] that are multiples of 4 (for `vec4` loads).
+fn split_k(batch: usize, m: usize, k: usize, n: usize) -> usize {
+    let overridden = OVERRIDE.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+    if batch != 1 || overridden || !SPLIT_K.load(std::sync::atomic::Ordering::Relaxed) {
+        return 1;
+    }
+    let t = choose_tiles(batch, m, n);
+    let groups = m.div_ceil(t.bm as usize) * n.div_ceil(t.bn as usize);
+    if groups >= FILL / 2 {
+        // Half full already: a split costs more than the idle cores (2048³ ran at
+        // 27.5 TFLOP/s split in two, 33.7 unsplit, H200).
+        return 1;
+    }
+    let mut splits = 1;
+    while groups * splits < FILL {
+        let next = splits * 2;
+        if !k.is_multiple_of(next) || k / next < MIN_SLICE || !(k / next).is_multiple_of(4) {
+            break;
+        }
+        splits = next;
+    }
+    splits
+}
+
+/// The tiles for a product of this size (unless overridden for tuning).
+fn choose_tiles(batch: usize, m: usize, n: usize) -> MatmulTiles {
+    let large_tiles = m.div_ceil(128) * n.div_ceil(128) * batch;
+    if m < 256 || n < 256 {
+        SMALL
+    } else if large_tiles < 256 {
+        MEDIUM
+    } else {
+        LARGE
+    }
+}
+
+/// One launch of the generated kernel.
+fn product(ctx: &Context, a: (&Arc<Pooled>, &Layout), b: (&Arc<Pooled>, &Layout)) -> Arc<Pooled> {
     let (la, lb) = (a.1, b.1);
     let (batch, m, k, n) = (la.dims[0], la.dims[1], la.dims[2], lb.dims[2]);
     let out = alloc(ctx, batch * m * n * 4);
@@ -81,16 +160,7 @@ pub(crate) fn matmul(
     let tiles = OVERRIDE
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .unwrap_or_else(|| {
-            let large_tiles = m.div_ceil(128) * n.div_ceil(128) * batch;
-            if m < 256 || n < 256 {
-                SMALL
-            } else if large_tiles < 256 {
-                MEDIUM
-            } else {
-                LARGE
-            }
-        });
+        .unwrap_or_else(|| choose_tiles(batch, m, n));
     let v = Variant {
         tiles,
         a: a_load,
@@ -143,4 +213,25 @@ pub(crate) fn matmul(
     ];
     launch(ctx, &kern, &p, &[a.0, b.0, &out], groups);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_k;
+
+    #[test]
+    fn splits_k_only_when_tiles_cannot_fill_the_gpu() {
+        // The MLP benchmark's products: 512×1024 outputs split 8 ways, a 10-wide
+        // output as far as 128-long slices allow.
+        assert_eq!(split_k(1, 512, 1024, 1024), 8);
+        assert_eq!(split_k(1, 512, 1024, 10), 8);
+        assert_eq!(split_k(1, 20, 512, 12), 4);
+        // Enough tiles, a batch, a short K, or slices that are not 4-aligned.
+        assert_eq!(split_k(1, 4096, 4096, 4096), 1);
+        assert_eq!(split_k(1, 2048, 2048, 2048), 1);
+        assert_eq!(split_k(1, 1024, 1024, 1024), 4);
+        assert_eq!(split_k(2, 20, 512, 12), 1);
+        assert_eq!(split_k(1, 20, 128, 12), 1);
+        assert_eq!(split_k(1, 33, 260, 9), 1);
+    }
 }

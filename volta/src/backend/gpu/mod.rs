@@ -40,6 +40,8 @@ mod pipelines;
 #[cfg(feature = "gpu")]
 mod pool;
 #[cfg(feature = "gpu")]
+mod profile;
+#[cfg(feature = "gpu")]
 mod recorder;
 #[cfg(feature = "gpu")]
 mod row;
@@ -55,6 +57,8 @@ pub use error::GpuError;
 #[cfg(feature = "gpu")]
 pub use matmul_source::MatmulTiles;
 #[cfg(feature = "gpu")]
+pub use profile::{KernelTime, Profile};
+#[cfg(feature = "gpu")]
 pub use volta_kernels::wgsl::Launch;
 
 #[cfg(feature = "gpu")]
@@ -62,7 +66,8 @@ mod device {
     use super::context::{self, ctx};
     use super::elementwise::{fill, map, write};
     use super::fusion;
-    use super::{Gpu, GpuBuffer, GpuError, GpuInfo, MatmulTiles, transfer};
+    use super::profile::Profiler;
+    use super::{Gpu, GpuBuffer, GpuError, GpuInfo, MatmulTiles, Profile, transfer};
     use crate::backend::{Backend, Buf, Device, Memory, View};
     use crate::tensor::Layout;
     use volta_kernels::wgsl::{Elem, Expr, Launch, RowOp};
@@ -81,6 +86,47 @@ mod device {
         /// out-of-range indices).
         pub fn sync() -> Result<(), GpuError> {
             transfer::sync(context::init()?)
+        }
+
+        /// Runs `f` and measures on the GPU, with timestamp queries, the time of
+        /// every kernel it records. Work recorded before is synced first and not
+        /// counted; values `f` leaves pending (unrealized fused chains) are not
+        /// computed, so realize or read what you want measured inside `f`.
+        ///
+        /// ```no_run
+        /// use volta::prelude::*;
+        /// let x = Tensor::<Rank2<512, 512>, Gpu>::ones();
+        /// let (y, profile) = Gpu::profile(|| x.matmul(&x).relu().sum_all().item())?;
+        /// println!("{profile}"); // GPU µs, calls and share per kernel
+        /// # Ok::<(), volta::backend::gpu::GpuError>(())
+        /// ```
+        ///
+        /// Each dispatch runs in a compute pass of its own while profiling, so the
+        /// total can exceed the time of the same work unprofiled. Errors with
+        /// [`GpuError::Unsupported`] when the adapter has no timestamp queries.
+        pub fn profile<R>(f: impl FnOnce() -> R) -> Result<(R, Profile), GpuError> {
+            let c = context::init()?;
+            transfer::sync(c)?;
+            let profiler = Profiler::new(c)?;
+            let recorder = || c.recorder.lock().unwrap_or_else(|p| p.into_inner());
+            if recorder().profiler.replace(profiler).is_some() {
+                panic!("Gpu::profile called inside Gpu::profile");
+            }
+            // Profiling stops even if `f` panics.
+            struct Stop<'a>(&'a context::Context);
+            impl Drop for Stop<'_> {
+                fn drop(&mut self) {
+                    let mut r = self.0.recorder.lock().unwrap_or_else(|p| p.into_inner());
+                    r.profiler = None;
+                }
+            }
+            let stop = Stop(c);
+            let out = f();
+            let synced = transfer::sync(c);
+            let profiler = recorder().profiler.take().expect("profiling");
+            drop(stop);
+            synced?;
+            Ok((out, profiler.finish(c)?))
         }
 
         /// Number of batches submitted so far (each read-back or full batch submits
@@ -152,6 +198,12 @@ mod device {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner()) = launch;
             Ok(())
+        }
+
+        /// Lets products with too few output tiles to fill the GPU split their K
+        /// axis (on by default). A tuning switch for benchmarks.
+        pub fn set_matmul_split_k(on: bool) {
+            super::matmul::SPLIT_K.store(on, std::sync::atomic::Ordering::Relaxed);
         }
 
         /// Overrides the matmul tile sizes (`None` restores the size-based choice).

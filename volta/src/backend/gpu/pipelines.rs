@@ -1,7 +1,7 @@
 //! Pipeline cache: each kernel (generated or hand-written variant) is compiled once.
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use volta_kernels::wgsl::{ElementwiseKernel, RowKernel};
+use volta_kernels::wgsl::{ElementwiseKernel, Expr, RowKernel, RowOp};
 
 /// What identifies a compiled kernel.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -21,6 +21,8 @@ pub(crate) struct Kernel {
     pub layout: wgpu::BindGroupLayout,
     /// Number of buffers after the parameter block (binding 0).
     pub buffers: usize,
+    /// What profiles call it (`Gpu::profile`).
+    pub name: Arc<str>,
 }
 
 /// Binding 0 is always the read-only `u32` parameter block; then `reads` read-only
@@ -87,6 +89,7 @@ impl Pipelines {
             pipeline,
             layout,
             buffers: bindings.reads + bindings.writes,
+            name: describe(&key).into(),
         });
         self.lock().insert(key, kernel.clone());
         kernel
@@ -134,4 +137,32 @@ fn key_label(key: &Key) -> &'static str {
         Key::Row(_) => "volta row kernel",
         Key::Named(name, _) => name,
     }
+}
+
+/// A kernel's name in profiles: the op and, for generated kernels, the expression.
+fn describe(key: &Key) -> String {
+    let mut name = match key {
+        Key::Elementwise(k) => format!("elementwise {}", k.expr),
+        Key::Row(k) => {
+            let op = match k.op {
+                RowOp::Reduce(op) => format!("{op:?}").to_lowercase(),
+                RowOp::Softmax => "softmax".into(),
+                RowOp::LogSoftmax => "log_softmax".into(),
+            };
+            match k.expr {
+                Expr::Input(0) => format!("{op} rows"),
+                _ => format!("{op} rows of {}", k.expr),
+            }
+        }
+        Key::Named(name, _) => name.trim_start_matches("volta ").to_string(),
+    };
+    if name.len() > 72 {
+        let cut = (0..=69)
+            .rev()
+            .find(|&i| name.is_char_boundary(i))
+            .unwrap_or(0);
+        name.truncate(cut);
+        name.push_str("...");
+    }
+    name
 }

@@ -26,21 +26,73 @@ impl Kind {
     }
 }
 
-/// Free buffers are kept up to this many bytes; beyond, dropped ones are released.
+/// Free buffers are kept up to this many bytes; beyond, the least recently
+/// returned ones are released.
 const MAX_POOLED_BYTES: u64 = 2 << 30;
 
 /// Free buffers by (kind, size class).
 pub(crate) struct Pool {
-    free: Mutex<Free>,
+    free: Mutex<Free<wgpu::Buffer>>,
     max_binding: u64,
     /// Buffers created so far (a pool miss each).
     pub created: std::sync::atomic::AtomicU64,
 }
 
-#[derive(Default)]
-struct Free {
-    buckets: HashMap<(Kind, u64), Vec<wgpu::Buffer>>,
+/// The free list: buffers (`B`; plain ids in tests) by (kind, size), each with
+/// the tick it was returned at, holding at most `cap` bytes.
+struct Free<B> {
+    buckets: HashMap<(Kind, u64), Vec<(u64, B)>>,
     bytes: u64,
+    cap: u64,
+    /// Counts returns, to find the least recently returned buffer.
+    tick: u64,
+}
+
+impl<B> Free<B> {
+    fn new(cap: u64) -> Self {
+        Free {
+            buckets: HashMap::new(),
+            bytes: 0,
+            cap,
+            tick: 0,
+        }
+    }
+
+    /// The most recently returned free buffer of this kind and size.
+    fn take(&mut self, kind: Kind, size: u64) -> Option<B> {
+        let (_, b) = self.buckets.get_mut(&(kind, size))?.pop()?;
+        self.bytes -= size;
+        Some(b)
+    }
+
+    /// Keeps a returned buffer. Past `cap`, the least recently returned buffers
+    /// are released (dropped) to make room: the sizes a program uses now (a
+    /// training step's) stay cached, those of a finished phase go.
+    fn put(&mut self, kind: Kind, size: u64, buffer: B) {
+        if size > self.cap {
+            return;
+        }
+        while self.bytes + size > self.cap {
+            let oldest = self
+                .buckets
+                .iter()
+                .filter_map(|(key, list)| list.first().map(|(tick, _)| (*tick, *key)))
+                .min_by_key(|(tick, _)| *tick);
+            let Some((_, key)) = oldest else { break };
+            self.buckets
+                .get_mut(&key)
+                .expect("the bucket just found")
+                .remove(0);
+            self.bytes -= key.1;
+        }
+        self.tick += 1;
+        self.bytes += size;
+        let tick = self.tick;
+        self.buckets
+            .entry((kind, size))
+            .or_default()
+            .push((tick, buffer));
+    }
 }
 
 /// A buffer on loan from the pool; dropping the last handle returns it at once.
@@ -87,7 +139,7 @@ pub(crate) fn size_class(bytes: u64) -> u64 {
 impl Pool {
     pub fn new(limits: &wgpu::Limits) -> Self {
         Pool {
-            free: Mutex::default(),
+            free: Mutex::new(Free::new(MAX_POOLED_BYTES)),
             max_binding: limits.max_storage_buffer_binding_size,
             created: Default::default(),
         }
@@ -100,14 +152,11 @@ impl Pool {
             // Rounding must not push a bindable size past the binding limit.
             size = bytes.max(4).next_multiple_of(4);
         }
-        let reused = {
-            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-            let b = free.buckets.get_mut(&(kind, size)).and_then(Vec::pop);
-            if b.is_some() {
-                free.bytes -= size;
-            }
-            b
-        };
+        let reused = self
+            .free
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(kind, size);
         let buffer = reused.unwrap_or_else(|| {
             self.created
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -127,16 +176,38 @@ impl Pool {
     fn put(&self, kind: Kind, buffer: wgpu::Buffer) {
         let size = buffer.size();
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        if free.bytes + size <= MAX_POOLED_BYTES {
-            free.bytes += size;
-            free.buckets.entry((kind, size)).or_default().push(buffer);
-        }
+        free.put(kind, size, buffer);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::size_class;
+    use super::{Free, Kind, size_class};
+
+    #[test]
+    fn a_full_pool_releases_the_least_recently_returned() {
+        let mut free = Free::new(1000);
+        free.put(Kind::Storage, 400, "a");
+        free.put(Kind::Storage, 400, "b");
+        free.put(Kind::Storage, 100, "c");
+        // 900 held: another 400 releases "a", the oldest.
+        free.put(Kind::Staging, 400, "d");
+        assert_eq!(free.bytes, 900);
+        assert_eq!(free.take(Kind::Storage, 400), Some("b"));
+        assert_eq!(free.take(Kind::Storage, 400), None);
+        assert_eq!(free.take(Kind::Staging, 400), Some("d"));
+        // Taking and returning refreshes a buffer: "c" outlives older returns.
+        free.put(Kind::Storage, 500, "e");
+        let c = free.take(Kind::Storage, 100).unwrap();
+        free.put(Kind::Storage, 100, c);
+        free.put(Kind::Storage, 500, "f");
+        assert_eq!(free.take(Kind::Storage, 500), Some("f"));
+        assert_eq!(free.take(Kind::Storage, 100), Some("c"));
+        assert_eq!(free.take(Kind::Storage, 500), None);
+        // Larger than the whole pool: not kept.
+        free.put(Kind::Storage, 2000, "g");
+        assert_eq!(free.take(Kind::Storage, 2000), None);
+    }
 
     #[test]
     fn size_classes_waste_at_most_a_quarter() {

@@ -15,6 +15,7 @@ use super::context::Context;
 use super::error::GpuError;
 use super::pipelines::Kernel;
 use super::pool::{Kind, Pooled};
+use super::profile::Profiler;
 use std::sync::Arc;
 
 /// Dispatches per submitted batch.
@@ -36,6 +37,8 @@ pub(crate) struct Recorder {
     pub recorded: u64,
     /// Error flags that kernels raise (e.g. an out-of-range gather index).
     pub flags: Arc<Pooled>,
+    /// Set while `Gpu::profile` runs: every dispatch is timed.
+    pub profiler: Option<Profiler>,
 }
 
 impl Recorder {
@@ -64,6 +67,7 @@ impl Recorder {
             submitted: 0,
             recorded: 0,
             flags: Arc::new(Pooled::unpooled(flags)),
+            profiler: None,
         }
     }
 
@@ -105,10 +109,40 @@ impl Recorder {
             layout: &kernel.layout,
             entries: &entries,
         });
-        let pass = self.pass(ctx);
+        // While profiling, each dispatch is a pass of its own with a timestamp at
+        // its start and its end.
+        let timed = self.profiler.as_mut().map(|p| {
+            p.batch.push(kernel.name.clone());
+            2 * (p.batch.len() as u32 - 1)
+        });
+        let pass = match timed {
+            None => self.pass(ctx),
+            Some(at) => {
+                self.pass = None;
+                let encoder = self.encoder.get_or_insert_with(|| {
+                    ctx.device
+                        .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
+                });
+                let queries = &self.profiler.as_ref().expect("profiling").queries;
+                let pass = encoder
+                    .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: None,
+                        timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                            query_set: queries,
+                            beginning_of_pass_write_index: Some(at),
+                            end_of_pass_write_index: Some(at + 1),
+                        }),
+                    })
+                    .forget_lifetime();
+                self.pass.insert(pass)
+            }
+        };
         pass.set_pipeline(&kernel.pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
         pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+        if timed.is_some() {
+            self.pass = None;
+        }
         self.dispatches += 1;
         self.recorded += 1;
     }
@@ -135,6 +169,9 @@ impl Recorder {
     /// Submits everything recorded so far.
     pub fn flush(&mut self, ctx: &Context) {
         self.pass = None;
+        if let (Some(p), Some(encoder)) = (&mut self.profiler, &mut self.encoder) {
+            p.resolve(ctx, encoder);
+        }
         if let Some(encoder) = self.encoder.take() {
             if !self.params.is_empty() {
                 ctx.queue.write_buffer(&self.arena, 0, &self.params);
