@@ -8,11 +8,12 @@
 //! itself row-major) splices the operand's tree into its own instead of reading
 //! memory; equal (buffer, layout) inputs are bound once, so `x * x` reads `x` once.
 //! A row kernel (reduction, softmax) reading a pending operand through a plain
-//! layout computes the operand's tree in its loads ([`rows`]). Every other consumer (matmul, pad and
-//! concat, gather and scatter, copies, read-backs, strided reads, reductions of
-//! views) *materialises* the operand: its fused kernel is
-//! recorded once and the result memoised. Trees stop growing at [`MAX_NODES`] nodes
-//! or [`MAX_INPUTS`] inputs: the operand is then materialised and read as one input.
+//! layout computes the operand's tree in its loads ([`rows`]). Every other
+//! consumer (matmul, pad and concat, gather and scatter, copies, read-backs,
+//! strided reads, row kernels over views) *materialises* the operand: its fused
+//! kernel is recorded once and the result memoised. Trees stop growing at
+//! [`MAX_NODES`] nodes or [`MAX_INPUTS`] inputs: the operand is then materialised
+//! and read as one input.
 //!
 //! When a pending buffer is materialised, the pending buffers spliced into it that
 //! something still holds (an optimiser's state, a tensor kept for backward) are

@@ -168,9 +168,10 @@ mod device {
         /// recorded from now on. With fusion on, an elementwise op returns a pending
         /// value that later elementwise ops fold into their own kernel, so
         /// `relu(a * b + c)` is one kernel that reads each input once and writes once;
-        /// the value is computed when something needs it in memory (a reduction, a
-        /// matmul, a read-back, [`GpuBuffer::realize`]). Results agree with fusion off
-        /// up to f32 rounding; turning it off helps to profile single ops.
+        /// reductions and softmax compute such a value in their loads, and it is
+        /// written to memory when something needs it there (a matmul, a copy, a
+        /// read-back, [`GpuBuffer::realize`]). Results agree with fusion off up to f32
+        /// rounding; turning it off helps to profile single ops.
         pub fn set_fusion(on: bool) {
             fusion::set_enabled(on);
         }
