@@ -1,6 +1,6 @@
 //! Reverse-mode automatic differentiation.
 //!
-//! Each op result remembers how it was computed ([`Op`]) when gradients are enabled
+//! Each op result remembers how it was computed (an `Op`) when gradients are enabled
 //! and an input is tracked. `backward()` walks that graph once from a scalar loss and
 //! returns a [`Gradients`] store keyed by tensor. The graph is owned by the tensors
 //! (plain `Arc`s, no interior mutability): it is freed when the last tensor that

@@ -17,7 +17,7 @@
 //! assert!(mse(&layer.forward(&x), &y).item() < before);
 //! ```
 //!
-//! Updates run under [`no_grad`](crate::no_grad) and replace each parameter with a
+//! Updates run under [`no_grad`] and replace each parameter with a
 //! new tracked leaf, so no autograd graph grows across steps. Per-parameter state
 //! (momentum, moments) is kept by the parameter's position in
 //! [`Module::visit_params`]: one optimiser serves one model.
