@@ -95,6 +95,41 @@ struct Mlp {
     l3: Linear<1024, 10, Gpu>,
 }
 
+/// The benchmark's training problem: the MLP, Adam, one batch of 512.
+struct MlpStep {
+    mlp: Mlp,
+    opt: Adam<Gpu>,
+    xb: Tensor<Rank2<512, 784>, Gpu>,
+    yb: Tensor<Rank1<512>, Gpu, u32>,
+}
+
+impl MlpStep {
+    fn new(rng: &mut Rng) -> Self {
+        let mlp = Mlp {
+            l1: Linear::new(rng),
+            l2: Linear::new(rng),
+            l3: Linear::new(rng),
+        };
+        let targets = (0..512).map(|i| (i * 7 % 10) as u32).collect();
+        MlpStep {
+            mlp,
+            opt: Adam::new(1e-3),
+            xb: Tensor::randn(rng),
+            yb: Tensor::from_vec(targets).expect("512 targets"),
+        }
+    }
+
+    /// Forward, cross-entropy, backward, Adam update.
+    fn step(&mut self) {
+        let m = &mut self.mlp;
+        let h = m.l1.forward(&self.xb).relu();
+        let h = m.l2.forward(&h).relu();
+        let loss = cross_entropy(&m.l3.forward(&h), &self.yb);
+        let grads = loss.backward();
+        self.opt.step(&mut self.mlp, &grads);
+    }
+}
+
 impl Module<Gpu, f32> for Mlp {
     fn visit_params(&mut self, f: &mut dyn FnMut(&mut dyn Param<Gpu, f32>)) {
         self.l1.visit_params(f);
@@ -280,26 +315,11 @@ fn main() {
     );
 
     // MLP training step, Adam, batch 512, with fusion and without.
-    let mut mlp = Mlp {
-        l1: Linear::new(&mut rng),
-        l2: Linear::new(&mut rng),
-        l3: Linear::new(&mut rng),
-    };
-    let mut opt = Adam::<Gpu>::new(1e-3);
-    let xb = Tensor::<Rank2<512, 784>, Gpu>::randn(&mut rng);
-    let yb =
-        Tensor::<Rank1<512>, Gpu, u32>::from_vec((0..512).map(|i| (i * 7 % 10) as u32).collect())
-            .expect("512 targets");
+    let mut mlp = MlpStep::new(&mut rng);
     for fusion in [true, false] {
         Gpu::set_fusion(fusion);
         let suffix = if fusion { "" } else { "_unfused" };
-        let mut step = || {
-            let h = mlp.l1.forward(&xb).relu();
-            let h = mlp.l2.forward(&h).relu();
-            let loss = cross_entropy(&mlp.l3.forward(&h), &yb);
-            let grads = loss.backward();
-            opt.step(&mut mlp, &grads);
-        };
+        let mut step = || mlp.step();
         let created = Gpu::buffers_created();
         let t = time(7, PER_SYNC, &mut step);
         println!(
@@ -388,27 +408,12 @@ fn main() {
 /// `--mlp`: the MLP step with fusion and split-K each on and off: wall time, host
 /// recording time, buffers created and GPU time per step.
 fn mlp_diagnostics(rng: &mut Rng) {
-    let mut mlp = Mlp {
-        l1: Linear::new(rng),
-        l2: Linear::new(rng),
-        l3: Linear::new(rng),
-    };
-    let mut opt = Adam::<Gpu>::new(1e-3);
-    let xb = Tensor::<Rank2<512, 784>, Gpu>::randn(rng);
-    let yb =
-        Tensor::<Rank1<512>, Gpu, u32>::from_vec((0..512).map(|i| (i * 7 % 10) as u32).collect())
-            .expect("512 targets");
+    let mut mlp = MlpStep::new(rng);
     println!("fusion split  wall ms  record ms  new buffers  GPU ms");
     for (fusion, split) in [(true, true), (false, true), (true, false), (false, false)] {
         Gpu::set_fusion(fusion);
         Gpu::set_matmul_split_k(split);
-        let mut step = || {
-            let h = mlp.l1.forward(&xb).relu();
-            let h = mlp.l2.forward(&h).relu();
-            let loss = cross_entropy(&mlp.l3.forward(&h), &yb);
-            let grads = loss.backward();
-            opt.step(&mut mlp, &grads);
-        };
+        let mut step = || mlp.step();
         let created = Gpu::buffers_created();
         let wall = time(7, PER_SYNC, &mut step);
         let created = Gpu::buffers_created() - created;

@@ -1,7 +1,6 @@
 //! Elementwise kernels: one thread per output element, strided reads and writes.
+use super::expr::Printer;
 use super::{Expr, VOLTA_ERF, kernel_modules};
-use crate::ir::Graph;
-use crate::ir::emit::{self, Lang, Names};
 use std::fmt::Write;
 
 /// Threads per workgroup of the default [`Launch`] (a 1-D group; the grid is 2-D so
@@ -325,25 +324,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         };
         // The value as one graph (equal sub-trees shared), printed once per unit
         // and lane with that unit's loads as inputs.
-        let mut graph = Graph::exact();
-        let mut callees = Vec::new();
-        let root = self.expr.to_graph(&mut graph, &mut callees);
-        let callee =
-            |c: u16, partial: Option<u16>| callees[c as usize].0.wgsl_fn(partial.map(usize::from));
+        let printer = Printer::new(&self.expr);
         let param = |i: u16| scalar(i as usize);
         for j in 0..units {
             writeln!(w, "    if (ok{j}) {{").unwrap();
             let mut lower = |prefix: &str, input: &dyn Fn(u16) -> String| {
-                let names = Names {
-                    input,
-                    param: &param,
-                    callee: &callee,
-                };
-                let body = emit::body(&graph, &[root], Lang::Wgsl, prefix, &names);
-                for line in body.code.lines() {
-                    writeln!(w, "        {line}").unwrap();
-                }
-                body.outputs[0].clone()
+                printer.print(w, "        ", prefix, input, &param)
             };
             let value = if vector {
                 // The scalar expression once per lane.

@@ -1,6 +1,7 @@
 //! The expression tree of an elementwise kernel: what fusion splices and what
 //! pipelines are cached by. It lowers to WGSL through the kernel IR ([`Graph`]).
 use super::call::{KernelRef, kernel_modules};
+use crate::ir::emit::{self, Lang, Names};
 use crate::ir::{Graph, Node, NodeId};
 use crate::{ArgKind, BinaryOp, KernelDef, UnaryOp};
 
@@ -247,6 +248,55 @@ impl Expr {
                 }
             }
         }
+    }
+}
+
+/// An expression turned into an exact [`Graph`] once, then printed as WGSL once per
+/// place it is needed (each unit and lane of an elementwise kernel, each pass of a
+/// row kernel) with that place's names for the inputs.
+pub(crate) struct Printer {
+    graph: Graph,
+    root: NodeId,
+    callees: Vec<KernelRef>,
+}
+
+impl Printer {
+    pub fn new(expr: &Expr) -> Self {
+        let mut graph = Graph::exact();
+        let mut callees = Vec::new();
+        let root = expr.to_graph(&mut graph, &mut callees);
+        Printer {
+            graph,
+            root,
+            callees,
+        }
+    }
+
+    /// Appends one `let` per needed node to `w` (each line after `indent`, names
+    /// after `prefix`) and returns the expression of the value.
+    pub fn print(
+        &self,
+        w: &mut String,
+        indent: &str,
+        prefix: &str,
+        input: &dyn Fn(u16) -> String,
+        param: &dyn Fn(u16) -> String,
+    ) -> String {
+        let callee = |c: u16, partial: Option<u16>| {
+            self.callees[c as usize].0.wgsl_fn(partial.map(usize::from))
+        };
+        let names = Names {
+            input,
+            param,
+            callee: &callee,
+        };
+        let body = emit::body(&self.graph, &[self.root], Lang::Wgsl, prefix, &names);
+        for line in body.code.lines() {
+            w.push_str(indent);
+            w.push_str(line);
+            w.push('\n');
+        }
+        body.outputs.into_iter().next().expect("one output")
     }
 }
 

@@ -3,10 +3,9 @@
 //! elementwise expression of the inputs, so a pending producer (`exp(x − max)`,
 //! `x·x`, `logits + bias`) is computed in the loads instead of being written to
 //! memory first.
+use super::expr::Printer;
 use super::{Expr, VOLTA_ERF, kernel_modules};
 use crate::ReduceOp;
-use crate::ir::Graph;
-use crate::ir::emit::{self, Lang, Names};
 use std::fmt::Write;
 
 /// Threads per workgroup of every row-kernel variant.
@@ -193,22 +192,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         // The row's element expression, printed once per pass (and lane).
         let scalars_at = self.scalars_at();
         let param = |j: u16| format!("bitcast<f32>(p[{}])", scalars_at + j as usize);
-        let mut graph = Graph::exact();
-        let mut callees = Vec::new();
-        let root = self.expr.to_graph(&mut graph, &mut callees);
-        let callee =
-            |c: u16, partial: Option<u16>| callees[c as usize].0.wgsl_fn(partial.map(usize::from));
+        let printer = Printer::new(&self.expr);
         let lower = |w: &mut String, prefix: &str, input: &dyn Fn(u16) -> String| {
-            let names = Names {
-                input,
-                param: &param,
-                callee: &callee,
-            };
-            let body = emit::body(&graph, &[root], Lang::Wgsl, prefix, &names);
-            for line in body.code.lines() {
-                writeln!(w, "        {line}").unwrap();
-            }
-            body.outputs[0].clone()
+            printer.print(w, "        ", prefix, input, &param)
         };
         // One pass over the row: loads, then `each(w, lane values)` per step.
         let pass = |w: &mut String, pass: &str, each: &dyn Fn(&mut String, &[String])| {
