@@ -30,7 +30,13 @@ fn sync() {
 /// second and raises them only under sustained load: an H200 was seen at a
 /// 345 MHz SM clock (1980 MHz boost) during short bursts after host-side data
 /// preparation, which cut memory-bound kernels to ~40% of their bandwidth.
-fn time(runs: usize, per_run: usize, mut f: impl FnMut()) -> f64 {
+fn time(runs: usize, per_run: usize, f: impl FnMut()) -> f64 {
+    let ts = time_runs(runs, per_run, f);
+    ts[ts.len() / 2]
+}
+
+/// The seconds per call of every timed run of [`time`], fastest first.
+fn time_runs(runs: usize, per_run: usize, mut f: impl FnMut()) -> Vec<f64> {
     let start = Instant::now();
     while start.elapsed().as_secs_f64() < WARM_UP {
         for _ in 0..per_run {
@@ -49,16 +55,16 @@ fn time(runs: usize, per_run: usize, mut f: impl FnMut()) -> f64 {
         })
         .collect();
     ts.sort_by(f64::total_cmp);
-    ts[ts.len() / 2]
+    ts
 }
 
 /// Seconds of warm-up before each measurement (see [`time`]).
 const WARM_UP: f64 = 0.5;
 
-/// Calls per timed run of the workload rows. A sync (submit, fence wait, map)
-/// costs about 0.2 ms on the H200, as much as one 64M-element kernel; PyTorch's
-/// figures come from CUDA events, which exclude it, so it is amortised here (the
-/// diagnostics section prints the figures at 1, 5 and 20 calls per sync).
+/// Calls per timed run of the workload rows. PyTorch's figures come from CUDA
+/// events, which exclude the host's wait, so a sync (about 20 µs on an H200) is
+/// amortised here (the diagnostics section prints the figures at 1, 5 and 20 calls
+/// per sync).
 const PER_SYNC: usize = 20;
 
 fn randn(n: usize, rng: &mut Rng) -> Vec<f32> {
@@ -314,16 +320,23 @@ fn main() {
         "us/op",
     );
 
-    // MLP training step, Adam, batch 512, with fusion and without.
+    // MLP training step, Adam, batch 512, with fusion and without. The pool still
+    // holds the large buffers of the sections above; releasing them here keeps
+    // their release out of the timed steps.
+    let released = Gpu::empty_cache();
+    println!("\nreleased {} MiB of cached buffers", released >> 20);
     let mut mlp = MlpStep::new(&mut rng);
     for fusion in [true, false] {
         Gpu::set_fusion(fusion);
         let suffix = if fusion { "" } else { "_unfused" };
         let mut step = || mlp.step();
         let created = Gpu::buffers_created();
-        let t = time(7, PER_SYNC, &mut step);
+        let runs = time_runs(7, PER_SYNC, &mut step);
+        let t = runs[runs.len() / 2];
         println!(
-            "  (buffers created while timing: {})",
+            "  (runs {:.3}..{:.3} ms; buffers created while timing: {})",
+            runs[0] * 1e3,
+            runs[runs.len() - 1] * 1e3,
             Gpu::buffers_created() - created
         );
         row(

@@ -969,3 +969,18 @@ fn profile_times_every_kernel_by_name() {
     let (_, again) = Gpu::profile(|| ()).unwrap();
     assert_eq!(again.calls(), 0);
 }
+
+#[test]
+fn empty_cache_releases_pooled_buffers() {
+    let _g = lock();
+    let t = RawTensor::<Gpu, f32>::from_vec(vec![1.0; 1 << 16], &[1 << 16]);
+    drop(t);
+    Gpu::sync().unwrap();
+    assert!(Gpu::empty_cache() >= 4 << 16);
+    assert_eq!(Gpu::empty_cache(), 0);
+    // The next tensor of that size needs a new buffer.
+    let created = Gpu::buffers_created();
+    let t = RawTensor::<Gpu, f32>::from_vec(vec![2.0; 1 << 16], &[1 << 16]);
+    assert_eq!(Gpu::buffers_created() - created, 1);
+    assert_eq!(t.to_vec()[0], 2.0);
+}

@@ -173,6 +173,15 @@ impl Pool {
         }
     }
 
+    /// Releases every free buffer; returns the bytes released.
+    pub fn clear(&self) -> u64 {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        let bytes = free.bytes;
+        free.buckets.clear();
+        free.bytes = 0;
+        bytes
+    }
+
     fn put(&self, kind: Kind, buffer: wgpu::Buffer) {
         let size = buffer.size();
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
