@@ -9,6 +9,7 @@
 //! [`Gpu::profile`]: crate::Gpu::profile
 use super::context::Context;
 use super::error::GpuError;
+use super::recorder::wait_for_map;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -152,12 +153,7 @@ fn read(ctx: &Context, buffer: &wgpu::Buffer) -> Result<Vec<u64>, GpuError> {
     buffer.slice(..).map_async(wgpu::MapMode::Read, move |r| {
         let _ = tx.send(r);
     });
-    ctx.device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| GpuError::ReadBack(e.to_string()))?;
-    rx.recv()
-        .map_err(|e| GpuError::ReadBack(e.to_string()))?
-        .map_err(|e| GpuError::ReadBack(e.to_string()))?;
+    wait_for_map(ctx, &rx)?.map_err(|e| GpuError::ReadBack(e.to_string()))?;
     let ticks = {
         let view = buffer
             .slice(..)

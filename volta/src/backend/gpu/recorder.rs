@@ -269,7 +269,7 @@ const SPIN: std::time::Duration = std::time::Duration::from_millis(2);
 /// Waits for a `map_async` callback. Short waits (a loss read at the end of a
 /// step) poll without sleeping: a blocking wait parks the thread, and waking it
 /// costs more than a small kernel. Long waits block after [`SPIN`].
-fn wait_for_map(
+pub(crate) fn wait_for_map(
     ctx: &Context,
     rx: &std::sync::mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
 ) -> Result<Result<(), wgpu::BufferAsyncError>, GpuError> {
