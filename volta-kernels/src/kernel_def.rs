@@ -42,22 +42,7 @@ impl KernelDef {
     }
 
     /// The WGSL of this kernel and every kernel it calls, each once.
-    pub fn wgsl_module(&self) -> String {
-        let mut seen: Vec<&'static str> = Vec::new();
-        let mut out = String::new();
-        self.collect(&mut seen, &mut out);
-        out
-    }
-
-    fn collect(&self, seen: &mut Vec<&'static str>, out: &mut String) {
-        if seen.contains(&self.wgsl) {
-            return;
-        }
-        seen.push(self.wgsl);
-        for dep in self.deps {
-            dep.collect(seen, out);
-        }
-        out.push_str(self.wgsl);
-        out.push('\n');
+    pub fn wgsl_module(&'static self) -> String {
+        crate::wgsl::kernel_modules(&[crate::wgsl::KernelRef(self)])
     }
 }

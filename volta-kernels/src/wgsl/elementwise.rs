@@ -1,6 +1,6 @@
 //! Elementwise kernels: one thread per output element, strided reads and writes.
+use super::Expr;
 use super::expr::Printer;
-use super::{Expr, VOLTA_ERF, kernel_modules};
 use std::fmt::Write;
 
 /// Threads per workgroup of the default [`Launch`] (a 1-D group; the grid is 2-D so
@@ -216,10 +216,7 @@ impl ElementwiseKernel {
         let layout = self.param_layout();
         let mut s = String::new();
         let w = &mut s;
-        if self.expr.uses_erf() {
-            w.push_str(VOLTA_ERF);
-        }
-        w.push_str(&kernel_modules(&self.expr.kernels()));
+        w.push_str(&self.expr.preamble());
         writeln!(w, "@group(0) @binding(0) var<storage, read> p: array<u32>;").unwrap();
         for (i, &a) in self.inputs.iter().enumerate() {
             let t = if wide(a) { &vty } else { ty };

@@ -183,6 +183,17 @@ impl Expr {
             }
         })
     }
+    /// The WGSL a kernel computing this tree needs before its own code: the
+    /// `volta_erf` helper when used, and the functions of the user kernels called.
+    pub fn preamble(&self) -> String {
+        let mut w = String::new();
+        if self.uses_erf() {
+            w.push_str(super::VOLTA_ERF);
+        }
+        w.push_str(&kernel_modules(&self.kernels()));
+        w
+    }
+
     /// Whether the tree is only a load or a scalar (no arithmetic), so it is valid
     /// for any element type.
     pub fn is_plain(&self) -> bool {

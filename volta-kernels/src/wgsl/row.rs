@@ -3,8 +3,8 @@
 //! elementwise expression of the inputs, so a pending producer (`exp(x − max)`,
 //! `x·x`, `logits + bias`) is computed in the loads instead of being written to
 //! memory first.
+use super::Expr;
 use super::expr::Printer;
-use super::{Expr, VOLTA_ERF, kernel_modules};
 use crate::ReduceOp;
 use std::fmt::Write;
 
@@ -126,10 +126,7 @@ impl RowKernel {
         let rows_out = self.op.writes_rows();
         let wide = |i: usize| vec4 && !self.axis_broadcast[i];
         let mut w = String::new();
-        if self.expr.uses_erf() {
-            w.push_str(VOLTA_ERF);
-        }
-        w.push_str(&kernel_modules(&self.expr.kernels()));
+        w.push_str(&self.expr.preamble());
         writeln!(w, "@group(0) @binding(0) var<storage, read> p: array<u32>;").unwrap();
         for i in 0..n_in {
             let t = if wide(i) { "vec4<f32>" } else { "f32" };

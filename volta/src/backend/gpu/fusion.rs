@@ -185,13 +185,17 @@ impl Pending {
     /// The expression computing this value, if it is still pending and read
     /// through `layout` as the plain row-major array it is.
     fn fused_view(&self, layout: &Layout) -> Option<Fused<Leaf>> {
-        let plain =
-            layout.offset == 0 && layout.is_contiguous() && layout.dims[..] == self.dims[..];
-        if !plain {
+        if !self.read_plainly(layout) || layout.dims[..] != self.dims[..] {
             return None;
         }
         let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
         guard.as_ref().map(|s| s.fused.clone())
+    }
+
+    /// Whether `layout` reads this value as the row-major array it is (possibly
+    /// reshaped): offset 0, contiguous, every element once.
+    fn read_plainly(&self, layout: &Layout) -> bool {
+        layout.offset == 0 && layout.is_contiguous() && layout.numel() == self.dims.numel()
     }
 
     /// Whether its kernel has been recorded.
@@ -208,7 +212,7 @@ impl Pending {
         reserve: usize,
         spliced: &mut Vec<Weak<Pending>>,
     ) -> Option<Expr> {
-        if layout.offset != 0 || !layout.is_contiguous() || layout.numel() != self.dims.numel() {
+        if !self.read_plainly(layout) {
             return None;
         }
         let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());

@@ -4,6 +4,7 @@ use super::context::Context;
 use super::launch::{alloc, grid, kernel, launch, u};
 use super::pipelines::{Bindings, Key};
 use super::pool::Pooled;
+use super::recorder::flags;
 use crate::shape::MAX_RANK;
 use crate::tensor::Layout;
 use std::sync::Arc;
@@ -42,12 +43,7 @@ fn launch_index_kernel(
         "main",
         || source.to_string(),
     );
-    let flags = ctx
-        .recorder
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .flags
-        .clone();
+    let flags = flags(ctx);
     launch(
         ctx,
         &kern,

@@ -229,6 +229,15 @@ impl Recorder {
     }
 }
 
+/// The error-flags buffer, for kernels that raise flags and for sync points.
+pub(crate) fn flags(ctx: &Context) -> Arc<Pooled> {
+    ctx.recorder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .flags
+        .clone()
+}
+
 /// Maps a staging buffer written by [`Recorder::copy_out`] (waiting for the GPU),
 /// and returns its first `bytes` bytes; reports kernel error flags and any pending
 /// asynchronous error.

@@ -5,7 +5,7 @@ use super::elementwise::map;
 use super::error::GpuError;
 use super::launch::alloc;
 use super::pool::Pooled;
-use super::recorder::read_staging;
+use super::recorder::{flags, read_staging};
 use crate::tensor::Layout;
 use std::sync::Arc;
 use volta_kernels::wgsl::{Elem, Expr};
@@ -58,12 +58,7 @@ pub(crate) fn download<E: bytemuck::Pod>(
 
 /// Submits pending work, waits, and reports errors since the last sync point.
 pub(crate) fn sync(ctx: &Context) -> Result<(), GpuError> {
-    let flags = ctx
-        .recorder
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .flags
-        .clone();
+    let flags = flags(ctx);
     read(ctx, &flags, 0, 0).map(|_| ())
 }
 
