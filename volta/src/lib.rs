@@ -27,6 +27,7 @@ pub mod autograd;
 pub mod backend;
 pub mod dtype;
 pub mod kernel;
+pub mod layout;
 pub mod nn;
 mod ops;
 pub mod optim;

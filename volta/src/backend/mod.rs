@@ -11,7 +11,7 @@ mod custom;
 pub mod gpu;
 
 use crate::dtype::{Element, Float};
-pub use crate::tensor::Layout;
+pub use crate::layout::Layout;
 pub use custom::KernelBackend;
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
 

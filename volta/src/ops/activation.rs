@@ -4,8 +4,9 @@
 use crate::autograd::Op;
 use crate::backend::Backend;
 use crate::dtype::Float;
+use crate::layout::Layout;
 use crate::shape::{Const, ReplaceAxis, Shape};
-use crate::tensor::{Layout, RawTensor, Tensor};
+use crate::tensor::{RawTensor, Tensor};
 
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// exp(x) / Σ exp(x) along `axis`, computed stably (shifted by the row's max).

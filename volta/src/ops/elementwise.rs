@@ -2,8 +2,9 @@
 use crate::autograd::Op;
 use crate::backend::{Backend, Device, Memory};
 use crate::dtype::{Element, Float};
+use crate::layout::Layout;
 use crate::shape::{SameShape, Shape};
-use crate::tensor::{Layout, RawTensor, Tensor};
+use crate::tensor::{RawTensor, Tensor};
 use volta_kernels::{BinaryOp, UnaryOp};
 
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {

@@ -2,8 +2,9 @@
 use crate::autograd::Op;
 use crate::backend::Backend;
 use crate::dtype::Float;
+use crate::layout::Layout;
 use crate::shape::{MatMulRhs, Shape};
-use crate::tensor::{Layout, RawTensor, Tensor};
+use crate::tensor::{RawTensor, Tensor};
 
 use super::SameDevice;
 

@@ -3,8 +3,9 @@
 use crate::autograd::Op;
 use crate::backend::{Backend, Memory};
 use crate::dtype::Float;
+use crate::layout::Layout;
 use crate::shape::*;
-use crate::tensor::{Layout, RawTensor, Tensor};
+use crate::tensor::{RawTensor, Tensor};
 use std::ops::Range;
 
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {

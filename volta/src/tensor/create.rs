@@ -13,7 +13,7 @@ impl<S: Shape, D: Device + Memory<E>, E: Element> Tensor<S, D, E> {
             shape,
             RawTensor::leaf(
                 D::full(dims.numel(), value),
-                super::Layout::contiguous(&dims),
+                crate::layout::Layout::contiguous(&dims),
             ),
         )
     }

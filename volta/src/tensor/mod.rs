@@ -1,11 +1,10 @@
 //! The typed tensor.
 
 mod create;
-mod layout;
 mod raw;
 
 pub use create::FromArray;
-pub use layout::{Layout, Offsets};
+
 pub use raw::{RawTensor, TensorId};
 
 use crate::autograd::Gradients;

@@ -1,10 +1,10 @@
 //! `RawTensor`: a tensor without its shape type. Run-time shape logic and autograd
 //! live at this level, once for every device; [`Tensor`](super::Tensor) adds the
 //! compile-time checks on top.
-use super::Layout;
 use crate::autograd::{Op, grad_enabled};
 use crate::backend::{Device, Memory};
 use crate::dtype::Element;
+use crate::layout::Layout;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 

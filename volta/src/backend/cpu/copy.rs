@@ -1,6 +1,6 @@
 //! Copies between strided views: reading back, making contiguous, pad, concat.
 use super::rows::{Rows, contiguous_slice};
-use crate::tensor::Layout;
+use crate::layout::Layout;
 
 /// The elements of a view, row-major.
 pub(crate) fn strided_to_vec<E: Copy>(data: &[E], layout: &Layout) -> Vec<E> {

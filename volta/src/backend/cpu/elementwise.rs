@@ -3,7 +3,7 @@
 use super::PARALLEL_THRESHOLD;
 use super::rows::{Rows, contiguous_slice};
 use crate::dtype::Float;
-use crate::tensor::Layout;
+use crate::layout::Layout;
 use rayon::prelude::*;
 use volta_kernels::{BinaryOp, UnaryOp};
 

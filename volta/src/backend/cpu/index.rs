@@ -1,6 +1,6 @@
 //! Gather along an axis and its adjoint, scatter-add.
 use crate::dtype::Float;
-use crate::tensor::Layout;
+use crate::layout::Layout;
 
 /// Offsets into `x` of every output position, leaving out the axis being indexed.
 fn base_layout(dims: &[usize], x: &Layout, axis: usize) -> Layout {

@@ -1,7 +1,7 @@
 //! User kernels on the CPU: the functions `#[kernel]` compiled from the Rust body,
 //! mapped over every element.
 use super::PARALLEL_THRESHOLD;
-use crate::tensor::Layout;
+use crate::layout::Layout;
 use rayon::prelude::*;
 use volta_kernels::{ArgKind, KernelDef};
 

@@ -1,7 +1,7 @@
 //! Batched matrix product through the `gemm` crate (AVX2/AVX-512/NEON kernels,
 //! rayon-parallel), reading strided operands without copies.
 use crate::dtype::Float;
-use crate::tensor::Layout;
+use crate::layout::Layout;
 use gemm::Parallelism;
 
 /// `(batch, m, k) × (batch, k, n)` on rank-3 views; a batch stride of 0 broadcasts.

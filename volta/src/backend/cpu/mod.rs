@@ -12,7 +12,7 @@ mod softmax;
 
 use super::{Backend, Buf, Device, KernelBackend, Memory, View};
 use crate::dtype::{Element, Float};
-use crate::tensor::Layout;
+use crate::layout::Layout;
 use std::sync::Arc;
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
 

@@ -1,6 +1,6 @@
 //! Strided views as rows: the base offset of every row along the last axis, plus the
 //! row length and stride. Kernels loop over rows with a tight inner loop.
-use crate::tensor::Layout;
+use crate::layout::Layout;
 
 /// A view split into rows along its last axis.
 pub(crate) struct Rows {

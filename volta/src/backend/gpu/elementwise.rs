@@ -4,7 +4,7 @@ use super::context::Context;
 use super::launch::{alloc, grid, kernel, launch};
 use super::pipelines::{Bindings, Key};
 use super::pool::Pooled;
-use crate::tensor::Layout;
+use crate::layout::Layout;
 use std::sync::{Arc, Mutex};
 use volta_kernels::wgsl::{Access, Elem, ElementwiseKernel, Expr, Launch};
 

@@ -5,8 +5,8 @@ use super::launch::{alloc, grid, kernel, launch, u};
 use super::pipelines::{Bindings, Key};
 use super::pool::Pooled;
 use super::recorder::flags;
+use crate::layout::Layout;
 use crate::shape::MAX_RANK;
-use crate::tensor::Layout;
 use std::sync::Arc;
 
 const GATHER: &str = include_str!("../../../../shaders/gather.wgsl");

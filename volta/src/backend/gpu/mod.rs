@@ -69,7 +69,7 @@ mod device {
     use super::profile::Profiler;
     use super::{Gpu, GpuBuffer, GpuError, GpuInfo, MatmulTiles, Profile, transfer};
     use crate::backend::{Backend, Buf, Device, Memory, View};
-    use crate::tensor::Layout;
+    use crate::layout::Layout;
     use volta_kernels::wgsl::{Elem, Expr, Launch, RowOp};
     use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
 

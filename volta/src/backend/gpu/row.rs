@@ -7,7 +7,7 @@ use super::elementwise::Operand;
 use super::launch::{alloc, grid, kernel, launch};
 use super::pipelines::{Bindings, Key};
 use super::pool::Pooled;
-use crate::tensor::Layout;
+use crate::layout::Layout;
 use std::sync::Arc;
 use volta_kernels::wgsl::{Expr, RowKernel, RowOp, RowVariant};
 

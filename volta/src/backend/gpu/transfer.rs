@@ -6,7 +6,7 @@ use super::error::GpuError;
 use super::launch::alloc;
 use super::pool::Pooled;
 use super::recorder::{flags, read_staging};
-use crate::tensor::Layout;
+use crate::layout::Layout;
 use std::sync::Arc;
 use volta_kernels::wgsl::{Elem, Expr};
 
