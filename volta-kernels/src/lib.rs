@@ -11,7 +11,9 @@ pub mod ir;
 mod kernel_def;
 mod ops;
 pub mod wgsl;
+mod window;
 
 pub use float::Float;
 pub use kernel_def::{ArgKind, KernelDef, ScalarFn};
 pub use ops::{BinaryOp, ReduceOp, UnaryOp};
+pub use window::{Window2d, WindowError};
