@@ -1,5 +1,6 @@
 //! Row kernels: each row along one axis is reduced to a value (sum, max, min) or
-//! normalised in place of the row (softmax, log-softmax). The row's elements are an
+//! normalised in place of the row (softmax, log-softmax, layer/RMS normalisation).
+//! The row's elements are an
 //! elementwise expression of the inputs, so a pending producer (`exp(x − max)`,
 //! `x·x`, `logits + bias`) is computed in the loads instead of being written to
 //! memory first.
@@ -20,12 +21,29 @@ pub enum RowOp {
     Softmax,
     /// `x − max − ln Σ exp(x − max)` over the row, written as a row.
     LogSoftmax,
+    /// `center`: `(x − mean)/√(var + eps)` with the biased variance computed in a
+    /// second pass (mean of squared deviations); else (RMS) `x/√(mean(x²) + eps)`.
+    /// Written as a row; `eps` is the op's run-time scalar (see [`RowOp::scalars`]),
+    /// so a new `eps` reuses the pipeline.
+    Normalize {
+        /// Subtract the mean (layer norm) or not (RMS norm).
+        center: bool,
+    },
 }
 
 impl RowOp {
     /// Whether the output is a row per row (else a value per row).
     pub fn writes_rows(self) -> bool {
         !matches!(self, RowOp::Reduce(_))
+    }
+
+    /// How many run-time scalars the op itself reads (`eps` of `Normalize`). They
+    /// come first in the parameter block's scalars, before the expression's.
+    pub fn scalars(self) -> usize {
+        match self {
+            RowOp::Normalize { .. } => 1,
+            _ => 0,
+        }
     }
 }
 
@@ -80,7 +98,8 @@ impl RowKernel {
 
     /// The parameter block: row count, axis length, dims (the axis set to 1), then
     /// per view (each input, then the output when it is a row per row) its offset,
-    /// axis stride and strides, then the scalars' bits.
+    /// axis stride and strides, then the scalars' bits: the op's own
+    /// ([`RowOp::scalars`]) first, then the expression's `Scalar(0)`, `Scalar(1)`, ….
     pub fn params(
         &self,
         dims: &[usize],
@@ -186,9 +205,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             .unwrap();
         }
 
-        // The row's element expression, printed once per pass (and lane).
+        // The row's element expression, printed once per pass (and lane); the op's
+        // own scalars precede the expression's.
         let scalars_at = self.scalars_at();
-        let param = |j: u16| format!("bitcast<f32>(p[{}])", scalars_at + j as usize);
+        let expr_scalars_at = scalars_at + self.op.scalars();
+        let param = |j: u16| format!("bitcast<f32>(p[{}])", expr_scalars_at + j as usize);
         let printer = Printer::new(&self.expr);
         let lower = |w: &mut String, prefix: &str, input: &dyn Fn(u16) -> String| {
             printer.print(w, "        ", prefix, input, &param)
@@ -273,6 +294,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         };
         const NEG_INF: &str = "bitcast<f32>(0xff800000u)";
         const POS_INF: &str = "bitcast<f32>(0x7f800000u)";
+        // A last pass writing `value(v)` for each element `v` of the row.
+        let out = n_in;
+        let write_row = |w: &mut String, value: &dyn Fn(&str) -> String| {
+            pass(w, "y", &|w, v| {
+                if vec4 {
+                    let lanes: Vec<String> = v.iter().map(|x| value(x)).collect();
+                    writeln!(
+                        w,
+                        "        dst[b{out} / 4u + k] = vec4<f32>({});",
+                        lanes.join(", ")
+                    )
+                    .unwrap();
+                } else {
+                    writeln!(w, "        dst[b{out} + k * s{out}] = {};", value(&v[0])).unwrap();
+                }
+            })
+        };
         match self.op {
             RowOp::Reduce(op) => {
                 let (identity, combine) = match op {
@@ -289,25 +327,37 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 // cache (a row is at most a few tens of KiB).
                 fold(&mut w, "m", NEG_INF, "greater", &|v| v.to_string());
                 fold(&mut w, "z", "0.0", "add", &|v| format!("exp({v} - m)"));
-                let o = n_in;
-                let value = |v: &str| match self.op {
-                    RowOp::Softmax => format!("exp({v} - m) / z"),
-                    _ => format!("{v} - m - lz"),
-                };
                 if self.op == RowOp::LogSoftmax {
                     writeln!(w, "    let lz = log(z);").unwrap();
                 }
-                pass(&mut w, "y", &|w, v| {
-                    if vec4 {
-                        let lanes: Vec<String> = v.iter().map(|x| value(x)).collect();
-                        writeln!(
-                            w,
-                            "        dst[b{o} / 4u + k] = vec4<f32>({});",
-                            lanes.join(", ")
-                        )
-                        .unwrap();
+                write_row(&mut w, &|v| match self.op {
+                    RowOp::Softmax => format!("exp({v} - m) / z"),
+                    _ => format!("{v} - m - lz"),
+                });
+            }
+            RowOp::Normalize { center } => {
+                // Two passes for the statistics (the mean, then the mean squared
+                // deviation: no cancellation), a third writes the row.
+                writeln!(
+                    w,
+                    "    let eps = bitcast<f32>(p[{scalars_at}]);\n    let len = f32(p[1]);"
+                )
+                .unwrap();
+                if center {
+                    fold(&mut w, "sum", "0.0", "add", &|v| v.to_string());
+                    writeln!(w, "    let mean = sum / len;").unwrap();
+                    fold(&mut w, "sq", "0.0", "add", &|v| {
+                        format!("(({v} - mean) * ({v} - mean))")
+                    });
+                } else {
+                    fold(&mut w, "sq", "0.0", "add", &|v| format!("({v} * {v})"));
+                }
+                writeln!(w, "    let rstd = 1.0 / sqrt(sq / len + eps);").unwrap();
+                write_row(&mut w, &|v| {
+                    if center {
+                        format!("({v} - mean) * rstd")
                     } else {
-                        writeln!(w, "        dst[b{o} + k * s{o}] = {};", value(&v[0])).unwrap();
+                        format!("{v} * rstd")
                     }
                 });
             }
@@ -342,6 +392,8 @@ mod tests {
             RowOp::Reduce(ReduceOp::Max),
             RowOp::Softmax,
             RowOp::LogSoftmax,
+            RowOp::Normalize { center: true },
+            RowOp::Normalize { center: false },
         ] {
             for variant in [RowVariant::Serial, RowVariant::Tree, RowVariant::Vec4] {
                 super::super::assert_valid(&kernel(op, variant).source());
@@ -378,6 +430,51 @@ mod tests {
         let src = kernel(RowOp::LogSoftmax, RowVariant::Serial).source();
         assert!(src.contains("let lz = log(z);"), "{src}");
         assert!(src.contains("dst[b2 + k * s2] = y_3 - m - lz;"), "{src}");
+    }
+
+    #[test]
+    fn normalize_reads_eps_before_the_expression_scalars() {
+        // Normalise rows of 2·x0 + s: eps is p[scalars_at], the expression's
+        // Scalar(0) the next parameter.
+        let k = |center, variant| RowKernel {
+            op: RowOp::Normalize { center },
+            rank: 2,
+            axis_broadcast: vec![false],
+            expr: Expr::input(0)
+                .binary(BinaryOp::Mul, Expr::constant(2.0))
+                .binary(BinaryOp::Add, Expr::scalar(0)),
+            variant,
+        };
+        let layer = k(true, RowVariant::Tree);
+        // One input and the output: 2 + 2 + 2·(2 + 2) = 12.
+        assert_eq!(layer.scalars_at(), 12);
+        let src = layer.source();
+        super::super::assert_valid(&src);
+        assert!(src.contains("let eps = bitcast<f32>(p[12]);"), "{src}");
+        assert!(src.contains("bitcast<f32>(p[13])"), "{src}");
+        assert!(src.contains("let mean = sum / len;"), "{src}");
+        assert!(src.contains("sq = add(sq, (("), "{src}");
+        assert!(
+            src.contains("let rstd = 1.0 / sqrt(sq / len + eps);"),
+            "{src}"
+        );
+        assert!(src.contains(" - mean) * rstd;"), "{src}");
+        let p = layer.params(&[2, 3], 1, &[(0, &[3, 1]), (0, &[3, 1])], &[11, 22]);
+        assert_eq!(&p[12..], &[11, 22]);
+        for variant in [RowVariant::Serial, RowVariant::Tree, RowVariant::Vec4] {
+            let rms = k(false, variant).source();
+            super::super::assert_valid(&rms);
+            assert!(!rms.contains("mean"), "{rms}");
+            assert!(rms.contains("* rstd"), "{rms}");
+        }
+        let vec4 = k(false, RowVariant::Vec4).source();
+        assert!(vec4.contains("dst[b1 / 4u + k] = vec4<f32>("), "{vec4}");
+        // A softmax reads no scalar of its own: the expression's start at once.
+        let soft = RowKernel {
+            op: RowOp::Softmax,
+            ..k(true, RowVariant::Tree)
+        };
+        assert!(soft.source().contains("bitcast<f32>(p[12])"));
     }
 
     #[test]

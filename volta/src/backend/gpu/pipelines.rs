@@ -8,8 +8,8 @@ use volta_kernels::wgsl::{ElementwiseKernel, Expr, RowKernel, RowOp};
 pub(crate) enum Key {
     /// A generated elementwise kernel (its structure determines its source).
     Elementwise(ElementwiseKernel),
-    /// A generated row kernel: reduction or softmax (its structure determines its
-    /// source).
+    /// A generated row kernel: reduction, softmax or normalisation (its structure
+    /// determines its source).
     Row(RowKernel),
     /// A hand-written or generated kernel: a name and the variant's parameters.
     Named(&'static str, Vec<u32>),
@@ -148,6 +148,8 @@ fn describe(key: &Key) -> String {
                 RowOp::Reduce(op) => format!("{op:?}").to_lowercase(),
                 RowOp::Softmax => "softmax".into(),
                 RowOp::LogSoftmax => "log_softmax".into(),
+                RowOp::Normalize { center: true } => "normalize".into(),
+                RowOp::Normalize { center: false } => "rms_normalize".into(),
             };
             match k.expr {
                 Expr::Input(0) => format!("{op} rows"),
