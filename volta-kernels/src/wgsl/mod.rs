@@ -41,3 +41,21 @@ pub(crate) fn assert_valid(source: &str) {
         )
     });
 }
+
+#[cfg(test)]
+mod tests {
+    /// The runtime's hand-written kernels (`shaders/`) pass the same validation as
+    /// the generated ones.
+    #[test]
+    fn hand_written_shaders_validate() {
+        for source in [
+            include_str!("../../../shaders/gather.wgsl"),
+            include_str!("../../../shaders/scatter_add.wgsl"),
+            include_str!("../../../shaders/unfold2d.wgsl"),
+            include_str!("../../../shaders/fold2d.wgsl"),
+            include_str!("../../../shaders/uniform.wgsl"),
+        ] {
+            super::assert_valid(source);
+        }
+    }
+}

@@ -13,7 +13,7 @@ pub mod gpu;
 use crate::dtype::{Element, Float};
 pub use crate::layout::Layout;
 pub use custom::KernelBackend;
-use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
+use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
 
 /// A device type. Every device can hold `u32` indices.
 #[diagnostic::on_unimplemented(
@@ -86,4 +86,24 @@ pub trait Backend<E: Float>: Device + Memory<E> {
         idx: View<Self, u32>,
         src: View<Self, E>,
     ) -> Buf<Self, E>;
+    /// im2col: `x` (N, C, H, W), any strides → contiguous (N, OH, OW, C, KH, KW) with
+    /// `out[n, oh, ow, c, kh, kw] = x[n, c, oh·sh − ph + kh·dh, ow·sw − pw + kw·dw]`,
+    /// or `pad_value` where that position falls in the padding. The caller has
+    /// checked that the window fits (`win.output([H, W])` is `Ok`).
+    fn unfold2d(x: View<Self, E>, win: &Window2d, pad_value: E) -> Buf<Self, E>;
+    /// col2im, the adjoint of [`unfold2d`](Self::unfold2d): `cols` (N, OH, OW, C, KH,
+    /// KW), any strides → contiguous (N, C, H, W) with `[H, W] = input_hw`, where each
+    /// input position is the sum of the column entries that read it (entries that
+    /// fell in the padding are dropped).
+    fn fold2d(cols: View<Self, E>, win: &Window2d, input_hw: [usize; 2]) -> Buf<Self, E>;
+    /// Normalises each row along `axis`: `center` → `(x − mean)/√(var + eps)` (biased
+    /// variance, computed in two passes: the mean first, then the mean of squared
+    /// deviations); `!center` (RMS) → `x/√(mean(x²) + eps)`. The result is contiguous
+    /// with `x`'s dims.
+    fn normalize(x: View<Self, E>, axis: usize, center: bool, eps: E) -> Buf<Self, E>;
+    /// `len` uniform numbers in `[0, 1)` from a counter-based generator: element `i`
+    /// depends only on `(seed, i)`, and every device returns the same values bit for
+    /// bit (a `u32` hash `h` of `(seed, i)` from integer ops, then `(h >> 8)·2⁻²⁴` in
+    /// `f32`, converted to `E`; see [`uniform_hash`](crate::random::uniform_hash)).
+    fn uniform(len: usize, seed: u64) -> Buf<Self, E>;
 }

@@ -6,15 +6,18 @@ mod elementwise;
 mod index;
 mod kernel;
 mod matmul;
+mod normalize;
 mod reduce;
 mod rows;
 mod softmax;
+mod window;
 
 use super::{Backend, Buf, Device, KernelBackend, Memory, View};
 use crate::dtype::{Element, Float};
 use crate::layout::Layout;
+use rayon::prelude::*;
 use std::sync::Arc;
-use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
+use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
 
 /// The CPU device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -86,6 +89,23 @@ impl<E: Float> Backend<E> for Cpu {
         src: View<Self, E>,
     ) -> Buf<Self, E> {
         Arc::new(index::scatter_add(dims, axis, idx.0, idx.1, src.0, src.1))
+    }
+    fn unfold2d(x: View<Self, E>, win: &Window2d, pad_value: E) -> Buf<Self, E> {
+        Arc::new(window::unfold2d(x.0, x.1, win, pad_value))
+    }
+    fn fold2d(cols: View<Self, E>, win: &Window2d, input_hw: [usize; 2]) -> Buf<Self, E> {
+        Arc::new(window::fold2d(cols.0, cols.1, win, input_hw))
+    }
+    fn normalize(x: View<Self, E>, axis: usize, center: bool, eps: E) -> Buf<Self, E> {
+        Arc::new(normalize::normalize(x.0, x.1, axis, center, eps))
+    }
+    fn uniform(len: usize, seed: u64) -> Buf<Self, E> {
+        let at = |i: usize| E::from_f64(f64::from(crate::random::uniform_at(seed, i as u64)));
+        Arc::new(if len >= PARALLEL_THRESHOLD {
+            (0..len).into_par_iter().map(at).collect()
+        } else {
+            (0..len).map(at).collect()
+        })
     }
 }
 

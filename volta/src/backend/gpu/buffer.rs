@@ -9,10 +9,10 @@ use std::sync::Arc;
 ///
 /// The result of an elementwise op may still be *pending* (see
 /// [`Gpu::set_fusion`](crate::Gpu::set_fusion)): an expression that later
-/// elementwise ops splice into their own kernel, and that reductions and softmax
-/// compute in their loads. It is computed once, when a kernel needs it in memory
-/// (a matmul, a copy, a read-back, …), or when [`realize`](GpuBuffer::realize) is
-/// called.
+/// elementwise ops splice into their own kernel, and that reductions, softmax and
+/// normalisation compute in their loads. It is computed once, when a kernel needs
+/// it in memory (a matmul, a copy, a read-back, …), or when
+/// [`realize`](GpuBuffer::realize) is called.
 pub struct GpuBuffer<E> {
     pub(crate) data: Data,
     pub(crate) len: usize,

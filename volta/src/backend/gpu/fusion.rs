@@ -7,13 +7,13 @@
 //! 0, row-major, the operand's dims, or any dims when every input of the operand is
 //! itself row-major) splices the operand's tree into its own instead of reading
 //! memory; equal (buffer, layout) inputs are bound once, so `x * x` reads `x` once.
-//! A row kernel (reduction, softmax) reading a pending operand through a plain
-//! layout computes the operand's tree in its loads ([`rows`]). Every other
-//! consumer (matmul, pad and concat, gather and scatter, copies, read-backs,
-//! strided reads, row kernels over views) *materialises* the operand: its fused
-//! kernel is recorded once and the result memoised. Trees stop growing at
-//! [`MAX_NODES`] nodes or [`MAX_INPUTS`] inputs: the operand is then materialised
-//! and read as one input.
+//! A row kernel (reduction, softmax, normalisation) reading a pending operand
+//! through a plain layout computes the operand's tree in its loads ([`rows`]).
+//! Every other consumer (matmul, pad and concat, gather and scatter, window ops,
+//! copies, read-backs, strided reads, row kernels over views) *materialises* the
+//! operand: its fused kernel is recorded once and the result memoised. Trees stop
+//! growing at [`MAX_NODES`] nodes or [`MAX_INPUTS`] inputs: the operand is then
+//! materialised and read as one input.
 //!
 //! When a pending buffer is materialised, the pending buffers spliced into it that
 //! something still holds (an optimiser's state, a tensor kept for backward) are
@@ -297,21 +297,37 @@ pub(crate) fn elementwise(
     out
 }
 
-/// `op` over each row along `axis` of `x` (a reduction, keep-dim, or softmax). A
-/// pending `x` is computed in the row kernel's loads rather than materialised, and
-/// stays pending for its other consumers: recomputing it there costs reads of its
-/// inputs (often one full-size tensor and some broadcast ones), while
-/// materialising costs a write and a read.
-pub(crate) fn rows(op: RowOp, x: View<crate::Gpu, f32>, axis: usize) -> Arc<Pooled> {
+/// `op` over each row along `axis` of `x` (a reduction, keep-dim, softmax or
+/// normalisation), with the op's own run-time scalars `op_scalars` (raw `f32`
+/// bits, [`RowOp::scalars`] of them). A pending `x` is computed in the row
+/// kernel's loads rather than materialised, and stays pending for its other
+/// consumers: recomputing it there costs reads of its inputs (often one full-size
+/// tensor and some broadcast ones), while materialising costs a write and a read.
+pub(crate) fn rows(
+    op: RowOp,
+    x: View<crate::Gpu, f32>,
+    axis: usize,
+    op_scalars: &[u32],
+) -> Arc<Pooled> {
+    debug_assert_eq!(op_scalars.len(), op.scalars());
     let (buf, layout) = x;
     if let (true, Data::Pending(p)) = (enabled(), &buf.data)
         && let Some(f) = p.fused_view(layout)
     {
         let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
-        return row::rows(ctx(), op, f.expr, &ops, &f.scalars, &layout.dims, axis);
+        let scalars = [op_scalars, &f.scalars].concat();
+        return row::rows(ctx(), op, f.expr, &ops, &scalars, &layout.dims, axis);
     }
     let input: Operand = (buf.raw(), layout);
-    row::rows(ctx(), op, Expr::input(0), &[input], &[], &layout.dims, axis)
+    row::rows(
+        ctx(),
+        op,
+        Expr::input(0),
+        &[input],
+        op_scalars,
+        &layout.dims,
+        axis,
+    )
 }
 
 #[cfg(test)]

@@ -47,6 +47,8 @@ mod recorder;
 mod row;
 #[cfg(feature = "gpu")]
 mod transfer;
+#[cfg(feature = "gpu")]
+mod window;
 
 #[cfg(feature = "gpu")]
 pub use buffer::GpuBuffer;
@@ -71,7 +73,7 @@ mod device {
     use crate::backend::{Backend, Buf, Device, Memory, View};
     use crate::layout::Layout;
     use volta_kernels::wgsl::{Elem, Expr, Launch, RowOp};
-    use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
+    use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
 
     impl Gpu {
         /// Creates the GPU context (once per process) and describes the adapter.
@@ -177,10 +179,10 @@ mod device {
         /// recorded from now on. With fusion on, an elementwise op returns a pending
         /// value that later elementwise ops fold into their own kernel, so
         /// `relu(a * b + c)` is one kernel that reads each input once and writes once;
-        /// reductions and softmax compute such a value in their loads, and it is
-        /// written to memory when something needs it there (a matmul, a copy, a
-        /// read-back, [`GpuBuffer::realize`]). Results agree with fusion off up to f32
-        /// rounding; turning it off helps to profile single ops.
+        /// reductions, softmax and normalisation compute such a value in their
+        /// loads, and it is written to memory when something needs it there (a
+        /// matmul, a copy, a read-back, [`GpuBuffer::realize`]). Results agree with
+        /// fusion off up to f32 rounding; turning it off helps to profile single ops.
         pub fn set_fusion(on: bool) {
             fusion::set_enabled(on);
         }
@@ -302,7 +304,7 @@ mod device {
                 .filter(|&a| a != axis)
                 .map(|a| x.1.dims[a])
                 .product();
-            GpuBuffer::new(fusion::rows(RowOp::Reduce(op), x, axis), n)
+            GpuBuffer::new(fusion::rows(RowOp::Reduce(op), x, axis, &[]), n)
         }
         fn softmax(x: View<Self, f32>, axis: usize, log: bool) -> Buf<Self, f32> {
             let op = if log {
@@ -310,7 +312,7 @@ mod device {
             } else {
                 RowOp::Softmax
             };
-            GpuBuffer::new(fusion::rows(op, x, axis), x.1.numel())
+            GpuBuffer::new(fusion::rows(op, x, axis, &[]), x.1.numel())
         }
         fn matmul(a: View<Self, f32>, b: View<Self, f32>) -> Buf<Self, f32> {
             let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];
@@ -397,6 +399,21 @@ mod device {
                 (src.0.raw(), src.1),
             );
             GpuBuffer::new(out, dims.iter().product())
+        }
+        fn unfold2d(x: View<Self, f32>, win: &Window2d, pad_value: f32) -> Buf<Self, f32> {
+            let (out, len) = super::window::unfold2d(ctx(), (x.0.raw(), x.1), win, pad_value);
+            GpuBuffer::new(out, len)
+        }
+        fn fold2d(cols: View<Self, f32>, win: &Window2d, input_hw: [usize; 2]) -> Buf<Self, f32> {
+            let (out, len) = super::window::fold2d(ctx(), (cols.0.raw(), cols.1), win, input_hw);
+            GpuBuffer::new(out, len)
+        }
+        fn normalize(x: View<Self, f32>, axis: usize, center: bool, eps: f32) -> Buf<Self, f32> {
+            let op = RowOp::Normalize { center };
+            GpuBuffer::new(fusion::rows(op, x, axis, &[eps.to_bits()]), x.1.numel())
+        }
+        fn uniform(len: usize, seed: u64) -> Buf<Self, f32> {
+            GpuBuffer::new(super::window::uniform(ctx(), len, seed), len)
         }
     }
 }

@@ -1,7 +1,8 @@
-//! Row kernels along one axis (reductions, softmax) of an elementwise expression
-//! of some operands, through the `volta-kernels` row-kernel generator. A plain
-//! reduction is the expression `Input(0)`; fusion passes a pending producer's
-//! expression so that it is computed in the loads (see `fusion::rows`).
+//! Row kernels along one axis (reductions, softmax, normalisation) of an
+//! elementwise expression of some operands, through the `volta-kernels` row-kernel
+//! generator. A plain reduction is the expression `Input(0)`; fusion passes a
+//! pending producer's expression so that it is computed in the loads (see
+//! `fusion::rows`).
 use super::context::Context;
 use super::elementwise::Operand;
 use super::launch::{alloc, grid, kernel, launch};
@@ -13,8 +14,9 @@ use volta_kernels::wgsl::{Expr, RowKernel, RowOp, RowVariant};
 
 /// `op` over each row along `axis` of `expr` evaluated at every position of
 /// `dims`, reading `inputs` (each viewed with dims `dims`) and `scalars` (raw `f32`
-/// bits). The result is contiguous: dims `dims` with the axis set to 1 for a
-/// reduction, `dims` for softmax.
+/// bits: the op's own [`RowOp::scalars`] first, then the expression's). The result
+/// is contiguous: dims `dims` with the axis set to 1 for a reduction, `dims` for
+/// softmax and normalisation.
 pub(crate) fn rows(
     ctx: &Context,
     op: RowOp,

@@ -1,0 +1,98 @@
+//! Layer and RMS normalisation of rows along one axis, viewing the (contiguous)
+//! input as (outer, n, inner): the statistics in two passes (the mean, then the
+//! mean squared deviation), as the GPU kernel computes them, then a pass writing.
+use super::PARALLEL_THRESHOLD;
+use super::copy::strided_to_vec;
+use crate::dtype::Float;
+use crate::layout::Layout;
+use rayon::prelude::*;
+
+pub(crate) fn normalize<E: Float>(
+    data: &[E],
+    layout: &Layout,
+    axis: usize,
+    center: bool,
+    eps: E,
+) -> Vec<E> {
+    let mut out = strided_to_vec(data, layout);
+    let dims = &layout.dims;
+    let n = dims[axis];
+    let inner: usize = dims[axis + 1..].iter().product();
+    if n == 0 || inner == 0 || out.is_empty() {
+        return out;
+    }
+    let len = E::from_f64(n as f64);
+    // One (outer) block holds `inner` interleaved rows of length `n`.
+    let block = |b: &mut [E]| {
+        for i in 0..inner {
+            let at = |k: usize| i + k * inner;
+            let mean = if center {
+                (0..n).fold(E::ZERO, |s, k| s + b[at(k)]) / len
+            } else {
+                E::ZERO
+            };
+            let sq = (0..n).fold(E::ZERO, |s, k| {
+                let d = b[at(k)] - mean;
+                s + d * d
+            });
+            let rstd = E::ONE / (sq / len + eps).sqrt();
+            for k in 0..n {
+                b[at(k)] = (b[at(k)] - mean) * rstd;
+            }
+        }
+    };
+    if out.len() >= PARALLEL_THRESHOLD {
+        out.par_chunks_mut(n * inner).for_each(block);
+    } else {
+        out.chunks_mut(n * inner).for_each(block);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layer_and_rms_norm_of_rows() {
+        let x = [1.0f64, 2.0, 3.0, 4.0, -2.0, 0.0, 2.0, 4.0];
+        let l = Layout::contiguous(&[2, 4]);
+        // Row 0: mean 2.5, variance 1.25.
+        let y = normalize(&x, &l, 1, true, 0.0);
+        let r = 1.25f64.sqrt();
+        let want = [-1.5 / r, -0.5 / r, 0.5 / r, 1.5 / r];
+        y[..4]
+            .iter()
+            .zip(want)
+            .for_each(|(a, b)| assert!((a - b).abs() < 1e-12));
+        // Row 1: mean 1, variance 5, with eps 1.
+        let r = 6.0f64.sqrt();
+        let want = [-3.0 / r, -1.0 / r, 1.0 / r, 3.0 / r];
+        let y = normalize(&x, &l, 1, true, 1.0);
+        y[4..]
+            .iter()
+            .zip(want)
+            .for_each(|(a, b)| assert!((a - b).abs() < 1e-12));
+        // RMS of row 0: √(30/4).
+        let y = normalize(&x, &l, 1, false, 0.0);
+        let r = 7.5f64.sqrt();
+        y[..4]
+            .iter()
+            .zip([1.0, 2.0, 3.0, 4.0])
+            .for_each(|(a, b)| assert!((a - b / r).abs() < 1e-12));
+    }
+
+    #[test]
+    fn columns_of_a_transposed_view() {
+        // Along axis 0 of the transposed (4, 2) view: the same rows as above.
+        let x = [1.0f32, 2.0, 3.0, 4.0, -2.0, 0.0, 2.0, 4.0];
+        let t = Layout::contiguous(&[2, 4]).permute(&[1, 0]);
+        let y = normalize(&x, &t, 0, false, 0.0);
+        let rows = normalize(&x, &Layout::contiguous(&[2, 4]), 1, false, 0.0);
+        for i in 0..4 {
+            for j in 0..2 {
+                assert_eq!(y[i * 2 + j], rows[j * 4 + i]);
+            }
+        }
+    }
+}
