@@ -7,7 +7,9 @@
 mod common;
 
 use common::*;
+use volta::kernel::{BinaryOp, UnaryOp};
 use volta::prelude::*;
+use volta::{RawTensor, Window2d};
 
 /// Random shapes tried per case.
 const TRIALS: usize = 3;
@@ -586,6 +588,139 @@ fn gather_and_index_select() {
         // Gather from a transposed view.
         let idx = indices(rng, (n, p), m);
         check_grad(rng, x, |x| x.t().gather::<Axis<1>, _>(&idx));
+    });
+}
+
+// ---------------------------------------------------------------- windows, normalisation
+
+/// Dynamic rank-4 and rank-6 shapes (images, unfolded columns).
+type Dims4 = (usize, usize, usize, usize);
+type Dims6 = (usize, usize, usize, usize, usize, usize);
+
+/// A raw op's result, typed with its run-time dims.
+fn typed<S: Shape>(raw: RawTensor<Cpu, f64>) -> T<S> {
+    T::try_from_raw(raw).expect("a shape of the right rank")
+}
+
+/// A random window (kernel 1..=3, stride 1..=2, padding 0..=1, dilation 1..=2) and
+/// an (N, C, H, W) input it fits.
+fn random_window(rng: &mut Rng) -> (Window2d, Dims4) {
+    let mut pair = |f: &mut dyn FnMut(&mut Rng) -> usize| [f(rng), f(rng)];
+    let win = Window2d {
+        kernel: pair(&mut |r| size(r, 3)),
+        stride: pair(&mut |r| size(r, 2)),
+        padding: pair(&mut |r| r.below(2)),
+        dilation: pair(&mut |r| size(r, 2)),
+    };
+    let fit = |a: usize, rng: &mut Rng| {
+        let extent = win.dilation[a] * (win.kernel[a] - 1) + 1;
+        extent.saturating_sub(2 * win.padding[a]).max(1) + rng.below(3)
+    };
+    let (h, w) = (fit(0, rng), fit(1, rng));
+    (win, (size(rng, 2), size(rng, 2), h, w))
+}
+
+#[test]
+fn unfold2d_and_fold2d_random_windows() {
+    trials(70, |rng| {
+        for _ in 0..3 {
+            let (win, (n, c, h, w)) = random_window(rng);
+            let x = randn(rng, (n, c, h, w));
+            // The pad value is a constant: it gets no gradient, whatever it is.
+            check_grad(rng, x, |x| typed::<Dims6>(x.raw().unfold2d(win, 0.7)));
+            let [oh, ow] = win.output([h, w]).unwrap();
+            let cols = randn(rng, (n, oh, ow, c, win.kernel[0], win.kernel[1]));
+            check_grad(rng, cols, |c| typed::<Dims4>(c.raw().fold2d(win, [h, w])));
+        }
+    });
+}
+
+#[test]
+fn unfold2d_odd_window_of_a_channels_last_view() {
+    let mut rng = Rng::seed(71);
+    // Stride 2 × 1, padding 1 × 2, dilation 2 × 1, pad value −3; the input is an
+    // NHWC tensor viewed as NCHW (a permutation, no copy).
+    let win = Window2d {
+        kernel: [2, 3],
+        stride: [2, 1],
+        padding: [1, 2],
+        dilation: [2, 1],
+    };
+    let x = randn(&mut rng, (2, 5, 4, 3));
+    check_grad(&mut rng, x, |x| {
+        typed::<Dims6>(x.raw().permute(&[0, 3, 1, 2]).unfold2d(win, -3.0))
+    });
+    // And fold2d of a permuted view of its columns.
+    let [oh, ow] = win.output([5, 4]).unwrap();
+    let cols = randn(&mut rng, (2, 3, 2, 3, oh, ow));
+    check_grad(&mut rng, cols, |c| {
+        typed::<Dims4>(c.raw().permute(&[0, 4, 5, 1, 2, 3]).fold2d(win, [5, 4]))
+    });
+}
+
+/// A convolution as unfold → matmul, and average pooling as unfold → mean: every
+/// input and the weights get checked through the window ops.
+#[test]
+fn convolution_and_pooling_chains() {
+    trials(72, |rng| {
+        let (win, (n, c, h, w)) = random_window(rng);
+        let [oh, ow] = win.output([h, w]).unwrap();
+        let taps = c * win.kernel[0] * win.kernel[1];
+        let f = size(rng, 3);
+        let x = randn(rng, (n, c, h, w));
+        let wt = randn(rng, (taps, f));
+        check_grad(rng, (x.clone(), wt), |(x, wt)| {
+            let cols = x.raw().unfold2d(win, 0.0).reshape(&[n * oh * ow, taps]);
+            let y = cols.matmul(wt.raw()).reshape(&[n, oh, ow, f]);
+            typed::<Dims4>(y.permute(&[0, 3, 1, 2]).unary(UnaryOp::Tanh))
+        });
+        check_grad(rng, x, |x| {
+            let cols = x.raw().unfold2d(win, 0.0);
+            let cols = cols.reshape(&[n, oh, ow, c, win.kernel[0] * win.kernel[1]]);
+            typed::<Dims4>(cols.mean_axis(4).reshape(&[n, oh, ow, c]))
+        });
+    });
+}
+
+#[test]
+fn normalize_layer_and_rms_along_each_axis() {
+    trials(73, |rng| {
+        let (a, b, c) = (size(rng, 3), 1 + size(rng, 4), size(rng, 3));
+        let x = randn(rng, (a, b, c + 1));
+        for center in [true, false] {
+            // The last axis (layer norm) and a middle one (strided rows).
+            check_grad(rng, x.clone(), |x| {
+                typed::<(usize, usize, usize)>(x.raw().normalize(2, center, 1e-3))
+            });
+            check_grad(rng, x.clone(), |x| {
+                typed::<(usize, usize, usize)>(x.raw().normalize(1, center, 1e-5))
+            });
+            // Rows of a transposed view, and eps 0.
+            check_grad(rng, x.clone(), |x| {
+                typed::<(usize, usize, usize)>(
+                    x.raw().permute(&[2, 0, 1]).normalize(2, center, 0.0),
+                )
+            });
+        }
+    });
+}
+
+/// Batch normalisation's statistics: each channel of (N, C, H, W) over (N, H, W),
+/// then a scale per channel.
+#[test]
+fn normalize_channels_of_an_image_batch() {
+    trials(74, |rng| {
+        let (n, c, h, w) = (size(rng, 2), size(rng, 3), size(rng, 3), 1 + size(rng, 2));
+        let x = randn(rng, (n, c, h, w));
+        let gamma = randn(rng, (c,));
+        check_grad(rng, (x, gamma), |(x, g)| {
+            let rows = x.raw().permute(&[1, 0, 2, 3]).reshape(&[c, n * h * w]);
+            let y = rows.normalize(1, true, 1e-5).binary(
+                BinaryOp::Mul,
+                &g.raw().reshape(&[c, 1]).expand(&[c, n * h * w]),
+            );
+            typed::<Dims4>(y.reshape(&[c, n, h, w]).permute(&[1, 0, 2, 3]))
+        });
     });
 }
 

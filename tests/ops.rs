@@ -7,6 +7,7 @@ use std::f32::consts::SQRT_2;
 use std::sync::Arc;
 use volta::prelude::*;
 use volta::shape::ShapeError;
+use volta::{RawTensor, Window2d};
 
 /// Tolerance for f32 results computed in a different order than the reference.
 const TOL: f32 = 1e-5;
@@ -548,6 +549,190 @@ fn gather_out_of_range_panics() {
     let x = Tensor::<Rank2<2, 2>>::zeros();
     let idx = Tensor::<Rank2<2, 1>, Cpu, u32>::from_array([[0], [2]]);
     let _ = x.gather::<Axis<1>, _>(&idx);
+}
+
+// ---------------------------------------------------------------- windows, normalisation, uniform
+
+fn raw(data: Vec<f32>, dims: &[usize]) -> RawTensor<Cpu, f32> {
+    RawTensor::from_vec(data, dims)
+}
+
+#[test]
+fn unfold2d_on_literals() {
+    // Two channels of 3×3: x[0, c, i, j] = 10c + 3i + j.
+    let x = raw(
+        (0..2)
+            .flat_map(|c| (0..9).map(move |k| (10 * c + k) as f32))
+            .collect(),
+        &[1, 2, 3, 3],
+    );
+    // 2×2 taps, stride 2, padding 1: output 2×2, each (c, kh, kw) = 8 values.
+    let win = Window2d {
+        stride: [2, 2],
+        padding: [1, 1],
+        ..Window2d::square(2)
+    };
+    let cols = x.unfold2d(win, -1.0);
+    assert_eq!(cols.dims(), &[1, 2, 2, 2, 2, 2]);
+    let v = cols.to_vec();
+    // Position (0, 0) covers rows −1, 0 and columns −1, 0.
+    assert_eq!(&v[..8], &[-1.0, -1.0, -1.0, 0.0, -1.0, -1.0, -1.0, 10.0]);
+    // Position (1, 1) covers rows 1, 2 and columns 1, 2.
+    assert_eq!(&v[24..], &[4.0, 5.0, 7.0, 8.0, 14.0, 15.0, 17.0, 18.0]);
+    // Dilation 2 on 3×3 without padding: one position, the four corners.
+    let corners = Window2d {
+        dilation: [2, 2],
+        ..Window2d::square(2)
+    };
+    let v = x.unfold2d(corners, 0.0).to_vec();
+    assert_eq!(v, vec![0.0, 2.0, 6.0, 8.0, 10.0, 12.0, 16.0, 18.0]);
+    // A transposed view (H and W swapped) unfolds like its contiguous copy.
+    let t = x.permute(&[0, 1, 3, 2]);
+    let copy = raw(t.to_vec(), &[1, 2, 3, 3]);
+    assert_eq!(
+        t.unfold2d(win, 0.5).to_vec(),
+        copy.unfold2d(win, 0.5).to_vec()
+    );
+}
+
+#[test]
+fn fold2d_on_literals() {
+    // Ones through a 2×2 window, stride 1, on 3×3: each pixel counts its windows.
+    let ones = raw(vec![1.0; 16], &[1, 2, 2, 1, 2, 2]);
+    let img = ones.fold2d(Window2d::square(2), [3, 3]);
+    assert_eq!(img.dims(), &[1, 1, 3, 3]);
+    assert_eq!(
+        img.to_vec(),
+        vec![1.0, 2.0, 1.0, 2.0, 4.0, 2.0, 1.0, 2.0, 1.0]
+    );
+    // Stride = kernel with padding 1: every pixel is read once, and the taps in the
+    // padding are dropped. Window (0, 0) keeps its tap (1, 1) = 4; window (0, 1)
+    // keeps (1, 0) = 7 and (1, 1) = 8; …
+    let win = Window2d {
+        stride: [2, 2],
+        padding: [1, 1],
+        ..Window2d::square(2)
+    };
+    let cols = raw((1..=16).map(|v| v as f32).collect(), &[1, 2, 2, 1, 2, 2]);
+    assert_eq!(
+        cols.fold2d(win, [3, 3]).to_vec(),
+        vec![4.0, 7.0, 8.0, 10.0, 13.0, 14.0, 12.0, 15.0, 16.0]
+    );
+    // A stride larger than the kernel leaves pixels no window reads: they stay 0.
+    let sparse = Window2d {
+        stride: [2, 2],
+        ..Window2d::square(1)
+    };
+    let cols = raw(vec![1.0, 2.0, 3.0, 4.0], &[1, 2, 2, 1, 1, 1]);
+    assert_eq!(
+        cols.fold2d(sparse, [3, 3]).to_vec(),
+        vec![1.0, 0.0, 2.0, 0.0, 0.0, 0.0, 3.0, 0.0, 4.0]
+    );
+}
+
+/// fold2d is the adjoint of unfold2d: ⟨unfold(x), y⟩ = ⟨x, fold(y)⟩.
+#[test]
+fn fold2d_is_the_adjoint_of_unfold2d() {
+    let mut rng = Rng::seed(80);
+    let win = Window2d {
+        kernel: [3, 2],
+        stride: [2, 1],
+        padding: [1, 1],
+        dilation: [1, 2],
+    };
+    let (n, c, h, w) = (2, 3, 6, 5);
+    let [oh, ow] = win.output([h, w]).unwrap();
+    let x = RawTensor::<Cpu, f64>::from_vec(
+        (0..n * c * h * w).map(|_| rng.normal()).collect(),
+        &[n, c, h, w],
+    );
+    let y = RawTensor::<Cpu, f64>::from_vec(
+        (0..n * oh * ow * c * 6).map(|_| rng.normal()).collect(),
+        &[n, oh, ow, c, 3, 2],
+    );
+    let dot = |a: Vec<f64>, b: Vec<f64>| a.iter().zip(&b).map(|(a, b)| a * b).sum::<f64>();
+    let lhs = dot(x.unfold2d(win, 0.0).to_vec(), y.to_vec());
+    let rhs = dot(x.to_vec(), y.fold2d(win, [h, w]).to_vec());
+    assert!((lhs - rhs).abs() < 1e-10, "{lhs} vs {rhs}");
+}
+
+#[test]
+#[should_panic(expected = "unfold2d: the input must be (N, C, H, W), got dims [3, 3]")]
+fn unfold2d_of_a_matrix_panics() {
+    let _ = raw(vec![0.0; 9], &[3, 3]).unfold2d(Window2d::square(2), 0.0);
+}
+
+#[test]
+#[should_panic(expected = "the kernel spans 5 along the width, but the padded input has only 4")]
+fn unfold2d_with_a_window_larger_than_the_input_panics() {
+    let win = Window2d {
+        kernel: [1, 3],
+        dilation: [1, 2],
+        ..Window2d::square(1)
+    };
+    let _ = raw(vec![0.0; 8], &[1, 1, 2, 4]).unfold2d(win, 0.0);
+}
+
+#[test]
+#[should_panic(expected = "which needs (N, 2, 3, C, 2, 2)")]
+fn fold2d_of_columns_of_another_window_panics() {
+    let _ = raw(vec![0.0; 16], &[1, 2, 2, 1, 2, 2]).fold2d(Window2d::square(2), [3, 4]);
+}
+
+#[test]
+fn normalize_on_literals() {
+    let x = raw(vec![1.0, 2.0, 3.0, 4.0, -2.0, 0.0, 2.0, 4.0], &[2, 4]);
+    // Row 0: mean 2.5, biased variance 1.25; row 1: mean 1, variance 5.
+    let (r0, r1) = (1.25f32.sqrt(), 5.0f32.sqrt());
+    assert_close(
+        &x.normalize(1, true, 0.0).to_vec(),
+        &[
+            -1.5 / r0,
+            -0.5 / r0,
+            0.5 / r0,
+            1.5 / r0,
+            -3.0 / r1,
+            -1.0 / r1,
+            1.0 / r1,
+            3.0 / r1,
+        ],
+        TOL,
+    );
+    // RMS with eps: row 0's mean square is 7.5.
+    let r = (7.5f32 + 0.5).sqrt();
+    let y = x.normalize(1, false, 0.5).to_vec();
+    assert_close(&y[..4], &[1.0 / r, 2.0 / r, 3.0 / r, 4.0 / r], TOL);
+    // Along axis 0: columns (1, −2), (2, 0), … become (±1) when centered; the
+    // constant column (4, 4) becomes 0 (with eps > 0: 0/0 otherwise).
+    let y = x.normalize(0, true, 1e-6).to_vec();
+    assert_close(&y, &[1.0, 1.0, 1.0, 0.0, -1.0, -1.0, -1.0, 0.0], TOL);
+    // A large offset does not cancel the variance (two passes).
+    let big = raw(vec![1e4 + 1.0, 1e4 + 3.0], &[1, 2]);
+    assert_close(&big.normalize(1, true, 0.0).to_vec(), &[-1.0, 1.0], TOL);
+}
+
+#[test]
+#[should_panic(expected = "normalize: axis 2 out of range for [2, 4]")]
+fn normalize_along_a_missing_axis_panics() {
+    let _ = raw(vec![0.0; 8], &[2, 4]).normalize(2, true, 1e-5);
+}
+
+#[test]
+fn uniform_is_a_counter_stream() {
+    let u = RawTensor::<Cpu, f32>::uniform(&[4, 250], 42).to_vec();
+    assert!(u.iter().all(|&v| (0.0..1.0).contains(&v)));
+    let mean = u.iter().sum::<f32>() / 1000.0;
+    assert!((mean - 0.5).abs() < 0.05, "mean {mean}");
+    // Element i depends on (seed, i) only: a prefix is the same stream, in f64 too.
+    let prefix = RawTensor::<Cpu, f32>::uniform(&[10], 42).to_vec();
+    assert_eq!(&u[..10], &prefix[..]);
+    let wide = RawTensor::<Cpu, f64>::uniform(&[10], 42).to_vec();
+    assert!(wide.iter().zip(&prefix).all(|(&a, &b)| a == f64::from(b)));
+    assert_eq!(u[7], volta::random::uniform_at(42, 7));
+    // Another seed, another stream; and the result is an untracked leaf.
+    let other = RawTensor::<Cpu, f32>::uniform(&[10], 43);
+    assert_ne!(other.to_vec(), prefix);
+    assert!(!other.is_tracked());
 }
 
 // ---------------------------------------------------------------- creation

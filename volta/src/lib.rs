@@ -50,6 +50,8 @@ pub use shape::{
     Rank5, Rank6, Shape,
 };
 pub use tensor::{RawTensor, Tensor, TensorId};
+// The sliding-window geometry of `RawTensor::unfold2d` and `RawTensor::fold2d`.
+pub use volta_kernels::{Window2d, WindowError};
 
 /// Everything a model file needs.
 pub mod prelude {

@@ -3,7 +3,7 @@ use crate::backend::{Device, Memory};
 use crate::dtype::Element;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
-use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
+use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
 
 type T<D, E> = RawTensor<D, E>;
 
@@ -31,6 +31,12 @@ pub(crate) enum Op<D: Device + Memory<E>, E: Element> {
     /// `select(cond, a, b)`; the condition gets no gradient.
     Select(T<D, E>, T<D, E>, T<D, E>),
     Gather(T<D, E>, usize, T<D, u32>),
+    /// im2col of an (N, C, H, W) input over a window.
+    Unfold2d(T<D, E>, Window2d),
+    /// col2im of (N, OH, OW, C, KH, KW) columns over a window.
+    Fold2d(T<D, E>, Window2d),
+    /// Normalisation along an axis: `center` (layer norm) or RMS, and `eps`.
+    Normalize(T<D, E>, usize, bool, E),
     /// An op whose backward rule was captured where its types are concrete (user
     /// kernels): `rule(inputs, grad)` gives each input's gradient.
     Custom(Vec<T<D, E>>, CustomBackward<D, E>),
@@ -55,7 +61,10 @@ impl<D: Device + Memory<E>, E: Element> Op<D, E> {
             | Op::Narrow(x, _, _)
             | Op::Step(x, _, _)
             | Op::Pad(x, _)
-            | Op::Gather(x, _, _) => vec![x],
+            | Op::Gather(x, _, _)
+            | Op::Unfold2d(x, _)
+            | Op::Fold2d(x, _)
+            | Op::Normalize(x, _, _, _) => vec![x],
             Op::Binary(a, b, _) | Op::MatMul(a, b) | Op::Select(_, a, b) => vec![a, b],
             Op::Cat(parts, _) | Op::Custom(parts, _) => parts.iter().collect(),
         }

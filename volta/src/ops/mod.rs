@@ -11,6 +11,9 @@ mod elementwise;
 mod index;
 mod matmul;
 mod movement;
+mod norm;
+mod random;
 mod reduce;
+mod window;
 
 pub use elementwise::SameDevice;
