@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use volta::backend::Backend;
 use volta::prelude::*;
 use volta::{RawTensor, Tensor};
-use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
+use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
 
 /// Tests share one GPU queue; running them one at a time keeps the batch counters
 /// of the laziness tests meaningful (and the fusion switch, a global, theirs).
@@ -983,4 +983,278 @@ fn empty_cache_releases_pooled_buffers() {
     let t = RawTensor::<Gpu, f32>::from_vec(vec![2.0; 1 << 16], &[1 << 16]);
     assert_eq!(Gpu::buffers_created() - created, 1);
     assert_eq!(t.to_vec()[0], 2.0);
+}
+
+#[test]
+fn unfold2d_and_fold2d_windows_strides_and_views() {
+    let _g = lock();
+    /// Unfold (backward: fold) of the input, viewed as NCHW through `perm`.
+    struct Unfold(Window2d, [usize; 4], f32);
+    impl Case for Unfold {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            x[0].permute(&self.1).unfold2d(self.0, self.2)
+        }
+    }
+    /// Fold (backward: unfold) of columns, viewed through `perm`.
+    struct Fold(Window2d, [usize; 6], [usize; 2]);
+    impl Case for Fold {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            x[0].permute(&self.1).fold2d(self.0, self.2)
+        }
+    }
+    let odd = Window2d {
+        kernel: [2, 3],
+        stride: [2, 1],
+        padding: [1, 2],
+        dilation: [2, 1],
+    };
+    let same = Window2d {
+        padding: [1, 1],
+        ..Window2d::square(3)
+    };
+    let pool = Window2d {
+        stride: [2, 3],
+        dilation: [1, 2],
+        ..Window2d::square(2)
+    };
+    let id4 = [0, 1, 2, 3];
+    let id6 = [0, 1, 2, 3, 4, 5];
+    for seed in SEEDS {
+        // Contiguous NCHW, "same" padding; then an NHWC tensor viewed as NCHW with an
+        // odd stride/padding/dilation and a pad value of −3; then a sliced input.
+        let contiguous = [(vec![2, 3, 5, 4], Dist::Normal)];
+        check("unfold same", seed, &contiguous, Unfold(same, id4, 0.0));
+        let nhwc = [(vec![2, 5, 4, 3], Dist::Normal)];
+        check(
+            "unfold odd NHWC",
+            seed,
+            &nhwc,
+            Unfold(odd, [0, 3, 1, 2], -3.0),
+        );
+        check("unfold pool", seed, &contiguous, Unfold(pool, id4, 0.5));
+        // Fold of contiguous columns and of a permuted view of them.
+        let [oh, ow] = odd.output([5, 4]).unwrap();
+        let cols = [(vec![2, oh, ow, 3, 2, 3], Dist::Normal)];
+        check("fold odd", seed, &cols, Fold(odd, id6, [5, 4]));
+        let permuted = [(vec![2, 3, oh, 2, ow, 3], Dist::Normal)];
+        let perm = [0, 2, 4, 1, 3, 5];
+        check(
+            "fold odd permuted",
+            seed,
+            &permuted,
+            Fold(odd, perm, [5, 4]),
+        );
+        let [oh, ow] = same.output([5, 4]).unwrap();
+        let cols = [(vec![1, oh, ow, 2, 3, 3], Dist::Normal)];
+        check("fold same", seed, &cols, Fold(same, id6, [5, 4]));
+    }
+}
+
+#[test]
+fn convolution_and_max_pooling_through_unfold() {
+    let _g = lock();
+    /// A 3×3 "same" convolution of (2, 3, 6, 5) images with 4 filters.
+    struct Conv;
+    impl Case for Conv {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let win = Window2d {
+                padding: [1, 1],
+                ..Window2d::square(3)
+            };
+            let cols = x[0].unfold2d(win, 0.0).reshape(&[2 * 6 * 5, 27]);
+            let y = cols.matmul(&x[1]).reshape(&[2, 6, 5, 4]);
+            y.permute(&[0, 3, 1, 2]).unary(UnaryOp::Relu)
+        }
+    }
+    /// 2×2 max-pooling with stride 2 and padding 1 (−∞ in the padding).
+    struct MaxPool;
+    impl Case for MaxPool {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let win = Window2d {
+                stride: [2, 2],
+                padding: [1, 1],
+                ..Window2d::square(2)
+            };
+            let cols = x[0].unfold2d(win, f32::NEG_INFINITY);
+            let d = cols.dims().to_vec();
+            cols.reshape(&[d[0], d[1], d[2], d[3], 4])
+                .reduce(ReduceOp::Max, 4)
+        }
+    }
+    for seed in SEEDS {
+        let inputs = [
+            (vec![2, 3, 6, 5], Dist::Normal),
+            (vec![27, 4], Dist::Normal),
+        ];
+        check("conv", seed, &inputs, Conv);
+        check(
+            "max pool",
+            seed,
+            &[(vec![2, 3, 5, 6], Dist::Normal)],
+            MaxPool,
+        );
+    }
+}
+
+#[test]
+fn normalize_rows_axes_views_and_pending_producers() {
+    let _g = lock();
+    /// Normalises `x[0]` (permuted by `perm` when given) along `axis`.
+    struct Norm {
+        axis: usize,
+        center: bool,
+        perm: Option<Vec<usize>>,
+    }
+    impl Case for Norm {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let x = match &self.perm {
+                Some(p) => x[0].permute(p),
+                None => x[0].clone(),
+            };
+            x.normalize(self.axis, self.center, 1e-5)
+        }
+    }
+    /// `(a + b)·2` normalised, `b` broadcast along the normalised axis: with fusion
+    /// on, the producer is computed in the kernel's loads.
+    struct Pending(bool);
+    impl Case for Pending {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let y = x[0]
+                .binary(BinaryOp::Add, &x[1].expand(x[0].dims()))
+                .scalar(BinaryOp::Mul, 2.0);
+            y.normalize(1, self.0, 1e-3)
+        }
+    }
+    for seed in SEEDS {
+        for center in [true, false] {
+            let n = |axis, perm| Norm { axis, center, perm };
+            // Short rows (serial), rows of 37 (tree), rows of 64 (vec4), along the
+            // last axis and the first.
+            for d in [vec![6, 5], vec![6, 37], vec![5, 64]] {
+                for axis in 0..2 {
+                    let name = format!("normalize {center} {d:?} axis {axis}");
+                    check(&name, seed, &[(d.clone(), Dist::Normal)], n(axis, None));
+                }
+            }
+            // A middle axis, and rows of a permuted view.
+            let d3 = [(vec![3, 40, 5], Dist::Normal)];
+            check("normalize middle axis", seed, &d3, n(1, None));
+            let perm = Some(vec![2, 0, 1]);
+            check("normalize permuted", seed, &d3, n(2, perm));
+            for len in [7, 64] {
+                let inputs = [(vec![4, len], Dist::Normal), (vec![4, 1], Dist::Normal)];
+                let name = format!("normalize {center} of a pending producer, rows of {len}");
+                check(&name, seed, &inputs, Pending(center));
+            }
+        }
+    }
+}
+
+#[test]
+fn normalize_is_one_kernel_over_its_pending_producer() {
+    let _g = lock();
+    let mut rng = Rng::seed(23);
+    let x: Vec<f32> = (0..5 * 64).map(|_| rng.normal() as f32).collect();
+    let c: Vec<f32> = (0..5).map(|_| rng.normal() as f32).collect();
+    fn run<D: Backend<f32>>(
+        x: &RawTensor<D, f32>,
+        c: &RawTensor<D, f32>,
+        center: bool,
+        eps: f64,
+    ) -> (RawTensor<D, f32>, RawTensor<D, f32>) {
+        let y = x
+            .scalar(BinaryOp::Mul, 2.0)
+            .binary(BinaryOp::Add, &c.expand(&[5, 64]));
+        (y.normalize(1, center, eps), y)
+    }
+    Gpu::set_fusion(true);
+    let (xc, cc) = (
+        RawTensor::<Cpu, f32>::from_vec(x.clone(), &[5, 64]),
+        RawTensor::<Cpu, f32>::from_vec(c.clone(), &[5, 1]),
+    );
+    let (xg, cg) = (
+        RawTensor::<Gpu, f32>::from_vec(x, &[5, 64]),
+        RawTensor::<Gpu, f32>::from_vec(c, &[5, 1]),
+    );
+    for center in [true, false] {
+        let before = Gpu::dispatches_recorded();
+        let (out, y) = run(&xg, &cg, center, 1e-5);
+        assert_eq!(Gpu::dispatches_recorded() - before, 1, "center {center}");
+        assert!(y.buffer().is_pending(), "the producer stayed pending");
+        let name = format!("normalize of a pending producer, center {center}");
+        close(
+            &name,
+            &run(&xc, &cc, center, 1e-5).0.to_vec(),
+            &out.to_vec(),
+        );
+        // Another eps is a parameter: the pipeline is reused.
+        let pipelines = Gpu::pipelines_compiled();
+        let (out, _) = run(&xg, &cg, center, 0.5);
+        close(&name, &run(&xc, &cc, center, 0.5).0.to_vec(), &out.to_vec());
+        assert_eq!(Gpu::pipelines_compiled(), pipelines, "a new eps recompiled");
+    }
+}
+
+#[test]
+fn uniform_is_bit_identical_across_devices() {
+    let _g = lock();
+    for seed in [0, 1, 42, 1 << 40, u64::MAX] {
+        // 70 000 elements: 274 workgroups.
+        for dims in [vec![1], vec![3, 333], vec![70_000]] {
+            let c = RawTensor::<Cpu, f32>::uniform(&dims, seed).to_vec();
+            let g = RawTensor::<Gpu, f32>::uniform(&dims, seed).to_vec();
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert!(
+                bits(&c) == bits(&g),
+                "uniform {dims:?} seed {seed}: the devices differ"
+            );
+            assert!(g.iter().all(|v| (0.0..1.0).contains(v)));
+        }
+    }
+    // Nothing is uploaded: the GPU generates the values.
+    let before = Gpu::dispatches_recorded();
+    let u = RawTensor::<Gpu, f32>::uniform(&[1000], 7);
+    assert_eq!(Gpu::dispatches_recorded() - before, 1);
+    // A dropout mask from it stays on the device until read.
+    let x = RawTensor::<Gpu, f32>::from_vec(vec![1.0; 1000], &[1000]);
+    let kept = x.binary(BinaryOp::Mul, &u.scalar(BinaryOp::Ge, 0.25));
+    let share = kept.reduce_all(ReduceOp::Sum).to_vec()[0] / 1000.0;
+    assert!((share - 0.75).abs() < 0.05, "kept {share}");
+}
+
+#[test]
+fn a_convolution_norm_dropout_step_records_without_syncing() {
+    let _g = lock();
+    let mut rng = Rng::seed(12);
+    let randn = |rng: &mut Rng, dims: &[usize]| {
+        let n = dims.iter().product();
+        RawTensor::<Gpu, f32>::from_vec((0..n).map(|_| rng.normal() as f32).collect(), dims)
+    };
+    let x = randn(&mut rng, &[2, 3, 6, 6]);
+    let w = randn(&mut rng, &[27, 4]);
+    Gpu::sync().unwrap();
+    let before = Gpu::batches_submitted();
+    let w = Tensor::<(usize, usize), Gpu>::try_from_raw(w)
+        .unwrap()
+        .requires_grad();
+    let win = Window2d {
+        padding: [1, 1],
+        stride: [2, 2],
+        ..Window2d::square(3)
+    };
+    // conv → RMS norm over channels → dropout → unfold → sum: forward and backward.
+    let cols = x.unfold2d(win, 0.0).reshape(&[2 * 3 * 3, 27]);
+    let y = cols.matmul(w.raw()).normalize(1, false, 1e-5);
+    let keep = RawTensor::<Gpu, f32>::uniform(y.dims(), 5).scalar(BinaryOp::Ge, 0.5);
+    let y = y.binary(BinaryOp::Mul, &keep).reshape(&[2, 3, 3, 4]);
+    let y = y.permute(&[0, 3, 1, 2]).unfold2d(Window2d::square(2), 0.0);
+    let loss = Tensor::<(), Gpu>::try_from_raw(y.reduce_all(ReduceOp::Sum)).unwrap();
+    let g = loss.backward().get(&w).unwrap();
+    assert_eq!(
+        Gpu::batches_submitted(),
+        before,
+        "a step with the window, norm and uniform kernels synchronised"
+    );
+    let _ = g.to_vec();
+    assert_eq!(Gpu::batches_submitted(), before + 1);
 }
