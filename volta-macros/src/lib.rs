@@ -35,6 +35,8 @@
 //! `max`/`min` split it on ties.
 
 mod kernel;
+mod model;
+mod module;
 
 use proc_macro::TokenStream;
 
@@ -42,6 +44,24 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into())
+        .unwrap_or_else(|e| e.to_compile_error())
+        .into()
+}
+
+/// Defines a typed model struct from a block of layers; see `volta::model!`.
+#[proc_macro]
+pub fn model(input: TokenStream) -> TokenStream {
+    model::expand(input.into())
+        .unwrap_or_else(|e| e.to_compile_error())
+        .into()
+}
+
+/// Implements `volta::nn::Module` (and `ToDevice`, for structs generic over a
+/// `D: Backend<…>`) by visiting every field under its name; `#[module(skip)]`
+/// leaves a field out.
+#[proc_macro_derive(Module, attributes(module))]
+pub fn derive_module(input: TokenStream) -> TokenStream {
+    module::expand(input.into())
         .unwrap_or_else(|e| e.to_compile_error())
         .into()
 }

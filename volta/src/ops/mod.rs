@@ -14,3 +14,4 @@ mod movement;
 mod reduce;
 
 pub use elementwise::SameDevice;
+mod pending;
