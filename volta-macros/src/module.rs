@@ -15,7 +15,11 @@ pub fn expand(input: TokenStream) -> syn::Result<TokenStream> {
         ));
     };
     let fields: Vec<Field> = match &data.fields {
-        Fields::Named(f) => f.named.iter().map(Field::named).collect::<syn::Result<_>>()?,
+        Fields::Named(f) => f
+            .named
+            .iter()
+            .map(Field::named)
+            .collect::<syn::Result<_>>()?,
         Fields::Unnamed(f) => f
             .unnamed
             .iter()
@@ -81,8 +85,12 @@ fn skipped(f: &syn::Field) -> syn::Result<bool> {
 fn module_impl(input: &DeriveInput, fields: &[Field]) -> TokenStream {
     let name = &input.ident;
     let mut generics = input.generics.clone();
-    generics.params.push(syn::parse_quote!(__D: ::volta::Backend<__E>));
-    generics.params.push(syn::parse_quote!(__E: ::volta::dtype::Float));
+    generics
+        .params
+        .push(syn::parse_quote!(__D: ::volta::Backend<__E>));
+    generics
+        .params
+        .push(syn::parse_quote!(__E: ::volta::dtype::Float));
     let (impl_generics, _, _) = generics.split_for_impl();
     let (_, ty_generics, where_clause) = input.generics.split_for_impl();
     let mut predicates: Vec<TokenStream> = where_clause

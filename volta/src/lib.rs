@@ -59,7 +59,7 @@ pub mod prelude {
     pub use crate::nn::layers::*;
     pub use crate::nn::{Forward, Model, Module, Residual, ToDevice};
     pub use crate::optim::{Adam, Optimizer, Sgd};
-    pub use crate::{Module, model};
     pub use crate::shape::*;
     pub use crate::{Cpu, Gpu, Gradients, Rng, Tensor, no_grad};
+    pub use crate::{Module, model};
 }

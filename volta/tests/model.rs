@@ -87,11 +87,17 @@ fn mlp_trains() {
 fn nested_names() {
     let mut net: ResNet = ResNet::new(&mut Rng::seed(0));
     let names: Vec<String> = net.named_params().into_iter().map(|(n, _)| n).collect();
-    assert!(names.contains(&"block1.0.conv2.weight".to_string()), "{names:?}");
+    assert!(
+        names.contains(&"block1.0.conv2.weight".to_string()),
+        "{names:?}"
+    );
     let s = net.summary().to_string();
     assert!(s.contains("block1  Residual<Block>"), "{s}");
     let mut lenet: LeNet = LeNet::new(&mut Rng::seed(0));
     let tensors: Vec<String> = lenet.named_tensors().into_iter().map(|(n, _)| n).collect();
-    assert!(tensors.contains(&"bn.running_var".to_string()), "{tensors:?}");
+    assert!(
+        tensors.contains(&"bn.running_var".to_string()),
+        "{tensors:?}"
+    );
     println!("{}", lenet.summary());
 }

@@ -54,6 +54,12 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
         plan.output.show(batch)
     );
     let d2 = format_ident!("D2");
+    let result = if plan.checked_output {
+        let span = super::plan::first_span(&def.output_tokens);
+        super::plan::respan(quote!(::volta::nn::declared_output(x)), span)
+    } else {
+        quote!(x)
+    };
     quote! {
         #(#attrs)*
         ///
@@ -82,7 +88,7 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
             ) -> ::volta::Tensor<(#batch, #(#out_dims),*), D, E> {
                 let x = x.clone();
                 #(#forward)*
-                x
+                #result
             }
 
             /// One row per layer with its output shape and parameter count.

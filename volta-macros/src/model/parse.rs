@@ -154,7 +154,9 @@ fn shape(input: ParseStream, what: &str) -> syn::Result<(Option<Ident>, TokenStr
     let dims = Punctuated::<LitInt, Token![,]>::parse_terminated(&content).map_err(|e| {
         syn::Error::new(
             e.span(),
-            format!("the {what} shape lists integer dims after the batch dim, e.g. `(B, 1, 28, 28)`"),
+            format!(
+                "the {what} shape lists integer dims after the batch dim, e.g. `(B, 1, 28, 28)`"
+            ),
         )
     })?;
     Ok((batch, tokens, dims.into_iter().collect()))
@@ -198,7 +200,12 @@ impl Parse for LayerSpec {
         syn::parse::Parser::parse2(
             |input: ParseStream| {
                 let path = syn::Path::parse_mod_style(&input.fork())?;
-                let kind = path.segments.last().expect("a path has a segment").ident.clone();
+                let kind = path
+                    .segments
+                    .last()
+                    .expect("a path has a segment")
+                    .ident
+                    .clone();
                 if !BUILT_IN.contains(&kind.to_string().as_str()) {
                     let ty: syn::Type = input.parse()?;
                     return Ok(LayerSpec {

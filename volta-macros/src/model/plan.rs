@@ -104,6 +104,8 @@ pub struct Plan {
     pub checks: Vec<TokenStream>,
     pub input: State,
     pub output: State,
+    /// Whether rustc must check the declared output (dims it alone knows).
+    pub checked_output: bool,
 }
 
 pub fn plan(def: &ModelDef) -> syn::Result<Plan> {
@@ -152,19 +154,15 @@ pub fn plan(def: &ModelDef) -> syn::Result<Plan> {
             ));
         }
         Some(_) => {}
-        None => {
-            let (got, want) = (state.ty(), declared_state.ty());
-            checks.push(where_check(
-                &def.output_tokens,
-                quote!(#got: ::volta::nn::DeclaredOutput<#want>),
-            ));
-        }
+        // Checked by rustc where `forward` returns (see `emit`).
+        None => {}
     }
     Ok(Plan {
         steps,
         checks,
         input,
         output: declared_state,
+        checked_output: !matches!(known_lits(&state), Some(_)),
     })
 }
 
@@ -176,19 +174,43 @@ fn known_lits(state: &State) -> Option<Vec<usize>> {
     }
 }
 
-/// An item that fails `cargo check` at `span_of` unless `predicate` holds.
+/// An item that fails `cargo check` at `span_of`'s tokens unless `predicate` holds.
 fn where_check(span_of: &impl ToTokens, predicate: TokenStream) -> TokenStream {
-    let span = span_of
-        .to_token_stream()
-        .into_iter()
-        .next()
-        .map_or_else(proc_macro2::Span::call_site, |t| t.span());
+    let span = first_span(span_of);
+    let predicate = respan(predicate, span);
     quote_spanned! {span=>
         const _: () = {
             #[allow(dead_code)]
             fn check() where #predicate {}
         };
     }
+}
+
+/// The span of the first token (errors about a layer point at its tokens).
+pub fn first_span(tokens: &impl ToTokens) -> proc_macro2::Span {
+    tokens
+        .to_token_stream()
+        .into_iter()
+        .next()
+        .map_or_else(proc_macro2::Span::call_site, |t| t.span())
+}
+
+/// `tokens` with every span set to `span`, so that rustc reports an unmet bound in
+/// generated code at the user's tokens.
+pub fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            if let proc_macro2::TokenTree::Group(g) = &t {
+                let mut g2 = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                g2.set_span(span);
+                t = proc_macro2::TokenTree::Group(g2);
+            } else {
+                t.set_span(span);
+            }
+            t
+        })
+        .collect()
 }
 
 /// A stateless step written as a bare name.
@@ -281,7 +303,8 @@ impl Planner<'_> {
             Ok(true) => Ok(()),
             Ok(false) => Err(self.err(msg)),
             Err(cond) => {
-                let span = self.spec.tokens.clone().into_iter().next().unwrap().span();
+                let span = first_span(&self.spec.tokens);
+                let cond = respan(cond, span);
                 self.checks
                     .push(quote_spanned!(span=> const _: () = assert!(#cond, #msg);));
                 Ok(())
@@ -311,7 +334,9 @@ impl Planner<'_> {
                             }
                             Dim::Lit(_) => {}
                             Dim::Sym(e) => {
-                                let msg = format!("Linear<{i}, …> takes {i} features, but another width reaches it");
+                                let msg = format!(
+                                    "Linear<{i}, …> takes {i} features, but another width reaches it"
+                                );
                                 self.require(Err(quote!(#e == #i)), msg)?;
                             }
                         }
@@ -481,7 +506,9 @@ impl Planner<'_> {
                     _ => return Err(self.err("Dropout<p>")),
                 };
                 if !(0.0..=1.0).contains(&p) {
-                    return Err(self.err(format!("the drop probability must be in [0, 1], got {p}")));
+                    return Err(
+                        self.err(format!("the drop probability must be in [0, 1], got {p}"))
+                    );
                 }
                 (
                     quote!(::volta::nn::Dropout),
@@ -493,7 +520,12 @@ impl Planner<'_> {
             "Flatten" => {
                 Args::take(self, &[], 0)?;
                 let (forward, out) = flatten(self.state, b);
-                (quote!(::volta::nn::Flatten), quote!(::volta::nn::Flatten), forward, out)
+                (
+                    quote!(::volta::nn::Flatten),
+                    quote!(::volta::nn::Flatten),
+                    forward,
+                    out,
+                )
             }
             "Relu" | "Gelu" | "Silu" | "Sigmoid" | "Tanh" => {
                 Args::take(self, &[], 0)?;
@@ -589,7 +621,7 @@ impl Planner<'_> {
             quote!(#reaching: ::volta::nn::InputFits<<#ty as ::volta::nn::Model>::Input>),
         ));
         let field_ty = with_device(&ty);
-        let span = self.spec.tokens.clone().into_iter().next().unwrap().span();
+        let span = first_span(&self.spec.tokens);
         Ok(Planned {
             field: Some((
                 name.clone(),
@@ -676,7 +708,10 @@ impl<'a> Args<'a> {
                 };
                 return Err(syn::Error::new_spanned(
                     n,
-                    format!("{} has no option `{n}`; its options: {options}", p.spec.kind),
+                    format!(
+                        "{} has no option `{n}`; its options: {options}",
+                        p.spec.kind
+                    ),
                 ));
             }
         }
@@ -713,7 +748,10 @@ impl<'a> Args<'a> {
                 value: Value::Bool(b),
                 ..
             }) => Ok(*b),
-            Some(a) => Err(syn::Error::new(a.span, format!("`{name}` is `true` or `false`"))),
+            Some(a) => Err(syn::Error::new(
+                a.span,
+                format!("`{name}` is `true` or `false`"),
+            )),
         }
     }
 }
@@ -729,7 +767,10 @@ impl Arg {
         match self.value {
             Value::Int(n) => Ok([n, n]),
             Value::Pair(a, b) => Ok([a, b]),
-            _ => Err(syn::Error::new(self.span, "expected an integer or a pair `(h, w)`")),
+            _ => Err(syn::Error::new(
+                self.span,
+                "expected an integer or a pair `(h, w)`",
+            )),
         }
     }
     fn float(&self, _: &Planner) -> syn::Result<f64> {

@@ -23,7 +23,8 @@ mod summary;
 
 pub use layers::*;
 pub use model::{
-    DeclaredOutput, Forward, InputFits, Model, Residual, ResidualShape, model_dim, model_last_dim,
+    DeclaredOutput, Forward, InputFits, Model, Residual, ResidualShape, declared_output, model_dim,
+    model_last_dim,
 };
 pub use module::{Entry, Module, Param, ToDevice, Visitor};
 pub use summary::{Summary, SummaryRow, sample_shape};

@@ -5,8 +5,8 @@
 use crate::backend::Backend;
 use crate::dtype::Float;
 use crate::nn::{Module, ToDevice, Visitor};
-use crate::shape::{ConstShape, SameShape, Shape};
 use crate::random::Rng;
+use crate::shape::{ConstShape, SameShape, Shape};
 use crate::tensor::Tensor;
 
 /// A layer whose forward pass maps `In` to [`Output`](Self::Output).
@@ -44,12 +44,21 @@ impl<Expected: Shape, S: SameShape<Expected>> InputFits<Expected> for S {}
 
 /// The layers of a `model!` block must produce the output it declares.
 #[diagnostic::on_unimplemented(
-    message = "shape mismatch in `model!`: the layers produce `{Self}` per sample, but the block declares `{Declared}`",
+    message = "shape mismatch in `model!`: the layers produce `{Self}`, but the block declares `{Declared}`",
     label = "declared here"
 )]
 pub trait DeclaredOutput<Declared: Shape>: Shape {}
 #[diagnostic::do_not_recommend]
 impl<Declared: Shape, S: SameShape<Declared>> DeclaredOutput<Declared> for S {}
+
+/// `x` with the output type a `model!` block declares, when rustc alone can tell
+/// that the layers produce it (after a nested model).
+#[doc(hidden)]
+pub fn declared_output<S: DeclaredOutput<T>, T: Shape, D: Backend<E>, E: Float>(
+    x: Tensor<S, D, E>,
+) -> Tensor<T, D, E> {
+    Tensor::try_from_raw(x.raw().clone()).expect("equal shapes by the DeclaredOutput bound")
+}
 
 /// Dim `i` of a per-sample shape `S` of rank `rank` (`model!` reads a nested
 /// model's output with it, in const context).
@@ -103,10 +112,8 @@ pub trait ResidualShape<In: Shape>: Shape {}
 #[diagnostic::do_not_recommend]
 impl<In: Shape, Out: SameShape<In>> ResidualShape<In> for Out {}
 
-impl<M: Model> Model for Residual<M>
-where
-    M::Output: ResidualShape<M::Input>,
-{
+// The shape check is in `Forward`, where the block is applied: one error, at it.
+impl<M: Model> Model for Residual<M> {
     type Input = M::Input;
     type Output = M::Input;
     fn new(rng: &mut Rng) -> Self {

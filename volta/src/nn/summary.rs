@@ -80,7 +80,8 @@ impl fmt::Display for Summary {
             }
         }
         let total: usize = width.iter().sum::<usize>() + 6;
-        let line = |f: &mut fmt::Formatter<'_>, c: char| writeln!(f, "{}", c.to_string().repeat(total));
+        let line =
+            |f: &mut fmt::Formatter<'_>, c: char| writeln!(f, "{}", c.to_string().repeat(total));
         writeln!(f, "{} (input {})", self.model, self.input)?;
         line(f, '=')?;
         let row = |f: &mut fmt::Formatter<'_>, r: [&str; 4]| {
@@ -132,7 +133,10 @@ mod tests {
             ],
         };
         let text = s.to_string();
-        assert!(text.contains("fc1    Linear<1000>  [B, 1000]      5,000"), "{text}");
+        assert!(
+            text.contains("fc1    Linear<1000>  [B, 1000]      5,000"),
+            "{text}"
+        );
         assert!(text.ends_with("Total params: 5,000"), "{text}");
         assert_eq!(grouped(1234567), "1,234,567");
     }

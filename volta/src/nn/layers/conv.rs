@@ -119,7 +119,11 @@ impl<const I: usize, const O: usize, const KH: usize, const KW: usize, D: Backen
             "Conv2d<{I}, {O}, …>: groups = {g} must divide both channel counts"
         );
         assert!(
-            options.stride.iter().chain(&options.dilation).all(|&v| v > 0),
+            options
+                .stride
+                .iter()
+                .chain(&options.dilation)
+                .all(|&v| v > 0),
             "Conv2d: stride and dilation must be at least 1, got {options:?}"
         );
         let fan_in = I / g * KH * KW;

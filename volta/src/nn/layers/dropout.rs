@@ -73,7 +73,10 @@ impl Dropout {
     }
 
     /// Applies dropout (training) or passes `x` through (evaluation).
-    pub fn forward<S: Shape, D: Backend<E>, E: Float>(&self, x: &Tensor<S, D, E>) -> Tensor<S, D, E> {
+    pub fn forward<S: Shape, D: Backend<E>, E: Float>(
+        &self,
+        x: &Tensor<S, D, E>,
+    ) -> Tensor<S, D, E> {
         if !self.training || self.p == 0.0 {
             return x.clone();
         }

@@ -1,8 +1,8 @@
 //! A fully connected layer.
-use crate::nn::{Module, ToDevice, Visitor};
 use crate::backend::Backend;
 use crate::backend::cpu::Cpu;
 use crate::dtype::Float;
+use crate::nn::{Module, ToDevice, Visitor};
 use crate::random::Rng;
 use crate::shape::{Axis, Const, Dim, Rank1, Rank2};
 use crate::tensor::Tensor;

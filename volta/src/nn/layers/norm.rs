@@ -115,7 +115,14 @@ impl<const N: usize, D: Backend<E>, E: Float> RmsNorm<N, D, E> {
     /// Normalises each row along the last axis, of any shape ending in `N`.
     pub fn forward<S: LastDim<Const<N>>>(&self, x: &Tensor<S, D, E>) -> Tensor<S, D, E> {
         let axis = S::RANK - 1;
-        x.map_raw(|r| affine(&r.normalize(axis, false, self.eps), axis, self.weight.raw(), None))
+        x.map_raw(|r| {
+            affine(
+                &r.normalize(axis, false, self.eps),
+                axis,
+                self.weight.raw(),
+                None,
+            )
+        })
     }
 }
 
