@@ -21,7 +21,7 @@ use volta_kernels::BinaryOp;
 /// let x = Tensor::<Rank1<1000>>::ones();
 /// let kept = drop.forward(&x).to_vec().iter().filter(|&&v| v == 2.0).count();
 /// assert!((400..600).contains(&kept));
-/// drop.eval();
+/// Module::<Cpu, f32>::eval(&mut drop);
 /// assert_eq!(Module::<Cpu, f32>::param_count(&mut drop), 0);
 /// assert_eq!(drop.forward(&x).to_vec(), x.to_vec());
 /// ```
