@@ -65,12 +65,14 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
         ///
         #[doc = #shapes_doc]
         #[derive(Clone, Debug)]
+        #[allow(clippy::identity_op, clippy::erasing_op, clippy::modulo_one)]
         #vis struct #name<D: ::volta::Backend<E> = ::volta::Cpu, E: ::volta::dtype::Float = f32> {
             #(#field_defs,)*
             #[doc(hidden)]
             pub _types: ::std::marker::PhantomData<(D, E)>,
         }
 
+        #[allow(clippy::identity_op, clippy::erasing_op, clippy::modulo_one)]
         impl<D: ::volta::Backend<E>, E: ::volta::dtype::Float> #name<D, E> {
             /// Builds every layer with its default initialisation (PyTorch's).
             pub fn new(rng: &mut ::volta::Rng) -> Self {
@@ -101,12 +103,14 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
             }
         }
 
+        #[allow(clippy::identity_op, clippy::erasing_op, clippy::modulo_one)]
         impl<D: ::volta::Backend<E>, E: ::volta::dtype::Float> ::volta::nn::Module<D, E> for #name<D, E> {
             fn visit(&mut self, v: &mut ::volta::nn::Visitor<'_, D, E>) {
                 #(v.module(stringify!(#names), &mut self.#names);)*
             }
         }
 
+        #[allow(clippy::identity_op, clippy::erasing_op, clippy::modulo_one)]
         impl<D: ::volta::Backend<E>, E: ::volta::dtype::Float> ::volta::nn::ToDevice<E> for #name<D, E> {
             type On<#d2: ::volta::Backend<E>> = #name<#d2, E>;
             fn to<#d2: ::volta::Backend<E>>(&self) -> #name<#d2, E> {

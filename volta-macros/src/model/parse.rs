@@ -33,7 +33,7 @@ pub enum Step {
     /// A stateless function (`relu`, `flatten`).
     Function(Ident),
     /// A field holding a layer (`conv1: Conv2d<32, kernel = 3>`).
-    Layer { name: Ident, spec: LayerSpec },
+    Layer { name: Ident, spec: Box<LayerSpec> },
 }
 
 /// A layer as written: `Kind<args>`, or any other type (a nested model).
@@ -171,7 +171,7 @@ impl Parse for Step {
         input.parse::<Token![:]>()?;
         Ok(Step::Layer {
             name,
-            spec: input.parse()?,
+            spec: Box::new(input.parse()?),
         })
     }
 }

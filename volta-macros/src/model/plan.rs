@@ -162,7 +162,7 @@ pub fn plan(def: &ModelDef) -> syn::Result<Plan> {
         checks,
         input,
         output: declared_state,
-        checked_output: !matches!(known_lits(&state), Some(_)),
+        checked_output: known_lits(&state).is_none(),
     })
 }
 
@@ -306,7 +306,7 @@ impl Planner<'_> {
                 let span = first_span(&self.spec.tokens);
                 let cond = respan(cond, span);
                 self.checks
-                    .push(quote_spanned!(span=> const _: () = assert!(#cond, #msg);));
+                    .push(quote_spanned!(span=> #[allow(clippy::all)] const _: () = assert!(#cond, #msg);));
                 Ok(())
             }
         }
@@ -321,8 +321,8 @@ impl Planner<'_> {
                 let args = Args::take(self, &[], 2)?;
                 let f = self.dims(1, "flat features [B, features] (add `flatten` before it)")?;
                 let (i, o) = match args.positional[..] {
-                    [ref o] => (f[0].clone(), o.int(self)?),
-                    [ref i, ref o] => {
+                    [o] => (f[0].clone(), o.int(self)?),
+                    [i, o] => {
                         let i = i.int(self)?;
                         match &f[0] {
                             Dim::Lit(n) if *n != i => {
@@ -385,6 +385,7 @@ impl Planner<'_> {
                         )));
                     }
                     Dim::Lit(_) => {}
+                    Dim::Sym(_) if groups == 1 => {}
                     Dim::Sym(e) => {
                         self.require(
                             Err(quote!(#e % #groups == 0)),
