@@ -15,7 +15,7 @@ use std::time::Instant;
 use volta::backend::gpu::{Launch, MatmulTiles};
 use volta::kernel::{BinaryOp, UnaryOp};
 use volta::nn::loss::cross_entropy;
-use volta::nn::{Module, Param};
+
 use volta::prelude::*;
 use volta::{RawTensor, Tensor};
 
@@ -95,6 +95,7 @@ fn gemm_error(
     err / scale
 }
 
+#[derive(Module)]
 struct Mlp {
     l1: Linear<784, 1024, Gpu>,
     l2: Linear<1024, 1024, Gpu>,
@@ -133,14 +134,6 @@ impl MlpStep {
         let loss = cross_entropy(&m.l3.forward(&h), &self.yb);
         let grads = loss.backward();
         self.opt.step(&mut self.mlp, &grads);
-    }
-}
-
-impl Module<Gpu, f32> for Mlp {
-    fn visit_params(&mut self, f: &mut dyn FnMut(&mut dyn Param<Gpu, f32>)) {
-        self.l1.visit_params(f);
-        self.l2.visit_params(f);
-        self.l3.visit_params(f);
     }
 }
 

@@ -9,7 +9,6 @@
 use std::process::ExitCode;
 use volta::kernel;
 use volta::kernel::KernelBackend;
-use volta::nn::Param;
 use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
 use volta_examples::cli::{DeviceChoice, parse_device, resolve};
@@ -26,6 +25,7 @@ const BATCH: usize = 64;
 const EPOCHS: usize = 15;
 const BETA: f32 = 1.5;
 
+#[derive(Module)]
 struct Mlp<D: KernelBackend> {
     hidden: Linear<PIXELS, HIDDEN, D>,
     out: Linear<HIDDEN, CLASSES, D>,
@@ -34,13 +34,6 @@ struct Mlp<D: KernelBackend> {
 impl<D: KernelBackend> Mlp<D> {
     fn forward<B: Dim>(&self, x: &Tensor<(B, Const<PIXELS>), D>) -> Tensor<(B, Const<CLASSES>), D> {
         self.out.forward(&swish(&self.hidden.forward(x), BETA))
-    }
-}
-
-impl<D: KernelBackend> Module<D, f32> for Mlp<D> {
-    fn visit_params(&mut self, f: &mut dyn FnMut(&mut dyn Param<D, f32>)) {
-        self.hidden.visit_params(f);
-        self.out.visit_params(f);
     }
 }
 

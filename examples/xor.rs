@@ -1,12 +1,12 @@
 //! Learns XOR with a 2 → 8 → 1 network (tanh, then sigmoid) and SGD with momentum;
 //! exits with an error if it does not.
 use std::process::ExitCode;
-use volta::nn::Param;
 use volta::nn::loss::mse;
 use volta::prelude::*;
 
 const STEPS: usize = 400;
 
+#[derive(Module)]
 struct XorNet {
     hidden: Linear<2, 8>,
     out: Linear<8, 1>,
@@ -15,13 +15,6 @@ struct XorNet {
 impl XorNet {
     fn forward(&self, x: &Tensor<Rank2<4, 2>>) -> Tensor<Rank2<4, 1>> {
         self.out.forward(&self.hidden.forward(x).tanh()).sigmoid()
-    }
-}
-
-impl Module<Cpu, f32> for XorNet {
-    fn visit_params(&mut self, f: &mut dyn FnMut(&mut dyn Param<Cpu, f32>)) {
-        self.hidden.visit_params(f);
-        self.out.visit_params(f);
     }
 }
 

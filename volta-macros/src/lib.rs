@@ -35,6 +35,8 @@
 //! `max`/`min` split it on ties.
 
 mod kernel;
+mod model;
+mod module;
 
 use proc_macro::TokenStream;
 
@@ -42,6 +44,52 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into())
+        .unwrap_or_else(|e| e.to_compile_error())
+        .into()
+}
+
+/// Defines a typed model struct from a block of layers.
+///
+/// ```text
+/// model! {
+///     /// docs
+///     pub struct Name for (B, 1, 28, 28) -> (B, 10) {
+///         conv1: Conv2d<32, kernel = 3, padding = 1>,  // a layer: a field
+///         relu,                                          // a stateless step
+///         block: Residual<Block>,                        // another model! struct
+///         ...
+///     }
+/// }
+/// ```
+///
+/// `B` names the batch dim; the other dims are per sample. Layers and their options:
+/// `Linear<out>` or `Linear<in, out>`; `Conv2d<out, kernel = k | (kh, kw), stride,
+/// padding, dilation, groups, bias>`; `MaxPool2d<k, stride, padding>` and
+/// `AvgPool2d<…>` (stride defaults to `k`; the windows must tile the input);
+/// `GlobalAvgPool2d`; `BatchNorm2d<eps, momentum>`; `LayerNorm<eps>` and
+/// `RmsNorm<eps>` (over the last axis); `Dropout<p>`; `Flatten`; `Relu`, `Gelu`,
+/// `Silu`, `Sigmoid`, `Tanh`; any other type is a nested model (a `model!` struct,
+/// or `Residual<M>` of one), checked against the shapes it declares. Bare steps:
+/// `relu gelu silu sigmoid tanh flatten`.
+///
+/// The macro computes every shape (with the runtime's window formula), checks every
+/// layer, and emits `struct Name<D = Cpu, E = f32>` with one typed public field per
+/// layer, `new(&mut Rng)`, `forward` for any batch dim, `summary()`, and the impls of
+/// `Module` (named parameters, train/eval), `ToDevice` (`.to::<Gpu>()`), `Model` and
+/// `Forward`. Errors point at the offending tokens and name both shapes.
+#[proc_macro]
+pub fn model(input: TokenStream) -> TokenStream {
+    model::expand(input.into())
+        .unwrap_or_else(|e| e.to_compile_error())
+        .into()
+}
+
+/// Implements `volta::nn::Module` (and `ToDevice`, for structs generic over a
+/// `D: Backend<…>`) by visiting every field under its name; `#[module(skip)]`
+/// leaves a field out.
+#[proc_macro_derive(Module, attributes(module))]
+pub fn derive_module(input: TokenStream) -> TokenStream {
+    module::expand(input.into())
         .unwrap_or_else(|e| e.to_compile_error())
         .into()
 }

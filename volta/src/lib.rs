@@ -43,6 +43,7 @@ pub use ops::SameDevice;
 pub use random::Rng;
 /// Defines a user kernel from a scalar Rust function (see [`kernel`](mod@kernel)).
 pub use volta_macros::kernel;
+pub use volta_macros::{Module, model};
 // The shape vocabulary at the root: shorter to write, and rustc's messages then name
 // `volta::Const<3>` rather than `volta::shape::Const<3>`.
 pub use shape::{
@@ -57,8 +58,10 @@ pub use volta_kernels::{Window2d, WindowError};
 pub mod prelude {
     pub use crate::backend::{Backend, Device};
     pub use crate::dtype::{Element, Float};
-    pub use crate::nn::{Linear, Module};
+    pub use crate::nn::layers::*;
+    pub use crate::nn::{Forward, Model, Module, Residual, ToDevice};
     pub use crate::optim::{Adam, Optimizer, Sgd};
     pub use crate::shape::*;
     pub use crate::{Cpu, Gpu, Gradients, Rng, Tensor, no_grad};
+    pub use crate::{Module, model};
 }

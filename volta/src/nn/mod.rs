@@ -1,5 +1,7 @@
-//! Layers and losses: [`Linear`], the [`Module`] trait through which optimisers
-//! reach parameters, and [`loss`] functions.
+//! Layers, models and losses: the [`layers`] (each a [`Module`]), the traits a
+//! `model!` struct implements ([`Model`], [`Forward`]), named parameters and
+//! train/eval modes ([`Module`], [`Visitor`]), device moves ([`ToDevice`]),
+//! [`Summary`] tables and [`loss`] functions.
 //!
 //! Layer sizes are const generics, so wiring a layer's output into a layer that
 //! expects another width is a compile error:
@@ -13,9 +15,16 @@
 //! let _ = second.forward(&first.forward(&x)); // 128 outputs into 64 inputs
 //! ```
 
-mod linear;
+pub mod layers;
 pub mod loss;
+mod model;
 mod module;
+mod summary;
 
-pub use linear::Linear;
-pub use module::{Module, Param};
+pub use layers::*;
+pub use model::{
+    DeclaredOutput, Forward, InputFits, Model, Residual, ResidualShape, declared_output, model_dim,
+    model_last_dim,
+};
+pub use module::{Entry, Module, Param, ToDevice, Visitor};
+pub use summary::{Summary, SummaryRow, sample_shape};

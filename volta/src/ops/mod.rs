@@ -17,3 +17,4 @@ mod reduce;
 mod window;
 
 pub use elementwise::SameDevice;
+mod pending;

@@ -130,12 +130,17 @@ impl<S: Shape, D: Device + Memory<E>, E: Element> Tensor<S, D, E> {
         Tensor::try_from_raw(self.raw.clone())
     }
 
-    /// Copies the tensor to device `D2` (a new leaf: gradients do not flow back
-    /// across devices).
+    /// Copies the tensor to device `D2`: a new leaf, tracked when `self` is (so a
+    /// moved parameter stays trainable); gradients do not flow back across devices.
     pub fn to<D2: Device + Memory<E>>(&self) -> Tensor<S, D2, E> {
+        let raw = RawTensor::from_vec(self.to_vec(), self.dims());
         Tensor {
             shape: self.shape,
-            raw: RawTensor::from_vec(self.to_vec(), self.dims()),
+            raw: if self.is_tracked() {
+                raw.tracked_leaf()
+            } else {
+                raw
+            },
         }
     }
 }

@@ -1,8 +1,8 @@
 //! A fully connected layer.
-use super::{Module, Param};
 use crate::backend::Backend;
 use crate::backend::cpu::Cpu;
 use crate::dtype::Float;
+use crate::nn::{Module, ToDevice, Visitor};
 use crate::random::Rng;
 use crate::shape::{Axis, Const, Dim, Rank1, Rank2};
 use crate::tensor::Tensor;
@@ -61,9 +61,19 @@ impl<const I: usize, const O: usize, D: Backend<E>, E: Float> Linear<I, O, D, E>
 }
 
 impl<const I: usize, const O: usize, D: Backend<E>, E: Float> Module<D, E> for Linear<I, O, D, E> {
-    fn visit_params(&mut self, f: &mut dyn FnMut(&mut dyn Param<D, E>)) {
-        f(&mut self.weight);
-        f(&mut self.bias);
+    fn visit(&mut self, v: &mut Visitor<'_, D, E>) {
+        v.param("weight", &mut self.weight);
+        v.param("bias", &mut self.bias);
+    }
+}
+
+impl<const I: usize, const O: usize, D: Backend<E>, E: Float> ToDevice<E> for Linear<I, O, D, E> {
+    type On<D2: Backend<E>> = Linear<I, O, D2, E>;
+    fn to<D2: Backend<E>>(&self) -> Linear<I, O, D2, E> {
+        Linear {
+            weight: self.weight.to::<D2>(),
+            bias: self.bias.to::<D2>(),
+        }
     }
 }
 

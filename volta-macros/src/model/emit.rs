@@ -1,0 +1,154 @@
+//! Emitting the struct, its constructor, forward pass, summary and trait impls.
+use super::parse::ModelDef;
+use super::plan::{Plan, State};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
+    let ModelDef {
+        attrs,
+        vis,
+        name,
+        batch,
+        ..
+    } = def;
+    let fields: Vec<_> = plan.steps.iter().filter_map(|s| s.field.as_ref()).collect();
+    let field_defs = plan.steps.iter().filter_map(|s| {
+        let (f, ty, _) = s.field.as_ref()?;
+        let doc = format!(
+            "`{}`: {} out.",
+            s.layer,
+            s.output.show(batch).replace('…', "...")
+        );
+        Some(quote!(#[doc = #doc] pub #f: #ty))
+    });
+    let names: Vec<_> = fields.iter().map(|(f, _, _)| f).collect();
+    let inits = fields.iter().map(|(_, _, init)| init);
+    let forward = plan.steps.iter().map(|s| &s.forward);
+    let in_ty = plan.input.ty();
+    let out_ty = plan.output.ty();
+    let in_dims = dims_of(&plan.input);
+    let out_dims = dims_of(&plan.output);
+    let checks = &plan.checks;
+    let batch_str = batch.to_string();
+    let rows = plan.steps.iter().map(|s| {
+        let (n, l) = (&s.name, &s.layer);
+        let shape = s.output.ty();
+        let params = match &s.field {
+            Some((f, _, _)) => {
+                quote!(::volta::nn::Module::<D, E>::param_count(&mut self.#f.clone()))
+            }
+            None => quote!(0),
+        };
+        quote!(::volta::nn::SummaryRow {
+            name: #n.to_string(),
+            layer: #l.to_string(),
+            output: ::volta::nn::sample_shape::<#shape>(#batch_str),
+            params: #params,
+        })
+    });
+    let name_str = name.to_string();
+    let shapes_doc = format!(
+        "`{}` → `{}`, for any batch dim (static or `usize`).",
+        plan.input.show(batch),
+        plan.output.show(batch)
+    );
+    let d2 = format_ident!("D2");
+    let result = if plan.checked_output {
+        let span = super::plan::first_span(&def.output_tokens);
+        super::plan::respan(quote!(::volta::nn::declared_output(x)), span)
+    } else {
+        quote!(x)
+    };
+    quote! {
+        #(#attrs)*
+        ///
+        #[doc = #shapes_doc]
+        #[derive(Clone, Debug)]
+        #[allow(clippy::identity_op, clippy::erasing_op, clippy::modulo_one)]
+        #vis struct #name<D: ::volta::Backend<E> = ::volta::Cpu, E: ::volta::dtype::Float = f32> {
+            #(#field_defs,)*
+            #[doc(hidden)]
+            pub _types: ::std::marker::PhantomData<(D, E)>,
+        }
+
+        #[allow(clippy::identity_op, clippy::erasing_op, clippy::modulo_one)]
+        impl<D: ::volta::Backend<E>, E: ::volta::dtype::Float> #name<D, E> {
+            /// Builds every layer with its default initialisation (PyTorch's).
+            pub fn new(rng: &mut ::volta::Rng) -> Self {
+                #name {
+                    #(#names: #inits,)*
+                    _types: ::std::marker::PhantomData,
+                }
+            }
+
+            /// The forward pass:
+            #[doc = #shapes_doc]
+            pub fn forward<#batch: ::volta::Dim>(
+                &self,
+                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, E>,
+            ) -> ::volta::Tensor<(#batch, #(#out_dims),*), D, E> {
+                let x = x.clone();
+                #(#forward)*
+                #result
+            }
+
+            /// One row per layer with its output shape and parameter count.
+            pub fn summary(&self) -> ::volta::nn::Summary {
+                ::volta::nn::Summary {
+                    model: #name_str.to_string(),
+                    input: ::volta::nn::sample_shape::<#in_ty>(#batch_str),
+                    rows: ::std::vec![#(#rows),*],
+                }
+            }
+        }
+
+        #[allow(clippy::identity_op, clippy::erasing_op, clippy::modulo_one)]
+        impl<D: ::volta::Backend<E>, E: ::volta::dtype::Float> ::volta::nn::Module<D, E> for #name<D, E> {
+            fn visit(&mut self, v: &mut ::volta::nn::Visitor<'_, D, E>) {
+                #(v.module(stringify!(#names), &mut self.#names);)*
+            }
+        }
+
+        #[allow(clippy::identity_op, clippy::erasing_op, clippy::modulo_one)]
+        impl<D: ::volta::Backend<E>, E: ::volta::dtype::Float> ::volta::nn::ToDevice<E> for #name<D, E> {
+            type On<#d2: ::volta::Backend<E>> = #name<#d2, E>;
+            fn to<#d2: ::volta::Backend<E>>(&self) -> #name<#d2, E> {
+                #name {
+                    #(#names: ::volta::nn::ToDevice::<E>::to::<#d2>(&self.#names),)*
+                    _types: ::std::marker::PhantomData,
+                }
+            }
+        }
+
+        impl<D: ::volta::Backend<E>, E: ::volta::dtype::Float> ::volta::nn::Model for #name<D, E> {
+            type Input = #in_ty;
+            type Output = #out_ty;
+            fn new(rng: &mut ::volta::Rng) -> Self {
+                #name::new(rng)
+            }
+        }
+
+        impl<#batch: ::volta::Dim, D: ::volta::Backend<E>, E: ::volta::dtype::Float>
+            ::volta::nn::Forward<(#batch, #(#in_dims),*), D, E> for #name<D, E>
+        {
+            type Output = (#batch, #(#out_dims),*);
+            fn forward(
+                &self,
+                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, E>,
+            ) -> ::volta::Tensor<(#batch, #(#out_dims),*), D, E> {
+                #name::forward(self, x)
+            }
+        }
+
+        #(#checks)*
+    }
+}
+
+/// The dim types of a known state.
+fn dims_of(state: &State) -> Vec<TokenStream> {
+    match state {
+        State::Known(dims) => dims.iter().map(|d| d.ty()).collect(),
+        State::Opaque(_) => unreachable!("declared shapes are numbers"),
+    }
+}

@@ -1,0 +1,14 @@
+//! `model!`: parse the block → plan its shapes (checking each layer) → emit the
+//! struct and its impls.
+
+mod emit;
+mod parse;
+mod plan;
+
+use proc_macro2::TokenStream;
+
+pub fn expand(input: TokenStream) -> syn::Result<TokenStream> {
+    let def: parse::ModelDef = syn::parse2(input)?;
+    let plan = plan::plan(&def)?;
+    Ok(emit::emit(&def, &plan))
+}

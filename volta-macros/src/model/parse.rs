@@ -1,0 +1,275 @@
+//! Parsing a `model!` block into a small model with spans:
+//!
+//! ```text
+//! /// docs
+//! pub struct Name for (B, 1, 28, 28) -> (B, 10) {
+//!     conv1: Conv2d<32, kernel = 3, padding = 1>,   // a layer: a field of the struct
+//!     relu,                                           // a stateless step
+//!     block: Residual<Block>,                         // another model! struct
+//! }
+//! ```
+use proc_macro2::{Span, TokenStream};
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Attribute, Ident, LitInt, Token, Visibility};
+
+/// The whole block.
+pub struct ModelDef {
+    pub attrs: Vec<Attribute>,
+    pub vis: Visibility,
+    pub name: Ident,
+    /// The batch dim's name (`B`).
+    pub batch: Ident,
+    /// The per-sample input dims (after the batch).
+    pub input: Vec<LitInt>,
+    /// The declared per-sample output dims, and the tokens to point errors at.
+    pub output: Vec<LitInt>,
+    pub output_tokens: TokenStream,
+    pub steps: Vec<Step>,
+}
+
+/// One line of the block.
+pub enum Step {
+    /// A stateless function (`relu`, `flatten`).
+    Function(Ident),
+    /// A field holding a layer (`conv1: Conv2d<32, kernel = 3>`).
+    Layer { name: Ident, spec: Box<LayerSpec> },
+}
+
+/// A layer as written: `Kind<args>`, or any other type (a nested model).
+pub struct LayerSpec {
+    /// The last path segment (`Conv2d`).
+    pub kind: Ident,
+    /// For built-in layers: positional and named arguments.
+    pub args: Vec<Arg>,
+    /// The type exactly as written (a nested model's type; error spans).
+    pub tokens: TokenStream,
+    /// For other types: the type as written.
+    pub ty: Option<syn::Type>,
+}
+
+/// One argument of a built-in layer: `32`, `kernel = 3`, `kernel = (3, 5)`.
+pub struct Arg {
+    pub name: Option<Ident>,
+    pub value: Value,
+    pub span: Span,
+}
+
+/// An argument's value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Int(usize),
+    Pair(usize, usize),
+    Float(f64),
+    Bool(bool),
+}
+
+/// The layers `model!` knows (everything else is a nested model type).
+pub const BUILT_IN: &[&str] = &[
+    "Linear",
+    "Conv2d",
+    "MaxPool2d",
+    "AvgPool2d",
+    "GlobalAvgPool2d",
+    "BatchNorm2d",
+    "LayerNorm",
+    "RmsNorm",
+    "Dropout",
+    "Flatten",
+    "Relu",
+    "Gelu",
+    "Silu",
+    "Sigmoid",
+    "Tanh",
+];
+
+/// The stateless steps written as a bare name.
+pub const FUNCTIONS: &[&str] = &["relu", "gelu", "silu", "sigmoid", "tanh", "flatten"];
+
+impl Parse for ModelDef {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis: Visibility = input.parse()?;
+        input.parse::<Token![struct]>()?;
+        let name: Ident = input.parse()?;
+        input.parse::<Token![for]>()?;
+        let (batch, in_tokens, input_dims) = shape(input, "input")?;
+        let batch = batch.ok_or_else(|| {
+            syn::Error::new_spanned(
+                &in_tokens,
+                "the input shape starts with the batch dim's name, e.g. `(B, 1, 28, 28)`",
+            )
+        })?;
+        for reserved in ["D", "E"] {
+            if batch == reserved {
+                return Err(syn::Error::new_spanned(
+                    &batch,
+                    "`D` and `E` name the model's device and float type; call the batch dim `B`",
+                ));
+            }
+        }
+        input.parse::<Token![->]>()?;
+        let (out_batch, output_tokens, output) = shape(input, "output")?;
+        match out_batch {
+            Some(b) if b == batch => {}
+            _ => {
+                return Err(syn::Error::new_spanned(
+                    &output_tokens,
+                    format!("the output shape starts with the batch dim `{batch}`, like the input"),
+                ));
+            }
+        }
+        let body;
+        syn::braced!(body in input);
+        let steps = Punctuated::<Step, Token![,]>::parse_terminated(&body)?;
+        Ok(ModelDef {
+            attrs,
+            vis,
+            name,
+            batch,
+            input: input_dims,
+            output,
+            output_tokens,
+            steps: steps.into_iter().collect(),
+        })
+    }
+}
+
+/// `(B, 1, 28, 28)`: an optional leading name, then integer dims.
+fn shape(input: ParseStream, what: &str) -> syn::Result<(Option<Ident>, TokenStream, Vec<LitInt>)> {
+    let content;
+    let parens = syn::parenthesized!(content in input);
+    let inner: TokenStream = content.fork().parse()?;
+    let mut tokens = TokenStream::new();
+    parens.surround(&mut tokens, |t| t.extend(inner));
+    let batch = if content.peek(Ident) {
+        let b: Ident = content.parse()?;
+        if !content.is_empty() {
+            content.parse::<Token![,]>()?;
+        }
+        Some(b)
+    } else {
+        None
+    };
+    let dims = Punctuated::<LitInt, Token![,]>::parse_terminated(&content).map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            format!(
+                "the {what} shape lists integer dims after the batch dim, e.g. `(B, 1, 28, 28)`"
+            ),
+        )
+    })?;
+    Ok((batch, tokens, dims.into_iter().collect()))
+}
+
+impl Parse for Step {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let name: Ident = input.parse()?;
+        if !input.peek(Token![:]) {
+            return Ok(Step::Function(name));
+        }
+        input.parse::<Token![:]>()?;
+        Ok(Step::Layer {
+            name,
+            spec: Box::new(input.parse()?),
+        })
+    }
+}
+
+impl Parse for LayerSpec {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        // The layer's tokens run to the next comma outside `<…>`.
+        let tokens = input.step(|cursor| {
+            let mut rest = *cursor;
+            let mut depth = 0usize;
+            let mut out = TokenStream::new();
+            while let Some((tt, next)) = rest.token_tree() {
+                if let proc_macro2::TokenTree::Punct(p) = &tt {
+                    match p.as_char() {
+                        '<' => depth += 1,
+                        '>' => depth = depth.saturating_sub(1),
+                        ',' if depth == 0 => break,
+                        _ => {}
+                    }
+                }
+                out.extend([tt]);
+                rest = next;
+            }
+            Ok((out, rest))
+        })?;
+        syn::parse::Parser::parse2(
+            |input: ParseStream| {
+                let path = syn::Path::parse_mod_style(&input.fork())?;
+                let kind = path
+                    .segments
+                    .last()
+                    .expect("a path has a segment")
+                    .ident
+                    .clone();
+                if !BUILT_IN.contains(&kind.to_string().as_str()) {
+                    let ty: syn::Type = input.parse()?;
+                    return Ok(LayerSpec {
+                        kind,
+                        args: Vec::new(),
+                        tokens: tokens.clone(),
+                        ty: Some(ty),
+                    });
+                }
+                syn::Path::parse_mod_style(input)?;
+                let mut args = Vec::new();
+                if input.peek(Token![<]) {
+                    input.parse::<Token![<]>()?;
+                    while !input.peek(Token![>]) {
+                        args.push(input.parse()?);
+                        if !input.peek(Token![,]) {
+                            break;
+                        }
+                        input.parse::<Token![,]>()?;
+                    }
+                    input.parse::<Token![>]>()?;
+                }
+                Ok(LayerSpec {
+                    kind,
+                    args,
+                    tokens: tokens.clone(),
+                    ty: None,
+                })
+            },
+            tokens.clone(),
+        )
+    }
+}
+
+impl Parse for Arg {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let span = input.span();
+        let name = if input.peek(Ident) && input.peek2(Token![=]) {
+            let n: Ident = input.parse()?;
+            input.parse::<Token![=]>()?;
+            Some(n)
+        } else {
+            None
+        };
+        let value = if input.peek(syn::token::Paren) {
+            let content;
+            syn::parenthesized!(content in input);
+            let a: LitInt = content.parse()?;
+            content.parse::<Token![,]>()?;
+            let b: LitInt = content.parse()?;
+            Value::Pair(a.base10_parse()?, b.base10_parse()?)
+        } else {
+            match input.parse::<syn::Lit>()? {
+                syn::Lit::Int(i) => Value::Int(i.base10_parse()?),
+                syn::Lit::Float(f) => Value::Float(f.base10_parse()?),
+                syn::Lit::Bool(b) => Value::Bool(b.value),
+                other => {
+                    return Err(syn::Error::new_spanned(
+                        other,
+                        "expected an integer, a pair `(h, w)`, a float or a bool",
+                    ));
+                }
+            }
+        };
+        Ok(Arg { name, value, span })
+    }
+}

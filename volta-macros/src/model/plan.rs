@@ -1,0 +1,784 @@
+//! Shape inference and checking: walks the block from the declared input, computing
+//! each layer's output shape (conv and pool arithmetic with `volta_kernels::Window2d`,
+//! the formula the runtime uses) and choosing each field's type. A layer that does
+//! not fit is an error at its tokens, naming both shapes.
+//!
+//! Dims are numbers, except after a nested model: its output is known only to
+//! rustc (through `volta::nn::Model`), so later dims are const expressions and the
+//! checks on them are emitted as items that `cargo check` evaluates.
+use super::parse::{Arg, FUNCTIONS, LayerSpec, ModelDef, Step, Value};
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote, quote_spanned};
+use syn::Ident;
+use volta_kernels::{Window2d, WindowError};
+
+/// One per-sample dim: a number, or a `usize` const expression.
+#[derive(Clone)]
+pub enum Dim {
+    Lit(usize),
+    Sym(TokenStream),
+}
+
+impl Dim {
+    /// The value as a `usize` expression.
+    pub fn expr(&self) -> TokenStream {
+        match self {
+            Dim::Lit(n) => quote!(#n),
+            Dim::Sym(t) => quote!((#t)),
+        }
+    }
+    /// As a const generic argument.
+    pub fn arg(&self) -> TokenStream {
+        match self {
+            Dim::Lit(n) => quote!(#n),
+            Dim::Sym(t) => quote!({ #t }),
+        }
+    }
+    /// As a dim type.
+    pub fn ty(&self) -> TokenStream {
+        let a = self.arg();
+        quote!(::volta::Const<#a>)
+    }
+    fn show(&self) -> String {
+        match self {
+            Dim::Lit(n) => n.to_string(),
+            Dim::Sym(_) => "?".into(),
+        }
+    }
+    fn lit(&self) -> Option<usize> {
+        match self {
+            Dim::Lit(n) => Some(*n),
+            Dim::Sym(_) => None,
+        }
+    }
+}
+
+/// What reaches a layer (per sample, without the batch dim).
+#[derive(Clone)]
+pub enum State {
+    Known(Vec<Dim>),
+    /// The output of a nested model: its per-sample shape type.
+    Opaque(TokenStream),
+}
+
+impl State {
+    /// The per-sample shape type.
+    pub fn ty(&self) -> TokenStream {
+        match self {
+            State::Known(dims) => {
+                let tys = dims.iter().map(Dim::ty);
+                quote!((#(#tys,)*))
+            }
+            State::Opaque(t) => t.clone(),
+        }
+    }
+    /// `[B, 32, 28, 28]` (`?` for dims only rustc knows).
+    pub fn show(&self, batch: &Ident) -> String {
+        match self {
+            State::Known(dims) => {
+                let mut parts = vec![batch.to_string()];
+                parts.extend(dims.iter().map(Dim::show));
+                format!("[{}]", parts.join(", "))
+            }
+            State::Opaque(_) => format!("[{batch}, …]"),
+        }
+    }
+}
+
+/// A step of the forward pass, with the field it needs.
+pub struct Planned {
+    /// The field: name, type (over `D`, `E`), initialiser (with `rng` in scope).
+    pub field: Option<(Ident, TokenStream, TokenStream)>,
+    /// Statements turning `x` into the step's output `x`.
+    pub forward: TokenStream,
+    /// The row of the summary: name and the layer as written.
+    pub name: String,
+    pub layer: String,
+    /// The shape after the step.
+    pub output: State,
+}
+
+/// The result of planning: steps, checks to emit, the final state.
+pub struct Plan {
+    pub steps: Vec<Planned>,
+    pub checks: Vec<TokenStream>,
+    pub input: State,
+    pub output: State,
+    /// Whether rustc must check the declared output (dims it alone knows).
+    pub checked_output: bool,
+}
+
+pub fn plan(def: &ModelDef) -> syn::Result<Plan> {
+    let input = State::Known(
+        def.input
+            .iter()
+            .map(|d| d.base10_parse().map(Dim::Lit))
+            .collect::<syn::Result<_>>()?,
+    );
+    let mut state = input.clone();
+    let mut steps = Vec::new();
+    let mut checks = Vec::new();
+    let batch = &def.batch;
+    for step in &def.steps {
+        let planned = match step {
+            Step::Function(f) => function(f, &state, batch)?,
+            Step::Layer { name, spec } => {
+                let mut p = Planner {
+                    batch,
+                    state: &state,
+                    checks: &mut checks,
+                    spec,
+                };
+                p.layer(name)?
+            }
+        };
+        state = planned.output.clone();
+        steps.push(planned);
+    }
+    // The declared output.
+    let declared: Vec<usize> = def
+        .output
+        .iter()
+        .map(|d| d.base10_parse())
+        .collect::<syn::Result<_>>()?;
+    let declared_state = State::Known(declared.iter().map(|&n| Dim::Lit(n)).collect());
+    match known_lits(&state) {
+        Some(dims) if dims != declared => {
+            return Err(syn::Error::new_spanned(
+                &def.output_tokens,
+                format!(
+                    "the layers produce {}, but the block declares {}",
+                    state.show(batch),
+                    declared_state.show(batch)
+                ),
+            ));
+        }
+        Some(_) => {}
+        // Checked by rustc where `forward` returns (see `emit`).
+        None => {}
+    }
+    Ok(Plan {
+        steps,
+        checks,
+        input,
+        output: declared_state,
+        checked_output: known_lits(&state).is_none(),
+    })
+}
+
+/// All dims as numbers, when they are.
+fn known_lits(state: &State) -> Option<Vec<usize>> {
+    match state {
+        State::Known(dims) => dims.iter().map(Dim::lit).collect(),
+        State::Opaque(_) => None,
+    }
+}
+
+/// An item that fails `cargo check` at `span_of`'s tokens unless `predicate` holds.
+fn where_check(span_of: &impl ToTokens, predicate: TokenStream) -> TokenStream {
+    let span = first_span(span_of);
+    let predicate = respan(predicate, span);
+    quote_spanned! {span=>
+        const _: () = {
+            #[allow(dead_code)]
+            fn check() where #predicate {}
+        };
+    }
+}
+
+/// The span of the first token (errors about a layer point at its tokens).
+pub fn first_span(tokens: &impl ToTokens) -> proc_macro2::Span {
+    tokens
+        .to_token_stream()
+        .into_iter()
+        .next()
+        .map_or_else(proc_macro2::Span::call_site, |t| t.span())
+}
+
+/// `tokens` with every span set to `span`, so that rustc reports an unmet bound in
+/// generated code at the user's tokens.
+pub fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            if let proc_macro2::TokenTree::Group(g) = &t {
+                let mut g2 = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                g2.set_span(span);
+                t = proc_macro2::TokenTree::Group(g2);
+            } else {
+                t.set_span(span);
+            }
+            t
+        })
+        .collect()
+}
+
+/// A stateless step written as a bare name.
+fn function(f: &Ident, state: &State, batch: &Ident) -> syn::Result<Planned> {
+    let name = f.to_string();
+    let (forward, output) = match name.as_str() {
+        "flatten" => flatten(state, batch),
+        "relu" | "gelu" | "silu" | "sigmoid" | "tanh" => {
+            (quote_spanned!(f.span()=> let x = x.#f();), state.clone())
+        }
+        _ => {
+            return Err(syn::Error::new_spanned(
+                f,
+                format!(
+                    "unknown step `{name}`: a bare name is one of {}; a layer is `name: Layer<…>`",
+                    FUNCTIONS.join(", ")
+                ),
+            ));
+        }
+    };
+    Ok(Planned {
+        field: None,
+        forward,
+        layer: name.clone(),
+        name,
+        output,
+    })
+}
+
+/// `(B, …) → (B, product)`.
+fn flatten(state: &State, batch: &Ident) -> (TokenStream, State) {
+    let n = match state {
+        State::Known(dims) => match dims.iter().map(Dim::lit).collect::<Option<Vec<_>>>() {
+            Some(l) => Dim::Lit(l.iter().product()),
+            None => {
+                let e = dims.iter().map(Dim::expr);
+                Dim::Sym(quote!(1 #(* #e)*))
+            }
+        },
+        State::Opaque(t) => Dim::Sym(quote!(<#t as ::volta::shape::ConstShape>::NUMEL)),
+    };
+    let out = State::Known(vec![n.clone()]);
+    let t = n.ty();
+    (
+        quote!(let x: ::volta::Tensor<(#batch, #t), D, E> = ::volta::nn::Flatten.forward(&x);),
+        out,
+    )
+}
+
+struct Planner<'a> {
+    batch: &'a Ident,
+    state: &'a State,
+    checks: &'a mut Vec<TokenStream>,
+    spec: &'a LayerSpec,
+}
+
+impl Planner<'_> {
+    fn err(&self, msg: impl std::fmt::Display) -> syn::Error {
+        syn::Error::new_spanned(&self.spec.tokens, msg)
+    }
+
+    fn written(&self) -> String {
+        self.spec
+            .tokens
+            .to_string()
+            .replace(" < ", "<")
+            .replace(" >", ">")
+            .replace(" ,", ",")
+    }
+
+    /// The dims reaching this layer, which must have `rank` of them (`what` names
+    /// the expected form in the error).
+    fn dims(&mut self, rank: usize, what: &str) -> syn::Result<Vec<Dim>> {
+        match self.state {
+            State::Known(d) if d.len() == rank => Ok(d.clone()),
+            State::Known(_) => Err(self.err(format!(
+                "{} takes {what}, but {} reaches it",
+                self.spec.kind,
+                self.state.show(self.batch)
+            ))),
+            State::Opaque(t) => Ok((0..rank)
+                .map(|i| Dim::Sym(quote!(::volta::nn::model_dim::<#t>(#i, #rank))))
+                .collect()),
+        }
+    }
+
+    /// Checks `ok` now when it is a number, else emits it as a const assert.
+    fn require(&mut self, ok: Result<bool, TokenStream>, msg: String) -> syn::Result<()> {
+        match ok {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(self.err(msg)),
+            Err(cond) => {
+                let span = first_span(&self.spec.tokens);
+                let cond = respan(cond, span);
+                self.checks
+                    .push(quote_spanned!(span=> #[allow(clippy::all)] const _: () = assert!(#cond, #msg);));
+                Ok(())
+            }
+        }
+    }
+
+    fn layer(&mut self, name: &Ident) -> syn::Result<Planned> {
+        let kind = self.spec.kind.to_string();
+        let b = self.batch;
+        let same = self.state.clone();
+        let (ty, init, forward, output) = match kind.as_str() {
+            "Linear" => {
+                let args = Args::take(self, &[], 2)?;
+                let f = self.dims(1, "flat features [B, features] (add `flatten` before it)")?;
+                let (i, o) = match args.positional[..] {
+                    [o] => (f[0].clone(), o.int(self)?),
+                    [i, o] => {
+                        let i = i.int(self)?;
+                        match &f[0] {
+                            Dim::Lit(n) if *n != i => {
+                                return Err(self.err(format!(
+                                    "Linear<{i}, {o}> takes {i} features, but {} reaches it",
+                                    self.state.show(b),
+                                    o = o.int(self)?
+                                )));
+                            }
+                            Dim::Lit(_) => {}
+                            Dim::Sym(e) => {
+                                let msg = format!(
+                                    "Linear<{i}, …> takes {i} features, but another width reaches it"
+                                );
+                                self.require(Err(quote!(#e == #i)), msg)?;
+                            }
+                        }
+                        (Dim::Lit(i), o.int(self)?)
+                    }
+                    _ => return Err(self.err("Linear<out> or Linear<in, out>")),
+                };
+                let ia = i.arg();
+                let out = State::Known(vec![Dim::Lit(o)]);
+                (
+                    quote!(::volta::nn::Linear<#ia, #o, D, E>),
+                    quote!(::volta::nn::Linear::new(rng)),
+                    typed_forward(name, b, &out),
+                    out,
+                )
+            }
+            "Conv2d" => {
+                let args = Args::take(
+                    self,
+                    &["kernel", "stride", "padding", "dilation", "groups", "bias"],
+                    1,
+                )?;
+                let [c, h, w] = self.image_dims()?;
+                let o = match &args.positional[..] {
+                    [o] => o.int(self)?,
+                    _ => return Err(self.err("Conv2d<out_channels, kernel = k, …>")),
+                };
+                let win = Window2d {
+                    kernel: args.pair(self, "kernel", None)?,
+                    stride: args.pair(self, "stride", Some(1))?,
+                    padding: args.pair(self, "padding", Some(0))?,
+                    dilation: args.pair(self, "dilation", Some(1))?,
+                };
+                let groups = args.int(self, "groups", 1)?;
+                let bias = args.bool(self, "bias", true)?;
+                if groups == 0 || !o.is_multiple_of(groups) {
+                    return Err(self.err(format!(
+                        "groups = {groups} must divide the {o} output channels"
+                    )));
+                }
+                match &c {
+                    Dim::Lit(c) if !c.is_multiple_of(groups) => {
+                        return Err(self.err(format!(
+                            "groups = {groups} must divide the {c} input channels of {}",
+                            self.state.show(b)
+                        )));
+                    }
+                    Dim::Lit(_) => {}
+                    Dim::Sym(_) if groups == 1 => {}
+                    Dim::Sym(e) => {
+                        self.require(
+                            Err(quote!(#e % #groups == 0)),
+                            format!("groups = {groups} must divide the input channels"),
+                        )?;
+                    }
+                }
+                let [oh, ow] = self.window(&win, [&h, &w], false)?;
+                let (ca, [kh, kw]) = (c.arg(), win.kernel);
+                let (stride, padding, dilation) = (win.stride, win.padding, win.dilation);
+                let out = State::Known(vec![Dim::Lit(o), oh, ow]);
+                (
+                    quote!(::volta::nn::Conv2d<#ca, #o, #kh, #kw, D, E>),
+                    quote!(::volta::nn::Conv2d::with_options(
+                        ::volta::nn::Conv2dOptions {
+                            stride: [#(#stride),*],
+                            padding: [#(#padding),*],
+                            dilation: [#(#dilation),*],
+                            groups: #groups,
+                            bias: #bias,
+                        },
+                        rng,
+                    )),
+                    typed_forward(name, b, &out),
+                    out,
+                )
+            }
+            "MaxPool2d" | "AvgPool2d" => {
+                let args = Args::take(self, &["kernel", "stride", "padding"], 1)?;
+                let [c, h, w] = self.image_dims()?;
+                let kernel = match &args.positional[..] {
+                    [k] => k.pair(self)?,
+                    [] => args.pair(self, "kernel", None)?,
+                    _ => return Err(self.err(format!("{kind}<kernel, stride = s, padding = p>"))),
+                };
+                let win = Window2d {
+                    kernel,
+                    stride: args.pair(self, "stride", None).unwrap_or(kernel),
+                    padding: args.pair(self, "padding", Some(0))?,
+                    dilation: [1, 1],
+                };
+                if win.padding[0] * 2 > kernel[0] || win.padding[1] * 2 > kernel[1] {
+                    return Err(self.err(format!(
+                        "padding {:?} is more than half the {kernel:?} window",
+                        win.padding
+                    )));
+                }
+                let [oh, ow] = self.window(&win, [&h, &w], true)?;
+                let out = State::Known(vec![c, oh, ow]);
+                let kind_ident = &self.spec.kind;
+                let [(k0, k1), (s0, s1), (p0, p1)] = [
+                    (win.kernel[0], win.kernel[1]),
+                    (win.stride[0], win.stride[1]),
+                    (win.padding[0], win.padding[1]),
+                ];
+                (
+                    quote!(::volta::nn::#kind_ident),
+                    quote!(::volta::nn::#kind_ident::from_window(::volta::nn::Window2d {
+                        kernel: [#k0, #k1],
+                        stride: [#s0, #s1],
+                        padding: [#p0, #p1],
+                        dilation: [1, 1],
+                    })),
+                    typed_forward(name, b, &out),
+                    out,
+                )
+            }
+            "GlobalAvgPool2d" => {
+                Args::take(self, &[], 0)?;
+                let [c, _, _] = self.image_dims()?;
+                let out = State::Known(vec![c]);
+                (
+                    quote!(::volta::nn::GlobalAvgPool2d),
+                    quote!(::volta::nn::GlobalAvgPool2d),
+                    typed_forward(name, b, &out),
+                    out,
+                )
+            }
+            "BatchNorm2d" => {
+                let args = Args::take(self, &["eps", "momentum"], 0)?;
+                let [c, _, _] = self.image_dims()?;
+                let eps = args.float(self, "eps", 1e-5)?;
+                let momentum = args.float(self, "momentum", 0.1)?;
+                let ca = c.arg();
+                (
+                    quote!(::volta::nn::BatchNorm2d<#ca, D, E>),
+                    quote!({
+                        let mut layer = ::volta::nn::BatchNorm2d::new();
+                        layer.eps = #eps;
+                        layer.momentum = #momentum;
+                        layer
+                    }),
+                    quote!(let x = self.#name.forward(&x);),
+                    same,
+                )
+            }
+            "LayerNorm" | "RmsNorm" => {
+                let args = Args::take(self, &["eps"], 0)?;
+                let last = match self.state {
+                    State::Known(d) if !d.is_empty() => d[d.len() - 1].clone(),
+                    State::Known(_) => return Err(self.err("a norm needs at least one axis")),
+                    State::Opaque(t) => Dim::Sym(quote!(::volta::nn::model_last_dim::<#t>())),
+                };
+                let default = if kind == "LayerNorm" { 1e-5 } else { 1e-6 };
+                let eps = args.float(self, "eps", default)?;
+                let (k, la) = (&self.spec.kind, last.arg());
+                (
+                    quote!(::volta::nn::#k<#la, D, E>),
+                    quote!(::volta::nn::#k::new().with_eps(#eps)),
+                    quote!(let x = self.#name.forward(&x);),
+                    same,
+                )
+            }
+            "Dropout" => {
+                let args = Args::take(self, &["p"], 1)?;
+                let p = match &args.positional[..] {
+                    [p] => p.float(self)?,
+                    [] => args.float(self, "p", 0.5)?,
+                    _ => return Err(self.err("Dropout<p>")),
+                };
+                if !(0.0..=1.0).contains(&p) {
+                    return Err(
+                        self.err(format!("the drop probability must be in [0, 1], got {p}"))
+                    );
+                }
+                (
+                    quote!(::volta::nn::Dropout),
+                    quote!(::volta::nn::Dropout::new(#p, rng)),
+                    quote!(let x = self.#name.forward(&x);),
+                    same,
+                )
+            }
+            "Flatten" => {
+                Args::take(self, &[], 0)?;
+                let (forward, out) = flatten(self.state, b);
+                (
+                    quote!(::volta::nn::Flatten),
+                    quote!(::volta::nn::Flatten),
+                    forward,
+                    out,
+                )
+            }
+            "Relu" | "Gelu" | "Silu" | "Sigmoid" | "Tanh" => {
+                Args::take(self, &[], 0)?;
+                let k = &self.spec.kind;
+                (
+                    quote!(::volta::nn::#k),
+                    quote!(::volta::nn::#k),
+                    quote!(let x = self.#name.forward(&x);),
+                    same,
+                )
+            }
+            _ => return self.nested(name),
+        };
+        Ok(Planned {
+            field: Some((name.clone(), ty, init)),
+            forward,
+            name: name.to_string(),
+            layer: self.written(),
+            output,
+        })
+    }
+
+    /// `[C, H, W]`, or an error naming what reaches the layer.
+    fn image_dims(&mut self) -> syn::Result<[Dim; 3]> {
+        let d = self.dims(3, "images [B, C, H, W]")?;
+        Ok([d[0].clone(), d[1].clone(), d[2].clone()])
+    }
+
+    /// The output height and width of `win` over `hw`; `tile`: the windows must
+    /// cover the padded input exactly (pooling must not drop rows).
+    fn window(&mut self, win: &Window2d, hw: [&Dim; 2], tile: bool) -> syn::Result<[Dim; 2]> {
+        let mut out = [Dim::Lit(0), Dim::Lit(0)];
+        for axis in 0..2 {
+            let what = ["rows", "columns"][axis];
+            match hw[axis] {
+                Dim::Lit(n) => {
+                    let len = win.output_len(axis, *n).map_err(|e| match e {
+                        WindowError::Zero => {
+                            self.err("kernel, stride and dilation must be at least 1")
+                        }
+                        e @ WindowError::KernelTooLarge { .. } => self.err(format!(
+                            "{e}: {} reaches this layer (padding {})",
+                            self.state.show(self.batch),
+                            win.padding[axis]
+                        )),
+                    })?;
+                    if tile && !win.covers(axis, *n) {
+                        let used = (len - 1) * win.stride[axis] + win.kernel[axis];
+                        return Err(self.err(format!(
+                            "the {}×{} windows (stride {}) do not tile {}: they cover {used} of its {} padded {what}; \
+                             pad the input or pick a window that divides it",
+                            win.kernel[0],
+                            win.kernel[1],
+                            win.stride[axis],
+                            self.state.show(self.batch),
+                            n + 2 * win.padding[axis],
+                        )));
+                    }
+                    out[axis] = Dim::Lit(len);
+                }
+                Dim::Sym(e) => {
+                    let (k, s, p, d) = (
+                        win.kernel[axis],
+                        win.stride[axis],
+                        win.padding[axis],
+                        win.dilation[axis],
+                    );
+                    let extent = d * (k - 1) + 1;
+                    self.require(
+                        Err(quote!(#e + 2 * #p >= #extent)),
+                        format!("the kernel spans {extent} {what}, more than the padded input has"),
+                    )?;
+                    if tile {
+                        self.require(
+                            Err(quote!((#e + 2 * #p - #extent) % #s == 0)),
+                            format!("the pooling windows do not tile the input's {what}"),
+                        )?;
+                    }
+                    out[axis] = Dim::Sym(quote!((#e + 2 * #p - #extent) / #s + 1));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Another model used as a layer: its declared input must be what reaches it
+    /// (checked by rustc), and its declared output is what continues.
+    fn nested(&mut self, name: &Ident) -> syn::Result<Planned> {
+        let ty = self.spec.ty.clone().expect("a nested model has a type");
+        let reaching = self.state.ty();
+        self.checks.push(where_check(
+            &self.spec.tokens,
+            quote!(#reaching: ::volta::nn::InputFits<<#ty as ::volta::nn::Model>::Input>),
+        ));
+        let field_ty = with_device(&ty);
+        let span = first_span(&self.spec.tokens);
+        Ok(Planned {
+            field: Some((
+                name.clone(),
+                field_ty.clone(),
+                quote!(<#field_ty as ::volta::nn::Model>::new(rng)),
+            )),
+            forward: quote_spanned!(span=>
+                let x = ::volta::nn::Forward::<_, D, E>::forward(&self.#name, &x);
+            ),
+            name: name.to_string(),
+            layer: self.written(),
+            output: State::Opaque(quote!(<#ty as ::volta::nn::Model>::Output)),
+        })
+    }
+}
+
+/// `let x: Tensor<(B, …), D, E> = self.name.forward(&x);`: the annotation names
+/// the output size that the layer's generic forward checks.
+fn typed_forward(name: &Ident, batch: &Ident, out: &State) -> TokenStream {
+    match out {
+        State::Known(dims) => {
+            let tys = dims.iter().map(Dim::ty);
+            quote!(let x: ::volta::Tensor<(#batch, #(#tys),*), D, E> = self.#name.forward(&x);)
+        }
+        State::Opaque(_) => quote!(let x = self.#name.forward(&x);),
+    }
+}
+
+/// A nested model's type over the outer model's device and float type: every path
+/// type written without arguments (`Block`) gets `<D, E>`, inside wrappers too
+/// (`Residual<Block>` → `Residual<Block<D, E>>`).
+fn with_device(ty: &syn::Type) -> TokenStream {
+    match ty {
+        syn::Type::Path(p) => {
+            let mut p = p.clone();
+            let last = p.path.segments.last_mut().expect("a path has a segment");
+            match &mut last.arguments {
+                syn::PathArguments::None => {
+                    last.arguments = syn::PathArguments::AngleBracketed(syn::parse_quote!(<D, E>));
+                }
+                syn::PathArguments::AngleBracketed(args) => {
+                    for a in args.args.iter_mut() {
+                        if let syn::GenericArgument::Type(t) = a {
+                            let inner = with_device(t);
+                            *t = syn::parse_quote!(#inner);
+                        }
+                    }
+                }
+                syn::PathArguments::Parenthesized(_) => {}
+            }
+            p.to_token_stream()
+        }
+        other => other.to_token_stream(),
+    }
+}
+
+/// A built-in layer's arguments, checked against what it accepts.
+struct Args<'a> {
+    positional: Vec<&'a Arg>,
+    named: Vec<&'a Arg>,
+}
+
+impl<'a> Args<'a> {
+    fn take(p: &Planner<'a>, names: &[&str], max_positional: usize) -> syn::Result<Self> {
+        let (named, positional): (Vec<&Arg>, Vec<&Arg>) =
+            p.spec.args.iter().partition(|a| a.name.is_some());
+        if positional.len() > max_positional {
+            return Err(syn::Error::new(
+                positional[max_positional].span,
+                format!(
+                    "{} takes {max_positional} unnamed argument(s); name the others ({})",
+                    p.spec.kind,
+                    names.join(", ")
+                ),
+            ));
+        }
+        for a in &named {
+            let n = a.name.as_ref().unwrap();
+            if !names.contains(&n.to_string().as_str()) {
+                let options = if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                };
+                return Err(syn::Error::new_spanned(
+                    n,
+                    format!(
+                        "{} has no option `{n}`; its options: {options}",
+                        p.spec.kind
+                    ),
+                ));
+            }
+        }
+        Ok(Args { positional, named })
+    }
+
+    fn get(&self, name: &str) -> Option<&'a Arg> {
+        self.named
+            .iter()
+            .find(|a| a.name.as_ref().is_some_and(|n| n == name))
+            .copied()
+    }
+
+    fn pair(&self, p: &Planner, name: &str, default: Option<usize>) -> syn::Result<[usize; 2]> {
+        match (self.get(name), default) {
+            (Some(a), _) => a.pair(p),
+            (None, Some(d)) => Ok([d, d]),
+            (None, None) => Err(p.err(format!("{} needs `{name} = …`", p.spec.kind))),
+        }
+    }
+
+    fn int(&self, p: &Planner, name: &str, default: usize) -> syn::Result<usize> {
+        self.get(name).map_or(Ok(default), |a| a.int(p))
+    }
+
+    fn float(&self, p: &Planner, name: &str, default: f64) -> syn::Result<f64> {
+        self.get(name).map_or(Ok(default), |a| a.float(p))
+    }
+
+    fn bool(&self, _: &Planner, name: &str, default: bool) -> syn::Result<bool> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(Arg {
+                value: Value::Bool(b),
+                ..
+            }) => Ok(*b),
+            Some(a) => Err(syn::Error::new(
+                a.span,
+                format!("`{name}` is `true` or `false`"),
+            )),
+        }
+    }
+}
+
+impl Arg {
+    fn int(&self, _: &Planner) -> syn::Result<usize> {
+        match self.value {
+            Value::Int(n) => Ok(n),
+            _ => Err(syn::Error::new(self.span, "expected an integer")),
+        }
+    }
+    fn pair(&self, _: &Planner) -> syn::Result<[usize; 2]> {
+        match self.value {
+            Value::Int(n) => Ok([n, n]),
+            Value::Pair(a, b) => Ok([a, b]),
+            _ => Err(syn::Error::new(
+                self.span,
+                "expected an integer or a pair `(h, w)`",
+            )),
+        }
+    }
+    fn float(&self, _: &Planner) -> syn::Result<f64> {
+        match self.value {
+            Value::Float(f) => Ok(f),
+            Value::Int(n) => Ok(n as f64),
+            _ => Err(syn::Error::new(self.span, "expected a number")),
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! Dropout: zeroes elements at random while training.
+use crate::backend::Backend;
+use crate::dtype::Float;
+use crate::nn::{Module, ToDevice, Visitor};
+use crate::random::Rng;
+use crate::shape::Shape;
+use crate::tensor::{RawTensor, Tensor};
+use std::sync::atomic::{AtomicU64, Ordering};
+use volta_kernels::BinaryOp;
+
+/// Zeroes each element with probability `p` and scales the others by `1/(1 − p)`
+/// in training mode; the identity in evaluation mode (PyTorch's `nn.Dropout`).
+///
+/// Seeded: the layer draws its seed from the `Rng` it is built with, and call `k`
+/// uses the mask of `(seed, k)`, generated on the tensor's device by a counter-based
+/// generator, so a CPU run and a GPU run drop the same elements.
+///
+/// ```
+/// use volta::prelude::*;
+/// let mut drop = Dropout::new(0.5, &mut Rng::seed(0));
+/// let x = Tensor::<Rank1<1000>>::ones();
+/// let kept = drop.forward(&x).to_vec().iter().filter(|&&v| v == 2.0).count();
+/// assert!((400..600).contains(&kept));
+/// Module::<Cpu, f32>::eval(&mut drop);
+/// assert_eq!(Module::<Cpu, f32>::param_count(&mut drop), 0);
+/// assert_eq!(drop.forward(&x).to_vec(), x.to_vec());
+/// ```
+#[derive(Debug)]
+pub struct Dropout {
+    p: f64,
+    seed: u64,
+    calls: AtomicU64,
+    training: bool,
+}
+
+impl Clone for Dropout {
+    fn clone(&self) -> Self {
+        Dropout {
+            p: self.p,
+            seed: self.seed,
+            calls: AtomicU64::new(self.calls.load(Ordering::Relaxed)),
+            training: self.training,
+        }
+    }
+}
+
+impl Dropout {
+    /// Dropout with probability `p ∈ [0, 1]`, in training mode.
+    ///
+    /// # Panics
+    /// When `p` is outside `[0, 1]`.
+    pub fn new(p: f64, rng: &mut Rng) -> Self {
+        assert!(
+            (0.0..=1.0).contains(&p),
+            "Dropout: p must be in [0, 1], got {p}"
+        );
+        Dropout {
+            p,
+            seed: rng.next_u64(),
+            calls: AtomicU64::new(0),
+            training: true,
+        }
+    }
+
+    /// The drop probability.
+    pub fn p(&self) -> f64 {
+        self.p
+    }
+
+    /// Whether the layer drops (training mode).
+    pub fn is_training(&self) -> bool {
+        self.training
+    }
+
+    /// Applies dropout (training) or passes `x` through (evaluation).
+    pub fn forward<S: Shape, D: Backend<E>, E: Float>(
+        &self,
+        x: &Tensor<S, D, E>,
+    ) -> Tensor<S, D, E> {
+        if !self.training || self.p == 0.0 {
+            return x.clone();
+        }
+        let call = self.calls.fetch_add(1, Ordering::Relaxed);
+        // SplitMix-style mixing keeps the streams of consecutive calls unrelated.
+        let seed = self
+            .seed
+            .wrapping_add(call.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            .rotate_left(17);
+        let keep = if self.p >= 1.0 {
+            RawTensor::full_like_dims(x.dims(), E::ZERO)
+        } else {
+            RawTensor::<D, E>::uniform(x.dims(), seed)
+                .scalar(BinaryOp::Ge, E::from_f64(self.p))
+                .scalar(BinaryOp::Mul, E::from_f64(1.0 / (1.0 - self.p)))
+        };
+        x.map_raw(|r| r.binary(BinaryOp::Mul, &keep))
+    }
+}
+
+impl<D: Backend<E>, E: Float> Module<D, E> for Dropout {
+    fn visit(&mut self, v: &mut Visitor<'_, D, E>) {
+        v.training(&mut self.training);
+    }
+}
+
+impl<E: Float> ToDevice<E> for Dropout {
+    type On<D2: Backend<E>> = Dropout;
+    fn to<D2: Backend<E>>(&self) -> Dropout {
+        self.clone()
+    }
+}

@@ -1,0 +1,21 @@
+//! The layer set. Each layer is generic over device and float type, holds its
+//! parameters as typed tensors, and is a [`Module`](super::Module).
+
+mod activation;
+mod conv;
+mod dropout;
+mod embedding;
+mod flatten;
+mod linear;
+mod norm;
+mod pool;
+
+pub use activation::{Gelu, Relu, Sigmoid, Silu, Tanh};
+pub use conv::{Conv2d, Conv2dOptions};
+pub use dropout::Dropout;
+pub use embedding::Embedding;
+pub use flatten::Flatten;
+pub use linear::Linear;
+pub use norm::{BatchNorm2d, LayerNorm, RmsNorm};
+pub use pool::{AvgPool2d, GlobalAvgPool2d, MaxPool2d};
+pub use volta_kernels::{Window2d, WindowError};
