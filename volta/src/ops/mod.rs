@@ -17,4 +17,3 @@ mod reduce;
 mod window;
 
 pub use elementwise::SameDevice;
-mod pending;
