@@ -267,3 +267,19 @@ fn model_blocks_train_on_cpu_and_gpu() {
         assert!(last < 0.7 * first, "{name}: loss {first} -> {last}");
     }
 }
+
+#[test]
+fn embedding_matches_the_cpu() {
+    let _g = lock();
+    let emb = Embedding::<7, 4>::new(&mut Rng::seed(3));
+    let ids = Tensor::<Rank2<2, 5>, Cpu, u32>::from_array([[0, 6, 2, 2, 5], [1, 6, 6, 3, 0]]);
+    let gpu = emb.to::<Gpu>();
+    let (yc, yg) = (emb.forward(&ids), gpu.forward(&ids.to::<Gpu>()));
+    close("embedding forward", &yc.to_vec(), &yg.to_vec());
+    let (gc, gg) = (weighted(&yc).backward(), weighted(&yg).backward());
+    close(
+        "embedding dweight",
+        &gc.get(&emb.weight).unwrap().to_vec(),
+        &gg.get(&gpu.weight).unwrap().to_vec(),
+    );
+}
