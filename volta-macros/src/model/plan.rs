@@ -321,15 +321,15 @@ impl Planner<'_> {
                 let args = Args::take(self, &[], 2)?;
                 let f = self.dims(1, "flat features [B, features] (add `flatten` before it)")?;
                 let (i, o) = match args.positional[..] {
-                    [o] => (f[0].clone(), o.int(self)?),
+                    [o] => (f[0].clone(), o.int()?),
                     [i, o] => {
-                        let i = i.int(self)?;
+                        let i = i.int()?;
                         match &f[0] {
                             Dim::Lit(n) if *n != i => {
                                 return Err(self.err(format!(
                                     "Linear<{i}, {o}> takes {i} features, but {} reaches it",
                                     self.state.show(b),
-                                    o = o.int(self)?
+                                    o = o.int()?
                                 )));
                             }
                             Dim::Lit(_) => {}
@@ -340,7 +340,7 @@ impl Planner<'_> {
                                 self.require(Err(quote!(#e == #i)), msg)?;
                             }
                         }
-                        (Dim::Lit(i), o.int(self)?)
+                        (Dim::Lit(i), o.int()?)
                     }
                     _ => return Err(self.err("Linear<out> or Linear<in, out>")),
                 };
@@ -361,7 +361,7 @@ impl Planner<'_> {
                 )?;
                 let [c, h, w] = self.image_dims()?;
                 let o = match &args.positional[..] {
-                    [o] => o.int(self)?,
+                    [o] => o.int()?,
                     _ => return Err(self.err("Conv2d<out_channels, kernel = k, …>")),
                 };
                 let win = Window2d {
@@ -370,8 +370,8 @@ impl Planner<'_> {
                     padding: args.pair(self, "padding", Some(0))?,
                     dilation: args.pair(self, "dilation", Some(1))?,
                 };
-                let groups = args.int(self, "groups", 1)?;
-                let bias = args.bool(self, "bias", true)?;
+                let groups = args.int("groups", 1)?;
+                let bias = args.bool("bias", true)?;
                 if groups == 0 || !o.is_multiple_of(groups) {
                     return Err(self.err(format!(
                         "groups = {groups} must divide the {o} output channels"
@@ -417,7 +417,7 @@ impl Planner<'_> {
                 let args = Args::take(self, &["kernel", "stride", "padding"], 1)?;
                 let [c, h, w] = self.image_dims()?;
                 let kernel = match &args.positional[..] {
-                    [k] => k.pair(self)?,
+                    [k] => k.pair()?,
                     [] => args.pair(self, "kernel", None)?,
                     _ => return Err(self.err(format!("{kind}<kernel, stride = s, padding = p>"))),
                 };
@@ -467,8 +467,8 @@ impl Planner<'_> {
             "BatchNorm2d" => {
                 let args = Args::take(self, &["eps", "momentum"], 0)?;
                 let [c, _, _] = self.image_dims()?;
-                let eps = args.float(self, "eps", 1e-5)?;
-                let momentum = args.float(self, "momentum", 0.1)?;
+                let eps = args.float("eps", 1e-5)?;
+                let momentum = args.float("momentum", 0.1)?;
                 let ca = c.arg();
                 (
                     quote!(::volta::nn::BatchNorm2d<#ca, D, E>),
@@ -490,7 +490,7 @@ impl Planner<'_> {
                     State::Opaque(t) => Dim::Sym(quote!(::volta::nn::model_last_dim::<#t>())),
                 };
                 let default = if kind == "LayerNorm" { 1e-5 } else { 1e-6 };
-                let eps = args.float(self, "eps", default)?;
+                let eps = args.float("eps", default)?;
                 let (k, la) = (&self.spec.kind, last.arg());
                 (
                     quote!(::volta::nn::#k<#la, D, E>),
@@ -502,8 +502,8 @@ impl Planner<'_> {
             "Dropout" => {
                 let args = Args::take(self, &["p"], 1)?;
                 let p = match &args.positional[..] {
-                    [p] => p.float(self)?,
-                    [] => args.float(self, "p", 0.5)?,
+                    [p] => p.float()?,
+                    [] => args.float("p", 0.5)?,
                     _ => return Err(self.err("Dropout<p>")),
                 };
                 if !(0.0..=1.0).contains(&p) {
@@ -728,21 +728,21 @@ impl<'a> Args<'a> {
 
     fn pair(&self, p: &Planner, name: &str, default: Option<usize>) -> syn::Result<[usize; 2]> {
         match (self.get(name), default) {
-            (Some(a), _) => a.pair(p),
+            (Some(a), _) => a.pair(),
             (None, Some(d)) => Ok([d, d]),
             (None, None) => Err(p.err(format!("{} needs `{name} = …`", p.spec.kind))),
         }
     }
 
-    fn int(&self, p: &Planner, name: &str, default: usize) -> syn::Result<usize> {
-        self.get(name).map_or(Ok(default), |a| a.int(p))
+    fn int(&self, name: &str, default: usize) -> syn::Result<usize> {
+        self.get(name).map_or(Ok(default), |a| a.int())
     }
 
-    fn float(&self, p: &Planner, name: &str, default: f64) -> syn::Result<f64> {
-        self.get(name).map_or(Ok(default), |a| a.float(p))
+    fn float(&self, name: &str, default: f64) -> syn::Result<f64> {
+        self.get(name).map_or(Ok(default), |a| a.float())
     }
 
-    fn bool(&self, _: &Planner, name: &str, default: bool) -> syn::Result<bool> {
+    fn bool(&self, name: &str, default: bool) -> syn::Result<bool> {
         match self.get(name) {
             None => Ok(default),
             Some(Arg {
@@ -758,13 +758,13 @@ impl<'a> Args<'a> {
 }
 
 impl Arg {
-    fn int(&self, _: &Planner) -> syn::Result<usize> {
+    fn int(&self) -> syn::Result<usize> {
         match self.value {
             Value::Int(n) => Ok(n),
             _ => Err(syn::Error::new(self.span, "expected an integer")),
         }
     }
-    fn pair(&self, _: &Planner) -> syn::Result<[usize; 2]> {
+    fn pair(&self) -> syn::Result<[usize; 2]> {
         match self.value {
             Value::Int(n) => Ok([n, n]),
             Value::Pair(a, b) => Ok([a, b]),
@@ -774,7 +774,7 @@ impl Arg {
             )),
         }
     }
-    fn float(&self, _: &Planner) -> syn::Result<f64> {
+    fn float(&self) -> syn::Result<f64> {
         match self.value {
             Value::Float(f) => Ok(f),
             Value::Int(n) => Ok(n as f64),

@@ -194,11 +194,9 @@ impl<const I: usize, const O: usize, const KH: usize, const KW: usize, D: Backen
     ) -> Tensor<(B, Const<O>, OH, OW), D, E> {
         let (b, _, h, w) = x.shape();
         let win = self.window();
-        let (oh, ow) = output_dims::<OH, OW>(
-            &win,
-            [h.size(), w.size()],
-            &format!("Conv2d<{I}, {O}, {KH}, {KW}>"),
-        );
+        let (oh, ow) = output_dims::<OH, OW>(&win, [h.size(), w.size()], || {
+            format!("Conv2d<{I}, {O}, {KH}, {KW}>")
+        });
         let raw = conv2d(
             x.raw(),
             self.weight.raw(),
@@ -210,19 +208,21 @@ impl<const I: usize, const O: usize, const KH: usize, const KW: usize, D: Backen
     }
 }
 
-/// The output dims of a window over `input`, as the result type names them.
+/// The output dims of a window over `input`, as the result type names them;
+/// `layer` names the layer in a panic (formatted only then: this runs every step).
 pub(crate) fn output_dims<OH: Dim, OW: Dim>(
     win: &Window2d,
     input: [usize; 2],
-    layer: &str,
+    layer: impl Fn() -> String,
 ) -> (OH, OW) {
     let [oh, ow] = win
         .output(input)
-        .unwrap_or_else(|e| panic!("{layer} on a {}×{} input: {e}", input[0], input[1]));
+        .unwrap_or_else(|e| panic!("{} on a {}×{} input: {e}", layer(), input[0], input[1]));
     match (OH::from_size(oh), OW::from_size(ow)) {
         (Some(a), Some(b)) => (a, b),
         _ => panic!(
-            "{layer}: a {}×{} input gives a {oh}×{ow} output, but the result type says {}×{}",
+            "{}: a {}×{} input gives a {oh}×{ow} output, but the result type says {}×{}",
+            layer(),
             input[0],
             input[1],
             OH::STATIC.map_or("?".into(), |n| n.to_string()),

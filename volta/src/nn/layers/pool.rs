@@ -8,7 +8,7 @@ use crate::tensor::{RawTensor, Tensor};
 use volta_kernels::{BinaryOp, ReduceOp, Window2d};
 
 macro_rules! pool_layer {
-    ($(#[$doc:meta])* $name:ident, $what:literal) => {
+    ($(#[$doc:meta])* $name:ident, $op:expr) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub struct $name {
@@ -55,12 +55,10 @@ macro_rules! pool_layer {
                 x: &Tensor<(B, C, H, W), D, E>,
             ) -> Tensor<(B, C, OH, OW), D, E> {
                 let (b, c, h, w) = x.shape();
-                let (oh, ow) = output_dims::<OH, OW>(
-                    &self.window,
-                    [h.size(), w.size()],
-                    &format!(concat!(stringify!($name), "<{:?}>"), self.window.kernel),
-                );
-                Tensor::from_raw((b, c, oh, ow), pool(x.raw(), &self.window, $what))
+                let (oh, ow) = output_dims::<OH, OW>(&self.window, [h.size(), w.size()], || {
+                    format!(concat!(stringify!($name), "<{:?}>"), self.window.kernel)
+                });
+                Tensor::from_raw((b, c, oh, ow), pool(x.raw(), &self.window, $op))
             }
         }
 
@@ -89,7 +87,7 @@ pool_layer!(
     /// assert_eq!(y.to_vec(), vec![4.0]);
     /// ```
     MaxPool2d,
-    "max"
+    Pool::Max
 );
 
 pool_layer!(
@@ -103,16 +101,19 @@ pool_layer!(
     /// assert_eq!(y.to_vec(), vec![2.5]);
     /// ```
     AvgPool2d,
-    "mean"
+    Pool::Mean
 );
 
+/// What a pooling layer takes of each window.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pool {
+    Max,
+    Mean,
+}
+
 /// Unfolds the windows into the last axis of `(N, OH, OW, C, KH·KW)` and reduces it.
-fn pool<D: Backend<E>, E: Float>(
-    x: &RawTensor<D, E>,
-    win: &Window2d,
-    what: &str,
-) -> RawTensor<D, E> {
-    let max = what == "max";
+fn pool<D: Backend<E>, E: Float>(x: &RawTensor<D, E>, win: &Window2d, op: Pool) -> RawTensor<D, E> {
+    let max = op == Pool::Max;
     let pad = if max { E::NEG_INFINITY } else { E::ZERO };
     let cols = x.unfold2d(*win, pad);
     let d = cols.dims().to_vec();
