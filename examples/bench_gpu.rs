@@ -1,8 +1,10 @@
 //! GPU benchmark table: GEMM f32 (1024/2048/4096, with a sweep of matmul tile
 //! configurations), the elementwise chain relu(a*b+c) on 64M elements fused and
 //! eager (with a sweep of elementwise thread layouts), softmax and an RMSNorm-style
-//! row reduction on 4096², dispatch overhead over 1000 small ops, and an MLP
-//! training step (784-1024-1024-10, batch 512, Adam); fused rows also unfused.
+//! row reduction on 4096², dispatch overhead over 1000 small ops, an MLP
+//! training step (784-1024-1024-10, batch 512, Adam) and a LeNet training step
+//! (the `model!` below, batch 128, Adam); fused rows also unfused. `--cnn` runs the
+//! LeNet rows alone.
 //!
 //! Byte and FLOP conventions follow `torch_peers.py`, so the figures compare
 //! directly. Every timing syncs before reading the clock, warms up first, and takes
@@ -137,6 +139,62 @@ impl MlpStep {
     }
 }
 
+model! {
+    /// `torch_peers.py`'s CNN: two 3×3 convolutions with ReLU and 2×2 max pooling,
+    /// then a linear classifier.
+    pub struct LeNet for (B, 1, 28, 28) -> (B, 10) {
+        conv1: Conv2d<32, kernel = 3, padding = 1>,
+        relu,
+        pool1: MaxPool2d<2>,
+        conv2: Conv2d<64, kernel = 3, padding = 1>,
+        relu,
+        pool2: MaxPool2d<2>,
+        flatten,
+        fc: Linear<10>,
+    }
+}
+
+/// Times a LeNet Adam step on a batch of 128 (PyTorch's `cnn_train_step_b128`).
+fn cnn_rows(table: &mut Vec<String>, rng: &mut Rng) {
+    let mut model = LeNet::<Gpu>::new(rng);
+    let mut opt = Adam::<Gpu>::new(1e-3);
+    let x = Tensor::<Rank4<128, 1, 28, 28>, Gpu>::randn(rng);
+    let targets = (0..128).map(|i| (i * 7 % 10) as u32).collect();
+    let y = Tensor::<Rank1<128>, Gpu, u32>::from_vec(targets).expect("128 targets");
+    let mut step = || {
+        let grads = cross_entropy(&model.forward(&x), &y).backward();
+        opt.step(&mut model, &grads);
+    };
+    let created = Gpu::buffers_created();
+    let runs = time_runs(7, PER_SYNC, &mut step);
+    println!(
+        "  (runs {:.3}..{:.3} ms; buffers created while timing: {})",
+        runs[0] * 1e3,
+        runs[runs.len() - 1] * 1e3,
+        Gpu::buffers_created() - created
+    );
+    row(
+        table,
+        "cnn_train_step_b128",
+        runs[runs.len() / 2] * 1e3,
+        "ms",
+    );
+    let before = Gpu::dispatches_recorded();
+    step();
+    let per_step = Gpu::dispatches_recorded() - before;
+    sync();
+    match Gpu::profile(|| (0..4).for_each(|_| step())) {
+        Ok(((), profile)) => println!("\nLeNet step profile, 4 steps:\n{profile}\n"),
+        Err(e) => println!("no profile: {e}"),
+    }
+    row(
+        table,
+        "cnn_train_step_dispatches",
+        per_step as f64,
+        "dispatches",
+    );
+}
+
 fn row(table: &mut Vec<String>, name: &str, value: f64, unit: &str) {
     let line = format!("{name:40} {value:12.3} {unit}");
     println!("{line}");
@@ -154,6 +212,11 @@ fn main() {
     let mut rng = Rng::seed(0);
     if mlp_only {
         mlp_diagnostics(&mut rng);
+        return;
+    }
+    if std::env::args().any(|a| a == "--cnn") {
+        let mut table = Vec::new();
+        cnn_rows(&mut table, &mut rng);
         return;
     }
     let mut table = Vec::new();
@@ -358,6 +421,7 @@ fn main() {
         );
     }
     Gpu::set_fusion(true);
+    cnn_rows(&mut table, &mut rng);
 
     // GEMM: sweep the tile candidates at every size, check each against the CPU at
     // 1024, then report the default choice.
