@@ -1,5 +1,7 @@
 //! Adam and AdamW.
-use super::{Optimizer, check, for_each_grad, slot};
+use super::{
+    Optimizer, OptimizerState, StateError, check, check_kind, for_each_grad, slot, split_name,
+};
 use crate::autograd::Gradients;
 use crate::backend::Backend;
 use crate::backend::cpu::Cpu;
@@ -22,6 +24,7 @@ pub struct Adam<D: Backend<E> = Cpu, E: Float = f32> {
     weight_decay: f64,
     decoupled: bool,
     states: Vec<Option<Moments<D, E>>>,
+    steps: u64,
 }
 
 /// The running moments of one parameter.
@@ -47,6 +50,7 @@ impl<D: Backend<E>, E: Float> Adam<D, E> {
             weight_decay: 0.0,
             decoupled: false,
             states: Vec::new(),
+            steps: 0,
         }
     }
 
@@ -105,26 +109,13 @@ impl<D: Backend<E>, E: Float> Adam<D, E> {
         self.weight_decay = weight_decay;
         self
     }
-
-    /// The learning rate.
-    pub fn lr(&self) -> f64 {
-        self.lr
-    }
-
-    /// Changes the learning rate (for schedules).
-    ///
-    /// # Panics
-    /// When `lr` is negative or not finite.
-    pub fn set_lr(&mut self, lr: f64) {
-        check("Adam: lr", lr, lr >= 0.0, "≥ 0");
-        self.lr = lr;
-    }
 }
 
 impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
     fn step<M: Module<D, E> + ?Sized>(&mut self, model: &mut M, grads: &Gradients<D, E>) {
         let c = E::from_f64;
         let (b1, b2) = (self.beta1, self.beta2);
+        self.steps += 1;
         for_each_grad(model, grads, |position, param, grad| {
             let mut p = param.value().clone();
             let mut g = grad;
@@ -160,7 +151,70 @@ impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
                 .expect("an update keeps the parameter's dims");
         });
     }
+
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) {
+        check("Adam: lr", lr, lr >= 0.0, "≥ 0");
+        self.lr = lr;
+    }
+
+    fn state(&self) -> OptimizerState<D, E> {
+        let mut tensors = Vec::new();
+        for (i, s) in self.states.iter().enumerate() {
+            if let Some(s) = s {
+                tensors.push((format!("{i}.exp_avg"), s.m.clone()));
+                tensors.push((format!("{i}.exp_avg_sq"), s.v.clone()));
+                let t = RawTensor::from_vec(vec![E::from_f64(s.t as f64)], &[1]);
+                tensors.push((format!("{i}.step"), t));
+            }
+        }
+        OptimizerState {
+            kind: KIND.to_string(),
+            step: self.steps,
+            tensors,
+        }
+    }
+
+    fn load_state(&mut self, state: OptimizerState<D, E>) -> Result<(), StateError> {
+        check_kind(KIND, &state)?;
+        let mut parts: Vec<(
+            Option<RawTensor<D, E>>,
+            Option<RawTensor<D, E>>,
+            Option<i32>,
+        )> = Vec::new();
+        for (name, t) in state.tensors {
+            let (position, slot) = split_name(&name)?;
+            if parts.len() <= position {
+                parts.resize_with(position + 1, || (None, None, None));
+            }
+            match slot {
+                "exp_avg" => parts[position].0 = Some(t),
+                "exp_avg_sq" => parts[position].1 = Some(t),
+                "step" if t.layout().numel() == 1 => {
+                    parts[position].2 = Some(t.to_vec()[0].to_f64() as i32)
+                }
+                _ => return Err(StateError::UnknownTensor(name)),
+            }
+        }
+        let mut states = Vec::with_capacity(parts.len());
+        for (i, part) in parts.into_iter().enumerate() {
+            states.push(match part {
+                (Some(m), Some(v), Some(t)) => Some(Moments { m, v, t }),
+                (None, None, None) => None,
+                _ => return Err(StateError::UnknownTensor(format!("{i}.(incomplete)"))),
+            });
+        }
+        self.states = states;
+        self.steps = state.step;
+        Ok(())
+    }
 }
+
+/// The kind name in saved states.
+const KIND: &str = "adam";
 
 /// `β·old + (1−β)·new`: an exponential moving average step.
 fn blend<D: Backend<E>, E: Float>(
@@ -177,6 +231,7 @@ fn blend<D: Backend<E>, E: Float>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::optim::Sgd;
     use crate::shape::Rank1;
     use crate::tensor::Tensor;
 
@@ -255,5 +310,32 @@ mod tests {
         let mut want = [1.0, -2.0, 0.5];
         reference(&mut want, &g64, (0.05, 0.9, 0.999, 1e-8, 0.1, true));
         assert_close(&run(Adam::adamw(0.05, 0.1), &steps), &want);
+    }
+
+    #[test]
+    fn a_loaded_state_continues_exactly() {
+        let steps = [[0.3f32, -4.0, 1e-3], [-0.1, -2.0, 0.5], [0.7, 1.0, -0.2]];
+        let straight = run(Adam::adamw(0.05, 0.1), &steps);
+
+        let mut p = Tensor::<Rank1<3>>::from_array([1.0, -2.0, 0.5]).requires_grad();
+        let mut first = Adam::adamw(0.05, 0.1);
+        for coef in &steps[..2] {
+            let g = grads_of(&p, *coef);
+            first.step(&mut p, &g);
+        }
+        let state = first.state();
+        assert_eq!((state.kind.as_str(), state.step), ("adam", 2));
+        let mut resumed = Adam::adamw(0.05, 0.1);
+        resumed
+            .load_state(state)
+            .expect("an Adam state loads into Adam");
+        let g = grads_of(&p, steps[2]);
+        resumed.step(&mut p, &g);
+        assert_eq!(p.to_vec(), straight);
+
+        let err = Sgd::<Cpu, f32>::new(0.1)
+            .load_state(resumed.state())
+            .unwrap_err();
+        assert!(matches!(err, StateError::Kind { .. }), "{err}");
     }
 }

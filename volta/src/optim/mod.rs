@@ -43,7 +43,68 @@ pub trait Optimizer<D: Backend<E>, E: Float> {
     /// When `model` is not the model this optimiser has stepped before (its
     /// parameter dims differ from the stored state).
     fn step<M: Module<D, E> + ?Sized>(&mut self, model: &mut M, grads: &Gradients<D, E>);
+
+    /// The learning rate the next step uses.
+    fn lr(&self) -> f64;
+
+    /// Changes the learning rate (what a [schedule](crate::optim) does each step).
+    ///
+    /// # Panics
+    /// When `lr` is negative or not finite.
+    fn set_lr(&mut self, lr: f64);
+
+    /// The state a resumed run needs to continue exactly: the step count and the
+    /// per-parameter tensors (momentum, moments), for checkpoints.
+    fn state(&self) -> OptimizerState<D, E>;
+
+    /// Restores a state [`state`](Self::state) returned, checking it against this
+    /// optimiser's kind before anything changes.
+    fn load_state(&mut self, state: OptimizerState<D, E>) -> Result<(), StateError>;
 }
+
+/// An optimiser's saved state.
+#[derive(Clone, Debug)]
+pub struct OptimizerState<D: Backend<E>, E: Float> {
+    /// Which optimiser wrote it (`"adam"`, `"sgd"`): loading into another kind fails.
+    pub kind: String,
+    /// Steps taken.
+    pub step: u64,
+    /// Per-parameter tensors named `"{position}.{slot}"` (`"3.exp_avg"`), where
+    /// `position` counts the model's parameters in visiting order.
+    pub tensors: Vec<(String, RawTensor<D, E>)>,
+}
+
+/// Why an optimiser state could not be loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateError {
+    /// The state was written by another kind of optimiser.
+    Kind {
+        /// This optimiser's kind.
+        expected: String,
+        /// The state's kind.
+        found: String,
+    },
+    /// A tensor name this optimiser does not know (`"3.bogus"`).
+    UnknownTensor(String),
+}
+
+impl std::fmt::Display for StateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateError::Kind { expected, found } => {
+                write!(
+                    f,
+                    "optimiser state of kind `{found}` cannot load into `{expected}`"
+                )
+            }
+            StateError::UnknownTensor(name) => {
+                write!(f, "optimiser state holds an unknown tensor `{name}`")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StateError {}
 
 /// Calls `f(position, parameter, gradient)` for each parameter with a gradient,
 /// with gradient recording off.
@@ -91,4 +152,26 @@ fn check(name: &str, value: f64, ok: bool, expected: &str) {
         value.is_finite() && ok,
         "{name} must be {expected}, got {value}"
     );
+}
+
+/// Fails unless `state` was written by an optimiser of kind `kind`.
+fn check_kind<D: Backend<E>, E: Float>(
+    kind: &str,
+    state: &OptimizerState<D, E>,
+) -> Result<(), StateError> {
+    if state.kind == kind {
+        Ok(())
+    } else {
+        Err(StateError::Kind {
+            expected: kind.to_string(),
+            found: state.kind.clone(),
+        })
+    }
+}
+
+/// Splits a state tensor name `"{position}.{slot}"`.
+fn split_name(name: &str) -> Result<(usize, &str), StateError> {
+    name.split_once('.')
+        .and_then(|(p, slot)| Some((p.parse().ok()?, slot)))
+        .ok_or_else(|| StateError::UnknownTensor(name.to_string()))
 }

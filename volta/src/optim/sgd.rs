@@ -1,5 +1,7 @@
 //! Stochastic gradient descent with momentum and weight decay.
-use super::{Optimizer, check, for_each_grad, slot};
+use super::{
+    Optimizer, OptimizerState, StateError, check, check_kind, for_each_grad, slot, split_name,
+};
 use crate::autograd::Gradients;
 use crate::backend::Backend;
 use crate::backend::cpu::Cpu;
@@ -16,6 +18,7 @@ pub struct Sgd<D: Backend<E> = Cpu, E: Float = f32> {
     momentum: f64,
     weight_decay: f64,
     velocity: Vec<Option<RawTensor<D, E>>>,
+    steps: u64,
 }
 
 impl<D: Backend<E>, E: Float> Sgd<D, E> {
@@ -30,6 +33,7 @@ impl<D: Backend<E>, E: Float> Sgd<D, E> {
             momentum: 0.0,
             weight_decay: 0.0,
             velocity: Vec::new(),
+            steps: 0,
         }
     }
 
@@ -62,25 +66,12 @@ impl<D: Backend<E>, E: Float> Sgd<D, E> {
         self.weight_decay = weight_decay;
         self
     }
-
-    /// The learning rate.
-    pub fn lr(&self) -> f64 {
-        self.lr
-    }
-
-    /// Changes the learning rate (for schedules).
-    ///
-    /// # Panics
-    /// When `lr` is negative or not finite.
-    pub fn set_lr(&mut self, lr: f64) {
-        check("Sgd: lr", lr, lr >= 0.0, "≥ 0");
-        self.lr = lr;
-    }
 }
 
 impl<D: Backend<E>, E: Float> Optimizer<D, E> for Sgd<D, E> {
     fn step<M: Module<D, E> + ?Sized>(&mut self, model: &mut M, grads: &Gradients<D, E>) {
         let c = E::from_f64;
+        self.steps += 1;
         for_each_grad(model, grads, |position, param, grad| {
             let p = param.value().clone();
             let mut g = grad;
@@ -107,7 +98,52 @@ impl<D: Backend<E>, E: Float> Optimizer<D, E> for Sgd<D, E> {
                 .expect("an update keeps the parameter's dims");
         });
     }
+
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) {
+        check("Sgd: lr", lr, lr >= 0.0, "≥ 0");
+        self.lr = lr;
+    }
+
+    fn state(&self) -> OptimizerState<D, E> {
+        let tensors = self
+            .velocity
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| Some((format!("{i}.momentum_buffer"), v.clone()?)))
+            .collect();
+        OptimizerState {
+            kind: KIND.to_string(),
+            step: self.steps,
+            tensors,
+        }
+    }
+
+    fn load_state(&mut self, state: OptimizerState<D, E>) -> Result<(), StateError> {
+        check_kind(KIND, &state)?;
+        let mut velocity = Vec::new();
+        for (name, t) in state.tensors {
+            match split_name(&name)? {
+                (position, "momentum_buffer") => {
+                    if velocity.len() <= position {
+                        velocity.resize_with(position + 1, || None);
+                    }
+                    velocity[position] = Some(t);
+                }
+                _ => return Err(StateError::UnknownTensor(name)),
+            }
+        }
+        self.velocity = velocity;
+        self.steps = state.step;
+        Ok(())
+    }
 }
+
+/// The kind name in saved states.
+const KIND: &str = "sgd";
 
 #[cfg(test)]
 mod tests {
