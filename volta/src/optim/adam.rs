@@ -216,6 +216,9 @@ impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
 /// The kind name in saved states.
 const KIND: &str = "adam";
 
+/// One parameter's saved moments and step, gathered while loading.
+type Parts<D, E> = (Option<RawTensor<D, E>>, Option<RawTensor<D, E>>, Option<i32>);
+
 /// `β·old + (1−β)·new`: an exponential moving average step.
 fn blend<D: Backend<E>, E: Float>(
     old: &RawTensor<D, E>,
