@@ -180,11 +180,7 @@ impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
 
     fn load_state(&mut self, state: OptimizerState<D, E>) -> Result<(), StateError> {
         check_kind(KIND, &state)?;
-        let mut parts: Vec<(
-            Option<RawTensor<D, E>>,
-            Option<RawTensor<D, E>>,
-            Option<i32>,
-        )> = Vec::new();
+        let mut parts: Vec<Parts<D, E>> = Vec::new();
         for (name, t) in state.tensors {
             let (position, slot) = split_name(&name)?;
             if parts.len() <= position {
@@ -217,7 +213,11 @@ impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
 const KIND: &str = "adam";
 
 /// One parameter's saved moments and step, gathered while loading.
-type Parts<D, E> = (Option<RawTensor<D, E>>, Option<RawTensor<D, E>>, Option<i32>);
+type Parts<D, E> = (
+    Option<RawTensor<D, E>>,
+    Option<RawTensor<D, E>>,
+    Option<i32>,
+);
 
 /// `β·old + (1−β)·new`: an exponential moving average step.
 fn blend<D: Backend<E>, E: Float>(
