@@ -82,7 +82,7 @@ x = tensor((4, 6), 1.1)
 g = tensor((6,), 1.2)
 case("RMSNORM", F.rms_norm(x, (6,), g, eps=1e-6), [("X", x), ("W", g)])
 
-# Linear(5 → 3) on (4, 5); PyTorch stores the weight as (out, in) = Volta's transposed.
+# Linear(5 → 3) on (4, 5); both store the weight as (out, in).
 x = tensor((4, 5), 1.4)
 w = tensor((3, 5), 1.5)
 b = tensor((3,), 1.6)

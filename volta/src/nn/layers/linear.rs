@@ -8,7 +8,7 @@ use crate::shape::{Axis, Const, Dim, Rank1, Rank2};
 use crate::tensor::Tensor;
 use volta_kernels::BinaryOp;
 
-/// `y = x · W + b` from `I` input features to `O` output features.
+/// `y = x · Wᵀ + b` from `I` input features to `O` output features.
 ///
 /// The batch dim of the input may be static (`Rank2<32, I>`) or dynamic
 /// (`(usize, Const<I>)`, e.g. a last partial batch); the feature widths are part of
@@ -26,8 +26,10 @@ use volta_kernels::BinaryOp;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Linear<const I: usize, const O: usize, D: Backend<E> = Cpu, E: Float = f32> {
-    /// The `I × O` weight (inputs are rows of `x`, so `y = x · weight`).
-    pub weight: Tensor<Rank2<I, O>, D, E>,
+    /// The `O × I` weight, one row per output as PyTorch, safetensors and GGUF store
+    /// it (so checkpoints interchange without transposes); `y = x · weightᵀ`, and the
+    /// transpose is a strided view that both devices' matmuls read in place.
+    pub weight: Tensor<Rank2<O, I>, D, E>,
     /// The `O` biases, added to every row.
     pub bias: Tensor<Rank1<O>, D, E>,
 }
@@ -46,13 +48,13 @@ impl<const I: usize, const O: usize, D: Backend<E>, E: Float> Linear<I, O, D, E>
     }
 
     /// A layer with the given weight and bias (tracked as they are given).
-    pub fn from_tensors(weight: Tensor<Rank2<I, O>, D, E>, bias: Tensor<Rank1<O>, D, E>) -> Self {
+    pub fn from_tensors(weight: Tensor<Rank2<O, I>, D, E>, bias: Tensor<Rank1<O>, D, E>) -> Self {
         Linear { weight, bias }
     }
 
     /// Applies the layer to a batch of rows: `(B, I) → (B, O)`.
     pub fn forward<B: Dim>(&self, x: &Tensor<(B, Const<I>), D, E>) -> Tensor<(B, Const<O>), D, E> {
-        let y = x.matmul(&self.weight);
+        let y = x.matmul(&self.weight.t());
         let bias = self.bias.broadcast_to::<_, Axis<0>>(y.shape());
         // Both are `(B, O)`; the raw add avoids a `B: DimEq<B>` bound that the typed
         // `+` would need for a generic `B`.
@@ -85,12 +87,12 @@ mod tests {
     #[test]
     fn forward_values_match_hand_computation() {
         let layer = Linear::<2, 3>::from_tensors(
-            Tensor::from_array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]),
+            Tensor::from_array([[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]),
             Tensor::from_array([0.5, -0.5, 1.0]),
         );
         let x = Tensor::<Rank2<2, 2>>::from_array([[1.0, 1.0], [2.0, -1.0]]);
         let y = layer.forward(&x);
-        // [1,1]·W = [5,7,9]; [2,-1]·W = [-2,-1,0]; plus bias.
+        // [1,1]·Wᵀ = [5,7,9]; [2,-1]·Wᵀ = [-2,-1,0]; plus bias.
         assert_eq!(y.to_vec(), vec![5.5, 6.5, 10.0, -1.5, -1.5, 1.0]);
     }
 
@@ -102,7 +104,7 @@ mod tests {
         let y = layer.forward(&x);
         assert_eq!(y.dims(), &[5, 3]);
         let grads = y.sum_all().backward();
-        // d(sum)/d(bias) = batch size for every output; d/dW = Σ_rows x[r, i].
+        // d(sum)/d(bias) = batch size for every output; d/dW[o, i] = Σ_rows x[r, i].
         let gb = grads.get(&layer.bias).expect("bias is used");
         assert_eq!(gb.to_vec(), vec![5.0; 3]);
         let gw = grads.get(&layer.weight).expect("weight is used").to_vec();
@@ -110,7 +112,7 @@ mod tests {
         for i in 0..4 {
             let col: f32 = (0..5).map(|r| xv[r * 4 + i]).sum();
             for o in 0..3 {
-                assert!((gw[i * 3 + o] - col).abs() < 1e-5, "dW[{i},{o}]");
+                assert!((gw[o * 4 + i] - col).abs() < 1e-5, "dW[{o},{i}]");
             }
         }
     }
