@@ -26,6 +26,7 @@ extern crate self as volta;
 pub mod autograd;
 pub mod backend;
 pub mod dtype;
+pub mod io;
 pub mod kernel;
 pub mod layout;
 pub mod nn;

@@ -1,0 +1,369 @@
+//! Saving and loading a model (and an optimiser's state) as one safetensors file.
+//!
+//! The file holds every parameter and buffer under its [`Module`] name, each
+//! optimiser tensor under `optim/{position}.{slot}` (a `/` no field path contains),
+//! and string metadata: the optimiser's kind and step, and the caller's own keys.
+//! Loading skips PyTorch's batch-norm `num_batches_tracked` counters.
+use super::dtype::FileDtype;
+use super::error::{CheckpointError, Mismatch};
+use crate::backend::Backend;
+use crate::dtype::Float;
+use crate::nn::{Entry, Module, Visitor};
+use crate::optim::{Optimizer, OptimizerState};
+use crate::tensor::RawTensor;
+use safetensors::{SafeTensorError, SafeTensors, tensor::TensorView};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// String metadata saved beside the tensors (epoch, seed, metrics…).
+pub type Metadata = BTreeMap<String, String>;
+
+/// Prefix of optimiser tensors in a file.
+const OPTIM: &str = "optim/";
+/// Metadata keys Volta writes; the caller's keys must not start with `volta.`.
+const KIND_KEY: &str = "volta.optim.kind";
+const STEP_KEY: &str = "volta.optim.step";
+
+/// Writes `model`'s parameters and buffers to `path` (replacing it atomically: a
+/// crash mid-write leaves the old file). GPU tensors are read back, which waits for
+/// the work recorded so far.
+pub fn save<M, D, E>(path: impl AsRef<Path>, model: &mut M) -> Result<(), CheckpointError>
+where
+    M: Module<D, E> + ?Sized,
+    D: Backend<E>,
+    E: Float + FileDtype,
+{
+    write(path.as_ref(), model.named_tensors(), Metadata::new())
+}
+
+/// Writes `model`, `optimizer`'s state (moments, step count) and `metadata` to
+/// `path`, so that [`load_training`] resumes the run exactly.
+///
+/// # Panics
+/// When a `metadata` key starts with `volta.` (reserved).
+pub fn save_training<M, O, D, E>(
+    path: impl AsRef<Path>,
+    model: &mut M,
+    optimizer: &O,
+    metadata: &Metadata,
+) -> Result<(), CheckpointError>
+where
+    M: Module<D, E> + ?Sized,
+    O: Optimizer<D, E>,
+    D: Backend<E>,
+    E: Float + FileDtype,
+{
+    if let Some(key) = metadata.keys().find(|k| k.starts_with("volta.")) {
+        panic!("checkpoint metadata key `{key}`: keys starting with `volta.` are reserved");
+    }
+    let state = optimizer.state();
+    let mut tensors = model.named_tensors();
+    tensors.extend(
+        state
+            .tensors
+            .into_iter()
+            .map(|(name, t)| (format!("{OPTIM}{name}"), t)),
+    );
+    let mut metadata = metadata.clone();
+    metadata.insert(KIND_KEY.into(), state.kind);
+    metadata.insert(STEP_KEY.into(), state.step.to_string());
+    write(path.as_ref(), tensors, metadata)
+}
+
+/// Loads `path` into `model`, checking every name, shape and dtype first: a file
+/// that does not fit returns [`CheckpointError::Mismatch`] listing every difference,
+/// and the model is left unchanged. Optimiser state in the file is ignored.
+/// Returns the file's metadata (without Volta's own keys).
+pub fn load<M, D, E>(path: impl AsRef<Path>, model: &mut M) -> Result<Metadata, CheckpointError>
+where
+    M: Module<D, E> + ?Sized,
+    D: Backend<E>,
+    E: Float + FileDtype,
+{
+    let path = path.as_ref();
+    let bytes = read(path)?;
+    let file = File::parse(path, &bytes)?;
+    let tensors = file.model_tensors(model)?;
+    assign(model, tensors);
+    Ok(file.user_metadata())
+}
+
+/// Loads a file [`save_training`] wrote into `model` and `optimizer`, so that the
+/// next step is the one the saved run would have taken. Everything is checked
+/// before anything changes. Returns the caller's metadata.
+pub fn load_training<M, O, D, E>(
+    path: impl AsRef<Path>,
+    model: &mut M,
+    optimizer: &mut O,
+) -> Result<Metadata, CheckpointError>
+where
+    M: Module<D, E> + ?Sized,
+    O: Optimizer<D, E>,
+    D: Backend<E>,
+    E: Float + FileDtype,
+{
+    let path = path.as_ref();
+    let bytes = read(path)?;
+    let file = File::parse(path, &bytes)?;
+    let tensors = file.model_tensors(model)?;
+    let state = file.optimizer_state(model)?;
+    optimizer
+        .load_state(state)
+        .map_err(|e| CheckpointError::optimizer(path.to_path_buf(), e))?;
+    assign(model, tensors);
+    Ok(file.user_metadata())
+}
+
+/// Reads every tensor back to the host and writes the file.
+fn write<D: Backend<E>, E: Float + FileDtype>(
+    path: &Path,
+    tensors: Vec<(String, RawTensor<D, E>)>,
+    metadata: Metadata,
+) -> Result<(), CheckpointError> {
+    let host: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
+        .into_iter()
+        .map(|(name, t)| {
+            let mut bytes = Vec::new();
+            E::put(&t.to_vec(), &mut bytes);
+            (name, t.dims().to_vec(), bytes)
+        })
+        .collect();
+    let views = host.iter().map(|(name, dims, bytes)| {
+        let view = TensorView::new(E::DTYPE, dims.clone(), bytes)
+            .expect("the bytes of a tensor fit its dims and dtype");
+        (name.as_str(), view)
+    });
+    let metadata: HashMap<String, String> = metadata.into_iter().collect();
+    safetensors::serialize_to_file(views, Some(metadata), path)
+        .map_err(|e| file_error(path.to_path_buf(), e))
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, CheckpointError> {
+    std::fs::read(path).map_err(|source| CheckpointError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn file_error(path: PathBuf, e: SafeTensorError) -> CheckpointError {
+    match e {
+        SafeTensorError::IoError(source) => CheckpointError::Io { path, source },
+        other => CheckpointError::Format {
+            path,
+            message: other.to_string(),
+        },
+    }
+}
+
+/// A parsed file, borrowing its bytes.
+struct File<'a> {
+    path: &'a Path,
+    tensors: SafeTensors<'a>,
+    metadata: Metadata,
+}
+
+impl<'a> File<'a> {
+    fn parse(path: &'a Path, bytes: &'a [u8]) -> Result<Self, CheckpointError> {
+        let fail = |e| file_error(path.to_path_buf(), e);
+        let tensors = SafeTensors::deserialize(bytes).map_err(fail)?;
+        let (_, header) = SafeTensors::read_metadata(bytes).map_err(fail)?;
+        let metadata = header
+            .metadata()
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        Ok(File {
+            path,
+            tensors,
+            metadata,
+        })
+    }
+
+    fn user_metadata(&self) -> Metadata {
+        let mut m = self.metadata.clone();
+        m.retain(|k, _| !k.starts_with("volta."));
+        m
+    }
+
+    /// A tensor of the file on device `D`, or why it cannot be one of `dims`.
+    fn tensor<D: Backend<E>, E: Float + FileDtype>(
+        &self,
+        name: &str,
+        dims: &[usize],
+    ) -> Result<RawTensor<D, E>, Mismatch> {
+        let view = self
+            .tensors
+            .tensor(name)
+            .expect("names come from the file's own list");
+        if view.dtype() != E::DTYPE {
+            return Err(Mismatch::Dtype {
+                name: name.to_string(),
+                expected: E::DTYPE.to_string(),
+                found: view.dtype().to_string(),
+            });
+        }
+        if view.shape() != dims {
+            return Err(Mismatch::Shape {
+                name: name.to_string(),
+                expected: dims.to_vec(),
+                found: view.shape().to_vec(),
+            });
+        }
+        Ok(RawTensor::from_vec(E::get(view.data()), dims))
+    }
+
+    /// The model's tensors from the file, by name, or every mismatch.
+    fn model_tensors<M, D, E>(
+        &self,
+        model: &mut M,
+    ) -> Result<HashMap<String, RawTensor<D, E>>, CheckpointError>
+    where
+        M: Module<D, E> + ?Sized,
+        D: Backend<E>,
+        E: Float + FileDtype,
+    {
+        let expected = model.named_tensors();
+        let mut mismatches = Vec::new();
+        let mut found = HashMap::new();
+        for (name, t) in &expected {
+            if self.tensors.tensor(name).is_err() {
+                mismatches.push(Mismatch::Missing {
+                    name: name.clone(),
+                    dims: t.dims().to_vec(),
+                });
+                continue;
+            }
+            match self.tensor(name, t.dims()) {
+                Ok(value) => {
+                    found.insert(name.clone(), value);
+                }
+                Err(m) => mismatches.push(m),
+            }
+        }
+        let known: std::collections::HashSet<&str> =
+            expected.iter().map(|(n, _)| n.as_str()).collect();
+        for (name, view) in self.tensors.iter() {
+            if !name.starts_with(OPTIM) && !known.contains(name) && !pytorch_counter(name, &known) {
+                mismatches.push(Mismatch::Unexpected {
+                    name: name.to_string(),
+                    dims: view.shape().to_vec(),
+                });
+            }
+        }
+        self.fail_on(mismatches)?;
+        Ok(found)
+    }
+
+    /// The optimiser state in the file, each tensor checked against the parameter
+    /// it belongs to (its dims, or a single value such as a step count).
+    fn optimizer_state<M, D, E>(
+        &self,
+        model: &mut M,
+    ) -> Result<OptimizerState<D, E>, CheckpointError>
+    where
+        M: Module<D, E> + ?Sized,
+        D: Backend<E>,
+        E: Float + FileDtype,
+    {
+        let missing = |what: &str| CheckpointError::Optimizer {
+            path: self.path.to_path_buf(),
+            message: format!("the file holds no {what} (was it written by `save_training`?)"),
+        };
+        let kind = self
+            .metadata
+            .get(KIND_KEY)
+            .ok_or_else(|| missing("optimiser kind"))?;
+        let step = self
+            .metadata
+            .get(STEP_KEY)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| missing("step count"))?;
+        let params: Vec<Vec<usize>> = model
+            .named_params()
+            .into_iter()
+            .map(|(_, t)| t.dims().to_vec())
+            .collect();
+        let mut tensors = Vec::new();
+        let mut mismatches = Vec::new();
+        let mut names: Vec<&str> = self.tensors.names();
+        names.sort_unstable();
+        for name in names {
+            let Some(short) = name.strip_prefix(OPTIM) else {
+                continue;
+            };
+            let view = self.tensors.tensor(name).expect("a listed name");
+            let position = short
+                .split_once('.')
+                .and_then(|(p, _)| p.parse::<usize>().ok());
+            let Some(param) = position.and_then(|p| params.get(p)) else {
+                mismatches.push(Mismatch::Unexpected {
+                    name: name.to_string(),
+                    dims: view.shape().to_vec(),
+                });
+                continue;
+            };
+            let scalar = view.shape().iter().product::<usize>() == 1;
+            let dims = if scalar {
+                view.shape()
+            } else {
+                param.as_slice()
+            };
+            match self.tensor(name, dims) {
+                Ok(t) => tensors.push((short.to_string(), t)),
+                Err(m) => mismatches.push(m),
+            }
+        }
+        self.fail_on(mismatches)?;
+        Ok(OptimizerState {
+            kind: kind.clone(),
+            step,
+            tensors,
+        })
+    }
+
+    fn fail_on(&self, mut mismatches: Vec<Mismatch>) -> Result<(), CheckpointError> {
+        if mismatches.is_empty() {
+            return Ok(());
+        }
+        mismatches.sort_by(|a, b| a.name().cmp(b.name()));
+        Err(CheckpointError::Mismatch {
+            path: self.path.to_path_buf(),
+            mismatches,
+        })
+    }
+}
+
+/// Whether `name` is PyTorch's batch-norm step counter (`bn.num_batches_tracked`,
+/// beside a `bn.running_mean` of the model): Volta's batch norm uses a fixed
+/// momentum and keeps no counter, so files PyTorch wrote load with it skipped.
+fn pytorch_counter(name: &str, known: &std::collections::HashSet<&str>) -> bool {
+    name.strip_suffix("num_batches_tracked")
+        .is_some_and(|prefix| known.contains(format!("{prefix}running_mean").as_str()))
+}
+
+/// Puts checked tensors into the model: parameters as tracked leaves, buffers
+/// untracked.
+fn assign<M, D, E>(model: &mut M, mut tensors: HashMap<String, RawTensor<D, E>>)
+where
+    M: Module<D, E> + ?Sized,
+    D: Backend<E>,
+    E: Float,
+{
+    model.visit(&mut Visitor::new(&mut |name, entry| {
+        let (slot, tracked) = match entry {
+            Entry::Param(p) => (p, true),
+            Entry::Buffer(b) => (b, false),
+            Entry::Training(_) => return,
+        };
+        let value = tensors
+            .remove(name)
+            .expect("every model tensor was found and checked before assigning");
+        let done = if tracked {
+            slot.update(value)
+        } else {
+            slot.set(value)
+        };
+        done.expect("dims were checked against the model");
+    }));
+}
