@@ -43,13 +43,11 @@ fn tensors<D: Backend<f32>, M: Module<D, f32>>(m: &mut M) -> Vec<(String, Vec<f3
         .collect()
 }
 
+/// Eight 1×6×6 images.
+type Images<D> = Tensor<(Const<8>, Const<1>, Const<6>, Const<6>), D>;
+
 /// A batch of 8 images and labels, the same for every seed of the model.
-fn batch<D: Backend<f32>>(
-    step: u64,
-) -> (
-    Tensor<(Const<8>, Const<1>, Const<6>, Const<6>), D>,
-    Tensor<(Const<8>,), D, u32>,
-) {
+fn batch<D: Backend<f32>>(step: u64) -> (Images<D>, Tensor<(Const<8>,), D, u32>) {
     let mut rng = Rng::seed(100 + step);
     let x = Tensor::randn(&mut rng);
     let y: Vec<u32> = (0..8).map(|i| ((i as u64 + step) % 3) as u32).collect();
