@@ -6,13 +6,15 @@ use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
 
 model! {
-    /// A small CNN with every kind of entry: weights, biases, batch-norm buffers.
+    /// A small CNN with every kind of entry: weights, biases, batch-norm buffers,
+    /// dropout counters.
     pub struct Net for (B, 1, 6, 6) -> (B, 3) {
         conv: Conv2d<4, kernel = 3, padding = 1>,
         bn: BatchNorm2d,
         relu,
         pool: MaxPool2d<2>,
         flatten,
+        drop: Dropout<0.2>,
         fc: Linear<3>,
     }
 }
@@ -182,7 +184,9 @@ fn missing_and_corrupt_files_are_typed_errors() {
     }
 }
 
-/// A resumed run takes bit for bit the steps the uninterrupted run takes.
+/// A resumed run takes bit for bit the steps the uninterrupted run takes (the
+/// resumed model is built from another seed: weights, moments and dropout's seed
+/// and call count all come from the file).
 fn resumes_exactly<O: Optimizer<Cpu, f32>>(name: &str, make: impl Fn() -> O) {
     let d = dir(name);
     let path = d.join("run.safetensors");

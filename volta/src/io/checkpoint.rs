@@ -2,7 +2,8 @@
 //!
 //! The file holds every parameter and buffer under its [`Module`] name, each
 //! optimiser tensor under `optim/{position}.{slot}` (a `/` no field path contains),
-//! and string metadata: the optimiser's kind and step, and the caller's own keys.
+//! and string metadata: the optimiser's kind and step, the model's counters
+//! (dropout seeds and call counts), and the caller's own keys.
 //! Loading skips PyTorch's batch-norm `num_batches_tracked` counters.
 use super::dtype::FileDtype;
 use super::error::{CheckpointError, Mismatch};
@@ -23,6 +24,8 @@ const OPTIM: &str = "optim/";
 /// Metadata keys Volta writes; the caller's keys must not start with `volta.`.
 const KIND_KEY: &str = "volta.optim.kind";
 const STEP_KEY: &str = "volta.optim.step";
+/// Metadata prefix of the model's counters (`volta.counter.drop.calls`).
+const COUNTER: &str = "volta.counter.";
 
 /// Writes `model`'s parameters and buffers to `path` (replacing it atomically: a
 /// crash mid-write leaves the old file). GPU tensors are read back, which waits for
@@ -33,7 +36,24 @@ where
     D: Backend<E>,
     E: Float + FileDtype,
 {
-    write(path.as_ref(), model.named_tensors(), Metadata::new())
+    let metadata = counters(model);
+    write(path.as_ref(), model.named_tensors(), metadata)
+}
+
+/// The model's counters as metadata entries.
+fn counters<M, D, E>(model: &mut M) -> Metadata
+where
+    M: Module<D, E> + ?Sized,
+    D: Backend<E>,
+    E: Float,
+{
+    let mut out = Metadata::new();
+    model.visit(&mut Visitor::new(&mut |name, e| {
+        if let Entry::Counter(c) = e {
+            out.insert(format!("{COUNTER}{name}"), c.to_string());
+        }
+    }));
+    out
 }
 
 /// Writes `model`, `optimizer`'s state (moments, step count) and `metadata` to
@@ -65,6 +85,7 @@ where
             .map(|(name, t)| (format!("{OPTIM}{name}"), t)),
     );
     let mut metadata = metadata.clone();
+    metadata.extend(counters(model));
     metadata.insert(KIND_KEY.into(), state.kind);
     metadata.insert(STEP_KEY.into(), state.step.to_string());
     write(path.as_ref(), tensors, metadata)
@@ -84,7 +105,7 @@ where
     let bytes = read(path)?;
     let file = File::parse(path, &bytes)?;
     let tensors = file.model_tensors(model)?;
-    assign(model, tensors);
+    assign(model, tensors, &file.counters());
     Ok(file.user_metadata())
 }
 
@@ -110,7 +131,7 @@ where
     optimizer
         .load_state(state)
         .map_err(|e| CheckpointError::optimizer(path.to_path_buf(), e))?;
-    assign(model, tensors);
+    assign(model, tensors, &file.counters());
     Ok(file.user_metadata())
 }
 
@@ -178,6 +199,15 @@ impl<'a> File<'a> {
             tensors,
             metadata,
         })
+    }
+
+    /// The counters the file holds, by metadata key.
+    fn counters(&self) -> HashMap<String, u64> {
+        self.metadata
+            .iter()
+            .filter(|(k, _)| k.starts_with(COUNTER))
+            .filter_map(|(k, v)| Some((k.clone(), v.parse().ok()?)))
+            .collect()
     }
 
     fn user_metadata(&self) -> Metadata {
@@ -342,10 +372,13 @@ fn pytorch_counter(name: &str, known: &std::collections::HashSet<&str>) -> bool 
         .is_some_and(|prefix| known.contains(format!("{prefix}running_mean").as_str()))
 }
 
-/// Puts checked tensors into the model: parameters as tracked leaves, buffers
-/// untracked.
-fn assign<M, D, E>(model: &mut M, mut tensors: HashMap<String, RawTensor<D, E>>)
-where
+/// Puts checked tensors into the model (parameters as tracked leaves, buffers
+/// untracked) and sets the counters the file has.
+fn assign<M, D, E>(
+    model: &mut M,
+    mut tensors: HashMap<String, RawTensor<D, E>>,
+    counters: &HashMap<String, u64>,
+) where
     M: Module<D, E> + ?Sized,
     D: Backend<E>,
     E: Float,
@@ -354,6 +387,12 @@ where
         let (slot, tracked) = match entry {
             Entry::Param(p) => (p, true),
             Entry::Buffer(b) => (b, false),
+            Entry::Counter(c) => {
+                if let Some(v) = counters.get(&format!("{COUNTER}{name}")) {
+                    *c = *v;
+                }
+                return;
+            }
             Entry::Training(_) => return,
         };
         let value = tensors

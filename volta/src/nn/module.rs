@@ -47,6 +47,10 @@ pub enum Entry<'a, D: Backend<E>, E: Float> {
     Buffer(&'a mut dyn Param<D, E>),
     /// A layer's train/eval flag (`true`: training).
     Training(&'a mut bool),
+    /// A layer's integer state outside its tensors (a dropout layer's seed and call
+    /// count): saved in checkpoints, so that a resumed run draws the random numbers
+    /// the uninterrupted run would have.
+    Counter(&'a mut u64),
 }
 
 /// Walks a model, naming what it finds by its path of field names, like PyTorch's
@@ -87,6 +91,11 @@ impl<'a, D: Backend<E>, E: Float> Visitor<'a, D, E> {
     /// A non-trainable state tensor called `name`.
     pub fn buffer(&mut self, name: &str, b: &mut dyn Param<D, E>) {
         self.at(name, Entry::Buffer(b));
+    }
+
+    /// An integer state called `name` (see [`Entry::Counter`]).
+    pub fn counter(&mut self, name: &str, value: &mut u64) {
+        self.at(name, Entry::Counter(value));
     }
 
     /// The train/eval flag of the module being visited.
@@ -154,7 +163,7 @@ pub trait Module<D: Backend<E>, E: Float> {
         let mut out = Vec::new();
         self.visit(&mut Visitor::new(&mut |name, e| match e {
             Entry::Param(p) | Entry::Buffer(p) => out.push((name.to_string(), p.value().clone())),
-            Entry::Training(_) => {}
+            Entry::Training(_) | Entry::Counter(_) => {}
         }));
         out
     }

@@ -100,6 +100,8 @@ impl Dropout {
 impl<D: Backend<E>, E: Float> Module<D, E> for Dropout {
     fn visit(&mut self, v: &mut Visitor<'_, D, E>) {
         v.training(&mut self.training);
+        v.counter("seed", &mut self.seed);
+        v.counter("calls", self.calls.get_mut());
     }
 }
 
