@@ -59,6 +59,8 @@ pub use error::GpuError;
 #[cfg(feature = "gpu")]
 pub use matmul_source::MatmulTiles;
 #[cfg(feature = "gpu")]
+pub use pool::MemoryStats;
+#[cfg(feature = "gpu")]
 pub use profile::{KernelTime, Profile};
 #[cfg(feature = "gpu")]
 pub use volta_kernels::wgsl::Launch;
@@ -69,7 +71,7 @@ mod device {
     use super::elementwise::{fill, map, write};
     use super::fusion;
     use super::profile::Profiler;
-    use super::{Gpu, GpuBuffer, GpuError, GpuInfo, MatmulTiles, Profile, transfer};
+    use super::{Gpu, GpuBuffer, GpuError, GpuInfo, MatmulTiles, MemoryStats, Profile, transfer};
     use crate::backend::{Backend, Buf, Device, Memory, View};
     use crate::layout::Layout;
     use volta_kernels::wgsl::{Elem, Expr, Launch, RowOp};
@@ -138,6 +140,20 @@ mod device {
         /// pool would otherwise spend, one eviction at a time, in the next phase.
         pub fn empty_cache() -> u64 {
             context::existing().map_or(0, |c| c.pool.clear())
+        }
+
+        /// Device memory held by Volta's buffer pool: what tensors use and what
+        /// is cached for reuse (PyTorch's `memory_allocated`/`memory_reserved`
+        /// split). A training loop's figures stay flat once its sizes are cached.
+        pub fn memory() -> MemoryStats {
+            let (reserved, cached) = context::existing().map_or((0, 0), |c| c.pool.usage());
+            MemoryStats {
+                reserved_bytes: reserved,
+                cached_bytes: cached,
+                buffers_created: context::existing().map_or(0, |c| {
+                    c.pool.created.load(std::sync::atomic::Ordering::Relaxed)
+                }),
+            }
         }
 
         /// Number of batches submitted so far (each read-back or full batch submits

@@ -30,12 +30,39 @@ impl Kind {
 /// returned ones are released.
 const MAX_POOLED_BYTES: u64 = 2 << 30;
 
+/// Device memory of Volta's buffer pool, from [`Gpu::memory`](crate::Gpu::memory).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Bytes of device buffers the pool holds: lent to tensors or cached.
+    pub reserved_bytes: u64,
+    /// Of those, the bytes cached for reuse (no tensor holds them).
+    pub cached_bytes: u64,
+    /// Device buffers created since start (each a pool miss).
+    pub buffers_created: u64,
+}
+
+impl std::fmt::Display for MemoryStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        write!(
+            f,
+            "{:.1} MiB reserved ({:.1} MiB in use, {:.1} MiB cached), {} buffers created",
+            mib(self.reserved_bytes),
+            mib(self.reserved_bytes - self.cached_bytes.min(self.reserved_bytes)),
+            mib(self.cached_bytes),
+            self.buffers_created
+        )
+    }
+}
+
 /// Free buffers by (kind, size class).
 pub(crate) struct Pool {
     free: Mutex<Free<wgpu::Buffer>>,
     max_binding: u64,
     /// Buffers created so far (a pool miss each).
     pub created: std::sync::atomic::AtomicU64,
+    /// Bytes of the pool's buffers that exist now (lent out or cached).
+    allocated: std::sync::atomic::AtomicU64,
 }
 
 /// The free list: buffers (`B`; plain ids in tests) by (kind, size), each with
@@ -67,11 +94,13 @@ impl<B> Free<B> {
 
     /// Keeps a returned buffer. Past `cap`, the least recently returned buffers
     /// are released (dropped) to make room: the sizes a program uses now (a
-    /// training step's) stay cached, those of a finished phase go.
-    fn put(&mut self, kind: Kind, size: u64, buffer: B) {
+    /// training step's) stay cached, those of a finished phase go. Returns the
+    /// bytes released.
+    fn put(&mut self, kind: Kind, size: u64, buffer: B) -> u64 {
         if size > self.cap {
-            return;
+            return size;
         }
+        let mut released = 0;
         while self.bytes + size > self.cap {
             let oldest = self
                 .buckets
@@ -84,6 +113,7 @@ impl<B> Free<B> {
                 .expect("the bucket just found")
                 .remove(0);
             self.bytes -= key.1;
+            released += key.1;
         }
         self.tick += 1;
         self.bytes += size;
@@ -92,6 +122,7 @@ impl<B> Free<B> {
             .entry((kind, size))
             .or_default()
             .push((tick, buffer));
+        released
     }
 }
 
@@ -142,6 +173,7 @@ impl Pool {
             free: Mutex::new(Free::new(MAX_POOLED_BYTES)),
             max_binding: limits.max_storage_buffer_binding_size,
             created: Default::default(),
+            allocated: Default::default(),
         }
     }
 
@@ -160,6 +192,8 @@ impl Pool {
         let buffer = reused.unwrap_or_else(|| {
             self.created
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.allocated
+                .fetch_add(size, std::sync::atomic::Ordering::Relaxed);
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: None,
                 size,
@@ -179,13 +213,24 @@ impl Pool {
         let bytes = free.bytes;
         free.buckets.clear();
         free.bytes = 0;
+        self.allocated
+            .fetch_sub(bytes, std::sync::atomic::Ordering::Relaxed);
         bytes
+    }
+
+    /// Bytes of the pool's buffers that exist now, and of those the free ones.
+    pub fn usage(&self) -> (u64, u64) {
+        let cached = self.free.lock().unwrap_or_else(|p| p.into_inner()).bytes;
+        let allocated = self.allocated.load(std::sync::atomic::Ordering::Relaxed);
+        (allocated, cached)
     }
 
     fn put(&self, kind: Kind, buffer: wgpu::Buffer) {
         let size = buffer.size();
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        free.put(kind, size, buffer);
+        let released = free.put(kind, size, buffer);
+        self.allocated
+            .fetch_sub(released, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -200,7 +245,7 @@ mod tests {
         free.put(Kind::Storage, 400, "b");
         free.put(Kind::Storage, 100, "c");
         // 900 held: another 400 releases "a", the oldest.
-        free.put(Kind::Staging, 400, "d");
+        assert_eq!(free.put(Kind::Staging, 400, "d"), 400);
         assert_eq!(free.bytes, 900);
         assert_eq!(free.take(Kind::Storage, 400), Some("b"));
         assert_eq!(free.take(Kind::Storage, 400), None);
@@ -214,7 +259,7 @@ mod tests {
         assert_eq!(free.take(Kind::Storage, 100), Some("c"));
         assert_eq!(free.take(Kind::Storage, 500), None);
         // Larger than the whole pool: not kept.
-        free.put(Kind::Storage, 2000, "g");
+        assert_eq!(free.put(Kind::Storage, 2000, "g"), 2000);
         assert_eq!(free.take(Kind::Storage, 2000), None);
     }
 
