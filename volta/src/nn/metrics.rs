@@ -114,7 +114,15 @@ pub fn accuracy<B: Dim, C: Dim, D: Backend<E>, E: Float>(
 /// assert_eq!(cm.accuracy(), 2.0 / 3.0);
 /// assert_eq!(cm.precision(0), Some(0.5));
 /// assert_eq!(cm.recall(1), Some(0.5));
-/// println!("{cm}");
+/// assert_eq!(
+///     cm.to_string(),
+///     "\
+/// true\\pred     0     1 | recall
+///         0     1     0 |  1.000
+///         1     1     1 |  0.500
+/// precision 0.500 1.000 |
+/// accuracy 0.667 over 3 samples"
+/// );
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfusionMatrix {
@@ -251,10 +259,10 @@ impl ConfusionMatrix {
 /// of each predicted class and the overall accuracy. Undefined ratios print as `-`.
 ///
 /// ```text
-/// true\pred      0      1 | recall
-///         0      1      0 |  1.000
-///         1      1      1 |  0.500
-/// precision  0.500  1.000 |
+/// true\pred     0     1 | recall
+///         0     1     0 |  1.000
+///         1     1     1 |  0.500
+/// precision 0.500 1.000 |
 /// accuracy 0.667 over 3 samples
 /// ```
 impl fmt::Display for ConfusionMatrix {
