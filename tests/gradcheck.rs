@@ -785,3 +785,115 @@ fn shared_subexpressions() {
         });
     });
 }
+
+// ---------------------------------------------------------------- losses
+
+/// Residuals `r` with `|r|` at least `margin` from `delta` (the kink of Huber's
+/// second derivative), signs random.
+fn away_from_delta<S: Shape>(rng: &mut Rng, shape: S, delta: f64, margin: f64) -> T<S> {
+    let data = (0..shape.numel())
+        .map(|_| {
+            let r = 2.0 * delta * rng.normal();
+            if (r.abs() - delta).abs() < margin {
+                r + 4.0 * margin * r.signum()
+            } else {
+                r
+            }
+        })
+        .collect();
+    T::from_vec_shaped(data, shape).unwrap()
+}
+
+#[test]
+fn loss_nll() {
+    use volta::nn::loss::nll;
+    trials(80, |rng| {
+        let (n, c) = dims2(rng, 5);
+        let log_probs = randn(rng, (n, c));
+        let targets = indices(rng, (n,), c);
+        check_grad(rng, log_probs.clone(), |x| nll(x, &targets));
+        // Through a log-softmax: cross-entropy.
+        check_grad(rng, log_probs, |x| {
+            nll(&x.log_softmax::<Axis<1>>(), &targets)
+        });
+    });
+}
+
+#[test]
+fn loss_cross_entropy_smoothed() {
+    use volta::nn::loss::{cross_entropy, cross_entropy_smoothed};
+    trials(81, |rng| {
+        let (n, c) = dims2(rng, 5);
+        let targets = indices(rng, (n,), c);
+        // Unit-scale logits, and large ones (saturated softmax rows).
+        for scale in [1.0, 20.0] {
+            let logits = randn(rng, (n, c)).mul_scalar(scale);
+            check_grad(rng, logits.clone(), |x| cross_entropy(x, &targets));
+            for eps in [0.0, 0.1, 0.7, 1.0] {
+                check_grad(rng, logits.clone(), |x| {
+                    cross_entropy_smoothed(x, &targets, eps)
+                });
+            }
+        }
+    });
+    // Static shapes.
+    let mut rng = Rng::seed(82);
+    let logits = randn(&mut rng, <Rank2<3, 4>>::default());
+    let targets = Tensor::<Rank1<3>, Cpu, u32>::from_array([3, 0, 2]);
+    check_grad(&mut rng, logits, |x| {
+        cross_entropy_smoothed(x, &targets, 0.25)
+    });
+}
+
+#[test]
+fn loss_binary_cross_entropy_with_logits() {
+    use volta::nn::loss::binary_cross_entropy_with_logits as bce;
+    trials(83, |rng| {
+        let d = dims2(rng, 5);
+        // Logits up to about ±9 (probabilities close to 0 and 1), soft targets in
+        // [0, 1]; the gradient of both is checked.
+        let x = randn(rng, d).mul_scalar(3.0);
+        let y = uniform(rng, d, 0.0, 1.0);
+        check_grad(rng, (x.clone(), y), |(x, y)| bce(x, y));
+        // Hard 0/1 targets, gradient of the logits only.
+        let hard = indices(rng, d, 2)
+            .to_vec()
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let hard = T::from_vec_shaped(hard, d).unwrap();
+        check_grad(rng, x, |x| bce(x, &hard));
+    });
+    let mut rng = Rng::seed(84);
+    let x = randn(&mut rng, <Rank3<2, 3, 2>>::default());
+    let y = uniform(&mut rng, <Rank3<2, 3, 2>>::default(), 0.0, 1.0);
+    check_grad(&mut rng, (x, y), |(x, y)| bce(x, y));
+}
+
+#[test]
+fn loss_l1() {
+    use volta::nn::loss::l1;
+    trials(85, |rng| {
+        let d = dims3(rng, 4);
+        let p = randn(rng, d);
+        // Away from p = t, the kink of |p − t|.
+        let t = apart_from(rng, &p, 0.1);
+        check_grad(rng, (p, t), |(p, t)| l1(p, t));
+    });
+}
+
+#[test]
+fn loss_huber() {
+    use volta::nn::loss::huber;
+    trials(86, |rng| {
+        let d = dims2(rng, 5);
+        for delta in [0.3, 1.0, 2.5] {
+            let p = randn(rng, d);
+            let t = {
+                let _guard = volta::no_grad();
+                p.sub(&away_from_delta(rng, d, delta, 0.05))
+            };
+            check_grad(rng, (p, t), |(p, t)| huber(p, t, delta));
+        }
+    });
+}

@@ -1258,3 +1258,109 @@ fn a_convolution_norm_dropout_step_records_without_syncing() {
     let _ = g.to_vec();
     assert_eq!(Gpu::batches_submitted(), before + 1);
 }
+
+/// The class losses of the typed API on a raw input: `(B, C)` logits (a `(C, B)`
+/// input transposed, so the rows are strided) against fixed class targets.
+enum Classes {
+    Nll,
+    Smoothed(f64),
+}
+
+impl Case for Classes {
+    fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+        use volta::nn::loss::{cross_entropy_smoothed, nll};
+        let logits = x[0].permute(&[1, 0]);
+        let (b, c) = (logits.dims()[0], logits.dims()[1]);
+        // Large logits too: a scale of 30 saturates the softmax rows.
+        let logits =
+            Tensor::<(usize, usize), D>::try_from_raw(logits.scalar(BinaryOp::Mul, 30.0)).unwrap();
+        let t: Vec<u32> = (0..b).map(|i| ((i * 7 + 3) % c) as u32).collect();
+        let t = Tensor::<(usize,), D, u32>::try_from_raw(RawTensor::from_vec(t, &[b])).unwrap();
+        let loss = match self {
+            Classes::Nll => nll(&logits.log_softmax::<Axis<1>>(), &t),
+            Classes::Smoothed(eps) => cross_entropy_smoothed(&logits, &t, *eps),
+        };
+        loss.raw().clone()
+    }
+}
+
+/// The elementwise losses between two same-shape inputs.
+enum Pairwise {
+    /// Targets `σ(x[1])`: soft, in (0, 1), differentiable.
+    Bce,
+    L1,
+    Huber(f64),
+}
+
+impl Case for Pairwise {
+    fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+        use volta::nn::loss::{binary_cross_entropy_with_logits, huber, l1};
+        // A permuted view of a rank-3 input against a contiguous one.
+        let a = Tensor::<(usize, usize, usize), D>::try_from_raw(
+            x[0].permute(&[2, 0, 1]).scalar(BinaryOp::Mul, 3.0),
+        )
+        .unwrap();
+        let b = Tensor::<(usize, usize, usize), D>::try_from_raw(x[1].clone()).unwrap();
+        let loss = match self {
+            Pairwise::Bce => binary_cross_entropy_with_logits(&a, &b.sigmoid()),
+            Pairwise::L1 => l1(&a, &b),
+            Pairwise::Huber(delta) => huber(&a, &b, *delta),
+        };
+        loss.raw().clone()
+    }
+}
+
+#[test]
+fn losses_forward_and_input_gradients() {
+    let _g = lock();
+    for seed in SEEDS {
+        let mut rng = Rng::seed(seed * 1300);
+        let d = dims(&mut rng, 2, 9);
+        let input = [(d, Dist::Normal)];
+        check("nll", seed, &input, Classes::Nll);
+        for eps in [0.0, 0.1, 1.0] {
+            check(
+                &format!("smoothed {eps}"),
+                seed,
+                &input,
+                Classes::Smoothed(eps),
+            );
+        }
+        let d = dims(&mut rng, 3, 5);
+        let pair = [
+            (d.clone(), Dist::Normal),
+            (vec![d[2], d[0], d[1]], Dist::Normal),
+        ];
+        check("bce with logits", seed, &pair, Pairwise::Bce);
+        check("l1", seed, &pair, Pairwise::L1);
+        for delta in [0.5, 2.0] {
+            check(
+                &format!("huber {delta}"),
+                seed,
+                &pair,
+                Pairwise::Huber(delta),
+            );
+        }
+    }
+}
+
+#[test]
+fn metrics_read_gpu_tensors() {
+    use volta::nn::metrics::{ConfusionMatrix, accuracy};
+    let _g = lock();
+    let mut rng = Rng::seed(14);
+    let mut cpu = ConfusionMatrix::new(5);
+    let mut gpu = ConfusionMatrix::new(5);
+    for b in [7, 3] {
+        let logits = Tensor::<(usize, Const<5>)>::randn_shaped((b, Const), &mut rng);
+        let t: Vec<u32> = (0..b).map(|_| rng.below(5) as u32).collect();
+        let t = Tensor::<(usize,), Cpu, u32>::from_vec_shaped(t, (b,)).unwrap();
+        // A pending GPU computation: the read-back runs it.
+        let (lg, tg) = (logits.to::<Gpu>().mul_scalar(2.0), t.to::<Gpu>());
+        assert_eq!(accuracy(&logits, &t), accuracy(&lg, &tg));
+        cpu.update(&logits, &t);
+        gpu.update(&lg, &tg);
+    }
+    assert_eq!(cpu, gpu);
+    assert_eq!(gpu.total(), 10);
+}

@@ -1,7 +1,7 @@
 //! Layers, models and losses: the [`layers`] (each a [`Module`]), the traits a
 //! `model!` struct implements ([`Model`], [`Forward`]), named parameters and
 //! train/eval modes ([`Module`], [`Visitor`]), device moves ([`ToDevice`]),
-//! [`Summary`] tables and [`loss`] functions.
+//! [`Summary`] tables, [`loss`] functions and classification [`metrics`].
 //!
 //! Layer sizes are const generics, so wiring a layer's output into a layer that
 //! expects another width is a compile error:
@@ -17,6 +17,7 @@
 
 pub mod layers;
 pub mod loss;
+pub mod metrics;
 mod model;
 mod module;
 mod summary;
