@@ -221,10 +221,16 @@ fn clipping_matches_the_cpu_and_does_not_sync() {
     Gpu::sync().unwrap();
     let batches = Gpu::batches_submitted();
     let cpu_norm = clip_grad_norm(&mut cg, 1.5);
+    let dispatches = Gpu::dispatches_recorded();
     let gpu_norm = clip_grad_norm(&mut gg, 1.5);
+    let clip = Gpu::dispatches_recorded() - dispatches;
     let mut opt = Adam::<Gpu>::new(0.01);
     let mut stepped = gpu_model.clone();
     opt.step(&mut stepped, &gg);
+    println!(
+        "clip_grad_norm over 3 gradients: {clip} kernels recorded, {} with the Adam step",
+        Gpu::dispatches_recorded() - dispatches
+    );
     assert_eq!(
         Gpu::batches_submitted(),
         batches,

@@ -174,13 +174,10 @@ impl OneCycle {
     /// `final_div_factor = 1e4`.
     ///
     /// # Panics
-    /// When `max_lr` is negative or not finite, or `total_steps < 2`.
+    /// When `max_lr` is negative or not finite, or `total_steps` is 0.
     pub fn new(max_lr: f64, total_steps: u64) -> Self {
         check("OneCycle: max_lr", max_lr, max_lr >= 0.0, "≥ 0");
-        assert!(
-            total_steps >= 2,
-            "OneCycle: total_steps must be ≥ 2, got {total_steps}"
-        );
+        assert!(total_steps > 0, "OneCycle: total_steps must be > 0");
         OneCycle {
             max_lr,
             total_steps,
@@ -190,10 +187,10 @@ impl OneCycle {
         }
     }
 
-    /// Sets the fraction of the steps spent rising.
+    /// Sets the fraction of the steps spent rising (default 0.3).
     ///
     /// # Panics
-    /// When `pct_start` is outside `(0, 1)`, or leaves either phase without a step.
+    /// When `pct_start` is outside `(0, 1)`.
     pub fn with_pct_start(mut self, pct_start: f64) -> Self {
         check(
             "OneCycle: pct_start",
@@ -202,12 +199,6 @@ impl OneCycle {
             "in (0, 1)",
         );
         self.pct_start = pct_start;
-        let (up, last) = (self.up_end(), (self.total_steps - 1) as f64);
-        assert!(
-            up > 0.0 && up < last,
-            "OneCycle: pct_start {pct_start} leaves a phase of {} steps without a step",
-            self.total_steps
-        );
         self
     }
 
@@ -254,7 +245,9 @@ impl LrSchedule for OneCycle {
         let last = (self.total_steps - 1) as f64;
         let s = (step as f64).min(last);
         let up = self.up_end();
-        if s <= up {
+        // A rise that ends before step 1 has no step of its own (PyTorch: a rise
+        // ending before step 0 is skipped, one ending at step 0 divides by 0).
+        if s <= up && up > 0.0 {
             anneal_cos(initial, self.max_lr, s / up)
         } else {
             anneal_cos(self.max_lr, min, (s - up) / (last - up))
@@ -344,6 +337,19 @@ mod tests {
                 pytorch_one_cycle(2.0, 37, 0.25, 10.0, 100.0, t),
             );
         }
+    }
+
+    #[test]
+    fn one_cycle_with_a_short_rise() {
+        // pct_start · total − 1 < 0: PyTorch starts in the fall, from "step −0.4".
+        let s = OneCycle::new(1.0, 2);
+        close(s.lr(0), pytorch_one_cycle(1.0, 2, 0.3, 25.0, 1e4, 0));
+        close(s.lr(1), 1e-4 / 25.0);
+        // A rise ending exactly at step 0: max_lr there, then the fall.
+        let s = OneCycle::new(1.0, 10).with_pct_start(0.1);
+        close(s.lr(0), 1.0);
+        close(s.lr(9), 1e-4 / 25.0);
+        assert!(OneCycle::new(1.0, 1).lr(0).is_finite());
     }
 
     #[test]
