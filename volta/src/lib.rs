@@ -61,7 +61,9 @@ pub mod prelude {
     pub use crate::dtype::{Element, Float};
     pub use crate::nn::layers::*;
     pub use crate::nn::{Forward, Model, Module, Residual, ToDevice};
-    pub use crate::optim::{Adam, Optimizer, Sgd};
+    pub use crate::optim::{
+        Adam, CosineWarmup, LrSchedule, OneCycle, Optimizer, Sgd, StepLr, clip_grad_norm,
+    };
     pub use crate::shape::*;
     pub use crate::{Cpu, Gpu, Gradients, Rng, Tensor, no_grad};
     pub use crate::{Module, model};

@@ -68,6 +68,11 @@ impl<D: Backend<E>, E: Float> Gradients<D, E> {
         self.grads.is_empty()
     }
 
+    /// Every gradient, mutably, with its tensor's id (in no particular order).
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (TensorId, &mut RawTensor<D, E>)> {
+        self.grads.iter_mut().map(|(id, g)| (*id, g))
+    }
+
     /// Removes and returns the gradient of tensor `id`.
     pub(crate) fn take_raw(&mut self, id: TensorId) -> Option<RawTensor<D, E>> {
         self.grads.remove(&id)

@@ -9,10 +9,12 @@
 pub mod cpu;
 mod custom;
 pub mod gpu;
+mod optim;
 
 use crate::dtype::{Element, Float};
 pub use crate::layout::Layout;
 pub use custom::KernelBackend;
+pub use optim::{AdamStep, SgdStep};
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
 
 /// A device type. Every device can hold `u32` indices.
@@ -106,4 +108,24 @@ pub trait Backend<E: Float>: Device + Memory<E> {
     /// bit (a `u32` hash `h` of `(seed, i)` from integer ops, then `(h >> 8)·2⁻²⁴` in
     /// `f32`, converted to `E`; see [`uniform_hash`](crate::random::uniform_hash)).
     fn uniform(len: usize, seed: u64) -> Buf<Self, E>;
+    /// One Adam/AdamW step of one parameter in one pass (see [`AdamStep`] for the
+    /// formulas): reads the parameter `p`, its gradient `g` and its moments
+    /// `(m, v)` (`None` before the first step: zero), all with `p`'s dims and any
+    /// layout, and returns the new `(p, m, v)`, contiguous.
+    fn adam_step(
+        p: View<Self, E>,
+        g: View<Self, E>,
+        moments: Option<(View<Self, E>, View<Self, E>)>,
+        hyper: &AdamStep,
+    ) -> (Buf<Self, E>, Buf<Self, E>, Buf<Self, E>);
+    /// One SGD step of one parameter in one pass (see [`SgdStep`] for the
+    /// formulas): reads `p`, its gradient `g` and its momentum buffer (`None` before
+    /// the first step, or without momentum), all with `p`'s dims and any layout, and
+    /// returns the new parameter and, with momentum, the new buffer, contiguous.
+    fn sgd_step(
+        p: View<Self, E>,
+        g: View<Self, E>,
+        momentum_buffer: Option<View<Self, E>>,
+        hyper: &SgdStep,
+    ) -> (Buf<Self, E>, Option<Buf<Self, E>>);
 }

@@ -3,18 +3,21 @@ use super::{
     Optimizer, OptimizerState, StateError, check, check_kind, for_each_grad, slot, split_name,
 };
 use crate::autograd::Gradients;
-use crate::backend::Backend;
 use crate::backend::cpu::Cpu;
+use crate::backend::{AdamStep, Backend};
 use crate::dtype::Float;
+use crate::layout::Layout;
 use crate::nn::Module;
 use crate::tensor::RawTensor;
-use volta_kernels::{BinaryOp, UnaryOp};
 
 /// Adam (Kingma & Ba) with bias correction, as PyTorch defines it:
 /// `m ← β₁m + (1−β₁)g`, `v ← β₂v + (1−β₂)g²`,
 /// `p ← p − lr · (m / (1−β₁ᵗ)) / (√(v / (1−β₂ᵗ)) + ε)`, with `t` counted per
 /// parameter. Weight decay is L2 (added to `g`) for [`Adam::new`] and decoupled
 /// (`p ← p·(1 − lr·λ)` before the step) for [`Adam::adamw`].
+///
+/// Each parameter's step is one fused kernel ([`Backend::adam_step`]) that reads
+/// the parameter, its gradient and its moments once and writes them anew.
 #[derive(Clone, Debug)]
 pub struct Adam<D: Backend<E> = Cpu, E: Float = f32> {
     lr: f64,
@@ -113,41 +116,30 @@ impl<D: Backend<E>, E: Float> Adam<D, E> {
 
 impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
     fn step<M: Module<D, E> + ?Sized>(&mut self, model: &mut M, grads: &Gradients<D, E>) {
-        let c = E::from_f64;
-        let (b1, b2) = (self.beta1, self.beta2);
         self.steps += 1;
         for_each_grad(model, grads, |position, param, grad| {
-            let mut p = param.value().clone();
-            let mut g = grad;
-            if self.weight_decay != 0.0 {
-                if self.decoupled {
-                    p = p.scalar(BinaryOp::Mul, c(1.0 - self.lr * self.weight_decay));
-                } else {
-                    let decay = param.value().scalar(BinaryOp::Mul, c(self.weight_decay));
-                    g = g.binary(BinaryOp::Add, &decay);
-                }
-            }
+            let p = param.value().clone();
             let state = slot(&mut self.states, position, p.dims(), |s| s.m.dims());
-            let g2 = g.binary(BinaryOp::Mul, &g);
-            let (m, v, t) = match state.take() {
-                Some(s) => (blend(&s.m, b1, &g), blend(&s.v, b2, &g2), s.t + 1),
-                None => (
-                    g.scalar(BinaryOp::Mul, c(1.0 - b1)),
-                    g2.scalar(BinaryOp::Mul, c(1.0 - b2)),
-                    1,
-                ),
-            };
-            let m_hat = m.scalar(BinaryOp::Mul, c(1.0 / (1.0 - b1.powi(t))));
-            let denom = v
-                .scalar(BinaryOp::Mul, c(1.0 / (1.0 - b2.powi(t))))
-                .unary(UnaryOp::Sqrt)
-                .scalar(BinaryOp::Add, c(self.eps));
-            let delta = m_hat
-                .binary(BinaryOp::Div, &denom)
-                .scalar(BinaryOp::Mul, c(self.lr));
-            *state = Some(Moments { m, v, t });
+            let old = state.take();
+            let t = old.as_ref().map_or(1, |s| s.t + 1);
+            let hyper = AdamStep::at_step(
+                self.lr,
+                (self.beta1, self.beta2),
+                self.eps,
+                self.weight_decay,
+                self.decoupled,
+                t,
+            );
+            let moments = old.as_ref().map(|s| (s.m.view(), s.v.view()));
+            let (p, m, v) = D::adam_step(p.view(), grad.view(), moments, &hyper);
+            let layout = Layout::contiguous(param.value().dims());
+            *state = Some(Moments {
+                m: RawTensor::leaf(m, layout),
+                v: RawTensor::leaf(v, layout),
+                t,
+            });
             param
-                .update(p.binary(BinaryOp::Sub, &delta))
+                .update(RawTensor::leaf(p, layout))
                 .expect("an update keeps the parameter's dims");
         });
     }
@@ -218,18 +210,6 @@ type Parts<D, E> = (
     Option<RawTensor<D, E>>,
     Option<i32>,
 );
-
-/// `β·old + (1−β)·new`: an exponential moving average step.
-fn blend<D: Backend<E>, E: Float>(
-    old: &RawTensor<D, E>,
-    beta: f64,
-    new: &RawTensor<D, E>,
-) -> RawTensor<D, E> {
-    old.scalar(BinaryOp::Mul, E::from_f64(beta)).binary(
-        BinaryOp::Add,
-        &new.scalar(BinaryOp::Mul, E::from_f64(1.0 - beta)),
-    )
-}
 
 #[cfg(test)]
 mod tests {

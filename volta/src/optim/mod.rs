@@ -21,11 +21,45 @@
 //! new tracked leaf, so no autograd graph grows across steps. Per-parameter state
 //! (momentum, moments) is kept by the parameter's position in
 //! [`Module::visit_params`]: one optimiser serves one model.
+//!
+//! Each parameter's update is one fused kernel ([`Backend::adam_step`],
+//! [`Backend::sgd_step`]): it reads the parameter, its gradient and its state once
+//! and writes them anew, with the hyperparameters ([`AdamStep`], [`SgdStep`]) as
+//! run-time arguments, so a GPU step records one dispatch per parameter and a
+//! changing learning rate compiles nothing.
+//!
+//! Around the step:
+//!
+//! - [`LrSchedule`]s ([`StepLr`], [`CosineWarmup`], [`OneCycle`]) give the learning
+//!   rate of each step; set it with [`Optimizer::set_lr`] or
+//!   [`LrSchedule::apply`].
+//! - [`clip_grad_norm`] scales the gradients to a maximal global norm, on the
+//!   device (no read-back).
+//!
+//! ```
+//! use volta::prelude::*;
+//! use volta::optim::{LrSchedule, OneCycle, clip_grad_norm};
+//!
+//! let mut w = Tensor::<Rank1<3>>::from_array([1.0, -2.0, 3.0]).requires_grad();
+//! let mut opt = Adam::adamw(1e-2, 0.01);
+//! let schedule = OneCycle::new(1e-2, 50);
+//! for step in 0..50 {
+//!     let mut grads = w.mul(&w).sum_all().backward();
+//!     let _norm = clip_grad_norm(&mut grads, 1.0);
+//!     schedule.apply(&mut opt, step);
+//!     opt.step(&mut w, &grads);
+//! }
+//! ```
 
 mod adam;
+mod clip;
+mod schedule;
 mod sgd;
 
+pub use crate::backend::{AdamStep, SgdStep};
 pub use adam::Adam;
+pub use clip::clip_grad_norm;
+pub use schedule::{CosineWarmup, LrSchedule, OneCycle, StepLr};
 pub use sgd::Sgd;
 
 use crate::autograd::{Gradients, no_grad};

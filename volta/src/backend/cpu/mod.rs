@@ -7,12 +7,13 @@ mod index;
 mod kernel;
 mod matmul;
 mod normalize;
+mod optim;
 mod reduce;
 mod rows;
 mod softmax;
 mod window;
 
-use super::{Backend, Buf, Device, KernelBackend, Memory, View};
+use super::{AdamStep, Backend, Buf, Device, KernelBackend, Memory, SgdStep, View};
 use crate::dtype::{Element, Float};
 use crate::layout::Layout;
 use rayon::prelude::*;
@@ -106,6 +107,27 @@ impl<E: Float> Backend<E> for Cpu {
         } else {
             (0..len).map(at).collect()
         })
+    }
+    fn adam_step(
+        p: View<Self, E>,
+        g: View<Self, E>,
+        moments: Option<(View<Self, E>, View<Self, E>)>,
+        hyper: &AdamStep,
+    ) -> (Buf<Self, E>, Buf<Self, E>, Buf<Self, E>) {
+        let moments = moments.map(|(m, v)| ((&m.0[..], m.1), (&v.0[..], v.1)));
+        let k = hyper.constants();
+        let (p, m, v) = optim::adam_step((p.0, p.1), (g.0, g.1), moments, &k);
+        (Arc::new(p), Arc::new(m), Arc::new(v))
+    }
+    fn sgd_step(
+        p: View<Self, E>,
+        g: View<Self, E>,
+        momentum_buffer: Option<View<Self, E>>,
+        hyper: &SgdStep,
+    ) -> (Buf<Self, E>, Option<Buf<Self, E>>) {
+        let buf = momentum_buffer.map(|b| (&b.0[..], b.1));
+        let (p, b) = optim::sgd_step((p.0, p.1), (g.0, g.1), buf, &hyper.constants());
+        (Arc::new(p), b.map(Arc::new))
     }
 }
 

@@ -36,6 +36,8 @@ mod matmul;
 #[cfg(feature = "gpu")]
 mod matmul_source;
 #[cfg(feature = "gpu")]
+mod optim;
+#[cfg(feature = "gpu")]
 mod pipelines;
 #[cfg(feature = "gpu")]
 mod pool;
@@ -72,7 +74,7 @@ mod device {
     use super::fusion;
     use super::profile::Profiler;
     use super::{Gpu, GpuBuffer, GpuError, GpuInfo, MatmulTiles, MemoryStats, Profile, transfer};
-    use crate::backend::{Backend, Buf, Device, Memory, View};
+    use crate::backend::{AdamStep, Backend, Buf, Device, Memory, SgdStep, View};
     use crate::layout::Layout;
     use volta_kernels::wgsl::{Elem, Expr, Launch, RowOp};
     use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
@@ -430,6 +432,55 @@ mod device {
         }
         fn uniform(len: usize, seed: u64) -> Buf<Self, f32> {
             GpuBuffer::new(super::window::uniform(ctx(), len, seed), len)
+        }
+        fn adam_step(
+            p: View<Self, f32>,
+            g: View<Self, f32>,
+            moments: Option<(View<Self, f32>, View<Self, f32>)>,
+            hyper: &AdamStep,
+        ) -> (Buf<Self, f32>, Buf<Self, f32>, Buf<Self, f32>) {
+            // Pending inputs (a gradient still a fused expression) are recorded first.
+            let moments = moments.map(|(m, v)| ((m.0.raw(), m.1), (v.0.raw(), v.1)));
+            let (p2, m2, v2) = super::optim::adam_step(
+                ctx(),
+                (p.0.raw(), p.1),
+                (g.0.raw(), g.1),
+                moments,
+                &hyper.constants(),
+            );
+            let n = p.1.numel();
+            (
+                GpuBuffer::new(p2, n),
+                GpuBuffer::new(m2, n),
+                GpuBuffer::new(v2, n),
+            )
+        }
+        fn sgd_step(
+            p: View<Self, f32>,
+            g: View<Self, f32>,
+            momentum_buffer: Option<View<Self, f32>>,
+            hyper: &SgdStep,
+        ) -> (Buf<Self, f32>, Option<Buf<Self, f32>>) {
+            let k = hyper.constants::<f32>();
+            if k.momentum.is_none() {
+                // No state: an elementwise expression, pending like any other, so it
+                // fuses into its consumer. p − (g + λ·p)·lr.
+                let mut grad = Expr::input(1);
+                let mut scalars = vec![k.lr.to_bits()];
+                if let Some(l2) = k.l2 {
+                    let decay = Expr::input(0).binary(BinaryOp::Mul, Expr::scalar(1));
+                    grad = grad.binary(BinaryOp::Add, decay);
+                    scalars.push(l2.to_bits());
+                }
+                let e = Expr::input(0)
+                    .binary(BinaryOp::Sub, grad.binary(BinaryOp::Mul, Expr::scalar(0)));
+                return (elementwise(e, &[p, g], &scalars), None);
+            }
+            let buf = momentum_buffer.map(|b| (b.0.raw(), b.1));
+            let (p2, b2) =
+                super::optim::sgd_momentum_step(ctx(), (p.0.raw(), p.1), (g.0.raw(), g.1), buf, &k);
+            let n = p.1.numel();
+            (GpuBuffer::new(p2, n), Some(GpuBuffer::new(b2, n)))
         }
     }
 }
