@@ -3,7 +3,10 @@
 //! prefetch thread), and the GPU time of a LeNet Adam step (the `bench_gpu` CNN) on
 //! a batch uploaded once beforehand vs fed by the loader, so the cost the loader
 //! adds to a step (or hides) reads directly. The loader-alone rows draw whole
-//! epochs (at most 1000 batches); the step rows `--steps` batches per run.
+//! epochs (at most 1000 batches); the step rows `--steps` batches per run. With
+//! nothing to do between batches, the loader-alone rows with prefetch mostly
+//! measure the hand-over between threads (a wake-up per batch); the step rows show
+//! what prefetching hides when there is a step to overlap with.
 //!
 //! The dataset is synthetic (uniform pixels, labels `i % 10`): the loader's work
 //! depends on sizes, not on values. Every GPU timing syncs before reading the

@@ -97,7 +97,7 @@ impl<F: PrependDim<B>, B: Dim, D: Device + Memory<f32>> Batch<F, B, D> {
 ///
 /// - [`features::<F>()`](Self::features): the sample shape as a type, checked
 ///   against the dataset's sample dims;
-/// - [`batch::<N>()`](Self::batch) then [`drop_last()`](DataLoader::<F, UpTo<N>, D>::drop_last):
+/// - [`batch::<N>()`](Self::batch) then `drop_last()`:
 ///   every batch has exactly `N` samples, a `Const<N>` batch dim;
 ///   [`batch::<N>()`](Self::batch) alone or [`batch_size(n)`](Self::batch_size):
 ///   a `usize` batch dim, the last batch may be partial;
@@ -152,8 +152,10 @@ impl<F: PrependDim<B>, B: Dim, D: Device + Memory<f32>> Batch<F, B, D> {
 /// read it are recorded after it.
 ///
 /// **Panics.** A dataset whose `get` panics, or returns a sample of another size
-/// than its `sample_dims`, panics the prefetch thread; the panic resumes on the
-/// thread that iterates the epoch.
+/// than its `sample_dims`, panics the prefetch thread, as does a GPU context that
+/// cannot be created (as for any `Gpu` op; call [`Gpu::init`](crate::Gpu::init)
+/// first to handle that error); the panic resumes on the thread that iterates the
+/// epoch.
 pub struct DataLoader<F: Shape = (usize,), K: Batching = Dynamic, D: Device + Memory<f32> = Cpu> {
     dataset: Arc<dyn Dataset>,
     /// The run-time value of the sample shape.
@@ -253,7 +255,7 @@ impl<F: Shape, K: Batching, D: Device + Memory<f32>> DataLoader<F, K, D> {
     }
 
     /// Batches of `n` samples with a run-time (`usize`) batch dim; the last batch
-    /// holds the rest unless [`drop_last`](DataLoader::<F, Dynamic, D>::drop_last)
+    /// holds the rest unless `drop_last()`
     /// is called. Panics when `n == 0`.
     pub fn batch_size(self, n: usize) -> DataLoader<F, Dynamic, D> {
         assert!(
@@ -268,7 +270,7 @@ impl<F: Shape, K: Batching, D: Device + Memory<f32>> DataLoader<F, K, D> {
     }
 
     /// Batches of `N` samples. The last batch may be partial, so the batch dim is
-    /// `usize` until [`drop_last`](DataLoader::<F, UpTo<N>, D>::drop_last) makes it
+    /// `usize` until `drop_last()` makes it
     /// `Const<N>`. `N == 0` is a compile error.
     pub fn batch<const N: usize>(self) -> DataLoader<F, UpTo<N>, D> {
         const { assert!(N > 0, "DataLoader::batch: the batch size must not be 0") };

@@ -10,6 +10,12 @@
 //! is ordered after every earlier read. (Uploads therefore do not use
 //! `Queue::write_buffer`, which would land before the whole batch.)
 //!
+//! Threads: the recorder sits behind the context's mutex, so several threads (a
+//! data loader's prefetch thread uploading the next batch while the training
+//! thread records kernels) record into the same batch. The order argument above
+//! still holds across threads: a buffer returns to the pool only after the reads
+//! that its owner recorded, so another thread's write into it is recorded later.
+//!
 //! [`Gpu::sync`]: crate::Gpu::sync
 use super::context::Context;
 use super::error::GpuError;

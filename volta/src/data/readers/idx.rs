@@ -103,7 +103,7 @@ fn check(
         });
     }
     let Some(body) = body else { return Ok(()) };
-    let expected = body.checked_add(header).unwrap_or(u64::MAX);
+    let expected = body.saturating_add(header);
     if found < expected {
         return Err(DataError::Truncated {
             path: path.to_path_buf(),
