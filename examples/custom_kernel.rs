@@ -7,12 +7,14 @@
 //! cargo run --release --example custom_kernel [-- --device gpu]
 //! ```
 use std::process::ExitCode;
+use volta::data::Labelled;
+use volta::data::readers::digits::{self, CLASSES, PIXELS};
 use volta::kernel;
 use volta::kernel::KernelBackend;
 use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
 use volta_examples::cli::{DeviceChoice, parse_device, resolve};
-use volta_examples::dataset::{self, CLASSES, Dataset, PIXELS};
+use volta_examples::digits_path;
 
 /// Swish with a learnable-looking but fixed slope: x·σ(βx).
 #[kernel]
@@ -38,7 +40,7 @@ impl<D: KernelBackend> Mlp<D> {
 }
 
 /// Trains for `epochs` on `D`; returns the test accuracy.
-fn run<D: KernelBackend>(train: &Dataset, test: &Dataset, epochs: usize, rng: &mut Rng) -> f64 {
+fn run<D: KernelBackend>(train: &Labelled, test: &Labelled, epochs: usize, rng: &mut Rng) -> f64 {
     let mut model = Mlp::<D> {
         hidden: Linear::new(rng),
         out: Linear::new(rng),
@@ -49,12 +51,11 @@ fn run<D: KernelBackend>(train: &Dataset, test: &Dataset, epochs: usize, rng: &m
         rng.shuffle(&mut order);
         let mut total = Tensor::<(), D>::zeros();
         for chunk in order.chunks(BATCH) {
-            let batch = train.select(chunk);
+            let (pixels, _, labels, _) = train.select(chunk).into_parts();
             let n = chunk.len();
-            let x = Tensor::<(usize, Const<PIXELS>), D>::from_vec_shaped(batch.pixels, (n, Const))
+            let x = Tensor::<(usize, Const<PIXELS>), D>::from_vec_shaped(pixels, (n, Const))
                 .expect("n × PIXELS pixels");
-            let y =
-                Tensor::<(usize,), D, u32>::from_vec_shaped(batch.labels, (n,)).expect("n labels");
+            let y = Tensor::<(usize,), D, u32>::from_vec_shaped(labels, (n,)).expect("n labels");
             let loss = cross_entropy(&model.forward(&x), &y);
             total = total + loss.detach();
             let grads = loss.backward();
@@ -69,12 +70,13 @@ fn run<D: KernelBackend>(train: &Dataset, test: &Dataset, epochs: usize, rng: &m
     }
     let _no_grad = no_grad();
     let n = test.len();
-    let x = Tensor::<(usize, Const<PIXELS>), D>::from_vec_shaped(test.pixels.clone(), (n, Const))
-        .expect("n × PIXELS pixels");
+    let x =
+        Tensor::<(usize, Const<PIXELS>), D>::from_vec_shaped(test.features().to_vec(), (n, Const))
+            .expect("n × PIXELS pixels");
     let logits = model.forward(&x).to_vec();
     let correct = logits
         .chunks(CLASSES)
-        .zip(&test.labels)
+        .zip(test.labels())
         .filter(|(row, label)| {
             (0..CLASSES).max_by(|&a, &b| row[a].total_cmp(&row[b])) == Some(**label as usize)
         })
@@ -94,7 +96,7 @@ fn main() -> ExitCode {
         "The WGSL #[kernel] generated for `swish` (value, ∂/∂x, ∂/∂beta):\n{}",
         swish::KERNEL.wgsl
     );
-    let data = match dataset::load(&dataset::default_path()) {
+    let data = match digits::load(digits_path()) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("custom_kernel: {e}");
@@ -134,7 +136,7 @@ mod tests {
 
     #[test]
     fn trains_with_a_user_kernel_on_the_cpu() {
-        let data = dataset::load(&dataset::default_path()).expect("the committed dataset loads");
+        let data = digits::load(digits_path()).expect("the committed dataset loads");
         let mut rng = Rng::seed(1);
         let (train, test) = data.split(0.2, &mut rng);
         assert!(run::<Cpu>(&train, &test, EPOCHS, &mut rng) >= 0.9);
@@ -143,7 +145,7 @@ mod tests {
     #[cfg(feature = "gpu")]
     #[test]
     fn trains_with_a_user_kernel_on_the_gpu() {
-        let data = dataset::load(&dataset::default_path()).expect("the committed dataset loads");
+        let data = digits::load(digits_path()).expect("the committed dataset loads");
         let mut rng = Rng::seed(1);
         let (train, test) = data.split(0.2, &mut rng);
         assert!(run::<Gpu>(&train, &test, 4, &mut rng) >= 0.9);

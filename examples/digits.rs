@@ -7,10 +7,12 @@
 //! ```
 use std::process::ExitCode;
 use std::time::Instant;
+use volta::data::readers::digits::{self, CLASSES, PIXELS};
+use volta::data::{DataLoader, Labelled};
 use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
 use volta_examples::cli::{DeviceChoice, parse_device, resolve};
-use volta_examples::dataset::{self, CLASSES, Dataset, PIXELS};
+use volta_examples::digits_path;
 
 const HIDDEN: usize = 128;
 /// `model!` takes literal widths; this one is checked against `HIDDEN` below.
@@ -44,7 +46,7 @@ model! {
 }
 
 /// A digits classifier: logits for a batch of flat images of any size `B` (static
-/// for full batches, dynamic for the last one).
+/// for the training batches, dynamic for the whole test set).
 trait Classifier<D: Backend<f32>>: Module<D, f32> + Model {
     fn logits<B: Dim>(&self, x: &Tensor<(B, Const<PIXELS>), D>) -> Tensor<(B, Const<CLASSES>), D>;
 }
@@ -80,11 +82,11 @@ fn train_step<B: Dim, D: Backend<f32>, M: Classifier<D>>(
 }
 
 /// Fraction of `data` the model classifies correctly.
-fn accuracy<D: Backend<f32>, M: Classifier<D>>(model: &mut M, data: &Dataset) -> f64 {
+fn accuracy<D: Backend<f32>, M: Classifier<D>>(model: &mut M, data: &Labelled) -> f64 {
     model.eval();
     let _no_grad = no_grad();
     let x = Tensor::<(usize, Const<PIXELS>), D>::from_vec_shaped(
-        data.pixels.clone(),
+        data.features().to_vec(),
         (data.len(), Const),
     )
     .expect("the dataset holds len × PIXELS pixels");
@@ -92,7 +94,7 @@ fn accuracy<D: Backend<f32>, M: Classifier<D>>(model: &mut M, data: &Dataset) ->
     model.train();
     let correct = logits
         .chunks(CLASSES)
-        .zip(&data.labels)
+        .zip(data.labels())
         .filter(|(row, label)| argmax(row) == **label as usize)
         .count();
     correct as f64 / data.len() as f64
@@ -105,44 +107,37 @@ fn argmax(row: &[f32]) -> usize {
 }
 
 /// Trains on `D` for `epochs` and returns the final test accuracy.
+///
+/// A [`DataLoader`] cuts each epoch into shuffled batches of exactly `BATCH` images
+/// (the last partial batch is dropped, so the batch dim is `Const<BATCH>`), and
+/// prepares the next batches on a background thread — uploaded to `D` — while
+/// the current step runs.
 fn run<D: Backend<f32>, M: Classifier<D>>(
-    train: &Dataset,
-    test: &Dataset,
+    train: &Labelled,
+    test: &Labelled,
     epochs: usize,
     rng: &mut Rng,
 ) -> f64 {
     let mut model = M::new(rng);
     let mut opt = Adam::new(LEARNING_RATE);
-    let mut order: Vec<usize> = (0..train.len()).collect();
+    let loader = DataLoader::new(train.clone())
+        .features::<Rank1<PIXELS>>()
+        .expect("digits samples are 64 pixels")
+        .batch::<BATCH>()
+        .drop_last()
+        .shuffle(rng.next_u64())
+        .device::<D>();
     let mut acc = 0.0;
     for epoch in 1..=epochs {
-        rng.shuffle(&mut order);
-        let (mut total, mut batches) = (Tensor::<(), D>::zeros(), 0);
-        for chunk in order.chunks(BATCH) {
-            let batch = train.select(chunk);
-            let loss = if chunk.len() == BATCH {
-                let x = Tensor::<Rank2<BATCH, PIXELS>, D>::from_vec(batch.pixels)
-                    .expect("BATCH × PIXELS pixels");
-                let y =
-                    Tensor::<Rank1<BATCH>, D, u32>::from_vec(batch.labels).expect("BATCH labels");
-                train_step(&mut model, &mut opt, &x, &y)
-            } else {
-                // The last partial batch: the batch dim is only known at run time.
-                let n = chunk.len();
-                let x =
-                    Tensor::<(usize, Const<PIXELS>), D>::from_vec_shaped(batch.pixels, (n, Const))
-                        .expect("n × PIXELS pixels");
-                let y = Tensor::<(usize,), D, u32>::from_vec_shaped(batch.labels, (n,))
-                    .expect("n labels");
-                train_step(&mut model, &mut opt, &x, &y)
-            };
-            total = total + loss;
-            batches += 1;
+        let mut total = Tensor::<(), D>::zeros();
+        for batch in loader.epoch(epoch as u64) {
+            let x: Tensor<Rank2<BATCH, PIXELS>, D> = batch.inputs;
+            total = total + train_step(&mut model, &mut opt, &x, &batch.targets);
         }
         acc = accuracy(&mut model, test);
         println!(
             "epoch {epoch:>2}  loss {:.4}  test accuracy {:.2}%",
-            total.item() / batches as f32,
+            total.item() / loader.len() as f32,
             100.0 * acc
         );
     }
@@ -151,7 +146,7 @@ fn run<D: Backend<f32>, M: Classifier<D>>(
 
 /// Trains on the GPU, or says why there is none.
 #[cfg(feature = "gpu")]
-fn gpu_run(train: &Dataset, test: &Dataset, cnn: bool, rng: &mut Rng) -> Result<f64, String> {
+fn gpu_run(train: &Labelled, test: &Labelled, cnn: bool, rng: &mut Rng) -> Result<f64, String> {
     let info = Gpu::init().map_err(|e| e.to_string())?;
     println!("GPU: {info}");
     Ok(if cnn {
@@ -162,7 +157,7 @@ fn gpu_run(train: &Dataset, test: &Dataset, cnn: bool, rng: &mut Rng) -> Result<
 }
 
 #[cfg(not(feature = "gpu"))]
-fn gpu_run(_: &Dataset, _: &Dataset, _: bool, _: &mut Rng) -> Result<f64, String> {
+fn gpu_run(_: &Labelled, _: &Labelled, _: bool, _: &mut Rng) -> Result<f64, String> {
     Err("this build has no GPU backend: build with the `gpu` feature (on by default)".into())
 }
 
@@ -195,8 +190,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let path = dataset::default_path();
-    let data = match dataset::load(&path) {
+    let data = match digits::load(digits_path()) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("digits: {e}");
@@ -245,7 +239,7 @@ mod tests {
 
     #[test]
     fn reaches_the_required_accuracy_on_cpu() {
-        let data = dataset::load(&dataset::default_path()).expect("the committed dataset loads");
+        let data = digits::load(digits_path()).expect("the committed dataset loads");
         let mut rng = Rng::seed(0);
         let (train, test) = data.split(0.2, &mut rng);
         assert!(run::<Cpu, Mlp>(&train, &test, EPOCHS, &mut rng) >= REQUIRED_ACCURACY);
@@ -254,7 +248,7 @@ mod tests {
     /// The CNN learns too (a few epochs).
     #[test]
     fn cnn_reaches_the_required_accuracy_on_cpu() {
-        let data = dataset::load(&dataset::default_path()).expect("the committed dataset loads");
+        let data = digits::load(digits_path()).expect("the committed dataset loads");
         let mut rng = Rng::seed(0);
         let (train, test) = data.split(0.2, &mut rng);
         assert!(run::<Cpu, Cnn>(&train, &test, 4, &mut rng) >= REQUIRED_ACCURACY);
@@ -264,7 +258,7 @@ mod tests {
     #[cfg(feature = "gpu")]
     #[test]
     fn trains_on_the_gpu() {
-        let data = dataset::load(&dataset::default_path()).expect("the committed dataset loads");
+        let data = digits::load(digits_path()).expect("the committed dataset loads");
         let mut rng = Rng::seed(0);
         let (train, test) = data.split(0.2, &mut rng);
         assert!(run::<Gpu, Mlp<Gpu>>(&train, &test, 4, &mut rng) >= REQUIRED_ACCURACY);

@@ -25,6 +25,7 @@ extern crate self as volta;
 
 pub mod autograd;
 pub mod backend;
+pub mod data;
 pub mod dtype;
 pub mod io;
 pub mod kernel;

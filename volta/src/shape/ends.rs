@@ -34,6 +34,19 @@ pub trait AppendDim<N: Dim>: Shape {
     fn append(&self, n: N) -> Self::Output;
 }
 
+/// `Self` with the dim `N` put in front (`(C, H, W)` → `(N, C, H, W)`): a batch of
+/// samples of shape `Self`.
+#[diagnostic::on_unimplemented(
+    message = "cannot put a batch axis in front of `{Self}`",
+    label = "its rank is already the maximum"
+)]
+pub trait PrependDim<N: Dim>: Shape {
+    /// The longer shape.
+    type Output: Shape;
+    /// The run-time value of the longer shape.
+    fn prepend(&self, n: N) -> Self::Output;
+}
+
 macro_rules! ends {
     ($($d:ident $i:tt),*) => {
         #[diagnostic::do_not_recommend]
@@ -41,6 +54,13 @@ macro_rules! ends {
             type Output = ($($d,)* N,);
             fn append(&self, n: N) -> Self::Output {
                 ($(self.$i,)* n,)
+            }
+        }
+        #[diagnostic::do_not_recommend]
+        impl<N: Dim, $($d: Dim),*> PrependDim<N> for ($($d,)*) {
+            type Output = (N, $($d,)*);
+            fn prepend(&self, n: N) -> Self::Output {
+                (n, $(self.$i,)*)
             }
         }
     };

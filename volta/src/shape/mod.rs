@@ -25,7 +25,7 @@ pub use axes::{Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis};
 pub use checks::ShapeError;
 pub(crate) use checks::{expand_ok, numel_ok};
 pub use dim::{Const, ConstDim, Dim, DimEq, Dyn};
-pub use ends::{AppendDim, BatchFirst, LastDim};
+pub use ends::{AppendDim, BatchFirst, LastDim, PrependDim};
 pub use matmul::MatMulRhs;
 pub use permute::PermuteShapeTo;
 pub use reduce::{BroadcastShapeTo, ReduceShapeTo};

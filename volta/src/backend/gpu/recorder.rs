@@ -10,6 +10,12 @@
 //! is ordered after every earlier read. (Uploads therefore do not use
 //! `Queue::write_buffer`, which would land before the whole batch.)
 //!
+//! Threads: the recorder sits behind the context's mutex, so several threads (a
+//! data loader's prefetch thread uploading the next batch while the training
+//! thread records kernels) record into the same batch. The order argument above
+//! still holds across threads: a buffer returns to the pool only after the reads
+//! that its owner recorded, so another thread's write into it is recorded later.
+//!
 //! [`Gpu::sync`]: crate::Gpu::sync
 use super::context::Context;
 use super::error::GpuError;
@@ -183,26 +189,14 @@ impl Recorder {
         self.dispatches = 0;
     }
 
-    /// Records the upload of `data` into `dst`, through a staging buffer, in order
-    /// with the kernels around it.
-    pub fn upload(&mut self, ctx: &Context, dst: &Pooled, data: &[u8]) {
+    /// Records the copy of a [`stage`]d upload into `dst`, in order with the
+    /// kernels around it.
+    pub fn upload(&mut self, ctx: &Context, staging: &wgpu::Buffer, dst: &Pooled) {
         if self.dispatches >= MAX_DISPATCHES {
             self.flush(ctx);
         }
-        let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("volta upload"),
-            size: data.len() as u64,
-            usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: true,
-        });
-        staging
-            .slice(..)
-            .get_mapped_range_mut()
-            .expect("a buffer mapped at creation")
-            .copy_from_slice(data);
-        staging.unmap();
         self.encoder(ctx)
-            .copy_buffer_to_buffer(&staging, 0, &dst.buffer, 0, data.len() as u64);
+            .copy_buffer_to_buffer(staging, 0, &dst.buffer, 0, staging.size());
         // Staging memory is held until submission: count uploads toward the batch.
         self.dispatches += 1;
         self.recorded += 1;
@@ -227,6 +221,24 @@ impl Recorder {
         self.flush(ctx);
         staging
     }
+}
+
+/// A staging buffer holding `data` (not empty), for [`Recorder::upload`]. It needs
+/// no lock, so a loader thread fills it while other threads record kernels.
+pub(crate) fn stage(ctx: &Context, data: &[u8]) -> wgpu::Buffer {
+    let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("volta upload"),
+        size: data.len() as u64,
+        usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: true,
+    });
+    staging
+        .slice(..)
+        .get_mapped_range_mut()
+        .expect("a buffer mapped at creation")
+        .copy_from_slice(data);
+    staging.unmap();
+    staging
 }
 
 /// The error-flags buffer, for kernels that raise flags and for sync points.

@@ -5,20 +5,23 @@ use super::elementwise::map;
 use super::error::GpuError;
 use super::launch::alloc;
 use super::pool::Pooled;
-use super::recorder::{flags, read_staging};
+use super::recorder::{flags, read_staging, stage};
 use crate::layout::Layout;
 use std::sync::Arc;
 use volta_kernels::wgsl::{Elem, Expr};
 
 /// Uploads host data into a new buffer. The copy is recorded in the current batch,
-/// so no synchronisation happens here.
+/// so no synchronisation happens here. The data is copied into a staging buffer
+/// before the recorder is locked: a loader thread that uploads a batch holds the
+/// lock only to record the copy, not while it writes the bytes.
 pub(crate) fn upload<E: bytemuck::Pod>(ctx: &Context, data: &[E]) -> GpuBuffer<E> {
     let buf = alloc(ctx, std::mem::size_of_val(data));
     if !data.is_empty() {
+        let staging = stage(ctx, bytemuck::cast_slice(data));
         ctx.recorder
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .upload(ctx, &buf, bytemuck::cast_slice(data));
+            .upload(ctx, &staging, &buf);
     }
     GpuBuffer::new(buf, data.len())
 }
