@@ -1,0 +1,23 @@
+//! `cargo run --release`: trains a CNN defined with `model!` on the bundled UCI
+//! optical digits, on the GPU when one is present. See `--help`.
+mod args;
+mod history;
+mod plot;
+mod run;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = args::Args::parse();
+    match run::run(&args) {
+        Ok(report) => {
+            println!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("volta-train: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
