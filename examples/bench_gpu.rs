@@ -4,7 +4,7 @@
 //! row reduction on 4096², dispatch overhead over 1000 small ops, an MLP
 //! training step (784-1024-1024-10, batch 512, Adam) and a LeNet training step
 //! (the `model!` below, batch 128, Adam); fused rows also unfused. `--cnn` runs the
-//! LeNet rows alone.
+//! LeNet rows alone, `--train` the MLP and LeNet rows.
 //!
 //! Byte and FLOP conventions follow `torch_peers.py`, so the figures compare
 //! directly. Every timing syncs before reading the clock, warms up first, and takes
@@ -154,6 +154,51 @@ model! {
     }
 }
 
+/// Times the MLP Adam step on a batch of 512 (PyTorch's `mlp_train_step_b512`),
+/// fused and unfused, with its dispatch count and a profile.
+fn mlp_rows(table: &mut Vec<String>, rng: &mut Rng) {
+    let mut mlp = MlpStep::new(rng);
+    for fusion in [true, false] {
+        Gpu::set_fusion(fusion);
+        let suffix = if fusion { "" } else { "_unfused" };
+        let mut step = || mlp.step();
+        let created = Gpu::buffers_created();
+        let runs = time_runs(7, PER_SYNC, &mut step);
+        let t = runs[runs.len() / 2];
+        println!(
+            "  (runs {:.3}..{:.3} ms; buffers created while timing: {})",
+            runs[0] * 1e3,
+            runs[runs.len() - 1] * 1e3,
+            Gpu::buffers_created() - created
+        );
+        row(
+            table,
+            &format!("mlp_train_step_b512{suffix}"),
+            t * 1e3,
+            "ms",
+        );
+        let before = Gpu::dispatches_recorded();
+        step();
+        let per_step = Gpu::dispatches_recorded() - before;
+        sync();
+        if fusion {
+            // Where a step's GPU time goes (4 steps; an update left pending by one
+            // step runs in the next).
+            match Gpu::profile(|| (0..4).for_each(|_| step())) {
+                Ok(((), profile)) => println!("\nMLP step profile, 4 steps:\n{profile}\n"),
+                Err(e) => println!("no profile: {e}"),
+            }
+        }
+        row(
+            table,
+            &format!("mlp_train_step_dispatches{suffix}"),
+            per_step as f64,
+            "dispatches",
+        );
+    }
+    Gpu::set_fusion(true);
+}
+
 /// Times a LeNet Adam step on a batch of 128 (PyTorch's `cnn_train_step_b128`).
 fn cnn_rows(table: &mut Vec<String>, rng: &mut Rng) {
     let mut model = LeNet::<Gpu>::new(rng);
@@ -217,6 +262,16 @@ fn main() {
     if std::env::args().any(|a| a == "--cnn") {
         let mut table = Vec::new();
         cnn_rows(&mut table, &mut rng);
+        return;
+    }
+    if std::env::args().any(|a| a == "--train") {
+        let mut table = Vec::new();
+        mlp_rows(&mut table, &mut rng);
+        cnn_rows(&mut table, &mut rng);
+        println!("\n== volta on {} ({}) ==", info.name, info.backend);
+        for line in &table {
+            println!("{line}");
+        }
         return;
     }
     let mut table = Vec::new();
@@ -381,45 +436,7 @@ fn main() {
     // their release out of the timed steps.
     let released = Gpu::empty_cache();
     println!("\nreleased {} MiB of cached buffers", released >> 20);
-    let mut mlp = MlpStep::new(&mut rng);
-    for fusion in [true, false] {
-        Gpu::set_fusion(fusion);
-        let suffix = if fusion { "" } else { "_unfused" };
-        let mut step = || mlp.step();
-        let created = Gpu::buffers_created();
-        let runs = time_runs(7, PER_SYNC, &mut step);
-        let t = runs[runs.len() / 2];
-        println!(
-            "  (runs {:.3}..{:.3} ms; buffers created while timing: {})",
-            runs[0] * 1e3,
-            runs[runs.len() - 1] * 1e3,
-            Gpu::buffers_created() - created
-        );
-        row(
-            &mut table,
-            &format!("mlp_train_step_b512{suffix}"),
-            t * 1e3,
-            "ms",
-        );
-        let before = Gpu::dispatches_recorded();
-        step();
-        let per_step = Gpu::dispatches_recorded() - before;
-        sync();
-        if fusion {
-            // Where a step's GPU time goes (4 steps; an update left pending by one
-            // step runs in the next).
-            match Gpu::profile(|| (0..4).for_each(|_| step())) {
-                Ok(((), profile)) => println!("\nMLP step profile, 4 steps:\n{profile}\n"),
-                Err(e) => println!("no profile: {e}"),
-            }
-        }
-        row(
-            &mut table,
-            &format!("mlp_train_step_dispatches{suffix}"),
-            per_step as f64,
-            "dispatches",
-        );
-    }
+    mlp_rows(&mut table, &mut rng);
     Gpu::set_fusion(true);
     cnn_rows(&mut table, &mut rng);
 
