@@ -1364,3 +1364,23 @@ fn metrics_read_gpu_tensors() {
     assert_eq!(cpu, gpu);
     assert_eq!(gpu.total(), 10);
 }
+
+/// Rotary embeddings over `[.., T, d]` at a cache offset.
+struct Rope(usize);
+
+impl Case for Rope {
+    fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+        x[0].rope(self.0, 10_000.0)
+    }
+}
+
+#[test]
+fn rope_forward_and_gradient() {
+    let _g = lock();
+    for seed in SEEDS {
+        let mut rng = Rng::seed(seed * 1500);
+        let mut d = dims(&mut rng, 3, 7);
+        d[2] = 2 * d[2];
+        check("rope", seed, &[(d, Dist::Normal)], Rope(seed as usize * 5));
+    }
+}

@@ -14,6 +14,7 @@ mod movement;
 mod norm;
 mod random;
 mod reduce;
+mod rope;
 mod window;
 
 pub use elementwise::SameDevice;
