@@ -1380,7 +1380,7 @@ fn rope_forward_and_gradient() {
     for seed in SEEDS {
         let mut rng = Rng::seed(seed * 1500);
         let mut d = dims(&mut rng, 3, 7);
-        d[2] = 2 * d[2];
+        d[2] *= 2;
         check("rope", seed, &[(d, Dist::Normal)], Rope(seed as usize * 5));
     }
 }

@@ -21,7 +21,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
         let dims = self.dims().to_vec();
         let rank = dims.len();
         assert!(
-            rank >= 2 && dims[rank - 1] % 2 == 0,
+            rank >= 2 && dims[rank - 1].is_multiple_of(2),
             "rope: expected [.., T, d] with an even d, got {dims:?}"
         );
         assert!(base > 1.0, "rope: base must be > 1, got {base}");
