@@ -897,3 +897,17 @@ fn loss_huber() {
         }
     });
 }
+
+#[test]
+fn rope_and_causal_attention() {
+    use volta::nn::causal_attention;
+    trials(90, |rng| {
+        let x = randn(rng, (2usize, 3usize, Const::<4>));
+        check_grad(rng, x, |x| x.rope(3, 100.0));
+        // Grouped queries (4 heads over 2 kv heads) at a cache offset of 2.
+        let q = randn(rng, (Const::<1>, Const::<4>, Const::<3>, Const::<4>));
+        let k = randn(rng, (Const::<1>, Const::<2>, Const::<5>, Const::<4>));
+        let v = randn(rng, (Const::<1>, Const::<2>, Const::<5>, Const::<4>));
+        check_grad(rng, (q, k, v), |(q, k, v)| causal_attention(q, k, v, 2));
+    });
+}

@@ -1384,3 +1384,31 @@ fn rope_forward_and_gradient() {
         check("rope", seed, &[(d, Dist::Normal)], Rope(seed as usize * 5));
     }
 }
+
+/// Causal grouped-query attention at a cache offset.
+struct Attention(usize);
+
+impl Case for Attention {
+    fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+        x[0].causal_attention(&x[1], &x[2], self.0)
+    }
+}
+
+#[test]
+fn causal_attention_forward_and_gradients() {
+    let _g = lock();
+    for seed in SEEDS {
+        let mut rng = Rng::seed(seed * 1600);
+        let d = dims(&mut rng, 4, 6);
+        let (b, hkv, t, hd) = (d[0], d[1], d[2], d[3]);
+        let (group, start) = (1 + seed as usize % 3, seed as usize % 4);
+        let q = vec![b, hkv * group, t, hd];
+        let kv = vec![b, hkv, start + t, hd];
+        let inputs = [
+            (q, Dist::Normal),
+            (kv.clone(), Dist::Normal),
+            (kv, Dist::Normal),
+        ];
+        check("causal attention", seed, &inputs, Attention(start));
+    }
+}

@@ -6,6 +6,7 @@
 //! Backward rules are in `autograd/backward.rs`.
 
 mod activation;
+pub(crate) mod attention;
 mod compare;
 mod elementwise;
 mod index;
