@@ -55,8 +55,10 @@ pub enum PreTokenizer {
     /// prefix space. llama.cpp's `gpt-2`.
     Gpt2,
     /// Every digit on its own (`\p{N}`), then GPT-2's split. llama.cpp's `smollm`
-    /// (SmolLM, SmolLM2), also `starcoder`, `refact`, `command-r`, `codeshell`; the
-    /// HF `tokenizer.json` of those models spells it `Digits(individual) + ByteLevel`.
+    /// (SmolLM, SmolLM2), also `starcoder`, `refact`, `command-r`, `codeshell`. In
+    /// `tokenizer.json` terms: `Digits(individual_digits: true)` then
+    /// `ByteLevel(add_prefix_space: false)`. It differs from [`Gpt2`](Self::Gpt2) where
+    /// spaces meet a digit: `"  2"` is `"ĠĠ", "2"` here, `"Ġ", "Ġ", "2"` there.
     Gpt2Digits,
 }
 
