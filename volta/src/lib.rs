@@ -30,6 +30,7 @@ pub mod dtype;
 pub mod io;
 pub mod kernel;
 pub mod layout;
+pub mod models;
 pub mod nn;
 mod ops;
 pub mod optim;

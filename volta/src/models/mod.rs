@@ -1,0 +1,11 @@
+//! Language-model support: the pieces that sit around a network's tensors.
+//!
+//! [`tokenizer`]: text ↔ token ids for byte-level BPE vocabularies (GGUF `gpt2` models
+//! such as SmolLM2), built from plain vocabulary data with the `tokenizers` crate.
+//! [`chat`]: the ChatML prompt format that SmolLM2-Instruct's GGUF declares.
+
+pub mod chat;
+pub mod tokenizer;
+
+pub use chat::{ChatTemplate, Message, Role};
+pub use tokenizer::{DecodeStream, PreTokenizer, Tokenizer, TokenizerError, TokenizerSpec};
