@@ -1,4 +1,5 @@
-//! Files: model checkpoints in the [safetensors](https://huggingface.co/docs/safetensors)
+//! Files: [`gguf`] model files (llama.cpp's format, with their [`quant`]ised
+//! blocks), and model checkpoints in the [safetensors](https://huggingface.co/docs/safetensors)
 //! format, named by the model's parameter paths (`conv1.weight`), so PyTorch's
 //! `safetensors.torch.save_file(model.state_dict(), …)` and Volta read each other's
 //! files.
@@ -26,6 +27,8 @@
 mod checkpoint;
 mod dtype;
 mod error;
+pub mod gguf;
+pub mod quant;
 
 pub use checkpoint::{Metadata, load, load_training, save, save_training};
 pub use dtype::FileDtype;

@@ -1,0 +1,295 @@
+//! The GGUF reader: files these tests write (valid, and corrupt in every field),
+//! and SmolLM2-135M's real file when it is present (`scripts/fetch_model.py`;
+//! `scripts/test.sh` sets `VOLTA_SMOLLM2`, so CI always reads it).
+use half::f16;
+use std::path::PathBuf;
+use volta::io::gguf::{Gguf, GgufErrorKind, Value};
+use volta::io::quant::GgmlType;
+
+/// Writes GGUF bytes field by field.
+#[derive(Default)]
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u32(&mut self, v: u32) -> &mut Self {
+        self.0.extend(v.to_le_bytes());
+        self
+    }
+    fn u64(&mut self, v: u64) -> &mut Self {
+        self.0.extend(v.to_le_bytes());
+        self
+    }
+    fn str(&mut self, s: &str) -> &mut Self {
+        self.u64(s.len() as u64);
+        self.0.extend(s.as_bytes());
+        self
+    }
+    fn header(&mut self, version: u32, tensors: u64, kvs: u64) -> &mut Self {
+        self.0.extend(b"GGUF");
+        self.u32(version).u64(tensors).u64(kvs)
+    }
+    fn tensor(&mut self, name: &str, dims: &[u64], ty: u32, offset: u64) -> &mut Self {
+        self.str(name).u32(dims.len() as u32);
+        for &d in dims {
+            self.u64(d);
+        }
+        self.u32(ty).u64(offset)
+    }
+    fn pad_to(&mut self, alignment: usize) -> &mut Self {
+        while !self.0.len().is_multiple_of(alignment) {
+            self.0.push(0);
+        }
+        self
+    }
+}
+
+/// A valid file: metadata of every value type (a nested array too), an alignment
+/// of 64, and an F32, an F16 and a Q8_0 tensor.
+fn valid() -> Vec<u8> {
+    let mut w = Writer::default();
+    w.header(3, 3, 8);
+    w.str("general.architecture").u32(8).str("llama");
+    w.str("general.alignment").u32(4).u32(64);
+    w.str("a.u8").u32(0).0.push(7);
+    w.str("a.i16").u32(3).0.extend((-3i16).to_le_bytes());
+    w.str("a.f32").u32(6).0.extend(1.5f32.to_le_bytes());
+    w.str("a.bool").u32(7).0.push(1);
+    w.str("a.words").u32(9).u32(8).u64(2).str("hi").str("ü");
+    w.str("a.nested").u32(9).u32(9).u64(1).u32(5).u64(2);
+    w.0.extend(4i32.to_le_bytes());
+    w.0.extend((-5i32).to_le_bytes());
+    w.tensor("f32", &[3, 2], 0, 0);
+    w.tensor("f16", &[2], 1, 64);
+    w.tensor("q8", &[32], 8, 128);
+    w.pad_to(64);
+    for i in 0..6 {
+        w.0.extend((i as f32).to_le_bytes());
+    }
+    w.pad_to(64);
+    w.0.extend(f16::from_f32(0.5).to_le_bytes());
+    w.0.extend(f16::from_f32(-1.0).to_le_bytes());
+    w.pad_to(64);
+    w.0.extend(f16::from_f32(0.25).to_le_bytes());
+    w.0.extend((0..32).map(|i| (i as i8 - 16) as u8));
+    w.0
+}
+
+#[test]
+fn a_valid_file_reads_back() {
+    let g = Gguf::parse("valid.gguf", valid()).expect("valid");
+    assert_eq!((g.version(), g.alignment()), (3, 64));
+    assert_eq!(g.get_str("general.architecture").unwrap(), "llama");
+    assert_eq!(g.get("a.u8"), Some(&Value::U8(7)));
+    assert_eq!(g.get("a.i16"), Some(&Value::I16(-3)));
+    assert_eq!(g.get_f64("a.f32").unwrap(), 1.5);
+    assert_eq!(g.get("a.bool"), Some(&Value::Bool(true)));
+    assert_eq!(g.get_str_array("a.words").unwrap(), ["hi", "ü"]);
+    assert_eq!(
+        g.get("a.nested"),
+        Some(&Value::Array(vec![Value::Array(vec![
+            Value::I32(4),
+            Value::I32(-5)
+        ])]))
+    );
+    let (shape, values) = g.dequantize("f32").unwrap();
+    assert_eq!(
+        (shape, values),
+        (vec![2, 3], vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    );
+    assert_eq!(g.dequantize("f16").unwrap().1, vec![0.5, -1.0]);
+    let (info, bytes) = g.tensor("q8").unwrap();
+    assert_eq!((info.ty, bytes.len()), (GgmlType::Q8_0, 34));
+    let q8 = g.dequantize("q8").unwrap().1;
+    assert_eq!((q8[0], q8[16], q8[31]), (-4.0, 0.0, 3.75));
+
+    // Asking for what is not there, or of another type, is a typed error too.
+    let e = g.get_u64("a.words").unwrap_err();
+    assert!(matches!(e.kind, GgufErrorKind::KeyType { .. }), "{e}");
+    assert!(e.to_string().contains("valid.gguf"), "{e}");
+    let e = g.get_str("nope").unwrap_err();
+    assert!(matches!(e.kind, GgufErrorKind::MissingKey(_)), "{e}");
+    assert!(matches!(
+        g.tensor("nope").unwrap_err().kind,
+        GgufErrorKind::MissingTensor(_)
+    ));
+}
+
+#[test]
+fn every_truncation_is_an_error() {
+    let bytes = valid();
+    for cut in 0..bytes.len() - 1 {
+        let r = Gguf::parse("cut.gguf", bytes[..cut].to_vec());
+        assert!(r.is_err(), "cut at {cut} parsed");
+    }
+}
+
+fn parse_err(bytes: Vec<u8>) -> GgufErrorKind {
+    let e = Gguf::parse("bad.gguf", bytes).expect_err("corrupt");
+    assert!(e.to_string().starts_with("GGUF file bad.gguf: "), "{e}");
+    e.kind
+}
+
+#[test]
+fn corrupt_headers_are_typed_errors() {
+    let mut bad = valid();
+    bad[..4].copy_from_slice(b"GGML");
+    assert!(matches!(parse_err(bad), GgufErrorKind::BadMagic(_)));
+    for version in [1, 99] {
+        let mut bad = valid();
+        bad[4..8].copy_from_slice(&u32::to_le_bytes(version));
+        assert!(matches!(parse_err(bad), GgufErrorKind::Version(v) if v == version));
+    }
+    // Counts and lengths far beyond the file are rejected before allocating.
+    let mut w = Writer::default();
+    w.header(3, 1 << 60, 0);
+    assert!(matches!(parse_err(w.0), GgufErrorKind::TooLong { .. }));
+    let mut w = Writer::default();
+    w.header(3, 0, 1).u64(1 << 40);
+    assert!(matches!(parse_err(w.0), GgufErrorKind::TooLong { .. }));
+    let mut w = Writer::default();
+    w.header(3, 0, 1).str("k").u32(9).u32(4).u64(1 << 60);
+    assert!(matches!(parse_err(w.0), GgufErrorKind::TooLong { .. }));
+    let mut w = Writer::default();
+    w.header(3, 0, 1).str("k").u32(13).u32(0);
+    assert!(matches!(
+        parse_err(w.0),
+        GgufErrorKind::ValueType { id: 13, .. }
+    ));
+    let mut w = Writer::default();
+    w.header(3, 0, 1).str("k").u32(8).u64(2);
+    w.0.extend([0xff, 0xfe]);
+    assert!(matches!(parse_err(w.0), GgufErrorKind::Utf8 { .. }));
+    let mut w = Writer::default();
+    w.header(3, 0, 1).str("k").u32(9);
+    for _ in 0..6 {
+        w.u32(9).u64(1);
+    }
+    w.0.extend([0u8; 64]);
+    assert!(matches!(parse_err(w.0), GgufErrorKind::TooDeep { .. }));
+    let mut w = Writer::default();
+    w.header(3, 0, 2)
+        .str("k")
+        .u32(4)
+        .u32(1)
+        .str("k")
+        .u32(4)
+        .u32(2);
+    assert!(matches!(parse_err(w.0), GgufErrorKind::Duplicate(k) if k == "k"));
+    let mut w = Writer::default();
+    w.header(3, 0, 1).str("general.alignment").u32(4).u32(24);
+    assert!(matches!(parse_err(w.0), GgufErrorKind::Alignment(_)));
+}
+
+#[test]
+fn corrupt_tensor_entries_are_typed_errors() {
+    let file = |dims: &[u64], ty: u32, offset: u64, data: usize| {
+        let mut w = Writer::default();
+        w.header(3, 1, 0).tensor("t", dims, ty, offset).pad_to(32);
+        w.0.extend(vec![0u8; data]);
+        w.0
+    };
+    assert!(Gguf::parse("ok.gguf", file(&[32], 3, 0, 20)).is_ok());
+    assert!(matches!(
+        parse_err(file(&[32], 3, 32, 20)),
+        GgufErrorKind::OutOfBounds { .. }
+    ));
+    assert!(matches!(
+        parse_err(file(&[64], 3, 0, 20)),
+        GgufErrorKind::OutOfBounds { .. }
+    ));
+    assert!(matches!(
+        parse_err(file(&[32], 3, 4, 64)),
+        GgufErrorKind::Misaligned { .. }
+    ));
+    assert!(matches!(
+        parse_err(file(&[33], 3, 0, 64)),
+        GgufErrorKind::Dims { .. }
+    ));
+    assert!(matches!(
+        parse_err(file(&[1 << 40, 1 << 40], 0, 0, 64)),
+        GgufErrorKind::Dims { .. }
+    ));
+    assert!(matches!(
+        parse_err(file(&[1 << 33, 4], 0, 0, 64)),
+        GgufErrorKind::OutOfBounds { .. }
+    ));
+    // A type this reader does not decode parses, and is an error when read.
+    let g = Gguf::parse("k.gguf", file(&[256], 12, 0, 64)).unwrap();
+    let e = g.tensor("t").unwrap_err();
+    assert!(
+        matches!(e.kind, GgufErrorKind::UnsupportedType { .. }),
+        "{e}"
+    );
+    let mut w = Writer::default();
+    w.header(3, 2, 0)
+        .tensor("t", &[1], 0, 0)
+        .tensor("t", &[1], 0, 32)
+        .pad_to(32);
+    w.0.extend([0u8; 64]);
+    assert!(matches!(parse_err(w.0), GgufErrorKind::Duplicate(_)));
+}
+
+#[test]
+fn a_missing_file_is_an_io_error() {
+    let e = Gguf::open("/nonexistent/model.gguf").unwrap_err();
+    assert!(matches!(e.kind, GgufErrorKind::Io(_)), "{e}");
+    assert!(e.to_string().contains("/nonexistent/model.gguf"));
+}
+
+/// The real model file, as in `tokenizer.rs`: a set `VOLTA_SMOLLM2` must exist.
+fn model_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("VOLTA_SMOLLM2").map(PathBuf::from) {
+        assert!(
+            path.exists(),
+            "VOLTA_SMOLLM2 names {}, which does not exist",
+            path.display()
+        );
+        return Some(path);
+    }
+    let path = PathBuf::from(std::env::var_os("HOME")?)
+        .join(".cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf");
+    path.exists().then_some(path)
+}
+
+#[test]
+fn smollm2_reads_with_its_architecture_and_weights() {
+    let Some(path) = model_path() else {
+        eprintln!("SKIPPED: no SmolLM2 GGUF (run scripts/fetch_model.py or set VOLTA_SMOLLM2)");
+        return;
+    };
+    let g = Gguf::open(&path).expect("the real file parses");
+    assert_eq!(g.get_str("general.architecture").unwrap(), "llama");
+    for (key, want) in [
+        ("llama.block_count", 30),
+        ("llama.embedding_length", 576),
+        ("llama.feed_forward_length", 1536),
+        ("llama.attention.head_count", 9),
+        ("llama.attention.head_count_kv", 3),
+    ] {
+        assert_eq!(g.get_u64(key).unwrap(), want, "{key}");
+    }
+    assert_eq!(
+        g.get_str_array("tokenizer.ggml.tokens").unwrap().len(),
+        49152
+    );
+    // 30 blocks of 9 tensors, the embedding and the final norm (the output layer is
+    // tied to the embedding).
+    assert_eq!(g.tensors().len(), 30 * 9 + 2, "{:?}", g.tensors().len());
+    let (info, _) = g.tensor("token_embd.weight").unwrap();
+    assert_eq!(info.shape(), [49152, 576]);
+    let (info, _) = g.tensor("blk.0.attn_k.weight").unwrap();
+    assert_eq!(info.shape(), [192, 576]);
+    let (shape, norm) = g.dequantize("output_norm.weight").unwrap();
+    assert_eq!(shape, [576]);
+    assert!(norm.iter().all(|x| x.is_finite()));
+    // Every tensor decodes to finite values of plausible size.
+    for t in g.tensors() {
+        let (_, values) = g.dequantize(&t.name).unwrap();
+        assert_eq!(values.len() as u64, t.len());
+        assert!(
+            values.iter().all(|x| x.is_finite() && x.abs() < 1e3),
+            "{}",
+            t.name
+        );
+    }
+}
