@@ -5,6 +5,7 @@
 //! [`chat`]: the ChatML prompt format that SmolLM2-Instruct's GGUF declares.
 
 pub mod chat;
+pub mod llama;
 pub mod tokenizer;
 
 pub use chat::{ChatTemplate, Message, Role};

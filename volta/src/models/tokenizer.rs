@@ -116,6 +116,38 @@ pub struct TokenizerSpec {
 }
 
 impl TokenizerSpec {
+    /// The `tokenizer.ggml.*` metadata of a GGUF file.
+    pub fn from_gguf(gguf: &crate::io::gguf::Gguf) -> Result<Self, crate::io::gguf::GgufError> {
+        let strings = |k: &str| -> Result<Vec<String>, _> {
+            Ok(gguf
+                .get_str_array(k)?
+                .into_iter()
+                .map(String::from)
+                .collect())
+        };
+        let id = |k: &str| gguf.get_u64(k).ok().and_then(|v| u32::try_from(v).ok());
+        Ok(TokenizerSpec {
+            model: gguf.get_str("tokenizer.ggml.model")?.to_string(),
+            pre: gguf
+                .get_str("tokenizer.ggml.pre")
+                .unwrap_or("default")
+                .to_string(),
+            tokens: strings("tokenizer.ggml.tokens")?,
+            token_types: match gguf.get_i64_array("tokenizer.ggml.token_type") {
+                Ok(types) => types.into_iter().map(|t| t as i32).collect(),
+                Err(_) => Vec::new(),
+            },
+            merges: strings("tokenizer.ggml.merges")?,
+            bos: id("tokenizer.ggml.bos_token_id"),
+            eos: id("tokenizer.ggml.eos_token_id"),
+            pad: id("tokenizer.ggml.padding_token_id"),
+            add_bos: matches!(
+                gguf.get("tokenizer.ggml.add_bos_token"),
+                Some(crate::io::gguf::Value::Bool(true))
+            ),
+        })
+    }
+
     /// A byte-level BPE spec (`model = "gpt2"`, `pre = "smollm"`) over `tokens`, with
     /// no merges, token types or special ids yet.
     pub fn new(tokens: Vec<String>) -> Self {

@@ -1,0 +1,76 @@
+//! SmolLM2-135M-Instruct end to end from its GGUF file: tokenizer, chat template, the
+//! f32 model and greedy decoding. llama.cpp's answer (Vulkan backend, H100,
+//! 2026-11-23) to this prompt is "The capital of France is Paris." after 37 prompt
+//! tokens; runs when the model file is present (`scripts/test.sh` fetches it).
+use std::path::PathBuf;
+use volta::Cpu;
+use volta::io::gguf::Gguf;
+use volta::models::llama::Llama;
+use volta::models::{ChatTemplate, Message, Tokenizer, TokenizerSpec};
+
+fn model_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("VOLTA_SMOLLM2").map(PathBuf::from) {
+        assert!(
+            path.exists(),
+            "VOLTA_SMOLLM2 names {}, which does not exist",
+            path.display()
+        );
+        return Some(path);
+    }
+    let path = PathBuf::from(std::env::var_os("HOME")?)
+        .join(".cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf");
+    path.exists().then_some(path)
+}
+
+#[test]
+fn greedy_answer_matches_llama_cpp_on_the_cpu() {
+    let Some(path) = model_path() else {
+        eprintln!("SKIPPED: no SmolLM2 GGUF (run scripts/fetch_model.py or set VOLTA_SMOLLM2)");
+        return;
+    };
+    let gguf = Gguf::open(&path).expect("the model parses");
+    let tokenizer =
+        Tokenizer::from_vocab(TokenizerSpec::from_gguf(&gguf).expect("tokenizer metadata"))
+            .expect("the vocabulary builds");
+    let model = Llama::<Cpu>::from_gguf(&gguf).expect("the weights load");
+    assert_eq!(model.config().head_dim(), 64);
+
+    let prompt = ChatTemplate::smollm2().render(&[Message::user("What is the capital of France?")]);
+    let ids = tokenizer.encode(&prompt);
+    assert_eq!(ids.len(), 37);
+    let end = tokenizer.token_id("<|im_end|>");
+    let new = model.generate_greedy(&ids, 12, end);
+    let text = tokenizer.decode_skip_special(&new);
+    assert_eq!(text, "The capital of France is Paris.", "{new:?}");
+}
+
+/// The prompt's next-token logits on the GPU equal the CPU's (the full greedy answer
+/// is checked on the CPU; decoding on lavapipe, a CPU emulating a GPU, is slow).
+#[cfg(feature = "gpu")]
+#[test]
+fn prompt_logits_are_the_same_on_the_gpu() {
+    let Some(path) = model_path() else {
+        eprintln!("SKIPPED: no SmolLM2 GGUF (run scripts/fetch_model.py or set VOLTA_SMOLLM2)");
+        return;
+    };
+    let gguf = Gguf::open(&path).expect("the model parses");
+    let tokenizer =
+        Tokenizer::from_vocab(TokenizerSpec::from_gguf(&gguf).expect("tokenizer metadata"))
+            .expect("the vocabulary builds");
+    let prompt = ChatTemplate::smollm2().render(&[Message::user("What is the capital of France?")]);
+    let ids = tokenizer.encode(&prompt);
+    let cpu = Llama::<Cpu>::from_gguf(&gguf).expect("the weights load");
+    let want = cpu.forward(&ids, &mut cpu.cache()).to_vec();
+    drop(cpu);
+    let gpu = Llama::<volta::Gpu>::from_gguf(&gguf).expect("the weights load");
+    let got = gpu.forward(&ids, &mut gpu.cache()).to_vec();
+    let argmax = |v: &[f32]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap();
+    assert_eq!(argmax(&got), argmax(&want));
+    assert_eq!(tokenizer.decode(&[argmax(&got) as u32]), "The");
+    let worst = got
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f32::max);
+    assert!(worst < 1e-2, "largest logit difference {worst}");
+}
