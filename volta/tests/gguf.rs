@@ -1,8 +1,8 @@
 //! The GGUF reader: files these tests write (valid, and corrupt in every field),
 //! and SmolLM2-135M's real file when it is present (`scripts/fetch_model.py`;
 //! `scripts/test.sh` sets `VOLTA_SMOLLM2`, so CI always reads it).
+mod support;
 use half::f16;
-use std::path::PathBuf;
 use volta::io::gguf::{Gguf, GgufErrorKind, Value};
 use volta::io::quant::GgmlType;
 
@@ -236,24 +236,9 @@ fn a_missing_file_is_an_io_error() {
     assert!(e.to_string().contains("/nonexistent/model.gguf"));
 }
 
-/// The real model file, as in `tokenizer.rs`: a set `VOLTA_SMOLLM2` must exist.
-fn model_path() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("VOLTA_SMOLLM2").map(PathBuf::from) {
-        assert!(
-            path.exists(),
-            "VOLTA_SMOLLM2 names {}, which does not exist",
-            path.display()
-        );
-        return Some(path);
-    }
-    let path = PathBuf::from(std::env::var_os("HOME")?)
-        .join(".cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf");
-    path.exists().then_some(path)
-}
-
 #[test]
 fn smollm2_reads_with_its_architecture_and_weights() {
-    let Some(path) = model_path() else {
+    let Some(path) = support::smollm2_path() else {
         eprintln!("SKIPPED: no SmolLM2 GGUF (run scripts/fetch_model.py or set VOLTA_SMOLLM2)");
         return;
     };

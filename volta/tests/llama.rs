@@ -2,29 +2,15 @@
 //! f32 model and greedy decoding. llama.cpp's answer (Vulkan backend, H100,
 //! 2026-11-23) to this prompt is "The capital of France is Paris." after 37 prompt
 //! tokens; runs when the model file is present (`scripts/test.sh` fetches it).
-use std::path::PathBuf;
+mod support;
 use volta::Cpu;
 use volta::io::gguf::Gguf;
 use volta::models::llama::Llama;
 use volta::models::{ChatTemplate, Message, Tokenizer, TokenizerSpec};
 
-fn model_path() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("VOLTA_SMOLLM2").map(PathBuf::from) {
-        assert!(
-            path.exists(),
-            "VOLTA_SMOLLM2 names {}, which does not exist",
-            path.display()
-        );
-        return Some(path);
-    }
-    let path = PathBuf::from(std::env::var_os("HOME")?)
-        .join(".cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf");
-    path.exists().then_some(path)
-}
-
 #[test]
 fn greedy_answer_matches_llama_cpp_on_the_cpu() {
-    let Some(path) = model_path() else {
+    let Some(path) = support::smollm2_path() else {
         eprintln!("SKIPPED: no SmolLM2 GGUF (run scripts/fetch_model.py or set VOLTA_SMOLLM2)");
         return;
     };
@@ -49,7 +35,7 @@ fn greedy_answer_matches_llama_cpp_on_the_cpu() {
 #[cfg(feature = "gpu")]
 #[test]
 fn prompt_logits_are_the_same_on_the_gpu() {
-    let Some(path) = model_path() else {
+    let Some(path) = support::smollm2_path() else {
         eprintln!("SKIPPED: no SmolLM2 GGUF (run scripts/fetch_model.py or set VOLTA_SMOLLM2)");
         return;
     };

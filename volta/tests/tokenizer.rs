@@ -10,7 +10,7 @@
 #[path = "reference/tokenizer_fixture.rs"]
 mod fixture;
 
-use std::path::PathBuf;
+mod support;
 use std::sync::OnceLock;
 
 use volta::models::{ChatTemplate, Message, Role, Tokenizer, TokenizerError, TokenizerSpec};
@@ -272,27 +272,11 @@ fn chat_template_variants() {
 
 // ------------------------------------------------------------------ SmolLM2's vocabulary
 
-/// The model file: `$VOLTA_SMOLLM2` (which must exist: `scripts/test.sh` sets it, so
-/// CI never skips), else the default cache path of `scripts/fetch_model.py`.
-fn model_path() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("VOLTA_SMOLLM2").map(PathBuf::from) {
-        assert!(
-            path.exists(),
-            "VOLTA_SMOLLM2 names {}, which does not exist (run scripts/fetch_model.py)",
-            path.display()
-        );
-        return Some(path);
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from)?;
-    let path = home.join(".cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf");
-    path.exists().then_some(path)
-}
-
 /// SmolLM2's tokenizer, or `None` (with a message) when the model file is absent.
 fn smollm2() -> Option<&'static Tokenizer> {
     static TOK: OnceLock<Option<Tokenizer>> = OnceLock::new();
     TOK.get_or_init(|| {
-        let Some(path) = model_path() else {
+        let Some(path) = support::smollm2_path() else {
             eprintln!(
                 "SKIPPED: SmolLM2-135M-Instruct GGUF not found (run scripts/fetch_model.py \
                  or set $VOLTA_SMOLLM2)"

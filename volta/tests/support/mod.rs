@@ -1,0 +1,19 @@
+//! Shared by the tests that read SmolLM2-135M's GGUF file.
+use std::path::PathBuf;
+
+/// The model file: `$VOLTA_SMOLLM2`, which must exist when set (`scripts/test.sh`
+/// sets it, so CI never skips), else the cache of `scripts/fetch_model.py`
+/// (`~/.cache/volta/`); `None` (the caller skips, saying so) when neither is there.
+pub fn smollm2_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("VOLTA_SMOLLM2").map(PathBuf::from) {
+        assert!(
+            path.exists(),
+            "VOLTA_SMOLLM2 names {}, which does not exist (run scripts/fetch_model.py)",
+            path.display()
+        );
+        return Some(path);
+    }
+    let path = PathBuf::from(std::env::var_os("HOME")?)
+        .join(".cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf");
+    path.exists().then_some(path)
+}
