@@ -4,7 +4,12 @@
 use half::f16;
 use std::path::PathBuf;
 use volta::io::gguf::{Gguf, GgufErrorKind, Value};
-use volta::io::quant::GgmlType;
+use volta::io::quant::{GgmlType, dequantize};
+
+#[allow(dead_code)]
+mod reference {
+    include!("reference/gguf_quant_fixture.rs");
+}
 
 /// Writes GGUF bytes field by field.
 #[derive(Default)]
@@ -112,6 +117,19 @@ fn a_valid_file_reads_back() {
         g.tensor("nope").unwrap_err().kind,
         GgufErrorKind::MissingTensor(_)
     ));
+}
+
+/// Random blocks of every decoded type give bit for bit the values of the Python
+/// `gguf` package's `gguf.quants.dequantize` (`reference/gguf_quant.py`).
+#[test]
+fn dequantization_matches_the_python_gguf_package_bit_for_bit() {
+    assert_eq!(reference::BLOCKS.len(), 4);
+    for &(id, raw, bits) in reference::BLOCKS {
+        let ty = GgmlType::from_id(id);
+        let values = dequantize(ty, raw).unwrap_or_else(|| panic!("{ty} decodes"));
+        let got: Vec<u32> = values.iter().map(|x| x.to_bits()).collect();
+        assert_eq!(got, bits, "{ty}");
+    }
 }
 
 #[test]
@@ -282,6 +300,19 @@ fn smollm2_reads_with_its_architecture_and_weights() {
     let (shape, norm) = g.dequantize("output_norm.weight").unwrap();
     assert_eq!(shape, [576]);
     assert!(norm.iter().all(|x| x.is_finite()));
+    // token_embd.weight's first values of a few rows, bit for bit as the Python
+    // `gguf` package decodes them.
+    let (info, _) = g.tensor("token_embd.weight").unwrap();
+    assert_eq!(info.ty.id(), reference::EMBD_TYPE);
+    let (_, embd) = g.dequantize("token_embd.weight").unwrap();
+    assert_eq!(reference::EMBD_ROWS.len(), 6);
+    for &(row, bits) in reference::EMBD_ROWS {
+        let got: Vec<u32> = embd[row * 576..][..bits.len()]
+            .iter()
+            .map(|x| x.to_bits())
+            .collect();
+        assert_eq!(got, bits, "token_embd.weight row {row}");
+    }
     // Every tensor decodes to finite values of plausible size.
     for t in g.tensors() {
         let (_, values) = g.dequantize(&t.name).unwrap();
