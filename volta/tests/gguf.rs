@@ -457,10 +457,59 @@ fn smollm2_reads_with_its_architecture_and_weights() {
     ] {
         assert_eq!(g.get_u64(key).unwrap(), want, "{key}");
     }
+    assert_eq!(g.get_u32("llama.context_length").unwrap(), 8192);
+    assert_eq!(g.get_u32("llama.vocab_size").unwrap(), 49152);
+    assert_eq!(g.get_u32("llama.rope.dimension_count").unwrap(), 64);
+    assert_eq!(g.get_f32("llama.rope.freq_base").unwrap(), 100000.0);
+    assert_eq!(
+        g.get_f32("llama.attention.layer_norm_rms_epsilon").unwrap(),
+        1e-5
+    );
+    assert_eq!(g.get_u32("general.file_type").unwrap(), 3); // mostly Q4_1
+    assert_eq!((g.version(), g.alignment()), (3, 32));
     assert_eq!(
         g.get_str_array("tokenizer.ggml.tokens").unwrap().len(),
         49152
     );
+    assert_eq!(
+        g.get_i64_array("tokenizer.ggml.token_type").unwrap().len(),
+        49152
+    );
+    assert_eq!(
+        g.get_str_array("tokenizer.ggml.merges").unwrap().len(),
+        48900
+    );
+    assert_eq!(g.metadata().len(), 33);
+
+    // Every tensor's type and ggml dims: the matrices are Q4_1, the norms F32 and
+    // the (tied) embedding Q8_0.
+    let expected = |name: &str| -> (GgmlType, Vec<u64>) {
+        let layer = name.strip_prefix("blk.").and_then(|r| r.split_once('.'));
+        match layer.map_or(name, |(_, rest)| rest) {
+            "token_embd.weight" => (GgmlType::Q8_0, vec![576, 49152]),
+            "output_norm.weight" | "attn_norm.weight" | "ffn_norm.weight" => {
+                (GgmlType::F32, vec![576])
+            }
+            "attn_q.weight" | "attn_output.weight" => (GgmlType::Q4_1, vec![576, 576]),
+            "attn_k.weight" | "attn_v.weight" => (GgmlType::Q4_1, vec![576, 192]),
+            "ffn_gate.weight" | "ffn_up.weight" => (GgmlType::Q4_1, vec![576, 1536]),
+            "ffn_down.weight" => (GgmlType::Q4_1, vec![1536, 576]),
+            other => panic!("unexpected tensor {other}"),
+        }
+    };
+    let mut census = std::collections::BTreeMap::new();
+    for t in g.tensors() {
+        eprintln!("{:<28} {:<5} {:?}", t.name, t.ty.name(), t.dims);
+        assert_eq!((t.ty, t.dims.clone()), expected(&t.name), "{}", t.name);
+        *census.entry(t.ty.name()).or_insert(0) += 1;
+    }
+    assert_eq!(
+        census.into_iter().collect::<Vec<_>>(),
+        [("F32", 61), ("Q4_1", 210), ("Q8_0", 1)]
+    );
+    for i in 0..30 {
+        assert!(g.has_tensor(&format!("blk.{i}.ffn_down.weight")));
+    }
     // 30 blocks of 9 tensors, the embedding and the final norm (the output layer is
     // tied to the embedding).
     assert_eq!(g.tensors().len(), 30 * 9 + 2, "{:?}", g.tensors().len());
@@ -483,6 +532,15 @@ fn smollm2_reads_with_its_architecture_and_weights() {
             .map(|x| x.to_bits())
             .collect();
         assert_eq!(got, bits, "token_embd.weight row {row}");
+    }
+    let (_, q) = g.dequantize("blk.0.attn_q.weight").unwrap();
+    assert_eq!(reference::Q4_1_ROWS.len(), 3);
+    for &(row, bits) in reference::Q4_1_ROWS {
+        let got: Vec<u32> = q[row * 576..][..bits.len()]
+            .iter()
+            .map(|x| x.to_bits())
+            .collect();
+        assert_eq!(got, bits, "blk.0.attn_q.weight row {row}");
     }
     // Every tensor decodes to finite values of plausible size.
     for t in g.tensors() {

@@ -6,7 +6,8 @@ The expected values come from the Python `gguf` package's own dequantisation
 * random blocks of each supported type (F16, Q4_0, Q4_1, Q8_0) from a fixed seed: the
   scales are random finite f16 values (normal, tiny, subnormal, large, negative, ±0),
   the quants uniformly random bytes;
-* a few values of SmolLM2-135M-Instruct's `token_embd.weight`, read with
+* a few values of SmolLM2-135M-Instruct's `token_embd.weight` (Q8_0) and
+  `blk.0.attn_q.weight` (Q4_1), read with
   `gguf.GGUFReader` (only when the model file is given or found).
 
 Values are stored as f32 bit patterns so the Rust test compares bit for bit.
@@ -34,6 +35,8 @@ TYPES = [
 # Rows of token_embd.weight and how many leading values of each to keep.
 EMBD_ROWS = [0, 1, 2, 1000, 12345, 49151]
 EMBD_COLS = 8
+Q4_1_TENSOR = "blk.0.attn_q.weight"
+Q4_1_ROWS = [0, 1, 575]
 
 
 def scales(rng, n):
@@ -111,9 +114,20 @@ def main():
         assert rows.shape == (49152, 576), rows.shape
         for r in EMBD_ROWS:
             out.append(f"    ({r}, {rust_bits(rows[r, :EMBD_COLS])}),")
+        # A Q4_1 matrix too (most of the model's weights are Q4_1).
+        t = next(t for t in reader.tensors if t.name == Q4_1_TENSOR)
+        assert t.tensor_type == T.Q4_1, t.tensor_type
+        rows = dequantize(t.data, t.tensor_type).reshape(-1, 576)
+        q4_1_rows = [f"    ({r}, {rust_bits(rows[r, :EMBD_COLS])})," for r in Q4_1_ROWS]
     else:
         out[-2] = "pub const EMBD_TYPE: u32 = u32::MAX;"
-        print("no model file: EMBD_ROWS left empty", file=sys.stderr)
+        q4_1_rows = []
+        print("no model file: EMBD_ROWS and Q4_1_ROWS left empty", file=sys.stderr)
+    out.append("];")
+    out.append("")
+    out.append(f"/// The same for `{Q4_1_TENSOR}` (Q4_1, `[576, 576]` row-major).")
+    out.append("pub const Q4_1_ROWS: &[(usize, &[u32])] = &[")
+    out.extend(q4_1_rows)
     out.append("];")
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, "gguf_quant_fixture.rs"), "w") as f:
