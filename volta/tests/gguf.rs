@@ -244,6 +244,31 @@ fn every_truncation_is_an_error() {
     }
 }
 
+/// Every byte of a valid file overwritten with 0x00, 0x01, 0x80 or 0xff: each
+/// variant parses or is an error naming the file, and whatever parses reads every
+/// tensor and key without panicking.
+#[test]
+fn single_byte_corruptions_never_panic() {
+    let bytes = valid();
+    for i in 0..bytes.len() {
+        for v in [0x00, 0x01, 0x80, 0xff] {
+            let mut bad = bytes.clone();
+            bad[i] = v;
+            match Gguf::parse("flip.gguf", bad) {
+                Err(e) => assert!(e.to_string().starts_with("GGUF file flip.gguf: "), "{e}"),
+                Ok(g) => {
+                    for t in g.tensors() {
+                        let _ = g.dequantize(&t.name);
+                    }
+                    for (k, _) in g.metadata() {
+                        let _ = (g.get_u32(k), g.get_str_array(k), g.get_i64_array(k));
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn parse_err(bytes: Vec<u8>) -> GgufErrorKind {
     let e = Gguf::parse("bad.gguf", bytes).expect_err("corrupt");
     assert!(e.to_string().starts_with("GGUF file bad.gguf: "), "{e}");
