@@ -3,9 +3,22 @@
 //! against the bytes that remain before anything is allocated, so a corrupt header
 //! is an error, never a panic or a huge allocation.
 //!
-//! The whole file is read into memory (a 135M-parameter model in Q4_1 is 98 MB);
-//! tensors are borrowed slices of it.
-use super::quant::{GgmlType, dequantize};
+//! The whole file is read into memory rather than memory-mapped: a 135M-parameter
+//! model in Q4_1 is 98 MB, every weight is read once (dequantised or uploaded to a
+//! device) right after opening, and an owned `Vec<u8>` keeps the reader free of
+//! `unsafe` (a map's bytes may change under it if another process writes the file)
+//! and of a platform-specific dependency. Tensors are borrowed slices of it.
+//!
+//! ```no_run
+//! use volta::io::gguf::Gguf;
+//! let g = Gguf::open("SmolLM2-135M-Instruct.Q4_1.gguf")?;
+//! assert_eq!(g.get_str("general.architecture")?, "llama");
+//! let layers = g.get_u32("llama.block_count")?;
+//! let (info, raw) = g.tensor("blk.0.attn_q.weight")?; // raw Q4_1 blocks
+//! println!("{layers} layers; {} is {} {:?}, {} bytes", info.name, info.ty, info.shape(), raw.len());
+//! # Ok::<(), volta::io::gguf::GgufError>(())
+//! ```
+use super::quant::{GgmlType, QuantError, dequantize};
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -58,6 +71,17 @@ impl Value {
             Value::U64(_) => "u64",
             Value::I64(_) => "i64",
             Value::F64(_) => "f64",
+        }
+    }
+
+    /// An integer value that fits an `i64`.
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Value::I8(x) => Some(x.into()),
+            Value::I16(x) => Some(x.into()),
+            Value::I32(x) => Some(x.into()),
+            Value::I64(x) => Some(x),
+            ref other => other.as_u64().and_then(|x| i64::try_from(x).ok()),
         }
     }
 
@@ -206,7 +230,16 @@ pub enum GgufErrorKind {
         /// The alignment.
         alignment: u64,
     },
-    /// A tensor type this reader does not decode.
+    /// A tensor type id that ggml does not define (so its size is unknown).
+    UnknownType {
+        /// The tensor.
+        name: String,
+        /// Where the id was read.
+        offset: u64,
+        /// The id found.
+        id: u32,
+    },
+    /// A tensor type this reader does not decode (its raw bytes can still be read).
     UnsupportedType {
         /// The tensor.
         name: String,
@@ -284,6 +317,10 @@ impl fmt::Display for GgufError {
                 f,
                 "tensor `{name}`: offset {offset} is not a multiple of the alignment {alignment}"
             ),
+            GgufErrorKind::UnknownType { name, offset, id } => write!(
+                f,
+                "tensor `{name}`: unknown ggml type {id} at offset {offset}"
+            ),
             GgufErrorKind::UnsupportedType { name, ty } => {
                 write!(
                     f,
@@ -314,6 +351,14 @@ impl std::error::Error for GgufError {
 const MAX_DEPTH: usize = 4;
 /// The default data alignment.
 const DEFAULT_ALIGNMENT: u64 = 32;
+
+/// A capacity to reserve for `n` parsed items. `n` was checked against the bytes
+/// left, but a parsed item is larger than its smallest encoding (a `Value` is 32
+/// bytes, a one-byte `u8` in the file), so larger counts grow as items are read
+/// instead of reserving a multiple of the file up front.
+fn capped(n: u64) -> usize {
+    n.min(1 << 16) as usize
+}
 
 /// A cursor over the file's bytes that checks every read.
 struct Reader<'a> {
@@ -405,7 +450,7 @@ impl<'a> Reader<'a> {
                     return Err(GgufErrorKind::ValueType { offset, id: inner });
                 }
                 let n = self.count("an array length", Self::min_size(inner))?;
-                let mut items = Vec::with_capacity(n as usize);
+                let mut items = Vec::with_capacity(capped(n));
                 for _ in 0..n {
                     items.push(self.value(inner, depth + 1)?);
                 }
@@ -451,7 +496,12 @@ impl Gguf {
                 _ => return Err(fail(GgufErrorKind::Alignment(format!("{v:?}")))),
             },
         };
-        let data_start = (header_end as u64).next_multiple_of(alignment);
+        // A huge alignment can put the data past the end: then only empty tensors
+        // fit, and they are empty slices at the end.
+        let data_start = (header_end as u64)
+            .checked_next_multiple_of(alignment)
+            .unwrap_or(u64::MAX)
+            .min(bytes.len() as u64);
         let data_len = (bytes.len() as u64).saturating_sub(data_start);
         let mut names = HashMap::new();
         for (i, t) in tensors.iter().enumerate() {
@@ -476,18 +526,16 @@ impl Gguf {
                     alignment,
                 }));
             }
-            // Types this reader does not decode still get their bounds checked
-            // where their size is known; the others are reported when read.
-            if let Some(size) = t.ty.block().map(|_| t.ty.bytes_for(n)) {
-                let size = size.ok_or_else(dims_err)?;
-                if t.offset.checked_add(size).is_none_or(|end| end > data_len) {
-                    return Err(fail(GgufErrorKind::OutOfBounds {
-                        name: t.name.clone(),
-                        offset: t.offset,
-                        bytes: size,
-                        data_len,
-                    }));
-                }
+            // Every type ggml defines has a known size, so types this reader does
+            // not decode get their bounds checked too.
+            let size = t.ty.bytes_for(n).ok_or_else(dims_err)?;
+            if t.offset.checked_add(size).is_none_or(|end| end > data_len) {
+                return Err(fail(GgufErrorKind::OutOfBounds {
+                    name: t.name.clone(),
+                    offset: t.offset,
+                    bytes: size,
+                    data_len,
+                }));
             }
         }
         Ok(Gguf {
@@ -518,14 +566,14 @@ impl Gguf {
         // A tensor info needs at least 8 + 4 + 4 + 8 bytes, a key-value pair 8 + 4 + 1.
         let tensor_count = r.count("a tensor count", 24)?;
         let kv_count = r.count("a metadata count", 13)?;
-        let mut metadata = Vec::with_capacity(kv_count as usize);
+        let mut metadata = Vec::with_capacity(capped(kv_count));
         for _ in 0..kv_count {
             let key = r.string()?;
             let id = r.u32()?;
             let value = r.value(id, 0)?;
             metadata.push((key, value));
         }
-        let mut tensors = Vec::with_capacity(tensor_count as usize);
+        let mut tensors = Vec::with_capacity(capped(tensor_count));
         for _ in 0..tensor_count {
             let name = r.string()?;
             let n_dims = r.u32()?;
@@ -538,7 +586,13 @@ impl Gguf {
                 });
             }
             let dims = (0..n_dims).map(|_| r.u64()).collect::<Parse<Vec<u64>>>()?;
-            let ty = GgmlType::from_id(r.u32()?);
+            let ty_offset = r.pos as u64;
+            let id = r.u32()?;
+            let ty = GgmlType::from_id(id).ok_or_else(|| GgufErrorKind::UnknownType {
+                name: name.clone(),
+                offset: ty_offset,
+                id,
+            })?;
             let offset = r.u64()?;
             tensors.push(TensorInfo {
                 name,
@@ -605,6 +659,43 @@ impl Gguf {
         self.typed(key, "a non-negative integer", Value::as_u64)
     }
 
+    /// An integer value that fits a `u32` (any integer type: writers differ on
+    /// `u32` and `u64` for counts).
+    pub fn get_u32(&self, key: &str) -> Result<u32, GgufError> {
+        self.typed(key, "an integer in 0..2^32", |v| {
+            v.as_u64().and_then(|x| u32::try_from(x).ok())
+        })
+    }
+
+    /// An integer value that fits an `i64` (any integer type).
+    pub fn get_i64(&self, key: &str) -> Result<i64, GgufError> {
+        self.typed(key, "an integer in i64's range", Value::as_i64)
+    }
+
+    /// An `f32` value (an `f64` is a type error: it would lose precision).
+    pub fn get_f32(&self, key: &str) -> Result<f32, GgufError> {
+        self.typed(key, "f32", |v| match *v {
+            Value::F32(x) => Some(x),
+            _ => None,
+        })
+    }
+
+    /// A `bool` value.
+    pub fn get_bool(&self, key: &str) -> Result<bool, GgufError> {
+        self.typed(key, "bool", |v| match *v {
+            Value::Bool(x) => Some(x),
+            _ => None,
+        })
+    }
+
+    /// An array of values of any one type.
+    pub fn get_array(&self, key: &str) -> Result<&[Value], GgufError> {
+        self.typed(key, "an array", |v| match v {
+            Value::Array(items) => Some(items.as_slice()),
+            _ => None,
+        })
+    }
+
     /// A float value (`f32` or `f64`).
     pub fn get_f64(&self, key: &str) -> Result<f64, GgufError> {
         self.typed(key, "a float", |v| match *v {
@@ -639,16 +730,7 @@ impl Gguf {
     /// An array of integers that fit an `i64`.
     pub fn get_i64_array(&self, key: &str) -> Result<Vec<i64>, GgufError> {
         self.typed(key, "an array of integers", |v| match v {
-            Value::Array(items) => items
-                .iter()
-                .map(|i| match *i {
-                    Value::I8(x) => Some(x.into()),
-                    Value::I16(x) => Some(x.into()),
-                    Value::I32(x) => Some(x.into()),
-                    Value::I64(x) => Some(x),
-                    ref other => other.as_u64().and_then(|x| i64::try_from(x).ok()),
-                })
-                .collect(),
+            Value::Array(items) => items.iter().map(Value::as_i64).collect(),
             _ => None,
         })
     }
@@ -658,29 +740,58 @@ impl Gguf {
         &self.tensors
     }
 
-    /// A tensor's entry and raw bytes (blocks as the file stores them).
+    /// Whether a tensor of this name exists.
+    pub fn has_tensor(&self, name: &str) -> bool {
+        self.names.contains_key(name)
+    }
+
+    /// A tensor's entry and raw bytes (blocks as the file stores them, for any type
+    /// ggml defines: decoded or not, see [`crate::io::quant`]'s block structs).
     pub fn tensor(&self, name: &str) -> Result<(&TensorInfo, &[u8]), GgufError> {
         let info = self
             .names
             .get(name)
             .map(|&i| &self.tensors[i])
             .ok_or_else(|| self.error(GgufErrorKind::MissingTensor(name.to_string())))?;
-        let unsupported = || {
-            self.error(GgufErrorKind::UnsupportedType {
+        let dims = || {
+            self.error(GgufErrorKind::Dims {
                 name: name.to_string(),
-                ty: info.ty,
+                dims: info.dims.clone(),
             })
         };
-        let size = info.ty.bytes_for(info.len()).ok_or_else(unsupported)?;
-        // Bounds were checked while parsing.
-        let start = self.data_start + info.offset as usize;
-        Ok((info, &self.bytes[start..start + size as usize]))
+        // Size and bounds were checked while parsing; `get` keeps this panic-free.
+        let size = info.ty.bytes_for(info.len()).ok_or_else(dims)?;
+        let start = self.data_start as u64 + info.offset;
+        let bytes = usize::try_from(start)
+            .ok()
+            .zip(usize::try_from(start + size).ok())
+            .and_then(|(a, b)| self.bytes.get(a..b))
+            .ok_or_else(|| {
+                self.error(GgufErrorKind::OutOfBounds {
+                    name: name.to_string(),
+                    offset: info.offset,
+                    bytes: size,
+                    data_len: (self.bytes.len() - self.data_start) as u64,
+                })
+            })?;
+        Ok((info, bytes))
     }
 
-    /// A tensor decoded to f32, with its row-major shape.
+    /// A tensor decoded to f32, with its row-major shape. Types other than F32,
+    /// F16, Q4_0, Q4_1 and Q8_0 are an [`GgufErrorKind::UnsupportedType`] error.
     pub fn dequantize(&self, name: &str) -> Result<(Vec<usize>, Vec<f32>), GgufError> {
         let (info, bytes) = self.tensor(name)?;
-        let values = dequantize(info.ty, bytes).expect("sizes were checked against the type");
+        let values = dequantize(info.ty, bytes, info.len()).map_err(|e| match e {
+            QuantError::Unsupported(ty) => self.error(GgufErrorKind::UnsupportedType {
+                name: name.to_string(),
+                ty,
+            }),
+            // The size was checked against the dims while parsing.
+            _ => self.error(GgufErrorKind::Dims {
+                name: name.to_string(),
+                dims: info.dims.clone(),
+            }),
+        })?;
         Ok((info.shape(), values))
     }
 }
