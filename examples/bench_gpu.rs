@@ -20,6 +20,7 @@ use volta::nn::loss::cross_entropy;
 
 use volta::prelude::*;
 use volta::{RawTensor, Tensor};
+use volta_examples::LeNet;
 
 fn sync() {
     Gpu::sync().unwrap_or_else(|e| panic!("{e}"));
@@ -136,21 +137,6 @@ impl MlpStep {
         let loss = cross_entropy(&m.l3.forward(&h), &self.yb);
         let grads = loss.backward();
         self.opt.step(&mut self.mlp, &grads);
-    }
-}
-
-model! {
-    /// `torch_peers.py`'s CNN: two 3×3 convolutions with ReLU and 2×2 max pooling,
-    /// then a linear classifier.
-    pub struct LeNet for (B, 1, 28, 28) -> (B, 10) {
-        conv1: Conv2d<32, kernel = 3, padding = 1>,
-        relu,
-        pool1: MaxPool2d<2>,
-        conv2: Conv2d<64, kernel = 3, padding = 1>,
-        relu,
-        pool2: MaxPool2d<2>,
-        flatten,
-        fc: Linear<10>,
     }
 }
 

@@ -24,21 +24,7 @@ use volta::data::batching::Exact;
 use volta::data::{DataLoader, Labelled};
 use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
-
-model! {
-    /// `bench_gpu`'s CNN (`torch_peers.py`'s): two 3×3 convolutions with ReLU and
-    /// 2×2 max pooling, then a linear classifier.
-    pub struct LeNet for (B, 1, 28, 28) -> (B, 10) {
-        conv1: Conv2d<32, kernel = 3, padding = 1>,
-        relu,
-        pool1: MaxPool2d<2>,
-        conv2: Conv2d<64, kernel = 3, padding = 1>,
-        relu,
-        pool2: MaxPool2d<2>,
-        flatten,
-        fc: Linear<10>,
-    }
-}
+use volta_examples::LeNet;
 
 /// One MNIST-shaped sample.
 type Image = Rank3<1, 28, 28>;

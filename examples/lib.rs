@@ -1,7 +1,24 @@
-//! Shared helpers for the examples: where the digits data is, and command-line
-//! options. (The digits reader itself is `volta::data::readers::digits`.)
+//! Shared helpers for the examples: where the digits data is, command-line
+//! options, and the benchmarks' CNN. (The digits reader itself is `volta::data::readers::digits`.)
 
 pub mod cli;
+
+use volta::prelude::*;
+
+model! {
+    /// The benchmarks' CNN (`torch_peers.py`'s): two 3×3 convolutions with ReLU and
+    /// 2×2 max pooling, then a linear classifier over 28×28 images.
+    pub struct LeNet for (B, 1, 28, 28) -> (B, 10) {
+        conv1: Conv2d<32, kernel = 3, padding = 1>,
+        relu,
+        pool1: MaxPool2d<2>,
+        conv2: Conv2d<64, kernel = 3, padding = 1>,
+        relu,
+        pool2: MaxPool2d<2>,
+        flatten,
+        fc: Linear<10>,
+    }
+}
 
 /// The committed UCI digits file, `data/digits.csv.gz` at the repository root.
 pub fn digits_path() -> std::path::PathBuf {

@@ -8,6 +8,9 @@ use std::path::Path;
 /// no system font libraries.
 const FONT: &[u8] = include_bytes!("assets/DejaVuSans.ttf");
 
+/// A curve: its legend label, colour and value per epoch.
+type Curve = (&'static str, RGBColor, fn(&EpochRecord) -> f64);
+
 /// Draws `records` into a 1100×440 PNG at `path`.
 pub fn draw(path: &Path, records: &[EpochRecord]) -> Result<(), String> {
     register_font("sans-serif", FontStyle::Normal, FONT)
@@ -17,6 +20,8 @@ pub fn draw(path: &Path, records: &[EpochRecord]) -> Result<(), String> {
     let (left, right) = root.split_horizontally(550);
     let last = records.last().map_or(1, |r| r.epoch).max(2) as f64;
     let first = records.first().map_or(1, |r| r.epoch) as f64;
+    // One tick per epoch for short runs (no repeated labels), at most 11.
+    let ticks = ((last - first) as usize + 1).min(11);
 
     let top = records
         .iter()
@@ -33,6 +38,7 @@ pub fn draw(path: &Path, records: &[EpochRecord]) -> Result<(), String> {
     losses
         .configure_mesh()
         .x_desc("epoch")
+        .x_labels(ticks)
         .x_label_formatter(&|x| format!("{x:.0}"))
         .label_style(("sans-serif", 14))
         .draw()
@@ -43,24 +49,19 @@ pub fn draw(path: &Path, records: &[EpochRecord]) -> Result<(), String> {
             .map(move |r| (r.epoch as f64, f(r)))
             .collect::<Vec<_>>()
     };
-    let train_color = RGBColor(31, 119, 180);
-    let test_color = RGBColor(255, 127, 14);
-    losses
-        .draw_series(LineSeries::new(
-            series(|r| r.train_loss),
-            train_color.stroke_width(2),
-        ))
-        .map_err(err)?
-        .label("train (label-smoothed)")
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], train_color.stroke_width(2)));
-    losses
-        .draw_series(LineSeries::new(
-            series(|r| r.test_loss),
-            test_color.stroke_width(2),
-        ))
-        .map_err(err)?
-        .label("test")
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], test_color.stroke_width(2)));
+    let curves: [Curve; 2] = [
+        ("train (label-smoothed)", RGBColor(31, 119, 180), |r| {
+            r.train_loss
+        }),
+        ("test", RGBColor(255, 127, 14), |r| r.test_loss),
+    ];
+    for (label, color, value) in curves {
+        losses
+            .draw_series(LineSeries::new(series(value), color.stroke_width(2)))
+            .map_err(err)?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
+    }
     losses
         .configure_series_labels()
         .label_font(("sans-serif", 14))
@@ -83,6 +84,7 @@ pub fn draw(path: &Path, records: &[EpochRecord]) -> Result<(), String> {
     accuracy
         .configure_mesh()
         .x_desc("epoch")
+        .x_labels(ticks)
         .x_label_formatter(&|x| format!("{x:.0}"))
         .label_style(("sans-serif", 14))
         .draw()
