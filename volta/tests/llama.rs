@@ -30,11 +30,13 @@ fn greedy_answer_matches_llama_cpp_on_the_cpu() {
     assert_eq!(text, "The capital of France is Paris.", "{new:?}");
 }
 
-/// The prompt's next-token logits on the GPU equal the CPU's (the full greedy answer
-/// is checked on the CPU; decoding on lavapipe, a CPU emulating a GPU, is slow).
+/// The prompt's logits and two decode steps' logits on the GPU equal the CPU's: the
+/// prompt runs the dense prefill path, the first decode step is captured as a graph
+/// and the second replays it (the full greedy answer is checked on the CPU;
+/// decoding on lavapipe, a CPU emulating a GPU, is slow).
 #[cfg(feature = "gpu")]
 #[test]
-fn prompt_logits_are_the_same_on_the_gpu() {
+fn prefill_and_replayed_decode_logits_are_the_same_on_the_gpu() {
     let Some(path) = support::smollm2_path() else {
         eprintln!("SKIPPED: no SmolLM2 GGUF (run scripts/fetch_model.py or set VOLTA_SMOLLM2)");
         return;
@@ -45,18 +47,28 @@ fn prompt_logits_are_the_same_on_the_gpu() {
             .expect("the vocabulary builds");
     let prompt = ChatTemplate::smollm2().render(&[Message::user("What is the capital of France?")]);
     let ids = tokenizer.encode(&prompt);
+    let argmax = |v: &[f32]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap() as u32;
+    // CPU: the prompt, then two greedy steps.
     let cpu = Llama::<Cpu>::from_gguf(&gguf).expect("the weights load");
-    let want = cpu.forward(&ids, &mut cpu.cache()).to_vec();
+    let mut cache = cpu.cache();
+    let mut want = vec![cpu.forward(&ids, &mut cache).to_vec()];
+    for _ in 0..2 {
+        let next = argmax(want.last().unwrap());
+        want.push(cpu.forward(&[next], &mut cache).to_vec());
+    }
     drop(cpu);
     let gpu = Llama::<volta::Gpu>::from_gguf(&gguf).expect("the weights load");
-    let got = gpu.forward(&ids, &mut gpu.cache()).to_vec();
-    let argmax = |v: &[f32]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap();
-    assert_eq!(argmax(&got), argmax(&want));
-    assert_eq!(tokenizer.decode(&[argmax(&got) as u32]), "The");
-    let worst = got
-        .iter()
-        .zip(&want)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f32::max);
-    assert!(worst < 1e-2, "largest logit difference {worst}");
+    let mut cache = gpu.cache();
+    let mut got = vec![gpu.forward(&ids, &mut cache).to_vec()];
+    for step in 0..2 {
+        let next = argmax(&want[step]);
+        got.push(gpu.forward(&[next], &mut cache).to_vec());
+    }
+    assert_eq!(tokenizer.decode(&[argmax(&got[0])]), "The");
+    for (step, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(argmax(g), argmax(w), "step {step}");
+        let worst = g.iter().zip(w).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+        assert!(worst < 1e-2, "step {step}: largest logit difference {worst}");
+    }
+    assert_eq!(tokenizer.decode(&[argmax(&got[1]), argmax(&got[2])]), " capital of");
 }

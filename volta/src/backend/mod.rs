@@ -9,11 +9,15 @@
 pub mod cpu;
 mod custom;
 pub mod gpu;
+pub mod infer;
 mod optim;
+mod replay;
 
 use crate::dtype::{Element, Float};
 pub use crate::layout::Layout;
 pub use custom::KernelBackend;
+pub use infer::InferenceBackend;
+pub use replay::Replay;
 pub use optim::{AdamStep, SgdStep};
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
 

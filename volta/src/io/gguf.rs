@@ -259,6 +259,9 @@ pub enum GgufErrorKind {
     },
     /// No tensor of this name.
     MissingTensor(String),
+    /// Metadata values that contradict each other (a model's head count that does
+    /// not divide its width, …).
+    Inconsistent(String),
 }
 
 impl fmt::Display for GgufError {
@@ -334,6 +337,7 @@ impl fmt::Display for GgufError {
                 found,
             } => write!(f, "metadata `{key}` is {found}, expected {expected}"),
             GgufErrorKind::MissingTensor(n) => write!(f, "no tensor `{n}`"),
+            GgufErrorKind::Inconsistent(what) => write!(f, "inconsistent metadata: {what}"),
         }
     }
 }

@@ -1,15 +1,20 @@
-//! A Llama-architecture language model (SmolLM2) from a GGUF file, f32 weights:
-//! RMSNorm, rotary embeddings, grouped-query causal attention over a KV cache,
-//! SwiGLU feed-forward blocks and an output layer tied to the embedding.
+//! A Llama-architecture language model (SmolLM2) from a GGUF file: RMSNorm,
+//! rotary embeddings, grouped-query causal attention over a KV cache, SwiGLU
+//! feed-forward blocks and an output layer tied to the embedding.
 //!
-//! This first version dequantises every weight to f32 when loading and composes
-//! the forward pass from Volta's ops, so it runs on every device and is the
-//! reference the quantised, fused GPU path must match. Its dims come from the
-//! file's metadata at run time.
-use crate::backend::Backend;
+//! The weights stay in their quantised blocks on the device ([`QTensor`]); each
+//! block runs seven kernels: the fused QKV projection (with the attention norm
+//! as its prologue), the KV-cache write (with RoPE), split attention (two
+//! passes), the output projection (with the residual add), the fused gate-up
+//! projection (norm prologue, SwiGLU epilogue) and the down projection (residual).
+//! On the GPU, the single-token decode step is captured once and replayed for
+//! every later token (see [`Replay`]), so the host records nothing per op.
+use super::kv_cache::{Decode, KvCache};
+use crate::backend::infer::AttnShape;
+use crate::backend::{InferenceBackend, Memory, Replay};
 use crate::io::gguf::{Gguf, GgufError, GgufErrorKind};
-use crate::tensor::{RawTensor, Tensor};
-use volta_kernels::{BinaryOp, UnaryOp};
+use crate::layout::Layout;
+use crate::tensor::{QMatmulOptions, QTensor, RawTensor};
 
 /// The dims and constants of a Llama model, from its GGUF metadata.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,6 +31,8 @@ pub struct LlamaConfig {
     pub kv_heads: usize,
     /// Vocabulary size.
     pub vocab: usize,
+    /// Positions the model was trained on (the KV cache's limit).
+    pub context: usize,
     /// RMSNorm's epsilon.
     pub eps: f64,
     /// RoPE's frequency base.
@@ -43,6 +50,7 @@ impl LlamaConfig {
             heads: n("attention.head_count")?,
             kv_heads: n("attention.head_count_kv")?,
             vocab: gguf.get_str_array("tokenizer.ggml.tokens")?.len(),
+            context: n("context_length")?,
             eps: gguf.get_f64("llama.attention.layer_norm_rms_epsilon")?,
             rope_base: gguf.get_f64("llama.rope.freq_base").unwrap_or(10_000.0),
         })
@@ -54,53 +62,49 @@ impl LlamaConfig {
     }
 }
 
-/// One transformer block's weights; matrices are `(out, in)`.
-struct Block<D: Backend<f32>> {
+/// One transformer block's weights.
+struct Block<D: InferenceBackend> {
     attn_norm: RawTensor<D, f32>,
-    wq: RawTensor<D, f32>,
-    wk: RawTensor<D, f32>,
-    wv: RawTensor<D, f32>,
-    wo: RawTensor<D, f32>,
+    /// Queries, keys and values stacked: `(hidden + 2·kv, hidden)`.
+    qkv: QTensor<D>,
+    wo: QTensor<D>,
     ffn_norm: RawTensor<D, f32>,
-    gate: RawTensor<D, f32>,
-    up: RawTensor<D, f32>,
-    down: RawTensor<D, f32>,
+    /// Gate and up projections stacked: `(2·ffn, hidden)`.
+    gate_up: QTensor<D>,
+    down: QTensor<D>,
 }
 
 /// A Llama model on device `D`.
-pub struct Llama<D: Backend<f32>> {
+pub struct Llama<D: InferenceBackend + Replay> {
     config: LlamaConfig,
-    embedding: RawTensor<D, f32>,
+    /// The token embedding, also the output layer (tied).
+    embedding: QTensor<D>,
     blocks: Vec<Block<D>>,
     norm: RawTensor<D, f32>,
 }
 
-/// The keys and values of the tokens seen so far, per block (`[1, kv_heads, S, d]`).
-pub struct KvCache<D: Backend<f32>> {
-    keys: Vec<Option<RawTensor<D, f32>>>,
-    values: Vec<Option<RawTensor<D, f32>>>,
-    len: usize,
-}
+/// Positions a new cache holds before it first grows.
+const INITIAL_CAPACITY: usize = 1024;
 
-impl<D: Backend<f32>> KvCache<D> {
-    /// Tokens in the cache.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the cache is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl<D: Backend<f32>> Llama<D> {
+impl<D: InferenceBackend + Replay> Llama<D> {
     /// Loads the model in `gguf`, checking every weight's shape against the config.
+    /// Matrices must be Q4_0, Q4_1 or Q8_0; norms F32 or F16.
     pub fn from_gguf(gguf: &Gguf) -> Result<Self, GgufError> {
         let config = LlamaConfig::from_gguf(gguf)?;
-        let load = |name: &str, dims: &[usize]| -> Result<RawTensor<D, f32>, GgufError> {
+        let c = &config;
+        if c.heads == 0 || c.kv_heads == 0 || c.hidden % c.heads != 0 || c.heads % c.kv_heads != 0
+        {
+            return Err(GgufError {
+                path: gguf.path().to_path_buf(),
+                kind: GgufErrorKind::Inconsistent(format!(
+                    "{} heads must divide the width {} and be a multiple of the {} kv heads",
+                    c.heads, c.hidden, c.kv_heads
+                )),
+            });
+        }
+        let vector = |name: &str, len: usize| -> Result<RawTensor<D, f32>, GgufError> {
             let (shape, values) = gguf.dequantize(name)?;
-            if shape != dims {
+            if shape != [len] {
                 return Err(GgufError {
                     path: gguf.path().to_path_buf(),
                     kind: GgufErrorKind::Dims {
@@ -109,28 +113,40 @@ impl<D: Backend<f32>> Llama<D> {
                     },
                 });
             }
-            Ok(RawTensor::from_vec(values, dims))
+            Ok(RawTensor::from_vec(values, &[len]))
         };
-        let (h, f) = (config.hidden, config.ffn);
-        let kv = config.kv_heads * config.head_dim();
-        let mut blocks = Vec::with_capacity(config.layers);
-        for i in 0..config.layers {
-            let w = |n: &str, dims: &[usize]| load(&format!("blk.{i}.{n}.weight"), dims);
+        let (h, f) = (c.hidden, c.ffn);
+        let kv = c.kv_heads * c.head_dim();
+        let mut blocks = Vec::with_capacity(c.layers);
+        for i in 0..c.layers {
+            let name = |n: &str| format!("blk.{i}.{n}.weight");
+            let stacked = |names: &[&str], rows: usize, cols: usize| {
+                let names: Vec<String> = names.iter().map(|n| name(n)).collect();
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                let w = QTensor::from_gguf_stacked(gguf, &refs, cols)?;
+                if w.shape().rows != rows {
+                    return Err(GgufError {
+                        path: gguf.path().to_path_buf(),
+                        kind: GgufErrorKind::Dims {
+                            name: refs.join("+"),
+                            dims: vec![cols as u64, w.shape().rows as u64],
+                        },
+                    });
+                }
+                Ok(w)
+            };
             blocks.push(Block {
-                attn_norm: w("attn_norm", &[h])?,
-                wq: w("attn_q", &[h, h])?,
-                wk: w("attn_k", &[kv, h])?,
-                wv: w("attn_v", &[kv, h])?,
-                wo: w("attn_output", &[h, h])?,
-                ffn_norm: w("ffn_norm", &[h])?,
-                gate: w("ffn_gate", &[f, h])?,
-                up: w("ffn_up", &[f, h])?,
-                down: w("ffn_down", &[h, f])?,
+                attn_norm: vector(&name("attn_norm"), h)?,
+                qkv: stacked(&["attn_q", "attn_k", "attn_v"], h + 2 * kv, h)?,
+                wo: QTensor::from_gguf(gguf, &name("attn_output"), h, h)?,
+                ffn_norm: vector(&name("ffn_norm"), h)?,
+                gate_up: stacked(&["ffn_gate", "ffn_up"], 2 * f, h)?,
+                down: QTensor::from_gguf(gguf, &name("ffn_down"), h, f)?,
             });
         }
         Ok(Llama {
-            embedding: load("token_embd.weight", &[config.vocab, h])?,
-            norm: load("output_norm.weight", &[h])?,
+            embedding: QTensor::from_gguf(gguf, "token_embd.weight", c.vocab, h)?,
+            norm: vector("output_norm.weight", h)?,
             blocks,
             config,
         })
@@ -141,20 +157,25 @@ impl<D: Backend<f32>> Llama<D> {
         &self.config
     }
 
-    /// An empty cache for this model.
+    /// An empty cache for this model (it grows as tokens arrive, up to the
+    /// context length).
     pub fn cache(&self) -> KvCache<D> {
-        KvCache {
-            keys: vec![None; self.config.layers],
-            values: vec![None; self.config.layers],
-            len: 0,
-        }
+        let c = &self.config;
+        let shape = AttnShape {
+            heads: c.heads,
+            kv_heads: c.kv_heads,
+            head_dim: c.head_dim(),
+            capacity: INITIAL_CAPACITY,
+        };
+        KvCache::new(c.layers, shape, c.rope_base, c.context)
     }
 
     /// Runs `tokens` after those in `cache` (adding them to it) and returns the
     /// logits of the last one, `(1, vocab)`.
     ///
     /// # Panics
-    /// When `tokens` is empty or holds an id outside the vocabulary.
+    /// When `tokens` is empty, holds an id outside the vocabulary, or would take
+    /// the cache past the model's context length.
     pub fn forward(&self, tokens: &[u32], cache: &mut KvCache<D>) -> RawTensor<D, f32> {
         assert!(!tokens.is_empty(), "Llama::forward: no tokens");
         let c = &self.config;
@@ -163,41 +184,120 @@ impl<D: Backend<f32>> Llama<D> {
             "Llama::forward: a token id is outside the vocabulary of {}",
             c.vocab
         );
-        let (t, d) = (tokens.len(), c.head_dim());
-        let start = cache.len;
-        let ids = Tensor::<(usize,), D, u32>::from_vec_shaped(tokens.to_vec(), (t,))
-            .expect("one id per token");
-        let mut x = self.embedding.index_select(ids.raw());
-        let rms = |x: &RawTensor<D, f32>, w: &RawTensor<D, f32>| {
-            x.normalize(1, false, c.eps)
-                .binary(BinaryOp::Mul, &w.reshape(&[1, c.hidden]).expand(x.dims()))
+        assert!(
+            cache.reserve(tokens.len()),
+            "Llama::forward: {} + {} tokens exceed the context length {}",
+            cache.len,
+            tokens.len(),
+            c.context
+        );
+        let pos = [cache.len as u32];
+        let logits = if tokens.len() > 1 {
+            let ids = <D as Memory<u32>>::from_vec(tokens.to_vec());
+            let len = cache.len + tokens.len();
+            let pos = <D as Memory<u32>>::from_vec(pos.to_vec());
+            self.step(&ids, tokens.len(), &pos, cache, len)
+        } else if let Some(d) = &mut cache.decode {
+            D::overwrite(&mut d.token, tokens);
+            D::overwrite(&mut d.pos, &pos);
+            D::replay(&d.graph);
+            // A copy: the next replay overwrites the graph's logits.
+            let l = d.logits.layout().clone();
+            RawTensor::leaf(<D as Memory<f32>>::contiguous(d.logits.buffer(), &l), l)
+        } else {
+            let token = <D as Memory<u32>>::from_vec(tokens.to_vec());
+            let pos = <D as Memory<u32>>::from_vec(pos.to_vec());
+            let capacity = cache.capacity();
+            let (logits, graph) = D::capture(|| self.step(&token, 1, &pos, cache, capacity));
+            if let Some(graph) = graph {
+                cache.decode = Some(Decode {
+                    graph,
+                    token,
+                    pos,
+                    logits: logits.clone(),
+                });
+                let l = logits.layout().clone();
+                RawTensor::leaf(<D as Memory<f32>>::contiguous(logits.buffer(), &l), l)
+            } else {
+                logits
+            }
         };
-        // (T, n·d) → (1, n, T, d)
-        let heads =
-            |y: RawTensor<D, f32>, n: usize| y.reshape(&[1, t, n, d]).permute(&[0, 2, 1, 3]);
+        cache.len += tokens.len();
+        logits
+    }
+
+    /// The kernels of one step: `ids` (`t` tokens) at the position in `pos`;
+    /// attention launches cover `max_len` positions.
+    fn step(
+        &self,
+        ids: &<D as Memory<u32>>::Buffer,
+        t: usize,
+        pos: &<D as Memory<u32>>::Buffer,
+        cache: &mut KvCache<D>,
+        max_len: usize,
+    ) -> RawTensor<D, f32> {
+        let c = &self.config;
+        let eps = c.eps as f32;
+        let ids = RawTensor::<D, u32>::leaf(ids.clone(), Layout::contiguous(&[t]));
+        let pos = RawTensor::<D, u32>::leaf(pos.clone(), Layout::contiguous(&[1]));
+        let mut x = self.embedding.rows(&ids);
+        let shape = cache.shape;
         for (i, b) in self.blocks.iter().enumerate() {
-            let h = rms(&x, &b.attn_norm);
-            let q = heads(h.matmul(&b.wq.transpose_last()), c.heads).rope(start, c.rope_base);
-            let k = heads(h.matmul(&b.wk.transpose_last()), c.kv_heads).rope(start, c.rope_base);
-            let v = heads(h.matmul(&b.wv.transpose_last()), c.kv_heads);
-            let k = append(&mut cache.keys[i], k);
-            let v = append(&mut cache.values[i], v);
-            let attn = q
-                .causal_attention(&k, &v, start)
-                .permute(&[0, 2, 1, 3])
-                .reshape(&[t, c.hidden]);
-            x = x.binary(BinaryOp::Add, &attn.matmul(&b.wo.transpose_last()));
-            let h = rms(&x, &b.ffn_norm);
-            let gate = h.matmul(&b.gate.transpose_last()).unary(UnaryOp::Silu);
-            let up = h.matmul(&b.up.transpose_last());
-            let ffn = gate
-                .binary(BinaryOp::Mul, &up)
-                .matmul(&b.down.transpose_last());
-            x = x.binary(BinaryOp::Add, &ffn);
+            let qkv = x.qmatmul(
+                &b.qkv,
+                QMatmulOptions {
+                    norm: Some((&b.attn_norm, eps)),
+                    ..Default::default()
+                },
+            );
+            D::kv_write(
+                qkv.view(),
+                cache.rope.view(),
+                pos.view(),
+                &mut cache.keys[i],
+                &mut cache.values[i],
+                &shape,
+            );
+            let attn = D::cached_attention(
+                qkv.view(),
+                cache.rope.view(),
+                pos.view(),
+                &cache.keys[i],
+                &cache.values[i],
+                &shape,
+                max_len,
+            );
+            let attn = RawTensor::leaf(attn, Layout::contiguous(&[t, c.hidden]));
+            x = attn.qmatmul(
+                &b.wo,
+                QMatmulOptions {
+                    add: Some(&x),
+                    ..Default::default()
+                },
+            );
+            let gated = x.qmatmul(
+                &b.gate_up,
+                QMatmulOptions {
+                    norm: Some((&b.ffn_norm, eps)),
+                    glu: true,
+                    ..Default::default()
+                },
+            );
+            x = gated.qmatmul(
+                &b.down,
+                QMatmulOptions {
+                    add: Some(&x),
+                    ..Default::default()
+                },
+            );
         }
-        cache.len += t;
-        let last = rms(&x.narrow(0, t - 1, 1), &self.norm);
-        last.matmul(&self.embedding.transpose_last())
+        x.narrow(0, t - 1, 1).qmatmul(
+            &self.embedding,
+            QMatmulOptions {
+                norm: Some((&self.norm, eps)),
+                ..Default::default()
+            },
+        )
     }
 
     /// Greedy decoding: the prompt, then up to `max_new` tokens, each the most likely
@@ -212,24 +312,11 @@ impl<D: Backend<f32>> Llama<D> {
                 .max_by(|&a, &b| row[a].total_cmp(&row[b]))
                 .expect("a non-empty vocabulary") as u32;
             out.push(next);
-            if Some(next) == stop {
+            if Some(next) == stop || cache.len() >= self.config.context {
                 break;
             }
             logits = self.forward(&[next], &mut cache);
         }
         out
     }
-}
-
-/// Appends `new` (`[1, kv, T, d]`) to a cache slot along the sequence axis.
-fn append<D: Backend<f32>>(
-    slot: &mut Option<RawTensor<D, f32>>,
-    new: RawTensor<D, f32>,
-) -> RawTensor<D, f32> {
-    let all = match slot.take() {
-        Some(old) => RawTensor::cat(&[old, new], 2),
-        None => new.contiguous(),
-    };
-    *slot = Some(all.clone());
-    all
 }

@@ -5,8 +5,10 @@
 //! [`chat`]: the ChatML prompt format that SmolLM2-Instruct's GGUF declares.
 
 pub mod chat;
+mod kv_cache;
 pub mod llama;
 pub mod tokenizer;
 
 pub use chat::{ChatTemplate, Message, Role};
+pub use kv_cache::KvCache;
 pub use tokenizer::{DecodeStream, PreTokenizer, Tokenizer, TokenizerError, TokenizerSpec};

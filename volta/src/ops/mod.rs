@@ -10,6 +10,7 @@ pub(crate) mod attention;
 mod compare;
 mod elementwise;
 mod index;
+pub(crate) mod infer;
 mod matmul;
 mod movement;
 mod norm;

@@ -1,10 +1,13 @@
 //! The typed tensor.
 
 mod create;
+mod quant;
 mod raw;
 
 pub use create::FromArray;
 
+pub use crate::ops::infer::{QMATMUL_GEMV_ROWS, QMatmulOptions};
+pub use quant::QTensor;
 pub use raw::{RawTensor, TensorId};
 
 use crate::autograd::Gradients;

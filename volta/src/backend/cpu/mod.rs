@@ -4,6 +4,7 @@
 mod copy;
 mod elementwise;
 mod index;
+mod infer;
 mod kernel;
 mod matmul;
 mod normalize;
@@ -13,7 +14,11 @@ mod rows;
 mod softmax;
 mod window;
 
-use super::{AdamStep, Backend, Buf, Device, KernelBackend, Memory, SgdStep, View};
+use super::infer::{AttnShape, QFusion, QShape};
+use super::{
+    AdamStep, Backend, Buf, Device, InferenceBackend, KernelBackend, Memory, Replay, SgdStep, View,
+};
+pub use infer::CpuQuantized;
 use crate::dtype::{Element, Float};
 use crate::layout::Layout;
 use rayon::prelude::*;
@@ -141,5 +146,83 @@ impl KernelBackend for Cpu {
         let views: Vec<(&[f32], &Layout)> =
             tensors.iter().map(|(b, l)| (b.as_slice(), *l)).collect();
         Arc::new(kernel::call_kernel(def, partial, &views, scalars))
+    }
+}
+
+impl InferenceBackend for Cpu {
+    type Quantized = Arc<CpuQuantized>;
+    fn upload_quantized(shape: &QShape, bytes: &[u8]) -> Self::Quantized {
+        infer::upload(shape, bytes)
+    }
+    fn dequantize_rows(
+        w: &Self::Quantized,
+        shape: &QShape,
+        ids: View<Self, u32>,
+    ) -> Buf<Self, f32> {
+        Arc::new(infer::dequantize_rows(w, shape, (ids.0, ids.1)))
+    }
+    fn dequantize(w: &Self::Quantized, shape: &QShape) -> Buf<Self, f32> {
+        let ids: Vec<u32> = (0..shape.rows as u32).collect();
+        let layout = Layout::contiguous(&[shape.rows]);
+        Arc::new(infer::dequantize_rows(w, shape, (&ids, &layout)))
+    }
+    fn qmatmul(
+        x: View<Self, f32>,
+        w: &Self::Quantized,
+        shape: &QShape,
+        fusion: QFusion<'_, Self>,
+    ) -> Buf<Self, f32> {
+        let norm = fusion.norm.map(|(v, eps)| ((&v.0[..], v.1), eps));
+        let add = fusion.add.map(|v| (&v.0[..], v.1));
+        Arc::new(infer::qmatmul((x.0, x.1), w, shape, norm, fusion.glu, add))
+    }
+    fn kv_write(
+        qkv: View<Self, f32>,
+        rope: View<Self, f32>,
+        pos: View<Self, u32>,
+        keys: &mut Buf<Self, f32>,
+        values: &mut Buf<Self, f32>,
+        shape: &AttnShape,
+    ) {
+        infer::kv_write(
+            (qkv.0, qkv.1),
+            (rope.0, rope.1),
+            (pos.0, pos.1),
+            keys,
+            values,
+            shape,
+        );
+    }
+    fn cached_attention(
+        qkv: View<Self, f32>,
+        rope: View<Self, f32>,
+        pos: View<Self, u32>,
+        keys: &Buf<Self, f32>,
+        values: &Buf<Self, f32>,
+        shape: &AttnShape,
+        _max_len: usize,
+    ) -> Buf<Self, f32> {
+        Arc::new(infer::cached_attention(
+            (qkv.0, qkv.1),
+            (rope.0, rope.1),
+            (pos.0, pos.1),
+            keys,
+            values,
+            shape,
+        ))
+    }
+}
+
+/// The CPU runs work as it is called: there is nothing to capture.
+impl Replay for Cpu {
+    type Graph = std::convert::Infallible;
+    fn capture<R>(f: impl FnOnce() -> R) -> (R, Option<Self::Graph>) {
+        (f(), None)
+    }
+    fn replay(graph: &Self::Graph) {
+        match *graph {}
+    }
+    fn overwrite(buf: &mut Buf<Self, u32>, data: &[u32]) {
+        Arc::make_mut(buf)[..data.len()].copy_from_slice(data);
     }
 }

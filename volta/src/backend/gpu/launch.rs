@@ -37,7 +37,7 @@ pub(crate) fn kernel(
 /// Records one dispatch in the current batch.
 pub(crate) fn launch(
     ctx: &Context,
-    kernel: &Kernel,
+    kernel: &Arc<Kernel>,
     params: &[u32],
     buffers: &[&Arc<Pooled>],
     groups: [u32; 3],

@@ -28,6 +28,8 @@ mod fusion;
 #[cfg(feature = "gpu")]
 mod index;
 #[cfg(feature = "gpu")]
+mod infer;
+#[cfg(feature = "gpu")]
 mod kernel;
 #[cfg(feature = "gpu")]
 mod launch;
@@ -46,6 +48,8 @@ mod profile;
 #[cfg(feature = "gpu")]
 mod recorder;
 #[cfg(feature = "gpu")]
+mod replay;
+#[cfg(feature = "gpu")]
 mod row;
 #[cfg(feature = "gpu")]
 mod transfer;
@@ -58,6 +62,10 @@ pub use buffer::GpuBuffer;
 pub use context::GpuInfo;
 #[cfg(feature = "gpu")]
 pub use error::GpuError;
+#[cfg(feature = "gpu")]
+pub use infer::GpuQuantized;
+#[cfg(feature = "gpu")]
+pub use replay::GpuGraph;
 #[cfg(feature = "gpu")]
 pub use matmul_source::MatmulTiles;
 #[cfg(feature = "gpu")]
@@ -74,6 +82,7 @@ mod device {
     use super::fusion;
     use super::profile::Profiler;
     use super::{Gpu, GpuBuffer, GpuError, GpuInfo, MatmulTiles, MemoryStats, Profile, transfer};
+    use crate::backend::infer::{AttnShape, QFusion, QShape};
     use crate::backend::{AdamStep, Backend, Buf, Device, Memory, SgdStep, View};
     use crate::layout::Layout;
     use volta_kernels::wgsl::{Elem, Expr, Launch, RowOp};
@@ -481,6 +490,76 @@ mod device {
                 super::optim::sgd_momentum_step(ctx(), (p.0.raw(), p.1), (g.0.raw(), g.1), buf, &k);
             let n = p.1.numel();
             (GpuBuffer::new(p2, n), Some(GpuBuffer::new(b2, n)))
+        }
+    }
+
+    impl crate::backend::InferenceBackend for Gpu {
+        type Quantized = super::GpuQuantized;
+        fn upload_quantized(shape: &QShape, bytes: &[u8]) -> Self::Quantized {
+            super::infer::upload(ctx(), shape, bytes)
+        }
+        fn dequantize_rows(
+            w: &Self::Quantized,
+            shape: &QShape,
+            ids: View<Self, u32>,
+        ) -> Buf<Self, f32> {
+            let (out, n) = super::infer::dequantize_rows(ctx(), w, shape, Some((ids.0.raw(), ids.1)));
+            GpuBuffer::new(out, n)
+        }
+        fn dequantize(w: &Self::Quantized, shape: &QShape) -> Buf<Self, f32> {
+            let (out, n) = super::infer::dequantize_rows(ctx(), w, shape, None);
+            GpuBuffer::new(out, n)
+        }
+        fn qmatmul(
+            x: View<Self, f32>,
+            w: &Self::Quantized,
+            shape: &QShape,
+            fusion: QFusion<'_, Self>,
+        ) -> Buf<Self, f32> {
+            let norm = fusion.norm.map(|(v, eps)| ((v.0.raw(), v.1), eps));
+            let add = fusion.add.map(|v| (v.0.raw(), v.1));
+            let (out, n) =
+                super::infer::qmatmul(ctx(), (x.0.raw(), x.1), w, shape, norm, fusion.glu, add);
+            GpuBuffer::new(out, n)
+        }
+        fn kv_write(
+            qkv: View<Self, f32>,
+            rope: View<Self, f32>,
+            pos: View<Self, u32>,
+            keys: &mut Buf<Self, f32>,
+            values: &mut Buf<Self, f32>,
+            shape: &AttnShape,
+        ) {
+            super::infer::kv_write(
+                ctx(),
+                (qkv.0.raw(), qkv.1),
+                (rope.0.raw(), rope.1),
+                (pos.0.raw(), pos.1),
+                keys.raw(),
+                values.raw(),
+                shape,
+            );
+        }
+        fn cached_attention(
+            qkv: View<Self, f32>,
+            rope: View<Self, f32>,
+            pos: View<Self, u32>,
+            keys: &Buf<Self, f32>,
+            values: &Buf<Self, f32>,
+            shape: &AttnShape,
+            max_len: usize,
+        ) -> Buf<Self, f32> {
+            let (out, n) = super::infer::cached_attention(
+                ctx(),
+                (qkv.0.raw(), qkv.1),
+                (rope.0.raw(), rope.1),
+                (pos.0.raw(), pos.1),
+                keys.raw(),
+                values.raw(),
+                shape,
+                max_len,
+            );
+            GpuBuffer::new(out, n)
         }
     }
 }

@@ -45,6 +45,63 @@ pub(crate) struct Recorder {
     pub flags: Arc<Pooled>,
     /// Set while `Gpu::profile` runs: every dispatch is timed.
     pub profiler: Option<Profiler>,
+    /// Set while `Gpu::capture` runs: every dispatch is also kept for replays.
+    pub capture: Option<Graph>,
+}
+
+/// Launches kept for replay (`Gpu::capture`): each with its own bind group over a
+/// parameter buffer of the graph's own, so replays need no parameter uploads.
+pub struct Graph {
+    launches: Vec<Launch>,
+    params: Vec<u8>,
+    param_buffer: wgpu::Buffer,
+    /// Every buffer a launch binds: none returns to the pool while the graph lives,
+    /// so nothing else can be written into them between replays.
+    buffers: Vec<Arc<Pooled>>,
+}
+
+struct Launch {
+    kernel: Arc<Kernel>,
+    bind_group: wgpu::BindGroup,
+    groups: [u32; 3],
+}
+
+/// The most parameter bytes a captured graph holds.
+const GRAPH_PARAM_BYTES: u64 = 1 << 20;
+
+impl Graph {
+    pub fn new(device: &wgpu::Device) -> Self {
+        Graph {
+            launches: Vec::new(),
+            params: Vec::new(),
+            param_buffer: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("volta graph params"),
+                size: GRAPH_PARAM_BYTES,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            buffers: Vec::new(),
+        }
+    }
+
+    /// Kernel launches in the graph.
+    pub fn len(&self) -> usize {
+        self.launches.len()
+    }
+
+    /// Device buffers the graph keeps alive, and their bytes.
+    pub fn memory(&self) -> (usize, u64) {
+        let mut seen: Vec<*const Pooled> = self.buffers.iter().map(Arc::as_ptr).collect();
+        seen.sort();
+        seen.dedup();
+        let bytes = self
+            .buffers
+            .iter()
+            .filter(|b| seen.binary_search(&Arc::as_ptr(b)).is_ok())
+            .map(|b| b.buffer.size())
+            .sum::<u64>();
+        (seen.len(), bytes)
+    }
 }
 
 impl Recorder {
@@ -74,6 +131,7 @@ impl Recorder {
             recorded: 0,
             flags: Arc::new(Pooled::unpooled(flags)),
             profiler: None,
+            capture: None,
         }
     }
 
@@ -82,24 +140,45 @@ impl Recorder {
     pub fn dispatch(
         &mut self,
         ctx: &Context,
-        kernel: &Kernel,
+        kernel: &Arc<Kernel>,
         params: &[u32],
         buffers: &[&Arc<Pooled>],
         groups: [u32; 3],
     ) {
         debug_assert_eq!(buffers.len(), kernel.buffers);
         let bytes: &[u8] = bytemuck::cast_slice(params);
-        let start = self.params.len().next_multiple_of(self.align);
-        if self.dispatches >= MAX_DISPATCHES || (start + bytes.len()) as u64 > ARENA_BYTES {
-            self.flush(ctx);
-            return self.dispatch(ctx, kernel, params, buffers, groups);
-        }
-        self.params.resize(start, 0);
-        self.params.extend_from_slice(bytes);
+        // Parameters go to the batch's arena, or while capturing to the graph's
+        // own buffer, which replays reuse.
+        let (param_buffer, start) = match &mut self.capture {
+            Some(graph) => {
+                let start = graph.params.len().next_multiple_of(self.align);
+                assert!(
+                    (start + bytes.len()) as u64 <= GRAPH_PARAM_BYTES,
+                    "Gpu::capture: the captured work has more than {GRAPH_PARAM_BYTES} bytes \
+                     of kernel parameters; capture a smaller step"
+                );
+                graph.params.resize(start, 0);
+                graph.params.extend_from_slice(bytes);
+                graph.buffers.extend(buffers.iter().map(|b| (*b).clone()));
+                (&graph.param_buffer, start)
+            }
+            None => {
+                let start = self.params.len().next_multiple_of(self.align);
+                if self.dispatches >= MAX_DISPATCHES
+                    || (start + bytes.len()) as u64 > ARENA_BYTES
+                {
+                    self.flush(ctx);
+                    return self.dispatch(ctx, kernel, params, buffers, groups);
+                }
+                self.params.resize(start, 0);
+                self.params.extend_from_slice(bytes);
+                (&self.arena, start)
+            }
+        };
         let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &self.arena,
+                buffer: param_buffer,
                 offset: start as u64,
                 size: wgpu::BufferSize::new(bytes.len().max(4) as u64),
             }),
@@ -110,47 +189,84 @@ impl Recorder {
                 resource: b.buffer.as_entire_binding(),
             });
         }
-        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &kernel.layout,
-            entries: &entries,
-        });
-        // While profiling, each dispatch is a pass of its own with a timestamp at
-        // its start and its end.
-        let timed = self.profiler.as_mut().map(|p| {
-            p.batch.push(kernel.name.clone());
-            2 * (p.batch.len() as u32 - 1)
-        });
-        let pass = match timed {
-            None => self.pass(ctx),
-            Some(at) => {
-                self.pass = None;
-                let encoder = self.encoder.get_or_insert_with(|| {
-                    ctx.device
-                        .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
-                });
-                let queries = &self.profiler.as_ref().expect("profiling").queries;
-                let pass = encoder
-                    .begin_compute_pass(&wgpu::ComputePassDescriptor {
-                        label: None,
-                        timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                            query_set: queries,
-                            beginning_of_pass_write_index: Some(at),
-                            end_of_pass_write_index: Some(at + 1),
-                        }),
-                    })
-                    .forget_lifetime();
-                self.pass.insert(pass)
-            }
+        let launch = Launch {
+            kernel: kernel.clone(),
+            bind_group: ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &kernel.layout,
+                entries: &entries,
+            }),
+            groups,
         };
-        pass.set_pipeline(&kernel.pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
-        if timed.is_some() {
+        self.record(ctx, &launch);
+        if let Some(graph) = &mut self.capture {
+            graph.launches.push(launch);
+        }
+    }
+
+    /// Records one launch: in the open compute pass, or, while profiling, in a
+    /// pass of its own with a timestamp at its start and its end.
+    fn record(&mut self, ctx: &Context, l: &Launch) {
+        if let Some(p) = &mut self.profiler {
+            p.batch.push(l.kernel.name.clone());
+            let at = 2 * (p.batch.len() as u32 - 1);
             self.pass = None;
+            let encoder = self.encoder.get_or_insert_with(|| {
+                ctx.device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
+            });
+            let queries = &self.profiler.as_ref().expect("profiling").queries;
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                    query_set: queries,
+                    beginning_of_pass_write_index: Some(at),
+                    end_of_pass_write_index: Some(at + 1),
+                }),
+            });
+            pass.set_pipeline(&l.kernel.pipeline);
+            pass.set_bind_group(0, &l.bind_group, &[]);
+            pass.dispatch_workgroups(l.groups[0], l.groups[1], l.groups[2]);
+        } else {
+            let pass = self.pass(ctx);
+            pass.set_pipeline(&l.kernel.pipeline);
+            pass.set_bind_group(0, &l.bind_group, &[]);
+            pass.dispatch_workgroups(l.groups[0], l.groups[1], l.groups[2]);
         }
         self.dispatches += 1;
         self.recorded += 1;
+    }
+
+    /// Starts keeping every dispatch for replay (after submitting pending work).
+    pub fn begin_capture(&mut self, ctx: &Context) {
+        assert!(
+            self.capture.is_none() && self.profiler.is_none(),
+            "Gpu::capture cannot run inside Gpu::capture or Gpu::profile"
+        );
+        self.flush(ctx);
+        self.capture = Some(Graph::new(&ctx.device));
+    }
+
+    /// Stops capturing. The captured work is recorded and runs with the batch.
+    pub fn end_capture(&mut self, ctx: &Context) -> Option<Graph> {
+        let graph = self.capture.take()?;
+        ctx.queue.write_buffer(&graph.param_buffer, 0, &graph.params);
+        Some(graph)
+    }
+
+    /// Records every launch of `graph` again, after the work recorded so far.
+    pub fn replay(&mut self, ctx: &Context, graph: &Graph) {
+        assert!(
+            self.capture.is_none(),
+            "Gpu::replay inside Gpu::capture: replay the graph after capturing"
+        );
+        for l in &graph.launches {
+            // Staging memory and timestamp slots are per batch.
+            if self.dispatches >= MAX_DISPATCHES && self.profiler.is_some() {
+                self.flush(ctx);
+            }
+            self.record(ctx, l);
+        }
     }
 
     fn encoder(&mut self, ctx: &Context) -> &mut wgpu::CommandEncoder {
@@ -182,6 +298,12 @@ impl Recorder {
             if !self.params.is_empty() {
                 ctx.queue.write_buffer(&self.arena, 0, &self.params);
             }
+            // A capture's launches so far may be in this batch.
+            if let Some(g) = &self.capture
+                && !g.params.is_empty()
+            {
+                ctx.queue.write_buffer(&g.param_buffer, 0, &g.params);
+            }
             ctx.queue.submit([encoder.finish()]);
             self.submitted += 1;
         }
@@ -211,6 +333,11 @@ impl Recorder {
         offset: u64,
         bytes: u64,
     ) -> Pooled {
+        assert!(
+            self.capture.is_none(),
+            "a value was read back inside Gpu::capture: a captured step cannot read \
+             results; read them after the capture"
+        );
         let staging = ctx.pool.get(&ctx.device, Kind::Staging, bytes + 16);
         let flags = self.flags.clone();
         let encoder = self.encoder(ctx);

@@ -1,0 +1,46 @@
+// Writes T tokens' keys (rotated by RoPE) and values into the KV caches in place,
+// at positions pos..pos+T, read from the fused qkv rows (queries, keys, values).
+// Caches are (kv_heads, capacity, d); the RoPE table is (capacity, d/2, 2) of
+// (cos, sin). One thread per (token, kv head, pair of features).
+//
+// p: [0] T, [1] heads, [2] kv heads, [3] d, [4] capacity, [5] qkv offset,
+//    [6] qkv row stride, [7] pos offset, [8] rope offset.
+@group(0) @binding(0) var<storage, read> p: array<u32>;
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;
+@group(0) @binding(2) var<storage, read> rope: array<f32>;
+@group(0) @binding(3) var<storage, read> pos: array<u32>;
+@group(0) @binding(4) var<storage, read_write> keys: array<f32>;
+@group(0) @binding(5) var<storage, read_write> values: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    let e = (wid.y * nwg.x + wid.x) * 256u + li;
+    let heads = p[1];
+    let kv = p[2];
+    let d = p[3];
+    let half = d / 2u;
+    if e >= p[0] * kv * half {
+        return;
+    }
+    let i = e % half;
+    let g = (e / half) % kv;
+    let t = e / (half * kv);
+    let at = pos[p[7]] + t;
+    if at >= p[4] {
+        return;
+    }
+    let row = p[5] + t * p[6];
+    let kx = row + (heads + g) * d + 2u * i;
+    let vx = row + (heads + kv + g) * d + 2u * i;
+    let cs = p[8] + (at * half + i) * 2u;
+    let c = rope[cs];
+    let s = rope[cs + 1u];
+    let a = qkv[kx];
+    let b = qkv[kx + 1u];
+    let dst = (g * p[4] + at) * d + 2u * i;
+    keys[dst] = a * c - b * s;
+    keys[dst + 1u] = a * s + b * c;
+    values[dst] = qkv[vx];
+    values[dst + 1u] = qkv[vx + 1u];
+}

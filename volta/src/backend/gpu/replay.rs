@@ -1,0 +1,84 @@
+//! `Gpu`'s capture and replay of recorded work (see [`Replay`]).
+use super::context::ctx;
+use super::recorder::{Graph, stage};
+use super::Gpu;
+use crate::backend::{Buf, Replay};
+
+/// Kernel launches captured by [`Replay::capture`] on the GPU, with their bind
+/// groups and parameters, and every buffer they bind (kept out of the pool while
+/// the graph lives). A replay records them again at a fraction of the cost of
+/// recording the ops.
+pub struct GpuGraph(Graph);
+
+impl GpuGraph {
+    /// Kernel launches in the graph.
+    pub fn launches(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Distinct device buffers the graph keeps alive, and their bytes.
+    pub fn memory(&self) -> (usize, u64) {
+        self.0.memory()
+    }
+}
+
+impl std::fmt::Debug for GpuGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GpuGraph({} launches)", self.0.len())
+    }
+}
+
+impl Replay for Gpu {
+    type Graph = GpuGraph;
+
+    /// # Panics
+    /// Inside another capture or `Gpu::profile`, or when `f` reads a value back.
+    fn capture<R>(f: impl FnOnce() -> R) -> (R, Option<GpuGraph>) {
+        let c = ctx();
+        let recorder = || c.recorder.lock().unwrap_or_else(|p| p.into_inner());
+        recorder().begin_capture(c);
+        // Capturing stops even if `f` panics.
+        struct Stop;
+        impl Drop for Stop {
+            fn drop(&mut self) {
+                let c = ctx();
+                c.recorder
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .end_capture(c);
+            }
+        }
+        let stop = Stop;
+        let out = f();
+        let graph = recorder().end_capture(c).map(GpuGraph);
+        drop(stop); // nothing left to stop
+        (out, graph)
+    }
+
+    fn replay(graph: &GpuGraph) {
+        let c = ctx();
+        c.recorder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replay(c, &graph.0);
+    }
+
+    fn overwrite(buf: &mut Buf<Self, u32>, data: &[u32]) {
+        assert!(
+            data.len() <= buf.len(),
+            "Gpu::overwrite: {} values into a buffer of {}",
+            data.len(),
+            buf.len()
+        );
+        if data.is_empty() {
+            return;
+        }
+        let c = ctx();
+        let dst = buf.raw().clone();
+        let staging = stage(c, bytemuck::cast_slice(data));
+        c.recorder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .upload(c, &staging, &dst);
+    }
+}

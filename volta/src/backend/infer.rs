@@ -1,0 +1,147 @@
+//! The kernels of transformer inference that the generic op set cannot express
+//! cheaply: matmuls that read quantised weights (dequantising in their loads, with
+//! an RMS-norm prologue and SwiGLU/residual epilogues), and attention over a KV
+//! cache written in place, at a position held in device memory.
+//!
+//! The position lives in a device buffer (not a kernel parameter) and the grids
+//! depend only on the cache's capacity, so a decode step's kernels are the same
+//! every token: the GPU records them once and replays them (see
+//! [`Replay`](super::Replay)).
+use super::{Backend, Buf, View};
+use crate::io::quant::GgmlType;
+
+/// A quantised weight matrix's geometry: `rows × cols` elements of `ty`, row-major
+/// (a GGUF matrix with `cols` as its contiguous axis).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct QShape {
+    /// Its block type: [`GgmlType::Q4_0`], [`GgmlType::Q4_1`] or [`GgmlType::Q8_0`].
+    pub ty: GgmlType,
+    /// Output features (`n`).
+    pub rows: usize,
+    /// Input features (`k`), a multiple of 32.
+    pub cols: usize,
+}
+
+/// What a quantised matmul fuses around `x·Wᵀ` (cuBLASLt-style prologue and
+/// epilogues), for `x` of dims `(m, k)`:
+///
+/// 1. `norm: Some((w, eps))`: each row of `x` is first RMS-normalised and scaled by
+///    `w` (dims `(k,)`): `x·w/√(mean(x²) + eps)`;
+/// 2. the product `y = x·Wᵀ`, `(m, n)`;
+/// 3. `glu`: `y = silu(y[:, ..n/2]) · y[:, n/2..]`, `(m, n/2)` (SwiGLU, for a gate
+///    and an up projection stored as one matrix);
+/// 4. `add: Some(r)`: `y = y + r` (a residual connection), `r` with `y`'s dims.
+pub struct QFusion<'a, D: Backend<f32>> {
+    /// RMS-norm prologue: the scale and epsilon.
+    pub norm: Option<(View<'a, D, f32>, f32)>,
+    /// SwiGLU epilogue.
+    pub glu: bool,
+    /// Residual epilogue.
+    pub add: Option<View<'a, D, f32>>,
+}
+
+impl<D: Backend<f32>> Default for QFusion<'_, D> {
+    fn default() -> Self {
+        QFusion {
+            norm: None,
+            glu: false,
+            add: None,
+        }
+    }
+}
+
+/// The geometry of attention over a KV cache.
+///
+/// The fused `qkv` activations have dims `(T, (heads + 2·kv_heads)·head_dim)`:
+/// queries, then keys, then values. Each cache holds `(kv_heads, capacity,
+/// head_dim)`; the RoPE table `(capacity, head_dim/2, 2)` holds `(cos, sin)` of
+/// `p·θᵢ` for every position `p` (adjacent-pair rotation, GGUF's layout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AttnShape {
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads; `heads` is a multiple (grouped-query attention).
+    pub kv_heads: usize,
+    /// Width of a head (even).
+    pub head_dim: usize,
+    /// Positions the cache holds.
+    pub capacity: usize,
+}
+
+/// Transformer-inference kernels (see the [module](self) docs).
+///
+/// `pos` arguments are one-element `u32` views: the position of the first of the
+/// `T` tokens. Callers keep `pos + T ≤ capacity`.
+pub trait InferenceBackend: Backend<f32> {
+    /// Quantised weights in device memory (the blocks, repacked as the device's
+    /// kernels like them).
+    type Quantized: Clone + Send + Sync + 'static;
+
+    /// Uploads a matrix of ggml blocks (`bytes` as in a GGUF file, `shape.rows ×
+    /// shape.cols / 32` blocks), which the caller has checked.
+    fn upload_quantized(shape: &QShape, bytes: &[u8]) -> Self::Quantized;
+
+    /// Dequantised rows: `out[i] = W[ids[i]]`, dims `(ids.len, cols)` — an embedding
+    /// lookup in a quantised table, or, with `ids = 0..rows`, the whole matrix.
+    /// Out-of-range ids read row `rows − 1` (callers check ids first).
+    fn dequantize_rows(w: &Self::Quantized, shape: &QShape, ids: View<Self, u32>)
+    -> Buf<Self, f32>;
+
+    /// The whole matrix, dequantised: dims `(rows, cols)`.
+    fn dequantize(w: &Self::Quantized, shape: &QShape) -> Buf<Self, f32>;
+
+    /// `x·Wᵀ` for `x` of dims `(m, k)` and the quantised `W` of dims `(n, k)`, with
+    /// the prologue and epilogues of `fusion`; the result is contiguous.
+    fn qmatmul(
+        x: View<Self, f32>,
+        w: &Self::Quantized,
+        shape: &QShape,
+        fusion: QFusion<'_, Self>,
+    ) -> Buf<Self, f32>;
+
+    /// Writes the keys (rotated by RoPE) and values of `qkv`'s `T` tokens into the
+    /// caches, in place, at positions `pos..pos + T`.
+    fn kv_write(
+        qkv: View<Self, f32>,
+        rope: View<Self, f32>,
+        pos: View<Self, u32>,
+        keys: &mut Buf<Self, f32>,
+        values: &mut Buf<Self, f32>,
+        shape: &AttnShape,
+    );
+
+    /// Causal attention of `qkv`'s `T` queries (rotated by RoPE here), at positions
+    /// `pos + t`, over the cache's first `pos + t + 1` positions, scaled by
+    /// `1/√head_dim`: dims `(T, heads·head_dim)`. `max_len ≥ pos + T` bounds the
+    /// work launched (a decode step that is replayed passes the capacity).
+    #[allow(clippy::too_many_arguments)]
+    fn cached_attention(
+        qkv: View<Self, f32>,
+        rope: View<Self, f32>,
+        pos: View<Self, u32>,
+        keys: &Buf<Self, f32>,
+        values: &Buf<Self, f32>,
+        shape: &AttnShape,
+        max_len: usize,
+    ) -> Buf<Self, f32>;
+}
+
+/// `silu(a)·b`, SwiGLU's gate.
+pub(crate) fn swiglu(a: f32, b: f32) -> f32 {
+    a / (1.0 + (-a).exp()) * b
+}
+
+/// The RoPE table `(capacity, head_dim/2, 2)` of `(cos, sin)` pairs, computed in f64:
+/// the pair `i` of position `p` turns by `p·base^(−2i/head_dim)`.
+pub fn rope_table(capacity: usize, head_dim: usize, base: f64) -> Vec<f32> {
+    let half = head_dim / 2;
+    let mut table = Vec::with_capacity(capacity * head_dim);
+    for p in 0..capacity {
+        for i in 0..half {
+            let angle = p as f64 * base.powf(-2.0 * i as f64 / head_dim as f64);
+            table.push(angle.cos() as f32);
+            table.push(angle.sin() as f32);
+        }
+    }
+    table
+}

@@ -1,0 +1,117 @@
+//! A transformer's KV cache in device memory: per layer, keys and values of shape
+//! `(kv_heads, capacity, head_dim)`, written in place at the position of each new
+//! token, and the RoPE table for every position it can hold. The cache also keeps
+//! the captured decode step of its model (see [`Replay`]): that graph binds these
+//! very buffers, so it lives and dies with them.
+use crate::backend::infer::{AttnShape, rope_table};
+use crate::backend::{Buf, InferenceBackend, Replay};
+use crate::layout::Layout;
+use crate::tensor::RawTensor;
+
+/// The keys and values of the tokens seen so far (see the [module](self) docs).
+pub struct KvCache<D: InferenceBackend + Replay> {
+    pub(crate) keys: Vec<Buf<D, f32>>,
+    pub(crate) values: Vec<Buf<D, f32>>,
+    pub(crate) rope: RawTensor<D, f32>,
+    pub(crate) shape: AttnShape,
+    rope_base: f64,
+    /// The most positions the model takes (its context length).
+    limit: usize,
+    pub(crate) len: usize,
+    /// The captured single-token step, once one has run.
+    pub(crate) decode: Option<Decode<D>>,
+}
+
+/// A captured decode step: its graph, the inputs it reads and the logits it writes.
+pub(crate) struct Decode<D: InferenceBackend + Replay> {
+    pub graph: D::Graph,
+    pub token: Buf<D, u32>,
+    pub pos: Buf<D, u32>,
+    pub logits: RawTensor<D, f32>,
+}
+
+impl<D: InferenceBackend + Replay> KvCache<D> {
+    /// An empty cache of `layers` layers for `capacity` positions, growing (by
+    /// doubling) up to `limit`.
+    pub fn new(layers: usize, shape: AttnShape, rope_base: f64, limit: usize) -> Self {
+        let shape = AttnShape {
+            capacity: shape.capacity.clamp(1, limit.max(1)),
+            ..shape
+        };
+        let zeros = || D::full(shape.kv_heads * shape.capacity * shape.head_dim, 0.0);
+        KvCache {
+            keys: (0..layers).map(|_| zeros()).collect(),
+            values: (0..layers).map(|_| zeros()).collect(),
+            rope: table::<D>(&shape, rope_base),
+            shape,
+            rope_base,
+            limit,
+            len: 0,
+            decode: None,
+        }
+    }
+
+    /// Tokens in the cache.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Positions it holds before it must grow.
+    pub fn capacity(&self) -> usize {
+        self.shape.capacity
+    }
+
+    /// The most positions it can grow to: the model's context length.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Forgets every token (keeping the memory, and the captured decode step).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Makes room for `extra` more tokens, doubling the capacity as needed (which
+    /// drops the captured decode step: it bound the old buffers). `false` when
+    /// that would pass the limit.
+    pub(crate) fn reserve(&mut self, extra: usize) -> bool {
+        let need = self.len + extra;
+        if need > self.limit {
+            return false;
+        }
+        if need <= self.shape.capacity {
+            return true;
+        }
+        let mut cap = self.shape.capacity;
+        while cap < need {
+            cap = (cap * 2).min(self.limit);
+        }
+        let s = self.shape;
+        let grow = |buf: &Buf<D, f32>| {
+            let old = RawTensor::<D, f32>::leaf(
+                buf.clone(),
+                Layout::contiguous(&[s.kv_heads, s.capacity, s.head_dim]),
+            );
+            let padded = old.pad(&[(0, 0), (0, cap - s.capacity), (0, 0)], 0.0);
+            padded.buffer().clone()
+        };
+        self.keys = self.keys.iter().map(grow).collect();
+        self.values = self.values.iter().map(grow).collect();
+        self.shape.capacity = cap;
+        self.rope = table::<D>(&self.shape, self.rope_base);
+        self.decode = None;
+        true
+    }
+}
+
+fn table<D: InferenceBackend>(s: &AttnShape, base: f64) -> RawTensor<D, f32> {
+    RawTensor::from_vec(
+        rope_table(s.capacity, s.head_dim, base),
+        &[s.capacity, s.head_dim / 2, 2],
+    )
+}

@@ -1,0 +1,82 @@
+//! Inference ops over quantised weights and a KV cache (see
+//! [`InferenceBackend`]). Their results are untracked: nothing here is trained.
+use crate::backend::infer::QFusion;
+use crate::backend::InferenceBackend;
+use crate::layout::Layout;
+use crate::tensor::{QTensor, RawTensor};
+use volta_kernels::{BinaryOp, UnaryOp};
+
+/// Rows of `x` above which a quantised matmul dequantises the whole weight and
+/// runs the dense GEMM (prefill); at or below, it reads blocks in its loads.
+pub const QMATMUL_GEMV_ROWS: usize = 8;
+
+/// What [`RawTensor::qmatmul`] fuses around the product (see
+/// [`QFusion`] for the order): an RMS-norm prologue, a SwiGLU and a residual
+/// epilogue.
+#[derive(Default)]
+pub struct QMatmulOptions<'a, D: InferenceBackend> {
+    /// RMS-normalise each row of `x` first and scale it by this `(k,)` tensor.
+    pub norm: Option<(&'a RawTensor<D, f32>, f32)>,
+    /// `silu(y[:, ..n/2]) · y[:, n/2..]`.
+    pub glu: bool,
+    /// Add this tensor (the result's dims) to the result.
+    pub add: Option<&'a RawTensor<D, f32>>,
+}
+
+impl<D: InferenceBackend> RawTensor<D, f32> {
+    /// `self · wᵀ` for `self` of dims `(m, k)` and a quantised `w` of `(n, k)`, with
+    /// the fused extras of `opts`; dims `(m, n)` (`(m, n/2)` with `glu`).
+    ///
+    /// # Panics
+    /// When the dims do not fit (a programmer error: the model's shapes are known).
+    pub fn qmatmul(&self, w: &QTensor<D>, opts: QMatmulOptions<'_, D>) -> Self {
+        let s = w.shape();
+        let dims = self.dims();
+        assert!(
+            dims.len() == 2 && dims[1] == s.cols,
+            "qmatmul: x is {dims:?}, the weight is ({}, {})",
+            s.rows,
+            s.cols
+        );
+        let m = dims[0];
+        let n = if opts.glu { s.rows / 2 } else { s.rows };
+        if let Some((scale, _)) = opts.norm {
+            assert_eq!(scale.dims(), [s.cols], "qmatmul: the norm scale must be (k,)");
+        }
+        if let Some(r) = opts.add {
+            assert_eq!(r.dims(), [m, n], "qmatmul: the residual must have the result's dims");
+        }
+        if m > QMATMUL_GEMV_ROWS {
+            return self.qmatmul_dense(w, opts);
+        }
+        let fusion = QFusion {
+            norm: opts.norm.map(|(t, eps)| (t.view(), eps)),
+            glu: opts.glu,
+            add: opts.add.map(|t| t.view()),
+        };
+        let buf = D::qmatmul(self.view(), w.data(), s, fusion);
+        RawTensor::leaf(buf, Layout::contiguous(&[m, n]))
+    }
+
+    /// The same through the dense GEMM and composed ops: many rows amortise
+    /// dequantising the weight.
+    fn qmatmul_dense(&self, w: &QTensor<D>, opts: QMatmulOptions<'_, D>) -> Self {
+        let x = match opts.norm {
+            Some((scale, eps)) => self.normalize(1, false, f64::from(eps)).binary(
+                BinaryOp::Mul,
+                &scale.reshape(&[1, scale.dims()[0]]).expand(self.dims()),
+            ),
+            None => self.clone(),
+        };
+        let mut y = x.matmul(&w.dequantize().transpose_last());
+        if opts.glu {
+            let half = w.shape().rows / 2;
+            let gate = y.narrow(1, 0, half).unary(UnaryOp::Silu);
+            y = gate.binary(BinaryOp::Mul, &y.narrow(1, half, half));
+        }
+        if let Some(r) = opts.add {
+            y = y.binary(BinaryOp::Add, r);
+        }
+        y.detach()
+    }
+}

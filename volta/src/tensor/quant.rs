@@ -1,0 +1,157 @@
+//! `QTensor`: a weight matrix kept in ggml's quantised blocks (Q4_0, Q4_1, Q8_0) in
+//! device memory, for inference. Matmuls read it through
+//! [`RawTensor::qmatmul`], dequantising in their loads.
+use super::RawTensor;
+use crate::backend::InferenceBackend;
+use crate::backend::infer::QShape;
+use crate::io::gguf::{Gguf, GgufError, GgufErrorKind};
+use crate::io::quant::{BLOCK, GgmlType, QuantError};
+use crate::layout::Layout;
+
+/// A quantised `(rows, cols)` matrix on device `D` (see the [module](self) docs).
+/// Cloning shares the device memory. Not differentiable: quantised weights are
+/// frozen.
+pub struct QTensor<D: InferenceBackend> {
+    data: D::Quantized,
+    shape: QShape,
+}
+
+impl<D: InferenceBackend> Clone for QTensor<D> {
+    fn clone(&self) -> Self {
+        QTensor {
+            data: self.data.clone(),
+            shape: self.shape,
+        }
+    }
+}
+
+impl<D: InferenceBackend> std::fmt::Debug for QTensor<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = &self.shape;
+        write!(f, "QTensor<{}>({} × {} {})", D::NAME, s.rows, s.cols, s.ty)
+    }
+}
+
+impl<D: InferenceBackend> QTensor<D> {
+    /// A matrix of `rows × cols` elements of block type `ty` from ggml's bytes
+    /// (rows one after another, as in a GGUF file).
+    pub fn from_blocks(
+        ty: GgmlType,
+        rows: usize,
+        cols: usize,
+        bytes: &[u8],
+    ) -> Result<Self, QuantError> {
+        if !matches!(ty, GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0) {
+            return Err(QuantError::Unsupported(ty));
+        }
+        let n = (rows * cols) as u64;
+        if !cols.is_multiple_of(BLOCK) {
+            return Err(QuantError::PartialBlock { ty, n });
+        }
+        let expected = ty.bytes_for(n).ok_or(QuantError::PartialBlock { ty, n })?;
+        if expected != bytes.len() as u64 {
+            return Err(QuantError::Length {
+                ty,
+                n,
+                expected,
+                found: bytes.len() as u64,
+            });
+        }
+        let shape = QShape { ty, rows, cols };
+        Ok(QTensor {
+            data: D::upload_quantized(&shape, bytes),
+            shape,
+        })
+    }
+
+    /// The 2-D tensor `name` of a GGUF file, kept quantised; its dims must be
+    /// `(rows, cols)` (row-major).
+    pub fn from_gguf(gguf: &Gguf, name: &str, rows: usize, cols: usize) -> Result<Self, GgufError> {
+        Self::from_gguf_stacked(gguf, &[name], cols).and_then(|t| {
+            if t.shape.rows == rows {
+                Ok(t)
+            } else {
+                Err(dims_error(gguf, name))
+            }
+        })
+    }
+
+    /// The GGUF matrices `names`, all of one block type and `cols` columns, stacked
+    /// along the rows into one matrix (a fused QKV or gate-up projection).
+    pub fn from_gguf_stacked(gguf: &Gguf, names: &[&str], cols: usize) -> Result<Self, GgufError> {
+        let mut bytes = Vec::new();
+        let (mut rows, mut ty) = (0, None);
+        for &name in names {
+            let (info, data) = gguf.tensor(name)?;
+            let shape = info.shape();
+            if shape.len() != 2 || shape[1] != cols || ty.is_some_and(|t| t != info.ty) {
+                return Err(dims_error(gguf, name));
+            }
+            ty = Some(info.ty);
+            rows += shape[0];
+            bytes.extend_from_slice(data);
+        }
+        let ty = ty.ok_or_else(|| dims_error(gguf, "(no tensors)"))?;
+        Self::from_blocks(ty, rows, cols, &bytes).map_err(|e| GgufError {
+            path: gguf.path().to_path_buf(),
+            kind: match e {
+                QuantError::Unsupported(ty) => GgufErrorKind::UnsupportedType {
+                    name: names.join("+"),
+                    ty,
+                },
+                _ => GgufErrorKind::Dims {
+                    name: names.join("+"),
+                    dims: vec![cols as u64, rows as u64],
+                },
+            },
+        })
+    }
+
+    /// Its geometry and block type.
+    pub fn shape(&self) -> &QShape {
+        &self.shape
+    }
+
+    /// The device blocks.
+    pub fn data(&self) -> &D::Quantized {
+        &self.data
+    }
+
+    /// The matrix dequantised to f32, `(rows, cols)`.
+    pub fn dequantize(&self) -> RawTensor<D, f32> {
+        let s = &self.shape;
+        RawTensor::leaf(
+            D::dequantize(&self.data, s),
+            Layout::contiguous(&[s.rows, s.cols]),
+        )
+    }
+
+    /// Rows `ids` dequantised, `(ids.len, cols)`: an embedding lookup.
+    ///
+    /// # Panics
+    /// When `ids` is not rank 1. Ids past the last row read the last row: check
+    /// them first.
+    pub fn rows(&self, ids: &RawTensor<D, u32>) -> RawTensor<D, f32> {
+        assert_eq!(ids.dims().len(), 1, "QTensor::rows: ids must be rank 1");
+        let n = ids.dims()[0];
+        RawTensor::leaf(
+            D::dequantize_rows(&self.data, &self.shape, ids.view()),
+            Layout::contiguous(&[n, self.shape.cols]),
+        )
+    }
+}
+
+fn dims_error(gguf: &Gguf, name: &str) -> GgufError {
+    let dims = gguf
+        .tensors()
+        .iter()
+        .find(|t| t.name == name)
+        .map_or_else(Vec::new, |t| t.dims.clone());
+    GgufError {
+        path: gguf.path().to_path_buf(),
+        kind: GgufErrorKind::Dims {
+            name: name.to_string(),
+            dims,
+        },
+    }
+}
