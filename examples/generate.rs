@@ -13,10 +13,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
+use volta::Rng;
+use volta::backend::{InferenceBackend, Replay};
 use volta::io::gguf::Gguf;
 use volta::models::llama::Llama;
 use volta::models::{ChatTemplate, Message, Tokenizer, TokenizerSpec};
-use volta::{Backend, Rng};
 
 /// Generates an answer with SmolLM2-135M-Instruct.
 #[derive(Parser)]
@@ -82,7 +83,11 @@ fn pick(logits: &[f32], args: &Args, rng: &mut Rng) -> u32 {
     order[kept - 1] as u32
 }
 
-fn run<D: Backend<f32>>(args: &Args, gguf: &Gguf, tokenizer: &Tokenizer) -> Result<(), String> {
+fn run<D: InferenceBackend + Replay>(
+    args: &Args,
+    gguf: &Gguf,
+    tokenizer: &Tokenizer,
+) -> Result<(), String> {
     let model = Llama::<D>::from_gguf(gguf).map_err(|e| e.to_string())?;
     let prompt = ChatTemplate::smollm2().render(&[Message::user(args.prompt.as_str())]);
     let ids = tokenizer.encode(&prompt);

@@ -67,8 +67,18 @@ fn prefill_and_replayed_decode_logits_are_the_same_on_the_gpu() {
     assert_eq!(tokenizer.decode(&[argmax(&got[0])]), "The");
     for (step, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(argmax(g), argmax(w), "step {step}");
-        let worst = g.iter().zip(w).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
-        assert!(worst < 1e-2, "step {step}: largest logit difference {worst}");
+        let worst = g
+            .iter()
+            .zip(w)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        assert!(
+            worst < 1e-2,
+            "step {step}: largest logit difference {worst}"
+        );
     }
-    assert_eq!(tokenizer.decode(&[argmax(&got[1]), argmax(&got[2])]), " capital of");
+    assert_eq!(
+        tokenizer.decode(&[argmax(&got[1]), argmax(&got[2])]),
+        " capital of"
+    );
 }

@@ -17,8 +17,8 @@ use crate::dtype::{Element, Float};
 pub use crate::layout::Layout;
 pub use custom::KernelBackend;
 pub use infer::InferenceBackend;
-pub use replay::Replay;
 pub use optim::{AdamStep, SgdStep};
+pub use replay::Replay;
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
 
 /// A device type. Every device can hold `u32` indices.

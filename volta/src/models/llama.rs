@@ -92,8 +92,7 @@ impl<D: InferenceBackend + Replay> Llama<D> {
     pub fn from_gguf(gguf: &Gguf) -> Result<Self, GgufError> {
         let config = LlamaConfig::from_gguf(gguf)?;
         let c = &config;
-        if c.heads == 0 || c.kv_heads == 0 || c.hidden % c.heads != 0 || c.heads % c.kv_heads != 0
-        {
+        if c.heads == 0 || c.kv_heads == 0 || c.hidden % c.heads != 0 || c.heads % c.kv_heads != 0 {
             return Err(GgufError {
                 path: gguf.path().to_path_buf(),
                 kind: GgufErrorKind::Inconsistent(format!(

@@ -1,7 +1,7 @@
 //! Inference ops over quantised weights and a KV cache (see
 //! [`InferenceBackend`]). Their results are untracked: nothing here is trained.
-use crate::backend::infer::QFusion;
 use crate::backend::InferenceBackend;
+use crate::backend::infer::QFusion;
 use crate::layout::Layout;
 use crate::tensor::{QTensor, RawTensor};
 use volta_kernels::{BinaryOp, UnaryOp};
@@ -41,10 +41,18 @@ impl<D: InferenceBackend> RawTensor<D, f32> {
         let m = dims[0];
         let n = if opts.glu { s.rows / 2 } else { s.rows };
         if let Some((scale, _)) = opts.norm {
-            assert_eq!(scale.dims(), [s.cols], "qmatmul: the norm scale must be (k,)");
+            assert_eq!(
+                scale.dims(),
+                [s.cols],
+                "qmatmul: the norm scale must be (k,)"
+            );
         }
         if let Some(r) = opts.add {
-            assert_eq!(r.dims(), [m, n], "qmatmul: the residual must have the result's dims");
+            assert_eq!(
+                r.dims(),
+                [m, n],
+                "qmatmul: the residual must have the result's dims"
+            );
         }
         if m > QMATMUL_GEMV_ROWS {
             return self.qmatmul_dense(w, opts);

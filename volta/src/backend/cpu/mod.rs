@@ -18,9 +18,9 @@ use super::infer::{AttnShape, QFusion, QShape};
 use super::{
     AdamStep, Backend, Buf, Device, InferenceBackend, KernelBackend, Memory, Replay, SgdStep, View,
 };
-pub use infer::CpuQuantized;
 use crate::dtype::{Element, Float};
 use crate::layout::Layout;
+pub use infer::CpuQuantized;
 use rayon::prelude::*;
 use std::sync::Arc;
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};

@@ -105,7 +105,14 @@ pub(crate) fn dequantize_rows(
             let (b, o) = if l.is_contiguous() {
                 (b.clone(), u(l.offset))
             } else {
-                let copy = super::elementwise::map(ctx, Elem::U32, Expr::input(0), &[(b, l)], &[], &l.dims);
+                let copy = super::elementwise::map(
+                    ctx,
+                    Elem::U32,
+                    Expr::input(0),
+                    &[(b, l)],
+                    &[],
+                    &l.dims,
+                );
                 (copy, 0)
             };
             (l.numel(), b, o)
@@ -120,7 +127,10 @@ pub(crate) fn dequantize_rows(
     let kern = kernel(
         ctx,
         Key::Named("volta qrows", vec![shape.ty.id()]),
-        Bindings { reads: 2, writes: 1 },
+        Bindings {
+            reads: 2,
+            writes: 1,
+        },
         "main",
         || specialised(QROWS, shape.ty),
     );
@@ -131,7 +141,13 @@ pub(crate) fn dequantize_rows(
         u(shape.rows),
         u32::from(use_ids),
     ];
-    launch(ctx, &kern, &params, &[&w.0, &ids, &out], grid(ctx, len.div_ceil(256)));
+    launch(
+        ctx,
+        &kern,
+        &params,
+        &[&w.0, &ids, &out],
+        grid(ctx, len.div_ceil(256)),
+    );
     (out, len)
 }
 
@@ -178,7 +194,10 @@ pub(crate) fn qmatmul(
     let kern = kernel(
         ctx,
         Key::Named("volta qmatmul", vec![shape.ty.id()]),
-        Bindings { reads: 4, writes: 1 },
+        Bindings {
+            reads: 4,
+            writes: 1,
+        },
         "main",
         || specialised(QMATMUL, shape.ty),
     );
@@ -236,7 +255,10 @@ pub(crate) fn kv_write(
     let kern = kernel(
         ctx,
         Key::Named("volta kv_write", vec![]),
-        Bindings { reads: 3, writes: 2 },
+        Bindings {
+            reads: 3,
+            writes: 2,
+        },
         "main",
         || KV_WRITE.to_string(),
     );
@@ -279,15 +301,32 @@ pub(crate) fn cached_attention(
     let (qb, mut params) = attn_params(ctx, qkv, rope, pos, s);
     params.push(u(chunks));
     params.push((1.0 / (s.head_dim as f32).sqrt()).to_bits());
-    let bindings = Bindings { reads: 5, writes: 2 };
+    let bindings = Bindings {
+        reads: 5,
+        writes: 2,
+    };
     let buffers = [&qb, rope.0, pos.0, keys, values, &partials, &out];
-    let partial = kernel(ctx, Key::Named("volta attention partial", vec![]), bindings, "partial", || {
-        ATTENTION.to_string()
-    });
-    launch(ctx, &partial, &params, &buffers, [u(chunks), u(s.heads), u(t)]);
-    let combine = kernel(ctx, Key::Named("volta attention combine", vec![]), bindings, "combine", || {
-        ATTENTION.to_string()
-    });
+    let partial = kernel(
+        ctx,
+        Key::Named("volta attention partial", vec![]),
+        bindings,
+        "partial",
+        || ATTENTION.to_string(),
+    );
+    launch(
+        ctx,
+        &partial,
+        &params,
+        &buffers,
+        [u(chunks), u(s.heads), u(t)],
+    );
+    let combine = kernel(
+        ctx,
+        Key::Named("volta attention combine", vec![]),
+        bindings,
+        "combine",
+        || ATTENTION.to_string(),
+    );
     launch(ctx, &combine, &params, &buffers, [u(s.heads), u(t), 1]);
     (out, len)
 }

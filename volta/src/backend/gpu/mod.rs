@@ -65,13 +65,13 @@ pub use error::GpuError;
 #[cfg(feature = "gpu")]
 pub use infer::GpuQuantized;
 #[cfg(feature = "gpu")]
-pub use replay::GpuGraph;
-#[cfg(feature = "gpu")]
 pub use matmul_source::MatmulTiles;
 #[cfg(feature = "gpu")]
 pub use pool::MemoryStats;
 #[cfg(feature = "gpu")]
 pub use profile::{KernelTime, Profile};
+#[cfg(feature = "gpu")]
+pub use replay::GpuGraph;
 #[cfg(feature = "gpu")]
 pub use volta_kernels::wgsl::Launch;
 
@@ -503,7 +503,8 @@ mod device {
             shape: &QShape,
             ids: View<Self, u32>,
         ) -> Buf<Self, f32> {
-            let (out, n) = super::infer::dequantize_rows(ctx(), w, shape, Some((ids.0.raw(), ids.1)));
+            let (out, n) =
+                super::infer::dequantize_rows(ctx(), w, shape, Some((ids.0.raw(), ids.1)));
             GpuBuffer::new(out, n)
         }
         fn dequantize(w: &Self::Quantized, shape: &QShape) -> Buf<Self, f32> {

@@ -45,7 +45,8 @@ pub(crate) struct Recorder {
     pub flags: Arc<Pooled>,
     /// Set while `Gpu::profile` runs: every dispatch is timed.
     pub profiler: Option<Profiler>,
-    /// Set while `Gpu::capture` runs: every dispatch is also kept for replays.
+    /// Set while `Gpu::capture` runs: the dispatches of the capturing thread are
+    /// also kept for replays (other threads record as usual meanwhile).
     pub capture: Option<Graph>,
 }
 
@@ -58,6 +59,8 @@ pub struct Graph {
     /// Every buffer a launch binds: none returns to the pool while the graph lives,
     /// so nothing else can be written into them between replays.
     buffers: Vec<Arc<Pooled>>,
+    /// The thread whose work is captured.
+    thread: std::thread::ThreadId,
 }
 
 struct Launch {
@@ -81,7 +84,14 @@ impl Graph {
                 mapped_at_creation: false,
             }),
             buffers: Vec::new(),
+            thread: std::thread::current().id(),
         }
+    }
+
+    fn is_capturing_here(capture: &Option<Graph>) -> bool {
+        capture
+            .as_ref()
+            .is_some_and(|g| g.thread == std::thread::current().id())
     }
 
     /// Kernel launches in the graph.
@@ -149,8 +159,9 @@ impl Recorder {
         let bytes: &[u8] = bytemuck::cast_slice(params);
         // Parameters go to the batch's arena, or while capturing to the graph's
         // own buffer, which replays reuse.
+        let capturing = Graph::is_capturing_here(&self.capture);
         let (param_buffer, start) = match &mut self.capture {
-            Some(graph) => {
+            Some(graph) if capturing => {
                 let start = graph.params.len().next_multiple_of(self.align);
                 assert!(
                     (start + bytes.len()) as u64 <= GRAPH_PARAM_BYTES,
@@ -162,11 +173,9 @@ impl Recorder {
                 graph.buffers.extend(buffers.iter().map(|b| (*b).clone()));
                 (&graph.param_buffer, start)
             }
-            None => {
+            _ => {
                 let start = self.params.len().next_multiple_of(self.align);
-                if self.dispatches >= MAX_DISPATCHES
-                    || (start + bytes.len()) as u64 > ARENA_BYTES
-                {
+                if self.dispatches >= MAX_DISPATCHES || (start + bytes.len()) as u64 > ARENA_BYTES {
                     self.flush(ctx);
                     return self.dispatch(ctx, kernel, params, buffers, groups);
                 }
@@ -199,7 +208,9 @@ impl Recorder {
             groups,
         };
         self.record(ctx, &launch);
-        if let Some(graph) = &mut self.capture {
+        if let Some(graph) = &mut self.capture
+            && capturing
+        {
             graph.launches.push(launch);
         }
     }
@@ -237,6 +248,11 @@ impl Recorder {
         self.recorded += 1;
     }
 
+    /// Whether the calling thread is capturing.
+    pub fn is_capturing_here(&self) -> bool {
+        Graph::is_capturing_here(&self.capture)
+    }
+
     /// Starts keeping every dispatch for replay (after submitting pending work).
     pub fn begin_capture(&mut self, ctx: &Context) {
         assert!(
@@ -250,7 +266,8 @@ impl Recorder {
     /// Stops capturing. The captured work is recorded and runs with the batch.
     pub fn end_capture(&mut self, ctx: &Context) -> Option<Graph> {
         let graph = self.capture.take()?;
-        ctx.queue.write_buffer(&graph.param_buffer, 0, &graph.params);
+        ctx.queue
+            .write_buffer(&graph.param_buffer, 0, &graph.params);
         Some(graph)
     }
 
@@ -334,7 +351,7 @@ impl Recorder {
         bytes: u64,
     ) -> Pooled {
         assert!(
-            self.capture.is_none(),
+            !Graph::is_capturing_here(&self.capture),
             "a value was read back inside Gpu::capture: a captured step cannot read \
              results; read them after the capture"
         );

@@ -1,7 +1,7 @@
 //! `Gpu`'s capture and replay of recorded work (see [`Replay`]).
+use super::Gpu;
 use super::context::ctx;
 use super::recorder::{Graph, stage};
-use super::Gpu;
 use crate::backend::{Buf, Replay};
 
 /// Kernel launches captured by [`Replay::capture`] on the GPU, with their bind
@@ -36,6 +36,13 @@ impl Replay for Gpu {
     fn capture<R>(f: impl FnOnce() -> R) -> (R, Option<GpuGraph>) {
         let c = ctx();
         let recorder = || c.recorder.lock().unwrap_or_else(|p| p.into_inner());
+        assert!(
+            !recorder().is_capturing_here(),
+            "Gpu::capture cannot run inside Gpu::capture"
+        );
+        // One capture at a time: another thread's waits for this one to end.
+        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         recorder().begin_capture(c);
         // Capturing stops even if `f` panics.
         struct Stop;
