@@ -38,6 +38,10 @@ struct Args {
     /// Timed runs per row (after one warm-up run).
     #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// GPU only: also print the GPU time of each kernel of one decode step (a
+    /// replay, at position 64) from timestamp queries.
+    #[arg(long)]
+    profile: bool,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -112,6 +116,20 @@ fn run<D: InferenceBackend + Replay>(args: &Args, gguf: &Gguf) -> Result<(), Str
     Ok(())
 }
 
+/// The kernels of one replayed decode step, timed on the GPU.
+#[cfg(feature = "gpu")]
+fn profile_decode(gguf: &Gguf) -> Result<(), String> {
+    use volta::Gpu;
+    let model = Llama::<Gpu>::from_gguf(gguf).map_err(|e| e.to_string())?;
+    let mut cache = model.cache();
+    model.forward(&[1; 63], &mut cache).to_vec();
+    model.forward(&[2], &mut cache).to_vec(); // captures the step
+    let (_, profile) = Gpu::profile(|| model.forward(&[3], &mut cache).to_vec())
+        .map_err(|e| e.to_string())?;
+    println!("one decode step at position 64, replayed:\n{profile}");
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     let result = Gguf::open(&args.model)
@@ -119,7 +137,13 @@ fn main() -> ExitCode {
         .and_then(|gguf| match args.device.as_str() {
             "cpu" => run::<volta::Cpu>(&args, &gguf),
             #[cfg(feature = "gpu")]
-            "gpu" => run::<volta::Gpu>(&args, &gguf),
+            "gpu" => run::<volta::Gpu>(&args, &gguf).and_then(|()| {
+                if args.profile {
+                    profile_decode(&gguf)
+                } else {
+                    Ok(())
+                }
+            }),
             other => Err(format!("unknown device `{other}` (cpu or gpu)")),
         });
     match result {
