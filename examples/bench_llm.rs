@@ -124,8 +124,8 @@ fn profile_decode(gguf: &Gguf) -> Result<(), String> {
     let mut cache = model.cache();
     model.forward(&[1; 63], &mut cache).to_vec();
     model.forward(&[2], &mut cache).to_vec(); // captures the step
-    let (_, profile) = Gpu::profile(|| model.forward(&[3], &mut cache).to_vec())
-        .map_err(|e| e.to_string())?;
+    let (_, profile) =
+        Gpu::profile(|| model.forward(&[3], &mut cache).to_vec()).map_err(|e| e.to_string())?;
     println!("one decode step at position 64, replayed:\n{profile}");
     Ok(())
 }

@@ -60,9 +60,8 @@ fn prefill_and_replayed_decode_logits_are_the_same_on_the_gpu() {
     let gpu = Llama::<volta::Gpu>::from_gguf(&gguf).expect("the weights load");
     let mut cache = gpu.cache();
     let mut got = vec![gpu.forward(&ids, &mut cache).to_vec()];
-    for step in 0..2 {
-        let next = argmax(&want[step]);
-        got.push(gpu.forward(&[next], &mut cache).to_vec());
+    for w in &want[..2] {
+        got.push(gpu.forward(&[argmax(w)], &mut cache).to_vec());
     }
     assert_eq!(tokenizer.decode(&[argmax(&got[0])]), "The");
     for (step, (g, w)) in got.iter().zip(&want).enumerate() {

@@ -12,7 +12,8 @@
 //! no graph: callers run their step again instead.
 use super::{Buf, Device};
 
-/// Capture and replay of recorded work (see the [module](self) docs).
+/// Capture and replay of recorded work: run a step once, re-issue its launches
+/// per later step with new inputs written by [`overwrite`](Replay::overwrite).
 pub trait Replay: Device {
     /// The recorded launches, and the buffers they bind, kept alive.
     type Graph: Send + Sync;

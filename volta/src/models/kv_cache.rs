@@ -8,7 +8,8 @@ use crate::backend::{Buf, InferenceBackend, Replay};
 use crate::layout::Layout;
 use crate::tensor::RawTensor;
 
-/// The keys and values of the tokens seen so far (see the [module](self) docs).
+/// The keys and values of the tokens seen so far, per layer `(kv_heads, capacity,
+/// head_dim)` in device memory, written in place; grows by doubling.
 pub struct KvCache<D: InferenceBackend + Replay> {
     pub(crate) keys: Vec<Buf<D, f32>>,
     pub(crate) values: Vec<Buf<D, f32>>,

@@ -201,7 +201,7 @@ impl<D: InferenceBackend + Replay> Llama<D> {
             D::overwrite(&mut d.pos, &pos);
             D::replay(&d.graph);
             // A copy: the next replay overwrites the graph's logits.
-            let l = d.logits.layout().clone();
+            let l = *d.logits.layout();
             RawTensor::leaf(<D as Memory<f32>>::contiguous(d.logits.buffer(), &l), l)
         } else {
             let token = <D as Memory<u32>>::from_vec(tokens.to_vec());
@@ -215,7 +215,7 @@ impl<D: InferenceBackend + Replay> Llama<D> {
                     pos,
                     logits: logits.clone(),
                 });
-                let l = logits.layout().clone();
+                let l = *logits.layout();
                 RawTensor::leaf(<D as Memory<f32>>::contiguous(logits.buffer(), &l), l)
             } else {
                 logits

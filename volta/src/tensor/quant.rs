@@ -8,7 +8,7 @@ use crate::io::gguf::{Gguf, GgufError, GgufErrorKind};
 use crate::io::quant::{BLOCK, GgmlType, QuantError};
 use crate::layout::Layout;
 
-/// A quantised `(rows, cols)` matrix on device `D` (see the [module](self) docs).
+/// A quantised `(rows, cols)` matrix on device `D`, kept in ggml blocks.
 /// Cloning shares the device memory. Not differentiable: quantised weights are
 /// frozen.
 pub struct QTensor<D: InferenceBackend> {

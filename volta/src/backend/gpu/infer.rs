@@ -286,7 +286,7 @@ pub(crate) fn cached_attention(
     max_len: usize,
 ) -> (Arc<Pooled>, usize) {
     assert!(
-        s.head_dim <= 256 && s.head_dim % 2 == 0,
+        s.head_dim <= 256 && s.head_dim.is_multiple_of(2),
         "cached_attention: head_dim {} (the GPU kernel takes even widths up to 256)",
         s.head_dim
     );
