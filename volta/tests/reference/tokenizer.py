@@ -20,6 +20,7 @@ The chat-template strings are rendered with `jinja2` from the GGUF's own
 
 Run: `pip install gguf numpy regex jinja2 transformers tokenizers` (no torch), then
 `python3 tokenizer.py [path/to/SmolLM2-135M-Instruct.Q4_1.gguf]` in this folder.
+`llama_reference.py` imports `encode_a`/`decode_a` from here.
 """
 import os
 import sys
@@ -256,4 +257,5 @@ def main():
     print(f"wrote {len(cases)} cases, {len(CONVERSATIONS)} chats")
 
 
-main()
+if __name__ == "__main__":
+    main()
