@@ -31,7 +31,8 @@ fn f16_kernels_report_unsupported_at_the_next_sync() {
         other => panic!("expected GpuError::Unsupported, got {other:?}"),
     }
     // Casts need a kernel too.
-    let _ = Tensor::<Rank1<3>, Gpu>::ones().to_dtype::<f16>().raw().buffer().realize();
+    let cast = Tensor::<Rank1<3>, Gpu>::ones().to_dtype::<f16>();
+    cast.raw().buffer().realize();
     assert!(matches!(Gpu::sync(), Err(GpuError::Unsupported(_))));
 
     // The error was reported once; f32 work goes on.

@@ -10,8 +10,8 @@ pub use raw::{RawTensor, TensorId};
 use crate::autograd::Gradients;
 use crate::backend::cpu::Cpu;
 use crate::backend::{Backend, Cast, Device, Memory};
-use crate::layout::Layout;
 use crate::dtype::{Element, Float};
+use crate::layout::Layout;
 use crate::shape::{Scalar, Shape, ShapeError};
 
 /// An n-dimensional array whose shape `S` and device `D` are part of its type.

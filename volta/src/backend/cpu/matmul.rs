@@ -2,9 +2,9 @@
 //! rayon-parallel), reading strided operands without copies.
 use super::copy::strided_to_vec;
 use crate::dtype::Float;
-use std::any::TypeId;
 use crate::layout::Layout;
 use gemm::Parallelism;
+use std::any::TypeId;
 
 /// `(batch, m, k) × (batch, k, n)` on rank-3 views; a batch stride of 0 broadcasts.
 /// An element type that computes in another (`f16` in `f32`) is converted, multiplied

@@ -137,7 +137,10 @@ impl<A: Float, B: Float> super::Cast<A, B> for Cpu {
         let convert = |v: A| B::from_f64(v.to_f64());
         let data = match rows::contiguous_slice(x.0, x.1) {
             Some(s) => s.iter().copied().map(convert).collect(),
-            None => copy::strided_to_vec(x.0, x.1).into_iter().map(convert).collect(),
+            None => copy::strided_to_vec(x.0, x.1)
+                .into_iter()
+                .map(convert)
+                .collect(),
         };
         Arc::new(data)
     }

@@ -55,7 +55,9 @@ pub(crate) fn adam_step<E: Float>(
         for (j, ((po, mo), vo)) in po.iter_mut().zip(mo).zip(vo).enumerate() {
             let i = start + j;
             // In `E::Acc` (`f32` for `f16`), each result rounded once.
-            let old = moments.as_ref().map(|(m, v)| (m[i].to_acc(), v[i].to_acc()));
+            let old = moments
+                .as_ref()
+                .map(|(m, v)| (m[i].to_acc(), v[i].to_acc()));
             let (np, nm, nv) = k.update(p[i].to_acc(), g[i].to_acc(), old);
             (*po, *mo, *vo) = (E::from_acc(np), E::from_acc(nm), E::from_acc(nv));
         }

@@ -333,185 +333,225 @@ mod device {
     /// computes in `f32`).
     macro_rules! float_backend {
         ($t:ty, $elem:expr) => {
-    impl Backend<$t> for Gpu {
-        fn unary(op: UnaryOp, x: View<Self, $t>) -> Buf<Self, $t> {
-            elementwise($elem, Expr::input(0).unary(op), &[x], &[])
-        }
-        fn binary(op: BinaryOp, a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
-            elementwise($elem, Expr::input(0).binary(op, Expr::input(1)), &[a, b], &[])
-        }
-        fn binary_scalar(op: BinaryOp, x: View<Self, $t>, scalar: $t) -> Buf<Self, $t> {
-            let e = Expr::input(0).binary(op, Expr::scalar(0));
-            elementwise($elem, e, &[x], &[scalar.scalar_bits()])
-        }
-        fn reduce(op: ReduceOp, x: View<Self, $t>, axis: usize) -> Buf<Self, $t> {
-            let n = (0..x.1.rank())
-                .filter(|&a| a != axis)
-                .map(|a| x.1.dims[a])
-                .product();
-            GpuBuffer::new(fusion::rows($elem, RowOp::Reduce(op), x, axis, &[]), n)
-        }
-        fn softmax(x: View<Self, $t>, axis: usize, log: bool) -> Buf<Self, $t> {
-            let op = if log {
-                RowOp::LogSoftmax
-            } else {
-                RowOp::Softmax
-            };
-            GpuBuffer::new(fusion::rows($elem, op, x, axis, &[]), x.1.numel())
-        }
-        fn matmul(a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
-            let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];
-            GpuBuffer::new(
-                super::matmul::matmul(ctx(), $elem, (a.0.raw(), a.1), (b.0.raw(), b.1)),
-                len,
-            )
-        }
-        fn pad(x: View<Self, $t>, pads: &[(usize, usize)], value: $t) -> Buf<Self, $t> {
-            let c = ctx();
-            let dims: Vec<usize> =
-                x.1.dims
-                    .iter()
-                    .zip(pads)
-                    .map(|(d, (b, a))| d + b + a)
-                    .collect();
-            let out_layout = Layout::contiguous(&dims);
-            let n = out_layout.numel();
-            let out = fill(c, $elem, n, value.scalar_bits());
-            let region = Layout {
-                dims: x.1.dims,
-                strides: out_layout.strides,
-                offset: pads
-                    .iter()
-                    .zip(out_layout.strides.iter())
-                    .map(|((b, _), s)| b * s)
-                    .sum(),
-            };
-            write(
-                c,
-                $elem,
-                Expr::input(0),
-                &[(x.0.raw(), x.1)],
-                &[],
-                (&out, &region),
-            );
-            GpuBuffer::new(out, n)
-        }
-        fn cat(parts: &[View<Self, $t>], axis: usize) -> Buf<Self, $t> {
-            let c = ctx();
-            let mut dims = parts[0].1.dims;
-            dims[axis] = parts.iter().map(|(_, l)| l.dims[axis]).sum();
-            let out_layout = Layout::contiguous(&dims);
-            let n = out_layout.numel();
-            let out = super::launch::alloc(c, n * $elem.size());
-            let mut start = 0;
-            for (buf, l) in parts {
-                let region = Layout {
-                    dims: l.dims,
-                    strides: out_layout.strides,
-                    offset: start * out_layout.strides[axis],
-                };
-                write(
-                    c,
-                    $elem,
-                    Expr::input(0),
-                    &[(buf.raw(), l)],
-                    &[],
-                    (&out, &region),
-                );
-                start += l.dims[axis];
-            }
-            GpuBuffer::new(out, n)
-        }
-        fn select(cond: View<Self, $t>, a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
-            let e = Expr::input(0).select(Expr::input(1), Expr::input(2));
-            elementwise($elem, e, &[cond, a, b], &[])
-        }
-        fn gather(x: View<Self, $t>, axis: usize, idx: View<Self, u32>) -> Buf<Self, $t> {
-            let out = super::index::gather(ctx(), $elem, (x.0.raw(), x.1), axis, (idx.0.raw(), idx.1));
-            GpuBuffer::new(out, idx.1.numel())
-        }
-        fn scatter_add(
-            dims: &[usize],
-            axis: usize,
-            idx: View<Self, u32>,
-            src: View<Self, $t>,
-        ) -> Buf<Self, $t> {
-            let out = super::index::scatter_add(
-                ctx(),
-                $elem,
-                dims,
-                axis,
-                (idx.0.raw(), idx.1),
-                (src.0.raw(), src.1),
-            );
-            GpuBuffer::new(out, dims.iter().product())
-        }
-        fn unfold2d(x: View<Self, $t>, win: &Window2d, pad_value: $t) -> Buf<Self, $t> {
-            let (out, len) = super::window::unfold2d(ctx(), $elem, (x.0.raw(), x.1), win, f32::from(pad_value));
-            GpuBuffer::new(out, len)
-        }
-        fn fold2d(cols: View<Self, $t>, win: &Window2d, input_hw: [usize; 2]) -> Buf<Self, $t> {
-            let (out, len) = super::window::fold2d(ctx(), $elem, (cols.0.raw(), cols.1), win, input_hw);
-            GpuBuffer::new(out, len)
-        }
-        fn normalize(x: View<Self, $t>, axis: usize, center: bool, eps: $t) -> Buf<Self, $t> {
-            let op = RowOp::Normalize { center };
-            GpuBuffer::new(fusion::rows($elem, op, x, axis, &[eps.scalar_bits()]), x.1.numel())
-        }
-        fn uniform(len: usize, seed: u64) -> Buf<Self, $t> {
-            GpuBuffer::new(super::window::uniform(ctx(), $elem, len, seed), len)
-        }
-        fn adam_step(
-            p: View<Self, $t>,
-            g: View<Self, $t>,
-            moments: Option<(View<Self, $t>, View<Self, $t>)>,
-            hyper: &AdamStep,
-        ) -> (Buf<Self, $t>, Buf<Self, $t>, Buf<Self, $t>) {
-            // Pending inputs (a gradient still a fused expression) are recorded first.
-            let moments = moments.map(|(m, v)| ((m.0.raw(), m.1), (v.0.raw(), v.1)));
-            let (p2, m2, v2) = super::optim::adam_step(
-                ctx(),
-                $elem,
-                (p.0.raw(), p.1),
-                (g.0.raw(), g.1),
-                moments,
-                &hyper.constants(),
-            );
-            let n = p.1.numel();
-            (
-                GpuBuffer::new(p2, n),
-                GpuBuffer::new(m2, n),
-                GpuBuffer::new(v2, n),
-            )
-        }
-        fn sgd_step(
-            p: View<Self, $t>,
-            g: View<Self, $t>,
-            momentum_buffer: Option<View<Self, $t>>,
-            hyper: &SgdStep,
-        ) -> (Buf<Self, $t>, Option<Buf<Self, $t>>) {
-            let k = hyper.constants::<f32>();
-            if k.momentum.is_none() {
-                // No state: an elementwise expression, pending like any other, so it
-                // fuses into its consumer. p − (g + λ·p)·lr.
-                let mut grad = Expr::input(1);
-                let mut scalars = vec![k.lr.to_bits()];
-                if let Some(l2) = k.l2 {
-                    let decay = Expr::input(0).binary(BinaryOp::Mul, Expr::scalar(1));
-                    grad = grad.binary(BinaryOp::Add, decay);
-                    scalars.push(l2.to_bits());
+            impl Backend<$t> for Gpu {
+                fn unary(op: UnaryOp, x: View<Self, $t>) -> Buf<Self, $t> {
+                    elementwise($elem, Expr::input(0).unary(op), &[x], &[])
                 }
-                let e = Expr::input(0)
-                    .binary(BinaryOp::Sub, grad.binary(BinaryOp::Mul, Expr::scalar(0)));
-                return (elementwise($elem, e, &[p, g], &scalars), None);
+                fn binary(op: BinaryOp, a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
+                    elementwise(
+                        $elem,
+                        Expr::input(0).binary(op, Expr::input(1)),
+                        &[a, b],
+                        &[],
+                    )
+                }
+                fn binary_scalar(op: BinaryOp, x: View<Self, $t>, scalar: $t) -> Buf<Self, $t> {
+                    let e = Expr::input(0).binary(op, Expr::scalar(0));
+                    elementwise($elem, e, &[x], &[scalar.scalar_bits()])
+                }
+                fn reduce(op: ReduceOp, x: View<Self, $t>, axis: usize) -> Buf<Self, $t> {
+                    let n = (0..x.1.rank())
+                        .filter(|&a| a != axis)
+                        .map(|a| x.1.dims[a])
+                        .product();
+                    GpuBuffer::new(fusion::rows($elem, RowOp::Reduce(op), x, axis, &[]), n)
+                }
+                fn softmax(x: View<Self, $t>, axis: usize, log: bool) -> Buf<Self, $t> {
+                    let op = if log {
+                        RowOp::LogSoftmax
+                    } else {
+                        RowOp::Softmax
+                    };
+                    GpuBuffer::new(fusion::rows($elem, op, x, axis, &[]), x.1.numel())
+                }
+                fn matmul(a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
+                    let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];
+                    GpuBuffer::new(
+                        super::matmul::matmul(ctx(), $elem, (a.0.raw(), a.1), (b.0.raw(), b.1)),
+                        len,
+                    )
+                }
+                fn pad(x: View<Self, $t>, pads: &[(usize, usize)], value: $t) -> Buf<Self, $t> {
+                    let c = ctx();
+                    let dims: Vec<usize> =
+                        x.1.dims
+                            .iter()
+                            .zip(pads)
+                            .map(|(d, (b, a))| d + b + a)
+                            .collect();
+                    let out_layout = Layout::contiguous(&dims);
+                    let n = out_layout.numel();
+                    let out = fill(c, $elem, n, value.scalar_bits());
+                    let region = Layout {
+                        dims: x.1.dims,
+                        strides: out_layout.strides,
+                        offset: pads
+                            .iter()
+                            .zip(out_layout.strides.iter())
+                            .map(|((b, _), s)| b * s)
+                            .sum(),
+                    };
+                    write(
+                        c,
+                        $elem,
+                        Expr::input(0),
+                        &[(x.0.raw(), x.1)],
+                        &[],
+                        (&out, &region),
+                    );
+                    GpuBuffer::new(out, n)
+                }
+                fn cat(parts: &[View<Self, $t>], axis: usize) -> Buf<Self, $t> {
+                    let c = ctx();
+                    let mut dims = parts[0].1.dims;
+                    dims[axis] = parts.iter().map(|(_, l)| l.dims[axis]).sum();
+                    let out_layout = Layout::contiguous(&dims);
+                    let n = out_layout.numel();
+                    let out = super::launch::alloc(c, n * $elem.size());
+                    let mut start = 0;
+                    for (buf, l) in parts {
+                        let region = Layout {
+                            dims: l.dims,
+                            strides: out_layout.strides,
+                            offset: start * out_layout.strides[axis],
+                        };
+                        write(
+                            c,
+                            $elem,
+                            Expr::input(0),
+                            &[(buf.raw(), l)],
+                            &[],
+                            (&out, &region),
+                        );
+                        start += l.dims[axis];
+                    }
+                    GpuBuffer::new(out, n)
+                }
+                fn select(
+                    cond: View<Self, $t>,
+                    a: View<Self, $t>,
+                    b: View<Self, $t>,
+                ) -> Buf<Self, $t> {
+                    let e = Expr::input(0).select(Expr::input(1), Expr::input(2));
+                    elementwise($elem, e, &[cond, a, b], &[])
+                }
+                fn gather(x: View<Self, $t>, axis: usize, idx: View<Self, u32>) -> Buf<Self, $t> {
+                    let out = super::index::gather(
+                        ctx(),
+                        $elem,
+                        (x.0.raw(), x.1),
+                        axis,
+                        (idx.0.raw(), idx.1),
+                    );
+                    GpuBuffer::new(out, idx.1.numel())
+                }
+                fn scatter_add(
+                    dims: &[usize],
+                    axis: usize,
+                    idx: View<Self, u32>,
+                    src: View<Self, $t>,
+                ) -> Buf<Self, $t> {
+                    let out = super::index::scatter_add(
+                        ctx(),
+                        $elem,
+                        dims,
+                        axis,
+                        (idx.0.raw(), idx.1),
+                        (src.0.raw(), src.1),
+                    );
+                    GpuBuffer::new(out, dims.iter().product())
+                }
+                fn unfold2d(x: View<Self, $t>, win: &Window2d, pad_value: $t) -> Buf<Self, $t> {
+                    let (out, len) = super::window::unfold2d(
+                        ctx(),
+                        $elem,
+                        (x.0.raw(), x.1),
+                        win,
+                        f32::from(pad_value),
+                    );
+                    GpuBuffer::new(out, len)
+                }
+                fn fold2d(
+                    cols: View<Self, $t>,
+                    win: &Window2d,
+                    input_hw: [usize; 2],
+                ) -> Buf<Self, $t> {
+                    let (out, len) =
+                        super::window::fold2d(ctx(), $elem, (cols.0.raw(), cols.1), win, input_hw);
+                    GpuBuffer::new(out, len)
+                }
+                fn normalize(
+                    x: View<Self, $t>,
+                    axis: usize,
+                    center: bool,
+                    eps: $t,
+                ) -> Buf<Self, $t> {
+                    let op = RowOp::Normalize { center };
+                    GpuBuffer::new(
+                        fusion::rows($elem, op, x, axis, &[eps.scalar_bits()]),
+                        x.1.numel(),
+                    )
+                }
+                fn uniform(len: usize, seed: u64) -> Buf<Self, $t> {
+                    GpuBuffer::new(super::window::uniform(ctx(), $elem, len, seed), len)
+                }
+                fn adam_step(
+                    p: View<Self, $t>,
+                    g: View<Self, $t>,
+                    moments: Option<(View<Self, $t>, View<Self, $t>)>,
+                    hyper: &AdamStep,
+                ) -> (Buf<Self, $t>, Buf<Self, $t>, Buf<Self, $t>) {
+                    // Pending inputs (a gradient still a fused expression) are recorded first.
+                    let moments = moments.map(|(m, v)| ((m.0.raw(), m.1), (v.0.raw(), v.1)));
+                    let (p2, m2, v2) = super::optim::adam_step(
+                        ctx(),
+                        $elem,
+                        (p.0.raw(), p.1),
+                        (g.0.raw(), g.1),
+                        moments,
+                        &hyper.constants(),
+                    );
+                    let n = p.1.numel();
+                    (
+                        GpuBuffer::new(p2, n),
+                        GpuBuffer::new(m2, n),
+                        GpuBuffer::new(v2, n),
+                    )
+                }
+                fn sgd_step(
+                    p: View<Self, $t>,
+                    g: View<Self, $t>,
+                    momentum_buffer: Option<View<Self, $t>>,
+                    hyper: &SgdStep,
+                ) -> (Buf<Self, $t>, Option<Buf<Self, $t>>) {
+                    let k = hyper.constants::<f32>();
+                    if k.momentum.is_none() {
+                        // No state: an elementwise expression, pending like any other, so it
+                        // fuses into its consumer. p − (g + λ·p)·lr.
+                        let mut grad = Expr::input(1);
+                        let mut scalars = vec![k.lr.to_bits()];
+                        if let Some(l2) = k.l2 {
+                            let decay = Expr::input(0).binary(BinaryOp::Mul, Expr::scalar(1));
+                            grad = grad.binary(BinaryOp::Add, decay);
+                            scalars.push(l2.to_bits());
+                        }
+                        let e = Expr::input(0)
+                            .binary(BinaryOp::Sub, grad.binary(BinaryOp::Mul, Expr::scalar(0)));
+                        return (elementwise($elem, e, &[p, g], &scalars), None);
+                    }
+                    let buf = momentum_buffer.map(|b| (b.0.raw(), b.1));
+                    let (p2, b2) = super::optim::sgd_momentum_step(
+                        ctx(),
+                        $elem,
+                        (p.0.raw(), p.1),
+                        (g.0.raw(), g.1),
+                        buf,
+                        &k,
+                    );
+                    let n = p.1.numel();
+                    (GpuBuffer::new(p2, n), Some(GpuBuffer::new(b2, n)))
+                }
             }
-            let buf = momentum_buffer.map(|b| (b.0.raw(), b.1));
-            let (p2, b2) =
-                super::optim::sgd_momentum_step(ctx(), $elem, (p.0.raw(), p.1), (g.0.raw(), g.1), buf, &k);
-            let n = p.1.numel();
-            (GpuBuffer::new(p2, n), Some(GpuBuffer::new(b2, n)))
-        }
-    }
         };
     }
     float_backend!(f32, Elem::F32);
