@@ -11,14 +11,17 @@
 //    [5] 1 on the first step (m = v = 0), [6] 1 to apply L2 decay, [7] 1 to apply
 //    decoupled decay; then f32 bits: [8] lr, [9] β₁, [10] 1 − β₁, [11] β₂,
 //    [12] 1 − β₂, [13] ε, [14] λ, [15] 1 − lr·λ, [16] c₁, [17] c₂.
+// The element type: f32, or f16 in the variant the runtime derives (`with_elem`).
+alias T = f32;
+
 @group(0) @binding(0) var<storage, read> p: array<u32>;
-@group(0) @binding(1) var<storage, read> param: array<f32>;
-@group(0) @binding(2) var<storage, read> grad: array<f32>;
-@group(0) @binding(3) var<storage, read> exp_avg: array<f32>;
-@group(0) @binding(4) var<storage, read> exp_avg_sq: array<f32>;
-@group(0) @binding(5) var<storage, read_write> param_out: array<f32>;
-@group(0) @binding(6) var<storage, read_write> exp_avg_out: array<f32>;
-@group(0) @binding(7) var<storage, read_write> exp_avg_sq_out: array<f32>;
+@group(0) @binding(1) var<storage, read> param: array<T>;
+@group(0) @binding(2) var<storage, read> grad: array<T>;
+@group(0) @binding(3) var<storage, read> exp_avg: array<T>;
+@group(0) @binding(4) var<storage, read> exp_avg_sq: array<T>;
+@group(0) @binding(5) var<storage, read_write> param_out: array<T>;
+@group(0) @binding(6) var<storage, read_write> exp_avg_out: array<T>;
+@group(0) @binding(7) var<storage, read_write> exp_avg_sq_out: array<T>;
 
 fn f(i: u32) -> f32 {
     return bitcast<f32>(p[i]);
@@ -32,8 +35,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         return;
     }
     let lr = f(8u);
-    var x = param[p[1] + o];
-    var g = grad[p[2] + o];
+    var x = f32(param[p[1] + o]);
+    var g = f32(grad[p[2] + o]);
     if (p[6] != 0u) {
         g = g + x * f(14u);
     }
@@ -43,13 +46,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var m = 0.0;
     var v = 0.0;
     if (p[5] == 0u) {
-        m = exp_avg[p[3] + o];
-        v = exp_avg_sq[p[4] + o];
+        m = f32(exp_avg[p[3] + o]);
+        v = f32(exp_avg_sq[p[4] + o]);
     }
     m = m * f(9u) + g * f(10u);
     v = v * f(11u) + (g * g) * f(12u);
     let denom = sqrt(v * f(17u)) + f(13u);
-    param_out[o] = x - ((m * f(16u)) / denom) * lr;
-    exp_avg_out[o] = m;
-    exp_avg_sq_out[o] = v;
+    param_out[o] = T(x - ((m * f(16u)) / denom) * lr);
+    exp_avg_out[o] = T(m);
+    exp_avg_sq_out[o] = T(v);
 }

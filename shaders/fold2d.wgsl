@@ -7,9 +7,12 @@
 // p: [0] outputs, [1] C, [2] H, [3] W, [4] OH, [5] OW, [6] KH, [7] KW, [8] sh, [9] sw,
 //    [10] ph, [11] pw, [12] dh, [13] dw, [14] cols offset,
 //    [15..21] cols strides (n, oh, ow, c, kh, kw).
+// The element type: f32, or f16 in the variant the runtime derives (`with_elem`).
+alias T = f32;
+
 @group(0) @binding(0) var<storage, read> p: array<u32>;
-@group(0) @binding(1) var<storage, read> cols: array<f32>;
-@group(0) @binding(2) var<storage, read_write> dst: array<f32>;
+@group(0) @binding(1) var<storage, read> cols: array<T>;
+@group(0) @binding(2) var<storage, read_write> dst: array<T>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -42,8 +45,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             if (tx % p[9] != 0u || ow >= p[5]) {
                 continue;
             }
-            acc += cols[base + oh * p[16] + ow * p[17] + kh * p[19] + kw * p[20]];
+            acc += f32(cols[base + oh * p[16] + ow * p[17] + kh * p[19] + kw * p[20]]);
         }
     }
-    dst[o] = acc;
+    dst[o] = T(acc);
 }

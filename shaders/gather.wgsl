@@ -3,10 +3,13 @@
 //
 // p: [0] outputs, [1] rank, [2] axis, [3] x's axis length, [4] x offset, [5] idx offset,
 //    [6..12] output dims (= idx dims), [12..18] x strides, [18..24] idx strides.
+// The element type: f32, or f16 in the variant the runtime derives (`with_elem`).
+alias T = f32;
+
 @group(0) @binding(0) var<storage, read> p: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<T>;
 @group(0) @binding(2) var<storage, read> idx: array<u32>;
-@group(0) @binding(3) var<storage, read_write> dst: array<f32>;
+@group(0) @binding(3) var<storage, read_write> dst: array<T>;
 @group(0) @binding(4) var<storage, read_write> flags: array<atomic<u32>>;
 
 @compute @workgroup_size(256)

@@ -5,10 +5,13 @@
 // p: [0] outputs, [1] rank, [2] axis, [3] output axis length, [4] idx axis length,
 //    [5] idx offset, [6] src offset, [7..13] output dims, [13..19] idx strides,
 //    [19..25] src strides.
+// The element type: f32, or f16 in the variant the runtime derives (`with_elem`).
+alias T = f32;
+
 @group(0) @binding(0) var<storage, read> p: array<u32>;
 @group(0) @binding(1) var<storage, read> idx: array<u32>;
-@group(0) @binding(2) var<storage, read> src: array<f32>;
-@group(0) @binding(3) var<storage, read_write> dst: array<f32>;
+@group(0) @binding(2) var<storage, read> src: array<T>;
+@group(0) @binding(3) var<storage, read_write> dst: array<T>;
 @group(0) @binding(4) var<storage, read_write> flags: array<atomic<u32>>;
 
 @compute @workgroup_size(256)
@@ -41,10 +44,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var j = 0u; j < p[4]; j++) {
         let k = idx[ii + j * istep];
         if (k == t) {
-            acc += src[si + j * sstep];
+            acc += f32(src[si + j * sstep]);
         } else if (k >= p[3]) {
             atomicOr(&flags[0], 1u);
         }
     }
-    dst[o] = acc;
+    dst[o] = T(acc);
 }

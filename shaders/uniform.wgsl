@@ -4,8 +4,11 @@
 // returns the same values bit for bit.
 //
 // p: [0] outputs, [1] the seed's low word, [2] its high word.
+// The element type: f32, or f16 in the variant the runtime derives (`with_elem`).
+alias T = f32;
+
 @group(0) @binding(0) var<storage, read> p: array<u32>;
-@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<T>;
 
 // lowbias32 (Chris Wellons): a bijection of u32 with good avalanche.
 fn mix(v: u32) -> u32 {
@@ -31,5 +34,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     h = mix(h ^ k1);
     h = mix(h ^ k0);
     // 24 bits times 2^-24: exact in f32.
-    dst[o] = f32(h >> 8u) * bitcast<f32>(0x33800000u);
+    dst[o] = T(f32(h >> 8u) * bitcast<f32>(0x33800000u));
 }

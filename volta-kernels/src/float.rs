@@ -1,6 +1,7 @@
 //! The scalar arithmetic that elementwise ops are written against.
 
-/// A floating-point scalar type kernels can compute in (`f32`, `f64`).
+/// A floating-point scalar type kernels can compute in (`f32`, `f64`, and `half::f16`,
+/// whose functions compute in `f32` and round the result).
 pub trait Float:
     Copy
     + Send
@@ -126,4 +127,62 @@ fn erf_f64(x: f64) -> f64 {
                                 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
     let r = 1.0 - t * poly.exp();
     if x >= 0.0 { r } else { -r }
+}
+
+/// `f16` through `f32`: each function converts its operands to `f32`, computes there
+/// (with `f32`'s erf fit) and rounds the result once, as a GPU kernel that loads `f16`
+/// and computes in `f32` does. `half`'s operators (`+`, `*`, …) do the same.
+impl Float for half::f16 {
+    const ZERO: Self = half::f16::ZERO;
+    const ONE: Self = half::f16::ONE;
+    const NEG_INFINITY: Self = half::f16::NEG_INFINITY;
+    const INFINITY: Self = half::f16::INFINITY;
+    fn from_f64(v: f64) -> Self {
+        half::f16::from_f64(v)
+    }
+    fn to_f64(self) -> f64 {
+        half::f16::to_f64(self)
+    }
+    fn exp(self) -> Self {
+        via_f32(self, f32::exp)
+    }
+    fn ln(self) -> Self {
+        via_f32(self, f32::ln)
+    }
+    fn exp2(self) -> Self {
+        via_f32(self, f32::exp2)
+    }
+    fn log2(self) -> Self {
+        via_f32(self, f32::log2)
+    }
+    fn sqrt(self) -> Self {
+        via_f32(self, f32::sqrt)
+    }
+    fn tanh(self) -> Self {
+        via_f32(self, f32::tanh)
+    }
+    fn sin(self) -> Self {
+        via_f32(self, f32::sin)
+    }
+    fn cos(self) -> Self {
+        via_f32(self, f32::cos)
+    }
+    fn abs(self) -> Self {
+        via_f32(self, f32::abs)
+    }
+    fn floor(self) -> Self {
+        via_f32(self, f32::floor)
+    }
+    fn powf(self, e: Self) -> Self {
+        half::f16::from_f32(self.to_f32().powf(e.to_f32()))
+    }
+    fn erf(self) -> Self {
+        via_f32(self, <f32 as Float>::erf)
+    }
+}
+
+/// `f(x)` in `f32`, rounded to `f16`.
+#[inline]
+fn via_f32(x: half::f16, f: impl Fn(f32) -> f32) -> half::f16 {
+    half::f16::from_f32(f(x.to_f32()))
 }

@@ -41,7 +41,7 @@ pub mod tensor;
 pub use autograd::{Gradients, NoGradGuard, grad_enabled, no_grad};
 pub use backend::cpu::Cpu;
 pub use backend::gpu::Gpu;
-pub use backend::{Backend, Device, Memory};
+pub use backend::{Backend, Cast, Device, Memory};
 pub use ops::SameDevice;
 pub use random::Rng;
 /// Defines a user kernel from a scalar Rust function (see [`kernel`](mod@kernel)).

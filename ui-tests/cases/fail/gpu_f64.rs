@@ -1,4 +1,4 @@
-// The GPU holds f32 (and u32 indices); f64 tensors are CPU-only.
+// The GPU holds f32, f16 (and u32 indices); f64 tensors are CPU-only.
 use volta::prelude::*;
 
 fn main() {

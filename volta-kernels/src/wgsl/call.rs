@@ -98,6 +98,7 @@ mod tests {
         let k = ElementwiseKernel {
             rank: 1,
             elem: Elem::F32,
+            out_elem: Elem::F32,
             inputs: vec![Access::Contiguous],
             output: Access::Contiguous,
             expr: e,

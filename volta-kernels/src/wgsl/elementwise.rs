@@ -60,18 +60,70 @@ impl Launch {
 /// The storage element type of a kernel's buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Elem {
-    /// `f32`: the type of every arithmetic kernel.
+    /// `f32`: the type arithmetic computes in.
     F32,
+    /// `f16` storage (WGSL `enable f16;`, the adapter's `shader-f16` feature):
+    /// loaded into `f32`, computed there, rounded to `f16` when stored.
+    F16,
     /// `u32`: index buffers; only plain copies and fills ([`Expr::is_plain`]).
     U32,
 }
 
 impl Elem {
-    fn wgsl(self) -> &'static str {
+    /// Its WGSL scalar type.
+    pub fn wgsl(self) -> &'static str {
         match self {
             Elem::F32 => "f32",
+            Elem::F16 => "f16",
             Elem::U32 => "u32",
         }
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            Elem::F16 => 2,
+            Elem::F32 | Elem::U32 => 4,
+        }
+    }
+
+    /// Whether values of this type are floats (computed in `f32`).
+    pub fn is_float(self) -> bool {
+        self != Elem::U32
+    }
+
+    /// The type a kernel computes in for storage of this type: `f32` for floats.
+    pub(crate) fn compute(self) -> Elem {
+        if self.is_float() { Elem::F32 } else { self }
+    }
+
+    /// `value` (of type `compute()`, or a `vec4` of it when `vector`) converted to
+    /// this storage type: unchanged unless it is `f16`.
+    pub(crate) fn store(self, value: &str, vector: bool) -> String {
+        match (self, vector) {
+            (Elem::F16, false) => format!("f16({value})"),
+            (Elem::F16, true) => format!("vec4<f16>({value})"),
+            _ => value.to_string(),
+        }
+    }
+
+    /// `value` (a load of this storage type, or a `vec4` of them when `vector`)
+    /// converted to its compute type: unchanged unless it is `f16`.
+    pub(crate) fn load(self, value: &str, vector: bool) -> String {
+        match (self, vector) {
+            (Elem::F16, false) => format!("f32({value})"),
+            (Elem::F16, true) => format!("vec4<f32>({value})"),
+            _ => value.to_string(),
+        }
+    }
+}
+
+/// The `enable f16;` directive when any of `elems` is `f16` (it must open the module).
+pub(crate) fn enable_f16(elems: &[Elem]) -> &'static str {
+    if elems.contains(&Elem::F16) {
+        "enable f16;\n"
+    } else {
+        ""
     }
 }
 
@@ -97,8 +149,11 @@ pub enum Access {
 pub struct ElementwiseKernel {
     /// Rank of the index space (0..=6).
     pub rank: usize,
-    /// Element type of every buffer.
+    /// Element type of every input buffer.
     pub elem: Elem,
+    /// Element type of the output buffer. Differing from `elem` (both floats), a
+    /// kernel converts: `Expr::input(0)` from `f32` to `f16` is a cast.
+    pub out_elem: Elem,
     /// Addressing of each input; `inputs.len()` must cover [`Expr::inputs`].
     pub inputs: Vec<Access>,
     /// Addressing of the output.
@@ -205,17 +260,23 @@ impl ElementwiseKernel {
             "the expression reads more inputs than the kernel binds"
         );
         assert!(
-            self.elem == Elem::F32 || self.expr.is_plain(),
+            (self.elem.is_float() && self.out_elem.is_float())
+                || (self.elem == self.out_elem && self.expr.is_plain()),
             "u32 kernels can only copy or fill"
         );
         let ty = self.elem.wgsl();
         let vty = format!("vec4<{ty}>");
+        // Loads are converted to the compute type (f32 for floats) as they are read.
+        let cty = self.elem.compute().wgsl();
+        let vcty = format!("vec4<{cty}>");
+        let out_ty = self.out_elem.wgsl();
         let vector = self.vector;
         // In a vector kernel, contiguous and strided buffers are read as vec4s.
         let wide = |a: Access| vector && a != Access::Broadcast;
         let layout = self.param_layout();
         let mut s = String::new();
         let w = &mut s;
+        w.push_str(super::elementwise::enable_f16(&[self.elem, self.out_elem]));
         w.push_str(&self.expr.preamble());
         writeln!(w, "@group(0) @binding(0) var<storage, read> p: array<u32>;").unwrap();
         for (i, &a) in self.inputs.iter().enumerate() {
@@ -231,7 +292,11 @@ impl ElementwiseKernel {
             w,
             "@group(0) @binding({}) var<storage, read_write> dst: array<{}>;",
             self.inputs.len() + 1,
-            if vector { &vty } else { ty }
+            if vector {
+                format!("vec4<{out_ty}>")
+            } else {
+                out_ty.to_string()
+            }
         )
         .unwrap();
         let Launch {
@@ -300,14 +365,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 writeln!(w, "    let c0_{j} = rem{j};").unwrap();
             }
             for (i, (&a, &at)) in self.inputs.iter().zip(&layout.inputs).enumerate() {
-                let t = if wide(a) { &vty } else { ty };
+                let t = if wide(a) { &vcty } else { cty };
                 let at = index(a, at, j);
+                let load = self.elem.load(&format!("src{i}[{at}]"), wide(a));
                 if branchless {
-                    writeln!(w, "    let x{i}_{j} = src{i}[{at}];")
+                    writeln!(w, "    let x{i}_{j} = {load};")
                 } else {
                     writeln!(
                         w,
-                        "    var x{i}_{j}: {t};\n    if (ok{j}) {{ x{i}_{j} = src{i}[{at}]; }}"
+                        "    var x{i}_{j}: {t};\n    if (ok{j}) {{ x{i}_{j} = {load}; }}"
                     )
                 }
                 .unwrap();
@@ -316,7 +382,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let scalar_at = layout.scalars;
         let elem = self.elem;
         let scalar = |i: usize| match elem {
-            Elem::F32 => format!("bitcast<f32>(p[{}])", scalar_at + i),
+            Elem::F32 | Elem::F16 => format!("bitcast<f32>(p[{}])", scalar_at + i),
             Elem::U32 => format!("p[{}]", scalar_at + i),
         };
         // The value as one graph (equal sub-trees shared), printed once per unit
@@ -344,14 +410,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                         lower(&format!("t{j}{lane}_"), &input)
                     })
                     .collect();
-                format!("{vty}({})", lanes.join(", "))
+                format!("{vcty}({})", lanes.join(", "))
             } else {
                 lower(&format!("t{j}_"), &|i| format!("x{i}_{j}"))
             };
             writeln!(
                 w,
-                "    dst[{}] = {value};\n    }}",
-                index(self.output, layout.output, j)
+                "    dst[{}] = {};\n    }}",
+                index(self.output, layout.output, j),
+                self.out_elem.store(&value, vector)
             )
             .unwrap();
         }
@@ -370,6 +437,7 @@ mod tests {
         let k = ElementwiseKernel {
             rank: 2,
             elem: Elem::F32,
+            out_elem: Elem::F32,
             inputs: vec![Access::Strided, Access::Contiguous],
             output: Access::Contiguous,
             expr: Expr::input(0)
@@ -398,6 +466,7 @@ mod tests {
         let k = ElementwiseKernel {
             rank: 1,
             elem: Elem::F32,
+            out_elem: Elem::F32,
             inputs: vec![Access::Contiguous],
             output: Access::Contiguous,
             expr: x2.clone().binary(BinaryOp::Sub, x2).binary(
@@ -419,6 +488,7 @@ mod tests {
         let k = ElementwiseKernel {
             rank: 2,
             elem: Elem::F32,
+            out_elem: Elem::F32,
             inputs: vec![Access::Contiguous, Access::Broadcast],
             output: Access::Contiguous,
             expr: Expr::input(0).binary(BinaryOp::Sub, Expr::input(1)),
@@ -445,5 +515,75 @@ mod tests {
         // Four threads' worth of elements: 2 × 8 elements are 4 vec4s.
         let p = k.params(&[2, 8], &[(0, &[8, 1]), (4, &[1, 0])], (0, &[8, 1]), &[]);
         assert_eq!(p, vec![4, 2, 2, 0, 4, 1, 0, 0]);
+    }
+
+    #[test]
+    fn f16_kernels_load_into_f32_and_round_when_stored() {
+        for (vector, launch) in [(false, Launch::DEFAULT), (true, Launch::CANDIDATES[1])] {
+            let k = ElementwiseKernel {
+                rank: 2,
+                elem: Elem::F16,
+                out_elem: Elem::F16,
+                inputs: vec![Access::Contiguous, Access::Broadcast],
+                output: Access::Contiguous,
+                expr: Expr::input(0)
+                    .binary(BinaryOp::Mul, Expr::input(1))
+                    .binary(BinaryOp::Add, Expr::scalar(0))
+                    .unary(UnaryOp::Gelu),
+                vector,
+                launch,
+            };
+            let src = k.source();
+            super::super::assert_valid(&src);
+            assert!(src.starts_with("enable f16;\n"), "{src}");
+            assert!(src.contains("bitcast<f32>(p["), "{src}");
+            if vector {
+                assert!(src.contains("src0: array<vec4<f16>>"), "{src}");
+                assert!(src.contains("src1: array<f16>"), "{src}");
+                assert!(
+                    src.contains("let x0_0 = vec4<f32>(src0[p[3] / 4u + i0]);"),
+                    "{src}"
+                );
+                assert!(src.contains("let x1_0 = f32(src1["), "{src}");
+                assert!(src.contains("] = vec4<f16>(vec4<f32>("), "{src}");
+            } else {
+                assert!(src.contains("var x0_0: f32;"), "{src}");
+                assert!(src.contains("x0_0 = f32(src0[p[3] + i0]);"), "{src}");
+                assert!(src.contains("dst[p[7] + i0] = f16("), "{src}");
+            }
+        }
+        // Casts: an f32 input stored as f16, and back.
+        for (from, to) in [(Elem::F32, Elem::F16), (Elem::F16, Elem::F32)] {
+            let k = ElementwiseKernel {
+                rank: 1,
+                elem: from,
+                out_elem: to,
+                inputs: vec![Access::Strided],
+                output: Access::Contiguous,
+                expr: Expr::input(0),
+                vector: false,
+                launch: Launch::DEFAULT,
+            };
+            let src = k.source();
+            super::super::assert_valid(&src);
+            assert!(
+                src.contains(&format!("src0: array<{}>", from.wgsl())),
+                "{src}"
+            );
+            assert!(src.contains(&format!("dst: array<{}>", to.wgsl())), "{src}");
+        }
+        // f32 kernels are unchanged: no directive, no conversions.
+        let k = ElementwiseKernel {
+            rank: 1,
+            elem: Elem::F32,
+            out_elem: Elem::F32,
+            inputs: vec![Access::Contiguous],
+            output: Access::Contiguous,
+            expr: Expr::input(0).unary(UnaryOp::Exp),
+            vector: false,
+            launch: Launch::DEFAULT,
+        };
+        let src = k.source();
+        assert!(!src.contains("f16") && !src.contains("f32(src"), "{src}");
     }
 }

@@ -24,6 +24,22 @@ pub use expr::Expr;
 pub use helpers::VOLTA_ERF;
 pub use row::{ROW_WORKGROUP, RowKernel, RowOp, RowVariant, RowView};
 
+/// The `elem` variant of a hand-written float kernel (`shaders/*.wgsl`) that names
+/// its element type `T` through `alias T = f32;` and converts loads to `f32` and
+/// stores to `T`: unchanged for [`Elem::F32`]; for [`Elem::F16`], `T` becomes `f16`
+/// under `enable f16;`.
+///
+/// Panics for `Elem::U32`, or if the source lacks the alias.
+pub fn with_elem(source: &str, elem: Elem) -> std::borrow::Cow<'_, str> {
+    const ALIAS: &str = "alias T = f32;";
+    assert!(source.contains(ALIAS), "the kernel names no element type");
+    match elem {
+        Elem::F32 => source.into(),
+        Elem::F16 => format!("enable f16;\n{}", source.replace(ALIAS, "alias T = f16;")).into(),
+        Elem::U32 => panic!("float kernels have no u32 variant"),
+    }
+}
+
 /// Parses and validates generated WGSL with naga (unit tests run without a GPU).
 #[cfg(test)]
 pub(crate) fn assert_valid(source: &str) {
@@ -54,8 +70,13 @@ mod tests {
             include_str!("../../../shaders/unfold2d.wgsl"),
             include_str!("../../../shaders/fold2d.wgsl"),
             include_str!("../../../shaders/uniform.wgsl"),
+            include_str!("../../../shaders/adam.wgsl"),
+            include_str!("../../../shaders/sgd.wgsl"),
         ] {
             super::assert_valid(source);
+            let half = super::with_elem(source, super::Elem::F16);
+            super::assert_valid(&half);
+            assert!(half.contains("alias T = f16;") && !half.contains("array<f32>"));
         }
     }
 }

@@ -5,6 +5,7 @@
 //! `x·x`, `logits + bias`) is computed in the loads instead of being written to
 //! memory first.
 use super::Expr;
+use super::elementwise::{Elem, enable_f16};
 use super::expr::Printer;
 use crate::ReduceOp;
 use std::fmt::Write;
@@ -79,6 +80,10 @@ pub struct RowKernel {
     pub expr: Expr,
     /// How threads walk the axis.
     pub variant: RowVariant,
+    /// Element type of the inputs (`F32` or `F16`; the kernel computes in `f32`).
+    pub elem: Elem,
+    /// Element type of the output (`F32` or `F16`).
+    pub out_elem: Elem,
 }
 
 /// A view in a row kernel's parameters: element offset and strides (one per axis).
@@ -144,11 +149,21 @@ impl RowKernel {
         let serial = self.variant == RowVariant::Serial;
         let rows_out = self.op.writes_rows();
         let wide = |i: usize| vec4 && !self.axis_broadcast[i];
+        assert!(
+            self.elem.is_float() && self.out_elem.is_float(),
+            "row kernels compute in floats"
+        );
+        let (ty, out_ty) = (self.elem.wgsl(), self.out_elem.wgsl());
         let mut w = String::new();
+        w.push_str(enable_f16(&[self.elem, self.out_elem]));
         w.push_str(&self.expr.preamble());
         writeln!(w, "@group(0) @binding(0) var<storage, read> p: array<u32>;").unwrap();
         for i in 0..n_in {
-            let t = if wide(i) { "vec4<f32>" } else { "f32" };
+            let t = if wide(i) {
+                format!("vec4<{ty}>")
+            } else {
+                ty.to_string()
+            };
             writeln!(
                 w,
                 "@group(0) @binding({}) var<storage, read> src{i}: array<{t}>;",
@@ -156,7 +171,11 @@ impl RowKernel {
             )
             .unwrap();
         }
-        let dst_ty = if vec4 && rows_out { "vec4<f32>" } else { "f32" };
+        let dst_ty = if vec4 && rows_out {
+            format!("vec4<{out_ty}>")
+        } else {
+            out_ty.to_string()
+        };
         writeln!(
             w,
             "@group(0) @binding({}) var<storage, read_write> dst: array<{dst_ty}>;",
@@ -232,7 +251,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     (true, true) => format!("b{i} / 4u + k"),
                     (true, false) => format!("b{i}"),
                 };
-                writeln!(w, "        let x{i} = src{i}[{at}];").unwrap();
+                let load = self.elem.load(&format!("src{i}[{at}]"), wide(i));
+                writeln!(w, "        let x{i} = {load};").unwrap();
             }
             let values: Vec<String> = if vec4 {
                 ["x", "y", "z", "w"]
@@ -300,14 +320,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             pass(w, "y", &|w, v| {
                 if vec4 {
                     let lanes: Vec<String> = v.iter().map(|x| value(x)).collect();
-                    writeln!(
-                        w,
-                        "        dst[b{out} / 4u + k] = vec4<f32>({});",
-                        lanes.join(", ")
-                    )
-                    .unwrap();
+                    let row = format!("vec4<f32>({})", lanes.join(", "));
+                    let row = self.out_elem.store(&row, true);
+                    writeln!(w, "        dst[b{out} / 4u + k] = {row};").unwrap();
                 } else {
-                    writeln!(w, "        dst[b{out} + k * s{out}] = {};", value(&v[0])).unwrap();
+                    let y = self.out_elem.store(&value(&v[0]), false);
+                    writeln!(w, "        dst[b{out} + k * s{out}] = {y};").unwrap();
                 }
             })
         };
@@ -320,7 +338,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 };
                 fold(&mut w, "acc", identity, combine, &|v| v.to_string());
                 let first = if serial { "" } else { " && li == 0u" };
-                writeln!(w, "    if (live{first}) {{ dst[o] = acc; }}").unwrap();
+                let acc = self.out_elem.store("acc", false);
+                writeln!(w, "    if (live{first}) {{ dst[o] = {acc}; }}").unwrap();
             }
             RowOp::Softmax | RowOp::LogSoftmax => {
                 // Three passes over the row; the second and third re-read it from
@@ -382,6 +401,8 @@ mod tests {
                 .binary(BinaryOp::Sub, Expr::input(1))
                 .unary(UnaryOp::Exp),
             variant,
+            elem: Elem::F32,
+            out_elem: Elem::F32,
         }
     }
 
@@ -444,6 +465,8 @@ mod tests {
                 .binary(BinaryOp::Mul, Expr::constant(2.0))
                 .binary(BinaryOp::Add, Expr::scalar(0)),
             variant,
+            elem: Elem::F32,
+            out_elem: Elem::F32,
         };
         let layer = k(true, RowVariant::Tree);
         // One input and the output: 2 + 2 + 2·(2 + 2) = 12.
@@ -488,5 +511,45 @@ mod tests {
         assert_eq!(k.groups(3), 3);
         let serial = kernel(RowOp::Reduce(ReduceOp::Sum), RowVariant::Serial);
         assert_eq!(serial.groups(300), 2);
+    }
+
+    #[test]
+    fn f16_rows_compute_in_f32() {
+        for op in [
+            RowOp::Reduce(ReduceOp::Sum),
+            RowOp::Reduce(ReduceOp::Min),
+            RowOp::Softmax,
+            RowOp::LogSoftmax,
+            RowOp::Normalize { center: true },
+            RowOp::Normalize { center: false },
+        ] {
+            for variant in [RowVariant::Serial, RowVariant::Tree, RowVariant::Vec4] {
+                for out_elem in [Elem::F16, Elem::F32] {
+                    let k = RowKernel {
+                        elem: Elem::F16,
+                        out_elem,
+                        ..kernel(op, variant)
+                    };
+                    let src = k.source();
+                    super::super::assert_valid(&src);
+                    assert!(src.starts_with("enable f16;"), "{src}");
+                    assert!(src.contains("var<workgroup> partial: array<f32, 256>;"));
+                    let load = if variant == RowVariant::Vec4 {
+                        "let x0 = vec4<f32>(src0[b0 / 4u + k]);"
+                    } else {
+                        "let x0 = f32(src0[b0 + k * s0]);"
+                    };
+                    assert!(src.contains(load), "{src}");
+                    if out_elem == Elem::F16 {
+                        let store = match (op, variant) {
+                            (RowOp::Reduce(_), _) => "dst[o] = f16(acc);",
+                            (_, RowVariant::Vec4) => "] = vec4<f16>(vec4<f32>(",
+                            _ => "] = f16(",
+                        };
+                        assert!(src.contains(store), "{src}");
+                    }
+                }
+            }
+        }
     }
 }

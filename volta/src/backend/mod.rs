@@ -34,7 +34,7 @@ pub trait Device: 'static + Copy + Default + std::fmt::Debug + Send + Sync + Mem
 /// Buffers of `E` on a device.
 #[diagnostic::on_unimplemented(
     message = "the device `{Self}` cannot hold `{E}` elements",
-    note = "`Gpu` holds `f32` (and `u32` indices); `f64` tensors are CPU-only"
+    note = "`Gpu` holds `f32`, `f16` and `u32` indices; `f64` tensors are CPU-only"
 )]
 pub trait Memory<E: Element>: 'static {
     /// A reference-counted buffer handle; cloning it shares the memory.
@@ -58,7 +58,7 @@ pub type View<'a, D, E> = (&'a <D as Memory<E>>::Buffer, &'a Layout);
 /// The float kernels of a device. Every output is a new contiguous buffer.
 #[diagnostic::on_unimplemented(
     message = "the device `{Self}` does not compute in `{E}`",
-    note = "the GPU computes in f32 (f16 is planned); f64 is CPU-only"
+    note = "the GPU computes on f32 and f16 tensors; f64 is CPU-only"
 )]
 pub trait Backend<E: Float>: Device + Memory<E> {
     /// `op(x)` elementwise.
@@ -132,4 +132,16 @@ pub trait Backend<E: Float>: Device + Memory<E> {
         momentum_buffer: Option<View<Self, E>>,
         hyper: &SgdStep,
     ) -> (Buf<Self, E>, Option<Buf<Self, E>>);
+}
+
+/// Converting float tensors between element types on one device (see
+/// [`Tensor::to_dtype`](crate::Tensor::to_dtype)).
+#[diagnostic::on_unimplemented(
+    message = "the device `{Self}` cannot convert `{From}` tensors to `{To}`",
+    note = "`Cpu` converts between f32, f64 and f16; `Gpu` between f32 and f16"
+)]
+pub trait Cast<From: Float, To: Float>: Backend<From> + Backend<To> {
+    /// Every element of the view converted to `To` (rounded to nearest, ties to
+    /// even; values beyond `To`'s range become ±∞), as a new contiguous buffer.
+    fn cast(x: View<Self, From>) -> Buf<Self, To>;
 }

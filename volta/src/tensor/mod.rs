@@ -12,8 +12,9 @@ pub use raw::{RawTensor, TensorId};
 
 use crate::autograd::Gradients;
 use crate::backend::cpu::Cpu;
-use crate::backend::{Backend, Device, Memory};
+use crate::backend::{Backend, Cast, Device, Memory};
 use crate::dtype::{Element, Float};
+use crate::layout::Layout;
 use crate::shape::{Scalar, Shape, ShapeError};
 
 /// An n-dimensional array whose shape `S` and device `D` are part of its type.
@@ -137,6 +138,40 @@ impl<S: Shape, D: Device + Memory<E>, E: Element> Tensor<S, D, E> {
     /// moved parameter stays trainable); gradients do not flow back across devices.
     pub fn to<D2: Device + Memory<E>>(&self) -> Tensor<S, D2, E> {
         let raw = RawTensor::from_vec(self.to_vec(), self.dims());
+        Tensor {
+            shape: self.shape,
+            raw: if self.is_tracked() {
+                raw.tracked_leaf()
+            } else {
+                raw
+            },
+        }
+    }
+}
+
+impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
+    /// The tensor converted to element type `E2` on the same device, rounding to
+    /// nearest (PyTorch's `x.to(torch.float16)`, `x.half()`, `x.float()`).
+    ///
+    /// Like [`to`](Self::to), the result is a new leaf, tracked when `self` is (so a
+    /// converted parameter stays trainable); gradients do not flow back across
+    /// element types.
+    ///
+    /// ```
+    /// use volta::dtype::f16;
+    /// use volta::prelude::*;
+    /// let x = Tensor::<Rank1<3>>::from_array([1.0, 0.1, 70000.0]);
+    /// let h: Tensor<Rank1<3>, Cpu, f16> = x.to_dtype::<f16>();
+    /// assert_eq!(h.to_vec()[0], f16::ONE);
+    /// assert_eq!(h.to_vec()[2], f16::INFINITY); // beyond f16's range (65504)
+    /// assert!((h.to_dtype::<f32>().to_vec()[1] - 0.1).abs() < 1e-4);
+    /// ```
+    pub fn to_dtype<E2: Float>(&self) -> Tensor<S, D, E2>
+    where
+        D: Cast<E, E2>,
+    {
+        let (buf, layout) = self.raw.view();
+        let raw = RawTensor::leaf(D::cast((buf, layout)), Layout::contiguous(self.dims()));
         Tensor {
             shape: self.shape,
             raw: if self.is_tracked() {

@@ -71,13 +71,14 @@ fn zip<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout), f: impl Fn(E, E) -> E +
 }
 
 /// Binds `$f` to the scalar function of `op` (a constant in each arm, so the loop
-/// body is specialised per op) and evaluates `$body`.
+/// body is specialised per op) and evaluates `$body`. The function computes in
+/// `E::Acc` (`f32` for `f16`) and rounds once.
 macro_rules! with_unary_fn {
     ($op:expr, |$f:ident| $body:expr) => {
         with_unary_fn!(@arms $op, $f, $body, [Neg, Exp, Log, Exp2, Log2, Sqrt, Recip, Relu, Sigmoid, Tanh, Sin, Cos, Abs, Gelu, Silu, Floor, Erf])
     };
     (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
-        match $op { $(UnaryOp::$v => { let $f = |x: E| UnaryOp::$v.eval(x); $body })* }
+        match $op { $(UnaryOp::$v => { let $f = |x: E| E::from_acc(UnaryOp::$v.eval(x.to_acc())); $body })* }
     };
 }
 
@@ -86,7 +87,7 @@ macro_rules! with_binary_fn {
         with_binary_fn!(@arms $op, $f, $body, [Add, Sub, Mul, Div, Max, Min, Mod, Pow, Lt, Le, Gt, Ge, Eq, Ne])
     };
     (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
-        match $op { $(BinaryOp::$v => { let $f = |a: E, b: E| BinaryOp::$v.eval(a, b); $body })* }
+        match $op { $(BinaryOp::$v => { let $f = |a: E, b: E| E::from_acc(BinaryOp::$v.eval(a.to_acc(), b.to_acc())); $body })* }
     };
 }
 

@@ -1,5 +1,5 @@
 //! Gather along an axis and its adjoint, scatter-add.
-use crate::dtype::Float;
+use crate::dtype::{Float, ScalarMath};
 use crate::layout::Layout;
 
 /// Offsets into `x` of every output position, leaving out the axis being indexed.
@@ -44,7 +44,8 @@ pub(crate) fn scatter_add<E: Float>(
     ls: &Layout,
 ) -> Vec<E> {
     let out_layout = Layout::contiguous(dims);
-    let mut out = vec![E::ZERO; out_layout.numel()];
+    // Sums in `E::Acc` (`f32` for `f16`), rounded once.
+    let mut out = vec![E::Acc::ZERO; out_layout.numel()];
     let base = base_layout(&li.dims, &out_layout, axis);
     let (n, step) = (dims[axis], out_layout.strides[axis]);
     for ((b, io), so) in base.offsets().zip(li.offsets()).zip(ls.offsets()) {
@@ -53,7 +54,7 @@ pub(crate) fn scatter_add<E: Float>(
             i < n,
             "scatter_add: index {i} is out of range for an axis of size {n}"
         );
-        out[b + i * step] = out[b + i * step] + src[so];
+        out[b + i * step] = out[b + i * step] + src[so].to_acc();
     }
-    out
+    out.into_iter().map(E::from_acc).collect()
 }

@@ -1,11 +1,36 @@
 //! Batched matrix product through the `gemm` crate (AVX2/AVX-512/NEON kernels,
 //! rayon-parallel), reading strided operands without copies.
+use super::copy::strided_to_vec;
 use crate::dtype::Float;
 use crate::layout::Layout;
 use gemm::Parallelism;
+use std::any::TypeId;
 
 /// `(batch, m, k) × (batch, k, n)` on rank-3 views; a batch stride of 0 broadcasts.
+/// An element type that computes in another (`f16` in `f32`) is converted, multiplied
+/// and accumulated there, and rounded once.
 pub(crate) fn matmul<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout)) -> Vec<E> {
+    if TypeId::of::<E>() != TypeId::of::<E::Acc>() {
+        let wide = |(x, l): (&[E], &Layout)| -> (Vec<E::Acc>, Layout) {
+            // A broadcast batch (stride 0) is converted once and stays broadcast.
+            let dims = &l.dims;
+            let (read, flat) = if l.strides[0] == 0 {
+                let one = Layout {
+                    dims: crate::shape::Dims::new(&[1, dims[1], dims[2]]),
+                    ..*l
+                };
+                (one, Layout::contiguous(&[1, dims[1], dims[2]]).expand(dims))
+            } else {
+                (*l, Layout::contiguous(dims))
+            };
+            let x = strided_to_vec(x, &read).into_iter().map(E::to_acc);
+            (x.collect(), flat)
+        };
+        let (wa, la) = wide(a);
+        let (wb, lb) = wide(b);
+        let out = matmul::<E::Acc>((&wa, &la), (&wb, &lb));
+        return out.into_iter().map(E::from_acc).collect();
+    }
     let (la, lb) = (a.1, b.1);
     let (batch, m, k, n) = (la.dims[0], la.dims[1], la.dims[2], lb.dims[2]);
     let mut out = vec![E::ZERO; batch * m * n];

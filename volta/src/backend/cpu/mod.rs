@@ -120,7 +120,7 @@ impl<E: Float> Backend<E> for Cpu {
         hyper: &AdamStep,
     ) -> (Buf<Self, E>, Buf<Self, E>, Buf<Self, E>) {
         let moments = moments.map(|(m, v)| ((&m.0[..], m.1), (&v.0[..], v.1)));
-        let k = hyper.constants();
+        let k = hyper.constants::<E::Acc>();
         let (p, m, v) = optim::adam_step((p.0, p.1), (g.0, g.1), moments, &k);
         (Arc::new(p), Arc::new(m), Arc::new(v))
     }
@@ -131,8 +131,23 @@ impl<E: Float> Backend<E> for Cpu {
         hyper: &SgdStep,
     ) -> (Buf<Self, E>, Option<Buf<Self, E>>) {
         let buf = momentum_buffer.map(|b| (&b.0[..], b.1));
-        let (p, b) = optim::sgd_step((p.0, p.1), (g.0, g.1), buf, &hyper.constants());
+        let (p, b) = optim::sgd_step((p.0, p.1), (g.0, g.1), buf, &hyper.constants::<E::Acc>());
         (Arc::new(p), b.map(Arc::new))
+    }
+}
+
+impl<A: Float, B: Float> super::Cast<A, B> for Cpu {
+    fn cast(x: View<Self, A>) -> Buf<Self, B> {
+        // Through f64, which holds every f16, f32 and f64 exactly: one rounding.
+        let convert = |v: A| B::from_f64(v.to_f64());
+        let data = match rows::contiguous_slice(x.0, x.1) {
+            Some(s) => s.iter().copied().map(convert).collect(),
+            None => copy::strided_to_vec(x.0, x.1)
+                .into_iter()
+                .map(convert)
+                .collect(),
+        };
+        Arc::new(data)
     }
 }
 

@@ -3,7 +3,7 @@
 //! mean squared deviation), as the GPU kernel computes them, then a pass writing.
 use super::PARALLEL_THRESHOLD;
 use super::copy::strided_to_vec;
-use crate::dtype::Float;
+use crate::dtype::{Float, ScalarMath};
 use crate::layout::Layout;
 use rayon::prelude::*;
 
@@ -21,23 +21,26 @@ pub(crate) fn normalize<E: Float>(
     if n == 0 || inner == 0 || out.is_empty() {
         return out;
     }
-    let len = E::from_f64(n as f64);
-    // One (outer) block holds `inner` interleaved rows of length `n`.
+    let len = E::Acc::from_f64(n as f64);
+    let eps = eps.to_acc();
+    // One (outer) block holds `inner` interleaved rows of length `n`; each row is
+    // computed in `E::Acc` (`f32` for `f16`) and rounded once.
     let block = |b: &mut [E]| {
         for i in 0..inner {
             let at = |k: usize| i + k * inner;
+            let get = |b: &[E], k: usize| b[at(k)].to_acc();
             let mean = if center {
-                (0..n).fold(E::ZERO, |s, k| s + b[at(k)]) / len
+                (0..n).fold(E::Acc::ZERO, |s, k| s + get(b, k)) / len
             } else {
-                E::ZERO
+                E::Acc::ZERO
             };
-            let sq = (0..n).fold(E::ZERO, |s, k| {
-                let d = b[at(k)] - mean;
+            let sq = (0..n).fold(E::Acc::ZERO, |s, k| {
+                let d = get(b, k) - mean;
                 s + d * d
             });
-            let rstd = E::ONE / (sq / len + eps).sqrt();
+            let rstd = E::Acc::ONE / (sq / len + eps).sqrt();
             for k in 0..n {
-                b[at(k)] = (b[at(k)] - mean) * rstd;
+                b[at(k)] = E::from_acc((get(b, k) - mean) * rstd);
             }
         }
     };

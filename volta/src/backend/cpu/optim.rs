@@ -46,7 +46,7 @@ pub(crate) fn adam_step<E: Float>(
     p: In<E>,
     g: In<E>,
     moments: Option<(In<E>, In<E>)>,
-    k: &AdamConstants<E>,
+    k: &AdamConstants<E::Acc>,
 ) -> (Vec<E>, Vec<E>, Vec<E>) {
     let n = p.1.numel();
     let (p, g) = (elements(p.0, p.1), elements(g.0, g.1));
@@ -54,8 +54,12 @@ pub(crate) fn adam_step<E: Float>(
     chunks3(n, |start, po, mo, vo| {
         for (j, ((po, mo), vo)) in po.iter_mut().zip(mo).zip(vo).enumerate() {
             let i = start + j;
-            let old = moments.as_ref().map(|(m, v)| (m[i], v[i]));
-            (*po, *mo, *vo) = k.update(p[i], g[i], old);
+            // In `E::Acc` (`f32` for `f16`), each result rounded once.
+            let old = moments
+                .as_ref()
+                .map(|(m, v)| (m[i].to_acc(), v[i].to_acc()));
+            let (np, nm, nv) = k.update(p[i].to_acc(), g[i].to_acc(), old);
+            (*po, *mo, *vo) = (E::from_acc(np), E::from_acc(nm), E::from_acc(nv));
         }
     })
 }
@@ -65,7 +69,7 @@ pub(crate) fn sgd_step<E: Float>(
     p: In<E>,
     g: In<E>,
     buf: Option<In<E>>,
-    k: &SgdConstants<E>,
+    k: &SgdConstants<E::Acc>,
 ) -> (Vec<E>, Option<Vec<E>>) {
     let n = p.1.numel();
     let (p, g) = (elements(p.0, p.1), elements(g.0, g.1));
@@ -80,10 +84,11 @@ pub(crate) fn sgd_step<E: Float>(
     let body = |start: usize, po: &mut [E], bo: &mut [E]| {
         for (j, po) in po.iter_mut().enumerate() {
             let i = start + j;
-            let (np, nb) = k.update(p[i], g[i], buf.as_ref().map(|b| b[i]));
-            *po = np;
+            let old = buf.as_ref().map(|b| b[i].to_acc());
+            let (np, nb) = k.update(p[i].to_acc(), g[i].to_acc(), old);
+            *po = E::from_acc(np);
             if let Some(b) = bo.get_mut(j) {
-                *b = nb;
+                *b = E::from_acc(nb);
             }
         }
     };

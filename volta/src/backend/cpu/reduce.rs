@@ -20,17 +20,20 @@ pub(crate) fn reduce<E: Float>(op: ReduceOp, data: &[E], layout: &Layout, axis: 
     let n = dims[axis];
     let outer: usize = dims[..axis].iter().product();
     let inner: usize = dims[axis + 1..].iter().product();
-    let id = op.identity::<E>();
+    // Accumulates in `E::Acc` (`f32` for `f16`), rounding each result once.
+    let id = op.identity::<E::Acc>();
     let parallel = x.len() >= PARALLEL_THRESHOLD;
     if inner == 1 {
-        let row = |r: &[E]| r.iter().fold(id, |acc, &v| op.combine(acc, v));
+        let fold = |r: &[E]| r.iter().fold(id, |acc, &v| op.combine(acc, v.to_acc()));
+        let row = |r: &[E]| E::from_acc(fold(r));
         if n == 0 {
-            return vec![id; outer];
+            return vec![E::from_acc(id); outer];
         }
         if outer == 1 && parallel {
             // One long row: reduce chunks in parallel, then combine the partials.
-            let partial: Vec<E> = x.par_chunks(1 << 14).map(row).collect();
-            return vec![row(&partial)];
+            let partial: Vec<E::Acc> = x.par_chunks(1 << 14).map(fold).collect();
+            let total = partial.iter().fold(id, |acc, &v| op.combine(acc, v));
+            return vec![E::from_acc(total)];
         }
         return if parallel {
             x.par_chunks(n).map(row).collect()
@@ -38,17 +41,18 @@ pub(crate) fn reduce<E: Float>(op: ReduceOp, data: &[E], layout: &Layout, axis: 
             x.chunks(n).map(row).collect()
         };
     }
-    let mut out = vec![id; outer * inner];
-    let block = |(o, src): (&mut [E], &[E])| {
+    if n == 0 {
+        return vec![E::from_acc(id); outer * inner];
+    }
+    let mut acc = vec![id; outer * inner];
+    let block = |(o, src): (&mut [E::Acc], &[E])| {
         for r in src.chunks(inner) {
             o.iter_mut()
                 .zip(r)
-                .for_each(|(acc, &v)| *acc = op.combine(*acc, v));
+                .for_each(|(acc, &v)| *acc = op.combine(*acc, v.to_acc()));
         }
     };
-    if n == 0 {
-        return out;
-    }
+    let out = &mut acc;
     if parallel && outer > 1 {
         out.par_chunks_mut(inner)
             .zip(x.par_chunks(n * inner))
@@ -58,5 +62,5 @@ pub(crate) fn reduce<E: Float>(op: ReduceOp, data: &[E], layout: &Layout, axis: 
             .zip(x.chunks(n * inner))
             .for_each(block);
     }
-    out
+    acc.into_iter().map(E::from_acc).collect()
 }

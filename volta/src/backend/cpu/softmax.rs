@@ -4,7 +4,7 @@
 use super::PARALLEL_THRESHOLD;
 use super::copy::strided_to_vec;
 use super::rows::contiguous_slice;
-use crate::dtype::Float;
+use crate::dtype::{Float, ScalarMath};
 use crate::layout::Layout;
 use rayon::prelude::*;
 
@@ -19,19 +19,21 @@ pub(crate) fn softmax<E: Float>(data: &[E], layout: &Layout, axis: usize, log: b
     if n == 0 || inner == 0 || out.is_empty() {
         return out;
     }
-    // One (outer) block holds `inner` interleaved rows of length `n`.
+    // One (outer) block holds `inner` interleaved rows of length `n`; each row is
+    // computed in `E::Acc` (`f32` for `f16`) and rounded once.
     let block = |b: &mut [E]| {
         for i in 0..inner {
             let at = |k: usize| i + k * inner;
-            let m = (0..n).fold(E::NEG_INFINITY, |m, k| {
-                let v = b[at(k)];
+            let get = |b: &[E], k: usize| b[at(k)].to_acc();
+            let m = (0..n).fold(E::Acc::NEG_INFINITY, |m, k| {
+                let v = get(b, k);
                 if v > m { v } else { m }
             });
-            let z = (0..n).fold(E::ZERO, |z, k| z + (b[at(k)] - m).exp());
+            let z = (0..n).fold(E::Acc::ZERO, |z, k| z + (get(b, k) - m).exp());
             let lz = z.ln();
             for k in 0..n {
-                let v = b[at(k)] - m;
-                b[at(k)] = if log { v - lz } else { v.exp() / z };
+                let v = get(b, k) - m;
+                b[at(k)] = E::from_acc(if log { v - lz } else { v.exp() / z });
             }
         }
     };

@@ -1,7 +1,7 @@
 //! Sliding windows over the last two axes of (N, C, H, W) tensors: im2col
 //! (`unfold2d`) and its adjoint col2im (`fold2d`).
 use super::PARALLEL_THRESHOLD;
-use crate::dtype::Float;
+use crate::dtype::{Float, ScalarMath};
 use crate::layout::Layout;
 use rayon::prelude::*;
 use volta_kernels::Window2d;
@@ -66,13 +66,14 @@ pub(crate) fn fold2d<E: Float>(
         l.dims[0], l.dims[1], l.dims[2], l.dims[3], l.dims[4], l.dims[5],
     ];
     let s = &l.strides;
-    let mut out = vec![E::ZERO; n * c * h * w];
+    // Sums in `E::Acc` (`f32` for `f16`), rounded once.
+    let mut out = vec![E::Acc::ZERO; n * c * h * w];
     if out.is_empty() {
-        return out;
+        return Vec::new();
     }
     // Each (n, c) plane is summed by one task, in a fixed order: race-free and
     // deterministic.
-    let plane = |(p, o): (usize, &mut [E])| {
+    let plane = |(p, o): (usize, &mut [E::Acc])| {
         let (b, ci) = (p / c, p % c);
         let base = l.offset + b * s[0] + ci * s[3];
         for y in 0..oh {
@@ -84,7 +85,7 @@ pub(crate) fn fold2d<E: Float>(
                     };
                     for kj in 0..kw {
                         if let Some(iw) = source(xo, kj, 1, win, w) {
-                            let v = cols[at + ki * s[4] + kj * s[5]];
+                            let v = cols[at + ki * s[4] + kj * s[5]].to_acc();
                             o[ih * w + iw] = o[ih * w + iw] + v;
                         }
                     }
@@ -97,7 +98,7 @@ pub(crate) fn fold2d<E: Float>(
     } else {
         out.chunks_mut(h * w).enumerate().for_each(plane);
     }
-    out
+    out.into_iter().map(E::from_acc).collect()
 }
 
 #[cfg(test)]

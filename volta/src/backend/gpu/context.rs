@@ -24,8 +24,15 @@ pub struct GpuInfo {
     /// Threads per workgroup.
     pub max_invocations_per_workgroup: u32,
     /// The optional features Volta enabled (subgroups, f16, timestamps, cooperative
-    /// matrices) that this adapter supports.
+    /// matrices) that this adapter supports. The environment variable
+    /// `VOLTA_GPU_DISABLE` (comma-separated names, e.g. `shader-f16`) leaves some
+    /// off, to test how a program behaves on adapters without them.
     pub features: Vec<&'static str>,
+    /// Whether `Gpu` computes on `f16` tensors (the adapter's `shader-f16` feature).
+    /// Without it, uploading and reading `f16` data work, but the first `f16`
+    /// kernel reports [`GpuError::Unsupported`] at the next sync point
+    /// ([`Gpu::sync`](crate::Gpu::sync) or a read-back, which then panics with it).
+    pub f16: bool,
 }
 
 impl std::fmt::Display for GpuInfo {
@@ -105,10 +112,12 @@ fn create() -> Result<Context, GpuError> {
     }))
     .map_err(|_| GpuError::NoAdapter)?;
     let available = adapter.features();
+    let disabled = std::env::var("VOLTA_GPU_DISABLE").unwrap_or_default();
+    let disabled: Vec<&str> = disabled.split(',').map(str::trim).collect();
     let mut features = wgpu::Features::empty();
     let mut names = Vec::new();
     for (f, name) in WANTED {
-        if available.contains(f) {
+        if available.contains(f) && !disabled.contains(&name) {
             features |= f;
             names.push(name);
         }
@@ -158,6 +167,7 @@ fn create() -> Result<Context, GpuError> {
         max_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
         max_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
         features: names,
+        f16: features.contains(wgpu::Features::SHADER_F16),
     };
     let recorder = Recorder::new(&device, &limits);
     let pool = Pool::new(&limits);
@@ -180,6 +190,11 @@ fn record(sink: &Mutex<Option<GpuError>>, e: GpuError) {
 }
 
 impl Context {
+    /// Keeps `e` for the next sync point (unless an earlier error is pending).
+    pub fn report(&self, e: GpuError) {
+        record(&self.error, e);
+    }
+
     /// Takes the pending asynchronous error, if any.
     pub fn take_error(&self) -> Result<(), GpuError> {
         match self.error.lock().unwrap_or_else(|p| p.into_inner()).take() {

@@ -14,7 +14,8 @@ pub(crate) static LAUNCH: Mutex<Option<Launch>> = Mutex::new(None);
 /// A buffer and the layout through which a kernel reads it.
 pub(crate) type Operand<'a> = (&'a Arc<Pooled>, &'a Layout);
 
-/// `expr` over `inputs` (all with dims `dims`) into a new contiguous buffer.
+/// `expr` over `inputs` (all with dims `dims`) into a new contiguous buffer; every
+/// buffer holds `elem`.
 pub(crate) fn map(
     ctx: &Context,
     elem: Elem,
@@ -23,11 +24,24 @@ pub(crate) fn map(
     scalars: &[u32],
     dims: &[usize],
 ) -> Arc<Pooled> {
+    convert(ctx, (elem, elem), expr, inputs, scalars, dims)
+}
+
+/// [`map`] from inputs of one element type to an output of another (both floats):
+/// `(F32, F16)` with `Expr::input(0)` is a cast.
+pub(crate) fn convert(
+    ctx: &Context,
+    (elem, out_elem): (Elem, Elem),
+    expr: Expr,
+    inputs: &[Operand],
+    scalars: &[u32],
+    dims: &[usize],
+) -> Arc<Pooled> {
     let n: usize = dims.iter().product();
-    let out = alloc(ctx, n * 4);
-    write(
+    let out = alloc(ctx, n * out_elem.size());
+    write_as(
         ctx,
-        elem,
+        (elem, out_elem),
         expr,
         inputs,
         scalars,
@@ -41,6 +55,18 @@ pub(crate) fn map(
 pub(crate) fn write(
     ctx: &Context,
     elem: Elem,
+    expr: Expr,
+    inputs: &[Operand],
+    scalars: &[u32],
+    out: Operand,
+) {
+    write_as(ctx, (elem, elem), expr, inputs, scalars, out);
+}
+
+/// [`write`] from inputs of type `elem` into an output of type `out_elem`.
+fn write_as(
+    ctx: &Context,
+    (elem, out_elem): (Elem, Elem),
     expr: Expr,
     inputs: &[Operand],
     scalars: &[u32],
@@ -77,6 +103,7 @@ pub(crate) fn write(
     let k = ElementwiseKernel {
         rank: dims.len(),
         elem,
+        out_elem,
         inputs: access[..inputs.len()].to_vec(),
         output: access[inputs.len()],
         expr,
@@ -128,7 +155,8 @@ fn vectorizable(dims: &[usize], strides: &[Vec<usize>], offsets: &[usize]) -> bo
             })
 }
 
-/// A new buffer of `len` copies of the raw 32-bit `value`.
+/// A new buffer of `len` copies of the raw 32-bit `value` (`f32` bits for `F16`,
+/// rounded when stored).
 pub(crate) fn fill(ctx: &Context, elem: Elem, len: usize, value: u32) -> Arc<Pooled> {
     map(ctx, elem, Expr::scalar(0), &[], &[value], &[len])
 }

@@ -28,7 +28,6 @@ use super::context::ctx;
 use super::elementwise::{Operand, map};
 use super::pool::Pooled;
 use super::row;
-use crate::backend::View;
 use crate::layout::Layout;
 use crate::shape::Dims;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -158,6 +157,8 @@ struct Source {
 
 /// The value of an elementwise op, not recorded yet.
 pub(crate) struct Pending {
+    /// The element type of the value and of every leaf.
+    elem: Elem,
     dims: Dims,
     source: Mutex<Option<Source>>,
     done: OnceLock<Arc<Pooled>>,
@@ -178,7 +179,7 @@ impl Pending {
             }
             let f = source.fused;
             let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
-            map(ctx(), Elem::F32, f.expr, &ops, &f.scalars, &self.dims)
+            map(ctx(), self.elem, f.expr, &ops, &f.scalars, &self.dims)
         })
     }
 
@@ -255,13 +256,16 @@ impl Pending {
 
 /// `template` at every position of `dims`, with `Input(i)` reading `inputs[i]` (each
 /// of dims `dims`) and `Scalar(j)` = `scalars[j]`, as a pending buffer that pending
-/// operands were spliced into. With fusion off it is materialised at once.
-pub(crate) fn elementwise(
+/// operands were spliced into. With fusion off it is materialised at once. Every
+/// buffer holds `elem` (`E`'s kernel type); pending operands of a value have its type,
+/// so trees only ever join values of one element type.
+pub(crate) fn elementwise<E>(
+    elem: Elem,
     template: &Expr,
-    inputs: &[View<crate::Gpu, f32>],
+    inputs: &[(&GpuBuffer<E>, &Layout)],
     scalars: &[u32],
     dims: &[usize],
-) -> GpuBuffer<f32> {
+) -> GpuBuffer<E> {
     let on = enabled();
     let limit = ctx().limits.max_storage_buffers_per_shader_stage as usize;
     // Two storage bindings are the parameter block and the output.
@@ -286,6 +290,7 @@ pub(crate) fn elementwise(
         .collect();
     let fused = b.finish(template, &args, scalars);
     let pending = Arc::new(Pending {
+        elem,
         dims: Dims::new(dims),
         source: Mutex::new(Some(Source { fused, spliced })),
         done: OnceLock::new(),
@@ -303,9 +308,10 @@ pub(crate) fn elementwise(
 /// kernel's loads rather than materialised, and stays pending for its other
 /// consumers: recomputing it there costs reads of its inputs (often one full-size
 /// tensor and some broadcast ones), while materialising costs a write and a read.
-pub(crate) fn rows(
+pub(crate) fn rows<E>(
+    elem: Elem,
     op: RowOp,
-    x: View<crate::Gpu, f32>,
+    x: (&GpuBuffer<E>, &Layout),
     axis: usize,
     op_scalars: &[u32],
 ) -> Arc<Pooled> {
@@ -316,11 +322,13 @@ pub(crate) fn rows(
     {
         let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
         let scalars = [op_scalars, &f.scalars].concat();
-        return row::rows(ctx(), op, f.expr, &ops, &scalars, &layout.dims, axis);
+        let elems = (elem, elem);
+        return row::rows(ctx(), elems, op, f.expr, &ops, &scalars, &layout.dims, axis);
     }
     let input: Operand = (buf.raw(), layout);
     row::rows(
         ctx(),
+        (elem, elem),
         op,
         Expr::input(0),
         &[input],

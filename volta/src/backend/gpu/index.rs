@@ -8,6 +8,7 @@ use super::recorder::flags;
 use crate::layout::Layout;
 use crate::shape::MAX_RANK;
 use std::sync::Arc;
+use volta_kernels::wgsl::{Elem, with_elem};
 
 const GATHER: &str = include_str!("../../../../shaders/gather.wgsl");
 const SCATTER_ADD: &str = include_str!("../../../../shaders/scatter_add.wgsl");
@@ -24,8 +25,10 @@ fn slots(values: &[usize], fill: u32) -> [u32; MAX_RANK] {
 
 /// Launches one of the hand-written index kernels: two inputs, the output, and the
 /// recorder's error flags (out-of-range indices are reported at the next sync).
+#[allow(clippy::too_many_arguments)]
 fn launch_index_kernel(
     ctx: &Context,
+    elem: Elem,
     name: &'static str,
     source: &'static str,
     params: &[u32],
@@ -35,13 +38,13 @@ fn launch_index_kernel(
 ) {
     let kern = kernel(
         ctx,
-        Key::Named(name, vec![]),
+        Key::Named(name, vec![elem as u32]),
         Bindings {
             reads: 2,
             writes: 2,
         },
         "main",
-        || source.to_string(),
+        || with_elem(source, elem).into_owned(),
     );
     let flags = flags(ctx);
     launch(
@@ -55,13 +58,14 @@ fn launch_index_kernel(
 
 pub(crate) fn gather(
     ctx: &Context,
+    elem: Elem,
     x: (&Arc<Pooled>, &Layout),
     axis: usize,
     idx: (&Arc<Pooled>, &Layout),
 ) -> Arc<Pooled> {
     let li = idx.1;
     let n = li.numel();
-    let out = alloc(ctx, n * 4);
+    let out = alloc(ctx, n * elem.size());
     if n == 0 {
         return out;
     }
@@ -76,19 +80,21 @@ pub(crate) fn gather(
     p.extend(slots(&li.dims, 1));
     p.extend(slots(&x.1.strides, 0));
     p.extend(slots(&li.strides, 0));
-    launch_index_kernel(ctx, "volta gather", GATHER, &p, [x.0, idx.0], &out, n);
+    let inputs = [x.0, idx.0];
+    launch_index_kernel(ctx, elem, "volta gather", GATHER, &p, inputs, &out, n);
     out
 }
 
 pub(crate) fn scatter_add(
     ctx: &Context,
+    elem: Elem,
     dims: &[usize],
     axis: usize,
     idx: (&Arc<Pooled>, &Layout),
     src: (&Arc<Pooled>, &Layout),
 ) -> Arc<Pooled> {
     let n: usize = dims.iter().product();
-    let out = alloc(ctx, n * 4);
+    let out = alloc(ctx, n * elem.size());
     if n == 0 {
         return out;
     }
@@ -106,6 +112,7 @@ pub(crate) fn scatter_add(
     p.extend(slots(&src.1.strides, 0));
     launch_index_kernel(
         ctx,
+        elem,
         "volta scatter_add",
         SCATTER_ADD,
         &p,

@@ -3,7 +3,7 @@
 use super::Gpu;
 use super::fusion::elementwise;
 use crate::backend::{Buf, KernelBackend, View};
-use volta_kernels::wgsl::Expr;
+use volta_kernels::wgsl::{Elem, Expr};
 use volta_kernels::{ArgKind, KernelDef};
 
 impl KernelBackend for Gpu {
@@ -28,6 +28,7 @@ impl KernelBackend for Gpu {
             .1
             .dims;
         let bits: Vec<u32> = scalars.iter().map(|s| s.to_bits()).collect();
-        elementwise(&Expr::call_on_inputs(def, partial), tensors, &bits, dims)
+        let call = Expr::call_on_inputs(def, partial);
+        elementwise(Elem::F32, &call, tensors, &bits, dims)
     }
 }

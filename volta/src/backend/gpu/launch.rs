@@ -34,7 +34,9 @@ pub(crate) fn kernel(
     ctx.pipelines.get(&ctx.device, key, bindings, entry, source)
 }
 
-/// Records one dispatch in the current batch.
+/// Records one dispatch in the current batch. A kernel the device cannot run (`f16`
+/// without `shader-f16`) is not recorded: the next sync point reports
+/// [`GpuError::Unsupported`](super::GpuError::Unsupported).
 pub(crate) fn launch(
     ctx: &Context,
     kernel: &Arc<Kernel>,
@@ -42,6 +44,14 @@ pub(crate) fn launch(
     buffers: &[&Arc<Pooled>],
     groups: [u32; 3],
 ) {
+    if kernel.missing_f16 {
+        ctx.report(super::GpuError::Unsupported(format!(
+            "f16 tensors need the shader-f16 feature, which this adapter lacks \
+             (kernel: {}); check Gpu::init()?.f16 first, or use f32",
+            kernel.name
+        )));
+        return;
+    }
     ctx.recorder
         .lock()
         .unwrap_or_else(|p| p.into_inner())

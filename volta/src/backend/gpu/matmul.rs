@@ -11,7 +11,7 @@ use crate::layout::Layout;
 use crate::shape::Dims;
 use std::sync::{Arc, Mutex};
 use volta_kernels::ReduceOp;
-use volta_kernels::wgsl::{Expr, RowOp};
+use volta_kernels::wgsl::{Elem, Expr, RowOp};
 
 /// Tiles for large products: 128×128 per workgroup, 8×8 per thread, K steps of
 /// 16 (the best of the sweep at 1024–4096 on an H200, 2026-11-21).
@@ -60,16 +60,18 @@ const FILL: usize = 512;
 /// Shortest K slice a split leaves to each workgroup.
 const MIN_SLICE: usize = 128;
 
-/// `(batch, m, k) × (batch, k, n)` of two strided views.
+/// `(batch, m, k) × (batch, k, n)` of two strided views of `elem` (`F32` or `F16`;
+/// products accumulate in `f32`).
 pub(crate) fn matmul(
     ctx: &Context,
+    elem: Elem,
     a: (&Arc<Pooled>, &Layout),
     b: (&Arc<Pooled>, &Layout),
 ) -> Arc<Pooled> {
     let (batch, m, k, n) = (a.1.dims[0], a.1.dims[1], a.1.dims[2], b.1.dims[2]);
     let splits = split_k(batch, m, k, n);
     if splits == 1 {
-        return product(ctx, a, b);
+        return product(ctx, (elem, elem), a, b);
     }
     // Split-K: K as `splits` batches of slices (pure strides: no copies), one
     // partial product per slice, then their sum.
@@ -81,11 +83,13 @@ pub(crate) fn matmul(
     };
     let sa = view(a.1, [splits, m, slice], 2);
     let sb = view(b.1, [splits, slice, n], 1);
-    let partials = product(ctx, (a.0, &sa), (b.0, &sb));
+    // The partial products stay in f32 until their sum is rounded.
+    let partials = product(ctx, (elem, Elem::F32), (a.0, &sa), (b.0, &sb));
     let dims = [splits, m, n];
     let input = (&partials, &Layout::contiguous(&dims));
     let sum = RowOp::Reduce(ReduceOp::Sum);
-    rows(ctx, sum, Expr::input(0), &[input], &[], &dims, 0)
+    let elems = (Elem::F32, elem);
+    rows(ctx, elems, sum, Expr::input(0), &[input], &[], &dims, 0)
 }
 
 /// Into how many K slices to split a product: 1 unless it is a single product
@@ -127,11 +131,17 @@ fn choose_tiles(batch: usize, m: usize, n: usize) -> MatmulTiles {
     }
 }
 
-/// One launch of the generated kernel.
-fn product(ctx: &Context, a: (&Arc<Pooled>, &Layout), b: (&Arc<Pooled>, &Layout)) -> Arc<Pooled> {
+/// One launch of the generated kernel: operands of `elem`, the product stored as
+/// `out_elem`.
+fn product(
+    ctx: &Context,
+    (elem, out_elem): (Elem, Elem),
+    a: (&Arc<Pooled>, &Layout),
+    b: (&Arc<Pooled>, &Layout),
+) -> Arc<Pooled> {
     let (la, lb) = (a.1, b.1);
     let (batch, m, k, n) = (la.dims[0], la.dims[1], la.dims[2], lb.dims[2]);
-    let out = alloc(ctx, batch * m * n * 4);
+    let out = alloc(ctx, batch * m * n * out_elem.size());
     if batch * m * n == 0 {
         return out;
     }
@@ -166,6 +176,8 @@ fn product(ctx: &Context, a: (&Arc<Pooled>, &Layout), b: (&Arc<Pooled>, &Layout)
         a: a_load,
         b: b_load,
         c_vec: n.is_multiple_of(4),
+        half: elem == Elem::F16,
+        half_out: out_elem == Elem::F16,
     };
     let key = vec![
         tiles.bm,
@@ -177,6 +189,8 @@ fn product(ctx: &Context, a: (&Arc<Pooled>, &Layout), b: (&Arc<Pooled>, &Layout)
         a_load as u32,
         b_load as u32,
         u32::from(v.c_vec),
+        u32::from(v.half),
+        u32::from(v.half_out),
     ];
     let kern = kernel(
         ctx,

@@ -106,12 +106,19 @@ pub(crate) struct Variant {
     pub b: Load,
     /// `vec4` stores of C (N divisible by 4).
     pub c_vec: bool,
+    /// A and B hold `f16` (converted to `f32` as they are loaded; shared memory and
+    /// accumulators stay `f32`).
+    pub half: bool,
+    /// C holds `f16` (the `f32` accumulators are rounded when stored).
+    pub half_out: bool,
 }
 
 /// One operand as the loader sees it: a `bo × bk` tile (`bo` = bm for A, bn for B)
 /// copied into the shared array `sh`, laid out `[k][outer]` as `vec4`s along outer.
 struct Operand<'a> {
     load: Load,
+    /// The buffer holds `f16`.
+    half: bool,
     bo: u32,
     /// Names in the generated source: buffer, shared array, register prefix, base
     /// offset, first outer index of the tile, outer length, outer and k strides.
@@ -137,6 +144,7 @@ struct TileLoad {
 fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
     let Operand {
         load,
+        half,
         bo,
         src,
         sh,
@@ -150,6 +158,12 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
     let items = if load.is_vec() { bo * bk / 4 } else { bo * bk };
     let reps = items.div_ceil(threads);
     let q = bo / 4;
+    // A global load, converted to f32 when the buffer holds f16.
+    let ld = |at: String| match (half, load.is_vec()) {
+        (false, _) => format!("{src}[{at}]"),
+        (true, true) => format!("vec4<f32>({src}[{at}])"),
+        (true, false) => format!("f32({src}[{at}])"),
+    };
     let mut t = TileLoad {
         decls: String::new(),
         fetch: String::new(),
@@ -180,7 +194,8 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
                     t.fetch,
                     "        let kk = e / {q}u; let go = {outer0} + (e % {q}u) * 4u; let gk = kt + kk;
         {v} = vec4<f32>(0.0);
-        if (go < {outer_len} && gk < K) {{ {v} = {src}[({base} + gk * {s_k} + go) / 4u]; }}"
+        if (go < {outer_len} && gk < K) {{ {v} = {}; }}",
+                    ld(format!("({base} + gk * {s_k} + go) / 4u"))
                 )
                 .unwrap();
                 writeln!(t.store, "        {sh}[(e / {q}u) * {q}u + e % {q}u] = {v};").unwrap();
@@ -191,7 +206,8 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
                     t.fetch,
                     "        let go = {outer0} + e / {k4}u; let gk = kt + (e % {k4}u) * 4u;
         {v} = vec4<f32>(0.0);
-        if (go < {outer_len} && gk < K) {{ {v} = {src}[({base} + go * {s_outer} + gk) / 4u]; }}"
+        if (go < {outer_len} && gk < K) {{ {v} = {}; }}",
+                    ld(format!("({base} + go * {s_outer} + gk) / 4u"))
                 )
                 .unwrap();
                 writeln!(
@@ -215,7 +231,8 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
                     t.fetch,
                     "        let go = {outer0} + {o}; let gk = kt + {kk};
         {v} = 0.0;
-        if (go < {outer_len} && gk < K) {{ {v} = {src}[{base} + go * {s_outer} + gk * {s_k}]; }}"
+        if (go < {outer_len} && gk < K) {{ {v} = {}; }}",
+                    ld(format!("{base} + go * {s_outer} + gk * {s_k}"))
                 )
                 .unwrap();
                 writeln!(
@@ -238,8 +255,18 @@ pub(crate) fn source(v: &Variant) -> String {
     let (bm, bn, bk, tm, tn) = (t.bm, t.bn, t.bk, t.tm, t.tn);
     let threads = t.threads();
     let txn = bn / tn;
-    let ty_ = |vec: bool| if vec { "vec4<f32>" } else { "f32" };
+    let elem = |half: bool| if half { "f16" } else { "f32" };
+    let ty_ = |vec: bool, half: bool| {
+        if vec {
+            format!("vec4<{}>", elem(half))
+        } else {
+            elem(half).to_string()
+        }
+    };
     let mut w = String::new();
+    if v.half || v.half_out {
+        w.push_str("enable f16;\n");
+    }
     writeln!(
         w,
         "@group(0) @binding(0) var<storage, read> p: array<u32>;
@@ -257,9 +284,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_base = p[3] + z * p[4]; let a_sm = p[5]; let a_sk = p[6];
     let b_base = p[7] + z * p[8]; let b_sk = p[9]; let b_sn = p[10];
     let tx = li % {txn}u; let ty = li / {txn}u;",
-        ty_(v.a.is_vec()),
-        ty_(v.b.is_vec()),
-        ty_(v.c_vec),
+        ty_(v.a.is_vec(), v.half),
+        ty_(v.b.is_vec(), v.half),
+        ty_(v.c_vec, v.half_out),
         bk * bm / 4,
         bk * bn / 4,
     )
@@ -272,6 +299,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let a_tile = load_tile(
         &Operand {
             load: v.a,
+            half: v.half,
             bo: bm,
             src: "a",
             sh: "As",
@@ -288,6 +316,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let b_tile = load_tile(
         &Operand {
             load: v.b,
+            half: v.half,
             bo: bn,
             src: "b",
             sh: "Bs",
@@ -365,6 +394,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
     }
     writeln!(w, "        workgroupBarrier();\n    }}").unwrap();
+    // An f32 accumulator as C's element type.
+    let store = |acc: String, vec: bool| match (v.half_out, vec) {
+        (false, _) => acc,
+        (true, true) => format!("vec4<f16>({acc})"),
+        (true, false) => format!("f16({acc})"),
+    };
     for bi in 0..tm / 4 {
         for r in 0..4u32 {
             let i = bi * 4 + r;
@@ -379,7 +414,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 if v.c_vec {
                     writeln!(
                         w,
-                        "        {{ let gn = {gn}; if (gn < N) {{ c[(row + gn) / 4u] = acc{i}_{bj}; }} }}"
+                        "        {{ let gn = {gn}; if (gn < N) {{ c[(row + gn) / 4u] = {}; }} }}",
+                        store(format!("acc{i}_{bj}"), true)
                     )
                     .unwrap();
                 } else {
@@ -387,7 +423,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                     for (q, comp) in ["x", "y", "z", "w"].iter().enumerate() {
                         writeln!(
                             w,
-                            "        if (gn + {q}u < N) {{ c[row + gn + {q}u] = acc{i}_{bj}.{comp}; }}"
+                            "        if (gn + {q}u < N) {{ c[row + gn + {q}u] = {}; }}",
+                            store(format!("acc{i}_{bj}.{comp}"), false)
                         )
                         .unwrap();
                     }

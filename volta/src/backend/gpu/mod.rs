@@ -9,7 +9,9 @@
 //! pipelines are compiled once, and errors raised while work runs are reported at
 //! the next sync point. Elementwise chains fuse into one generated kernel (see
 //! `Gpu::set_fusion`), and `#[kernel]` functions join those chains. The GPU
-//! computes in `f32` (`Gpu: Backend<f64>` does not exist) and holds `u32` indices.
+//! computes on `f32` and `f16` tensors (`f16` needs the adapter's `shader-f16`
+//! feature, see [`GpuInfo::f16`]; kernels compute in `f32` and store `f16`), holds
+//! `u32` indices, and has no `f64` (`Gpu: Backend<f64>` does not exist).
 
 /// The GPU device (wgpu: Vulkan, Metal, DX12).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -78,12 +80,13 @@ pub use volta_kernels::wgsl::Launch;
 #[cfg(feature = "gpu")]
 mod device {
     use super::context::{self, ctx};
-    use super::elementwise::{fill, map, write};
+    use super::elementwise::{convert, fill, map, write};
     use super::fusion;
     use super::profile::Profiler;
     use super::{Gpu, GpuBuffer, GpuError, GpuInfo, MatmulTiles, MemoryStats, Profile, transfer};
     use crate::backend::infer::{AttnShape, QFusion, QShape};
-    use crate::backend::{AdamStep, Backend, Buf, Device, Memory, SgdStep, View};
+    use crate::backend::{AdamStep, Backend, Buf, Cast, Device, Memory, SgdStep, View};
+    use crate::dtype::f16;
     use crate::layout::Layout;
     use volta_kernels::wgsl::{Elem, Expr, Launch, RowOp};
     use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
@@ -209,7 +212,9 @@ mod device {
         /// reductions, softmax and normalisation compute such a value in their
         /// loads, and it is written to memory when something needs it there (a
         /// matmul, a copy, a read-back, [`GpuBuffer::realize`]). Results agree with
-        /// fusion off up to f32 rounding; turning it off helps to profile single ops.
+        /// fusion off up to f32 rounding (for `f16` tensors, up to the rounding of
+        /// intermediates, which a fused chain keeps in `f32`); turning it off helps
+        /// to profile single ops.
         pub fn set_fusion(on: bool) {
             fusion::set_enabled(on);
         }
@@ -278,7 +283,7 @@ mod device {
                     transfer::upload(ctx(), &data)
                 }
                 fn full(len: usize, value: $t) -> Self::Buffer {
-                    GpuBuffer::new(fill(ctx(), $elem, len, value.to_bits()), len)
+                    GpuBuffer::new(fill(ctx(), $elem, len, value.scalar_bits()), len)
                 }
                 fn to_vec(buf: &Self::Buffer, layout: &Layout) -> Vec<$t> {
                     transfer::download(ctx(), buf.raw(), layout, $elem)
@@ -299,199 +304,284 @@ mod device {
             }
         };
     }
+    /// A host scalar as a kernel reads it from the parameter block: `u32` as is,
+    /// floats as `f32` bits (an `f16` widens exactly).
     trait Bits {
-        fn to_bits(self) -> u32;
+        fn scalar_bits(self) -> u32;
     }
     impl Bits for u32 {
-        fn to_bits(self) -> u32 {
+        fn scalar_bits(self) -> u32 {
             self
         }
     }
+    impl Bits for f32 {
+        fn scalar_bits(self) -> u32 {
+            self.to_bits()
+        }
+    }
+    impl Bits for f16 {
+        fn scalar_bits(self) -> u32 {
+            self.to_f32().to_bits()
+        }
+    }
     memory!(f32, Elem::F32);
+    memory!(f16, Elem::F16);
     memory!(u32, Elem::U32);
 
-    /// `expr` over same-dims views: a pending value (see `fusion`).
-    fn elementwise(expr: Expr, inputs: &[View<Gpu, f32>], scalars: &[u32]) -> Buf<Gpu, f32> {
-        fusion::elementwise(&expr, inputs, scalars, &inputs[0].1.dims)
+    /// `expr` over same-dims views of `elem`: a pending value (see `fusion`).
+    fn elementwise<E>(
+        elem: Elem,
+        expr: Expr,
+        inputs: &[(&GpuBuffer<E>, &Layout)],
+        scalars: &[u32],
+    ) -> GpuBuffer<E> {
+        fusion::elementwise(elem, &expr, inputs, scalars, &inputs[0].1.dims)
     }
 
-    impl Backend<f32> for Gpu {
-        fn unary(op: UnaryOp, x: View<Self, f32>) -> Buf<Self, f32> {
-            elementwise(Expr::input(0).unary(op), &[x], &[])
-        }
-        fn binary(op: BinaryOp, a: View<Self, f32>, b: View<Self, f32>) -> Buf<Self, f32> {
-            elementwise(Expr::input(0).binary(op, Expr::input(1)), &[a, b], &[])
-        }
-        fn binary_scalar(op: BinaryOp, x: View<Self, f32>, scalar: f32) -> Buf<Self, f32> {
-            let e = Expr::input(0).binary(op, Expr::scalar(0));
-            elementwise(e, &[x], &[scalar.to_bits()])
-        }
-        fn reduce(op: ReduceOp, x: View<Self, f32>, axis: usize) -> Buf<Self, f32> {
-            let n = (0..x.1.rank())
-                .filter(|&a| a != axis)
-                .map(|a| x.1.dims[a])
-                .product();
-            GpuBuffer::new(fusion::rows(RowOp::Reduce(op), x, axis, &[]), n)
-        }
-        fn softmax(x: View<Self, f32>, axis: usize, log: bool) -> Buf<Self, f32> {
-            let op = if log {
-                RowOp::LogSoftmax
-            } else {
-                RowOp::Softmax
-            };
-            GpuBuffer::new(fusion::rows(op, x, axis, &[]), x.1.numel())
-        }
-        fn matmul(a: View<Self, f32>, b: View<Self, f32>) -> Buf<Self, f32> {
-            let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];
-            GpuBuffer::new(
-                super::matmul::matmul(ctx(), (a.0.raw(), a.1), (b.0.raw(), b.1)),
-                len,
-            )
-        }
-        fn pad(x: View<Self, f32>, pads: &[(usize, usize)], value: f32) -> Buf<Self, f32> {
-            let c = ctx();
-            let dims: Vec<usize> =
-                x.1.dims
-                    .iter()
-                    .zip(pads)
-                    .map(|(d, (b, a))| d + b + a)
-                    .collect();
-            let out_layout = Layout::contiguous(&dims);
-            let n = out_layout.numel();
-            let out = fill(c, Elem::F32, n, value.to_bits());
-            let region = Layout {
-                dims: x.1.dims,
-                strides: out_layout.strides,
-                offset: pads
-                    .iter()
-                    .zip(out_layout.strides.iter())
-                    .map(|((b, _), s)| b * s)
-                    .sum(),
-            };
-            write(
-                c,
-                Elem::F32,
-                Expr::input(0),
-                &[(x.0.raw(), x.1)],
-                &[],
-                (&out, &region),
-            );
-            GpuBuffer::new(out, n)
-        }
-        fn cat(parts: &[View<Self, f32>], axis: usize) -> Buf<Self, f32> {
-            let c = ctx();
-            let mut dims = parts[0].1.dims;
-            dims[axis] = parts.iter().map(|(_, l)| l.dims[axis]).sum();
-            let out_layout = Layout::contiguous(&dims);
-            let n = out_layout.numel();
-            let out = super::launch::alloc(c, n * 4);
-            let mut start = 0;
-            for (buf, l) in parts {
-                let region = Layout {
-                    dims: l.dims,
-                    strides: out_layout.strides,
-                    offset: start * out_layout.strides[axis],
-                };
-                write(
-                    c,
-                    Elem::F32,
-                    Expr::input(0),
-                    &[(buf.raw(), l)],
-                    &[],
-                    (&out, &region),
-                );
-                start += l.dims[axis];
-            }
-            GpuBuffer::new(out, n)
-        }
-        fn select(cond: View<Self, f32>, a: View<Self, f32>, b: View<Self, f32>) -> Buf<Self, f32> {
-            let e = Expr::input(0).select(Expr::input(1), Expr::input(2));
-            elementwise(e, &[cond, a, b], &[])
-        }
-        fn gather(x: View<Self, f32>, axis: usize, idx: View<Self, u32>) -> Buf<Self, f32> {
-            let out = super::index::gather(ctx(), (x.0.raw(), x.1), axis, (idx.0.raw(), idx.1));
-            GpuBuffer::new(out, idx.1.numel())
-        }
-        fn scatter_add(
-            dims: &[usize],
-            axis: usize,
-            idx: View<Self, u32>,
-            src: View<Self, f32>,
-        ) -> Buf<Self, f32> {
-            let out = super::index::scatter_add(
-                ctx(),
-                dims,
-                axis,
-                (idx.0.raw(), idx.1),
-                (src.0.raw(), src.1),
-            );
-            GpuBuffer::new(out, dims.iter().product())
-        }
-        fn unfold2d(x: View<Self, f32>, win: &Window2d, pad_value: f32) -> Buf<Self, f32> {
-            let (out, len) = super::window::unfold2d(ctx(), (x.0.raw(), x.1), win, pad_value);
-            GpuBuffer::new(out, len)
-        }
-        fn fold2d(cols: View<Self, f32>, win: &Window2d, input_hw: [usize; 2]) -> Buf<Self, f32> {
-            let (out, len) = super::window::fold2d(ctx(), (cols.0.raw(), cols.1), win, input_hw);
-            GpuBuffer::new(out, len)
-        }
-        fn normalize(x: View<Self, f32>, axis: usize, center: bool, eps: f32) -> Buf<Self, f32> {
-            let op = RowOp::Normalize { center };
-            GpuBuffer::new(fusion::rows(op, x, axis, &[eps.to_bits()]), x.1.numel())
-        }
-        fn uniform(len: usize, seed: u64) -> Buf<Self, f32> {
-            GpuBuffer::new(super::window::uniform(ctx(), len, seed), len)
-        }
-        fn adam_step(
-            p: View<Self, f32>,
-            g: View<Self, f32>,
-            moments: Option<(View<Self, f32>, View<Self, f32>)>,
-            hyper: &AdamStep,
-        ) -> (Buf<Self, f32>, Buf<Self, f32>, Buf<Self, f32>) {
-            // Pending inputs (a gradient still a fused expression) are recorded first.
-            let moments = moments.map(|(m, v)| ((m.0.raw(), m.1), (v.0.raw(), v.1)));
-            let (p2, m2, v2) = super::optim::adam_step(
-                ctx(),
-                (p.0.raw(), p.1),
-                (g.0.raw(), g.1),
-                moments,
-                &hyper.constants(),
-            );
-            let n = p.1.numel();
-            (
-                GpuBuffer::new(p2, n),
-                GpuBuffer::new(m2, n),
-                GpuBuffer::new(v2, n),
-            )
-        }
-        fn sgd_step(
-            p: View<Self, f32>,
-            g: View<Self, f32>,
-            momentum_buffer: Option<View<Self, f32>>,
-            hyper: &SgdStep,
-        ) -> (Buf<Self, f32>, Option<Buf<Self, f32>>) {
-            let k = hyper.constants::<f32>();
-            if k.momentum.is_none() {
-                // No state: an elementwise expression, pending like any other, so it
-                // fuses into its consumer. p − (g + λ·p)·lr.
-                let mut grad = Expr::input(1);
-                let mut scalars = vec![k.lr.to_bits()];
-                if let Some(l2) = k.l2 {
-                    let decay = Expr::input(0).binary(BinaryOp::Mul, Expr::scalar(1));
-                    grad = grad.binary(BinaryOp::Add, decay);
-                    scalars.push(l2.to_bits());
+    /// The float backend for element type `$t` stored as `$elem` (every kernel
+    /// computes in `f32`).
+    macro_rules! float_backend {
+        ($t:ty, $elem:expr) => {
+            impl Backend<$t> for Gpu {
+                fn unary(op: UnaryOp, x: View<Self, $t>) -> Buf<Self, $t> {
+                    elementwise($elem, Expr::input(0).unary(op), &[x], &[])
                 }
-                let e = Expr::input(0)
-                    .binary(BinaryOp::Sub, grad.binary(BinaryOp::Mul, Expr::scalar(0)));
-                return (elementwise(e, &[p, g], &scalars), None);
+                fn binary(op: BinaryOp, a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
+                    elementwise(
+                        $elem,
+                        Expr::input(0).binary(op, Expr::input(1)),
+                        &[a, b],
+                        &[],
+                    )
+                }
+                fn binary_scalar(op: BinaryOp, x: View<Self, $t>, scalar: $t) -> Buf<Self, $t> {
+                    let e = Expr::input(0).binary(op, Expr::scalar(0));
+                    elementwise($elem, e, &[x], &[scalar.scalar_bits()])
+                }
+                fn reduce(op: ReduceOp, x: View<Self, $t>, axis: usize) -> Buf<Self, $t> {
+                    let n = (0..x.1.rank())
+                        .filter(|&a| a != axis)
+                        .map(|a| x.1.dims[a])
+                        .product();
+                    GpuBuffer::new(fusion::rows($elem, RowOp::Reduce(op), x, axis, &[]), n)
+                }
+                fn softmax(x: View<Self, $t>, axis: usize, log: bool) -> Buf<Self, $t> {
+                    let op = if log {
+                        RowOp::LogSoftmax
+                    } else {
+                        RowOp::Softmax
+                    };
+                    GpuBuffer::new(fusion::rows($elem, op, x, axis, &[]), x.1.numel())
+                }
+                fn matmul(a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
+                    let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];
+                    GpuBuffer::new(
+                        super::matmul::matmul(ctx(), $elem, (a.0.raw(), a.1), (b.0.raw(), b.1)),
+                        len,
+                    )
+                }
+                fn pad(x: View<Self, $t>, pads: &[(usize, usize)], value: $t) -> Buf<Self, $t> {
+                    let c = ctx();
+                    let dims: Vec<usize> =
+                        x.1.dims
+                            .iter()
+                            .zip(pads)
+                            .map(|(d, (b, a))| d + b + a)
+                            .collect();
+                    let out_layout = Layout::contiguous(&dims);
+                    let n = out_layout.numel();
+                    let out = fill(c, $elem, n, value.scalar_bits());
+                    let region = Layout {
+                        dims: x.1.dims,
+                        strides: out_layout.strides,
+                        offset: pads
+                            .iter()
+                            .zip(out_layout.strides.iter())
+                            .map(|((b, _), s)| b * s)
+                            .sum(),
+                    };
+                    write(
+                        c,
+                        $elem,
+                        Expr::input(0),
+                        &[(x.0.raw(), x.1)],
+                        &[],
+                        (&out, &region),
+                    );
+                    GpuBuffer::new(out, n)
+                }
+                fn cat(parts: &[View<Self, $t>], axis: usize) -> Buf<Self, $t> {
+                    let c = ctx();
+                    let mut dims = parts[0].1.dims;
+                    dims[axis] = parts.iter().map(|(_, l)| l.dims[axis]).sum();
+                    let out_layout = Layout::contiguous(&dims);
+                    let n = out_layout.numel();
+                    let out = super::launch::alloc(c, n * $elem.size());
+                    let mut start = 0;
+                    for (buf, l) in parts {
+                        let region = Layout {
+                            dims: l.dims,
+                            strides: out_layout.strides,
+                            offset: start * out_layout.strides[axis],
+                        };
+                        write(
+                            c,
+                            $elem,
+                            Expr::input(0),
+                            &[(buf.raw(), l)],
+                            &[],
+                            (&out, &region),
+                        );
+                        start += l.dims[axis];
+                    }
+                    GpuBuffer::new(out, n)
+                }
+                fn select(
+                    cond: View<Self, $t>,
+                    a: View<Self, $t>,
+                    b: View<Self, $t>,
+                ) -> Buf<Self, $t> {
+                    let e = Expr::input(0).select(Expr::input(1), Expr::input(2));
+                    elementwise($elem, e, &[cond, a, b], &[])
+                }
+                fn gather(x: View<Self, $t>, axis: usize, idx: View<Self, u32>) -> Buf<Self, $t> {
+                    let out = super::index::gather(
+                        ctx(),
+                        $elem,
+                        (x.0.raw(), x.1),
+                        axis,
+                        (idx.0.raw(), idx.1),
+                    );
+                    GpuBuffer::new(out, idx.1.numel())
+                }
+                fn scatter_add(
+                    dims: &[usize],
+                    axis: usize,
+                    idx: View<Self, u32>,
+                    src: View<Self, $t>,
+                ) -> Buf<Self, $t> {
+                    let out = super::index::scatter_add(
+                        ctx(),
+                        $elem,
+                        dims,
+                        axis,
+                        (idx.0.raw(), idx.1),
+                        (src.0.raw(), src.1),
+                    );
+                    GpuBuffer::new(out, dims.iter().product())
+                }
+                fn unfold2d(x: View<Self, $t>, win: &Window2d, pad_value: $t) -> Buf<Self, $t> {
+                    let (out, len) = super::window::unfold2d(
+                        ctx(),
+                        $elem,
+                        (x.0.raw(), x.1),
+                        win,
+                        f32::from(pad_value),
+                    );
+                    GpuBuffer::new(out, len)
+                }
+                fn fold2d(
+                    cols: View<Self, $t>,
+                    win: &Window2d,
+                    input_hw: [usize; 2],
+                ) -> Buf<Self, $t> {
+                    let (out, len) =
+                        super::window::fold2d(ctx(), $elem, (cols.0.raw(), cols.1), win, input_hw);
+                    GpuBuffer::new(out, len)
+                }
+                fn normalize(
+                    x: View<Self, $t>,
+                    axis: usize,
+                    center: bool,
+                    eps: $t,
+                ) -> Buf<Self, $t> {
+                    let op = RowOp::Normalize { center };
+                    GpuBuffer::new(
+                        fusion::rows($elem, op, x, axis, &[eps.scalar_bits()]),
+                        x.1.numel(),
+                    )
+                }
+                fn uniform(len: usize, seed: u64) -> Buf<Self, $t> {
+                    GpuBuffer::new(super::window::uniform(ctx(), $elem, len, seed), len)
+                }
+                fn adam_step(
+                    p: View<Self, $t>,
+                    g: View<Self, $t>,
+                    moments: Option<(View<Self, $t>, View<Self, $t>)>,
+                    hyper: &AdamStep,
+                ) -> (Buf<Self, $t>, Buf<Self, $t>, Buf<Self, $t>) {
+                    // Pending inputs (a gradient still a fused expression) are recorded first.
+                    let moments = moments.map(|(m, v)| ((m.0.raw(), m.1), (v.0.raw(), v.1)));
+                    let (p2, m2, v2) = super::optim::adam_step(
+                        ctx(),
+                        $elem,
+                        (p.0.raw(), p.1),
+                        (g.0.raw(), g.1),
+                        moments,
+                        &hyper.constants(),
+                    );
+                    let n = p.1.numel();
+                    (
+                        GpuBuffer::new(p2, n),
+                        GpuBuffer::new(m2, n),
+                        GpuBuffer::new(v2, n),
+                    )
+                }
+                fn sgd_step(
+                    p: View<Self, $t>,
+                    g: View<Self, $t>,
+                    momentum_buffer: Option<View<Self, $t>>,
+                    hyper: &SgdStep,
+                ) -> (Buf<Self, $t>, Option<Buf<Self, $t>>) {
+                    let k = hyper.constants::<f32>();
+                    if k.momentum.is_none() {
+                        // No state: an elementwise expression, pending like any other, so it
+                        // fuses into its consumer. p − (g + λ·p)·lr.
+                        let mut grad = Expr::input(1);
+                        let mut scalars = vec![k.lr.to_bits()];
+                        if let Some(l2) = k.l2 {
+                            let decay = Expr::input(0).binary(BinaryOp::Mul, Expr::scalar(1));
+                            grad = grad.binary(BinaryOp::Add, decay);
+                            scalars.push(l2.to_bits());
+                        }
+                        let e = Expr::input(0)
+                            .binary(BinaryOp::Sub, grad.binary(BinaryOp::Mul, Expr::scalar(0)));
+                        return (elementwise($elem, e, &[p, g], &scalars), None);
+                    }
+                    let buf = momentum_buffer.map(|b| (b.0.raw(), b.1));
+                    let (p2, b2) = super::optim::sgd_momentum_step(
+                        ctx(),
+                        $elem,
+                        (p.0.raw(), p.1),
+                        (g.0.raw(), g.1),
+                        buf,
+                        &k,
+                    );
+                    let n = p.1.numel();
+                    (GpuBuffer::new(p2, n), Some(GpuBuffer::new(b2, n)))
+                }
             }
-            let buf = momentum_buffer.map(|b| (b.0.raw(), b.1));
-            let (p2, b2) =
-                super::optim::sgd_momentum_step(ctx(), (p.0.raw(), p.1), (g.0.raw(), g.1), buf, &k);
-            let n = p.1.numel();
-            (GpuBuffer::new(p2, n), Some(GpuBuffer::new(b2, n)))
-        }
+        };
     }
+    float_backend!(f32, Elem::F32);
+    float_backend!(f16, Elem::F16);
+
+    macro_rules! cast {
+        ($from:ty, $to:ty, $elems:expr) => {
+            impl Cast<$from, $to> for Gpu {
+                fn cast(x: View<Self, $from>) -> Buf<Self, $to> {
+                    let c = ctx();
+                    let input = (x.0.raw(), x.1);
+                    let out = convert(c, $elems, Expr::input(0), &[input], &[], &x.1.dims);
+                    GpuBuffer::new(out, x.1.numel())
+                }
+            }
+        };
+    }
+    cast!(f32, f16, (Elem::F32, Elem::F16));
+    cast!(f16, f32, (Elem::F16, Elem::F32));
+    cast!(f32, f32, (Elem::F32, Elem::F32));
+    cast!(f16, f16, (Elem::F16, Elem::F16));
 
     impl crate::backend::InferenceBackend for Gpu {
         type Quantized = super::GpuQuantized;

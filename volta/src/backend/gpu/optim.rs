@@ -9,7 +9,7 @@ use super::pool::Pooled;
 use crate::backend::optim::{AdamConstants, SgdConstants};
 use crate::layout::Layout;
 use std::sync::Arc;
-use volta_kernels::wgsl::{Elem, Expr};
+use volta_kernels::wgsl::{Elem, Expr, with_elem};
 
 const ADAM: &str = include_str!("../../../../shaders/adam.wgsl");
 const SGD: &str = include_str!("../../../../shaders/sgd.wgsl");
@@ -22,11 +22,11 @@ pub(crate) type Input<'a> = (&'a Arc<Pooled>, &'a Layout);
 /// The buffer and start offset through which the kernels read `x`: contiguous
 /// views are read in place, others are copied first (an extra kernel; parameters,
 /// gradients and optimiser state are contiguous in practice).
-fn flat(ctx: &Context, x: Input) -> (Arc<Pooled>, u32) {
+fn flat(ctx: &Context, elem: Elem, x: Input) -> (Arc<Pooled>, u32) {
     if x.1.is_contiguous() {
         (x.0.clone(), u(x.1.offset))
     } else {
-        let copy = super::elementwise::map(ctx, Elem::F32, Expr::input(0), &[x], &[], &x.1.dims);
+        let copy = super::elementwise::map(ctx, elem, Expr::input(0), &[x], &[], &x.1.dims);
         (copy, 0)
     }
 }
@@ -35,23 +35,25 @@ fn bits(x: f32) -> u32 {
     x.to_bits()
 }
 
-/// `(p', m', v')`.
+/// `(p', m', v')`, all of `elem` (`F32` or `F16`; the kernel computes in `f32`).
 pub(crate) fn adam_step(
     ctx: &Context,
+    elem: Elem,
     p: Input,
     g: Input,
     moments: Option<(Input, Input)>,
     k: &AdamConstants<f32>,
 ) -> (Arc<Pooled>, Arc<Pooled>, Arc<Pooled>) {
     let n = p.1.numel();
-    let outs = (alloc(ctx, n * 4), alloc(ctx, n * 4), alloc(ctx, n * 4));
+    let bytes = n * elem.size();
+    let outs = (alloc(ctx, bytes), alloc(ctx, bytes), alloc(ctx, bytes));
     if n == 0 {
         return outs;
     }
-    let (p, g) = (flat(ctx, p), flat(ctx, g));
+    let (p, g) = (flat(ctx, elem, p), flat(ctx, elem, g));
     // On the first step the moments are zero: g stands in for them, unread.
     let (m, v) = match moments {
-        Some((m, v)) => (flat(ctx, m), flat(ctx, v)),
+        Some((m, v)) => (flat(ctx, elem, m), flat(ctx, elem, v)),
         None => (g.clone(), g.clone()),
     };
     let params = [
@@ -76,22 +78,23 @@ pub(crate) fn adam_step(
     ];
     let kern = kernel(
         ctx,
-        Key::Named("volta adam", vec![]),
+        Key::Named("volta adam", vec![elem as u32]),
         Bindings {
             reads: 4,
             writes: 3,
         },
         "main",
-        || ADAM.to_string(),
+        || with_elem(ADAM, elem).into_owned(),
     );
     let buffers = [&p.0, &g.0, &m.0, &v.0, &outs.0, &outs.1, &outs.2];
     launch(ctx, &kern, &params, &buffers, grid(ctx, n.div_ceil(WG)));
     outs
 }
 
-/// `(p', b')` of a step with momentum.
+/// `(p', b')` of a step with momentum, both of `elem`.
 pub(crate) fn sgd_momentum_step(
     ctx: &Context,
+    elem: Elem,
     p: Input,
     g: Input,
     buf: Option<Input>,
@@ -101,14 +104,14 @@ pub(crate) fn sgd_momentum_step(
         .momentum
         .expect("the fused SGD kernel is for steps with momentum");
     let n = p.1.numel();
-    let outs = (alloc(ctx, n * 4), alloc(ctx, n * 4));
+    let outs = (alloc(ctx, n * elem.size()), alloc(ctx, n * elem.size()));
     if n == 0 {
         return outs;
     }
-    let (p, g) = (flat(ctx, p), flat(ctx, g));
+    let (p, g) = (flat(ctx, elem, p), flat(ctx, elem, g));
     // On the first step there is no buffer: g stands in for it, unread.
     let b = match buf {
-        Some(b) => flat(ctx, b),
+        Some(b) => flat(ctx, elem, b),
         None => g.clone(),
     };
     let params = [
@@ -125,13 +128,13 @@ pub(crate) fn sgd_momentum_step(
     ];
     let kern = kernel(
         ctx,
-        Key::Named("volta sgd", vec![]),
+        Key::Named("volta sgd", vec![elem as u32]),
         Bindings {
             reads: 3,
             writes: 2,
         },
         "main",
-        || SGD.to_string(),
+        || with_elem(SGD, elem).into_owned(),
     );
     let buffers = [&p.0, &g.0, &b.0, &outs.0, &outs.1];
     launch(ctx, &kern, &params, &buffers, grid(ctx, n.div_ceil(WG)));

@@ -23,6 +23,10 @@ pub(crate) struct Kernel {
     pub buffers: usize,
     /// What profiles call it (`Gpu::profile`).
     pub name: Arc<str>,
+    /// The kernel needs the `shader-f16` feature, which the device lacks: the
+    /// pipeline is an empty placeholder, and launching it reports
+    /// [`GpuError::Unsupported`](super::GpuError::Unsupported) instead.
+    pub missing_f16: bool,
 }
 
 /// Binding 0 is always the read-only `u32` parameter block; then `reads` read-only
@@ -53,7 +57,14 @@ impl Pipelines {
             return k.clone();
         }
         let layout = self.layout(device, bindings);
-        let src = source();
+        let mut src = source();
+        let missing_f16 = src.starts_with("enable f16;")
+            && !device.features().contains(wgpu::Features::SHADER_F16);
+        if missing_f16 {
+            // The device would reject the module: compile an empty kernel with the
+            // same bindings, never launched.
+            src = format!("@compute @workgroup_size(1) fn {entry}() {{}}");
+        }
         // SAFETY: Volta's kernels bound every buffer access by the sizes in their
         // parameter blocks, which the host computes from layouts that address only
         // elements of the bound buffers; the GPU parity tests exercise every kernel
@@ -90,6 +101,7 @@ impl Pipelines {
             layout,
             buffers: bindings.reads + bindings.writes,
             name: describe(&key).into(),
+            missing_f16,
         });
         self.lock().insert(key, kernel.clone());
         kernel

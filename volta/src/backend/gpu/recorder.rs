@@ -408,7 +408,14 @@ pub(crate) fn read_staging(
         let _ = tx.send(r);
     });
     let mapped = wait_for_map(ctx, &rx)?;
-    ctx.take_error()?;
+    if let Err(e) = ctx.take_error() {
+        // The staging buffer goes back to the pool: unmapped, or the next submit
+        // that uses it fails.
+        if mapped.is_ok() {
+            staging.buffer.unmap();
+        }
+        return Err(e);
+    }
     mapped.map_err(|e| GpuError::ReadBack(e.to_string()))?;
     let data = {
         let view = slice

@@ -10,15 +10,18 @@ use super::pipelines::{Bindings, Key};
 use super::pool::Pooled;
 use crate::layout::Layout;
 use std::sync::Arc;
-use volta_kernels::wgsl::{Expr, RowKernel, RowOp, RowVariant};
+use volta_kernels::wgsl::{Elem, Expr, RowKernel, RowOp, RowVariant};
 
 /// `op` over each row along `axis` of `expr` evaluated at every position of
 /// `dims`, reading `inputs` (each viewed with dims `dims`) and `scalars` (raw `f32`
 /// bits: the op's own [`RowOp::scalars`] first, then the expression's). The result
 /// is contiguous: dims `dims` with the axis set to 1 for a reduction, `dims` for
-/// softmax and normalisation.
+/// softmax and normalisation. The inputs hold `elem`, the output `out_elem` (the
+/// kernel computes in `f32`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn rows(
     ctx: &Context,
+    (elem, out_elem): (Elem, Elem),
     op: RowOp,
     expr: Expr,
     inputs: &[Operand],
@@ -32,7 +35,8 @@ pub(crate) fn rows(
         .map(|a| dims[a])
         .product();
     let out_layout = Layout::contiguous(dims);
-    let out = alloc(ctx, if op.writes_rows() { rows * n } else { rows } * 4);
+    let len = if op.writes_rows() { rows * n } else { rows };
+    let out = alloc(ctx, len * out_elem.size());
     if rows == 0 || (op.writes_rows() && n == 0) {
         return out;
     }
@@ -69,6 +73,8 @@ pub(crate) fn rows(
         axis_broadcast: inputs.iter().map(|v| vec4 && axis_stride(v) == 0).collect(),
         expr,
         variant,
+        elem,
+        out_elem,
     };
     let params_views: Vec<(usize, &[usize])> = views
         .iter()

@@ -17,7 +17,16 @@ use volta_kernels::wgsl::{Elem, Expr};
 pub(crate) fn upload<E: bytemuck::Pod>(ctx: &Context, data: &[E]) -> GpuBuffer<E> {
     let buf = alloc(ctx, std::mem::size_of_val(data));
     if !data.is_empty() {
-        let staging = stage(ctx, bytemuck::cast_slice(data));
+        // Copies move whole 4-byte words: an odd number of f16s is padded.
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let padded;
+        let bytes = if bytes.len().is_multiple_of(4) {
+            bytes
+        } else {
+            padded = [bytes, &[0; 3][..4 - bytes.len() % 4]].concat();
+            &padded[..]
+        };
+        let staging = stage(ctx, bytes);
         ctx.recorder
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -52,9 +61,15 @@ pub(crate) fn download<E: bytemuck::Pod>(
             0,
         )
     };
-    let bytes = read(ctx, &src, offset * 4, n * 4)?;
-    Ok(bytes
-        .chunks_exact(std::mem::size_of::<E>())
+    // Copies move whole 4-byte words: read the words that hold the elements (the
+    // buffer's size is a multiple of 4, so they exist) and drop the extra ones.
+    let size = elem.size();
+    debug_assert_eq!(size, std::mem::size_of::<E>());
+    let (start, end) = (offset * size, (offset + n) * size);
+    let word = start - start % 4;
+    let bytes = read(ctx, &src, word, end.next_multiple_of(4) - word)?;
+    Ok(bytes[start - word..end - word]
+        .chunks_exact(size)
         .map(bytemuck::pod_read_unaligned)
         .collect())
 }
