@@ -200,9 +200,7 @@ impl<D: InferenceBackend + Replay> Llama<D> {
             D::overwrite(&mut d.token, tokens);
             D::overwrite(&mut d.pos, &pos);
             D::replay(&d.graph);
-            // A copy: the next replay overwrites the graph's logits.
-            let l = *d.logits.layout();
-            RawTensor::leaf(<D as Memory<f32>>::contiguous(d.logits.buffer(), &l), l)
+            copy(&d.logits)
         } else {
             let token = <D as Memory<u32>>::from_vec(tokens.to_vec());
             let pos = <D as Memory<u32>>::from_vec(pos.to_vec());
@@ -215,8 +213,7 @@ impl<D: InferenceBackend + Replay> Llama<D> {
                     pos,
                     logits: logits.clone(),
                 });
-                let l = *logits.layout();
-                RawTensor::leaf(<D as Memory<f32>>::contiguous(logits.buffer(), &l), l)
+                copy(&logits)
             } else {
                 logits
             }
@@ -318,4 +315,10 @@ impl<D: InferenceBackend + Replay> Llama<D> {
         }
         out
     }
+}
+
+/// A copy of a captured step's output: the next replay overwrites the original.
+fn copy<D: InferenceBackend>(x: &RawTensor<D, f32>) -> RawTensor<D, f32> {
+    let l = *x.layout();
+    RawTensor::leaf(<D as Memory<f32>>::contiguous(x.buffer(), &l), l)
 }
