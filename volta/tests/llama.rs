@@ -4,20 +4,14 @@
 //! tokens; runs when the model file is present (`scripts/test.sh` fetches it).
 mod support;
 use volta::Cpu;
-use volta::io::gguf::Gguf;
 use volta::models::llama::Llama;
-use volta::models::{ChatTemplate, Message, Tokenizer, TokenizerSpec};
+use volta::models::{ChatTemplate, Message};
 
 #[test]
 fn greedy_answer_matches_llama_cpp_on_the_cpu() {
-    let Some(path) = support::smollm2_path() else {
-        eprintln!("SKIPPED: no SmolLM2 GGUF (run scripts/fetch_model.py or set VOLTA_SMOLLM2)");
+    let Some((gguf, tokenizer)) = support::smollm2() else {
         return;
     };
-    let gguf = Gguf::open(&path).expect("the model parses");
-    let tokenizer =
-        Tokenizer::from_vocab(TokenizerSpec::from_gguf(&gguf).expect("tokenizer metadata"))
-            .expect("the vocabulary builds");
     let model = Llama::<Cpu>::from_gguf(&gguf).expect("the weights load");
     assert_eq!(model.config().head_dim(), 64);
 
@@ -37,14 +31,9 @@ fn greedy_answer_matches_llama_cpp_on_the_cpu() {
 #[cfg(feature = "gpu")]
 #[test]
 fn prefill_and_replayed_decode_logits_are_the_same_on_the_gpu() {
-    let Some(path) = support::smollm2_path() else {
-        eprintln!("SKIPPED: no SmolLM2 GGUF (run scripts/fetch_model.py or set VOLTA_SMOLLM2)");
+    let Some((gguf, tokenizer)) = support::smollm2() else {
         return;
     };
-    let gguf = Gguf::open(&path).expect("the model parses");
-    let tokenizer =
-        Tokenizer::from_vocab(TokenizerSpec::from_gguf(&gguf).expect("tokenizer metadata"))
-            .expect("the vocabulary builds");
     let prompt = ChatTemplate::smollm2().render(&[Message::user("What is the capital of France?")]);
     let ids = tokenizer.encode(&prompt);
     let argmax = |v: &[f32]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap() as u32;

@@ -18,7 +18,7 @@ use fixture::{CASES, Case};
 use volta::Cpu;
 use volta::io::gguf::Gguf;
 use volta::models::llama::Llama;
-use volta::models::{ChatTemplate, Message, Tokenizer, TokenizerSpec};
+use volta::models::{ChatTemplate, Message, Tokenizer};
 
 /// The largest difference allowed between a Volta logit and the reference's.
 ///
@@ -35,15 +35,7 @@ use volta::models::{ChatTemplate, Message, Tokenizer, TokenizerSpec};
 const TOL: f32 = 1e-3;
 
 fn open() -> Option<(Gguf, Tokenizer)> {
-    let Some(path) = support::smollm2_path() else {
-        eprintln!("SKIPPED: no SmolLM2 GGUF (run scripts/fetch_model.py or set VOLTA_SMOLLM2)");
-        return None;
-    };
-    let gguf = Gguf::open(&path).expect("the model parses");
-    let tokenizer =
-        Tokenizer::from_vocab(TokenizerSpec::from_gguf(&gguf).expect("tokenizer metadata"))
-            .expect("the vocabulary builds");
-    Some((gguf, tokenizer))
+    support::smollm2()
 }
 
 fn argmax(v: &[f32]) -> u32 {

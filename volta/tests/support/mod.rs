@@ -17,3 +17,19 @@ pub fn smollm2_path() -> Option<PathBuf> {
         .join(".cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf");
     path.exists().then_some(path)
 }
+
+/// The parsed model file and its tokenizer; `None` (having said SKIPPED) when the
+/// file is not there (see [`smollm2_path`]).
+#[allow(dead_code)] // not every test binary that shares this module loads the model
+pub fn smollm2() -> Option<(volta::io::gguf::Gguf, volta::models::Tokenizer)> {
+    use volta::models::{Tokenizer, TokenizerSpec};
+    let Some(path) = smollm2_path() else {
+        eprintln!("SKIPPED: no SmolLM2 GGUF (run scripts/fetch_model.py or set VOLTA_SMOLLM2)");
+        return None;
+    };
+    let gguf = volta::io::gguf::Gguf::open(&path).expect("the model parses");
+    let tokenizer =
+        Tokenizer::from_vocab(TokenizerSpec::from_gguf(&gguf).expect("tokenizer metadata"))
+            .expect("the vocabulary builds");
+    Some((gguf, tokenizer))
+}
