@@ -39,7 +39,8 @@ struct Args {
     #[arg(long, default_value_t = 5)]
     runs: usize,
     /// GPU only: also print the GPU time of each kernel of one decode step (a
-    /// replay, at position 64) from timestamp queries.
+    /// replay, at position 64) and of one prefill of `--prompt` tokens, from
+    /// timestamp queries.
     #[arg(long)]
     profile: bool,
 }
@@ -118,7 +119,7 @@ fn run<D: InferenceBackend + Replay>(args: &Args, gguf: &Gguf) -> Result<(), Str
 
 /// The kernels of one replayed decode step, timed on the GPU.
 #[cfg(feature = "gpu")]
-fn profile_decode(gguf: &Gguf) -> Result<(), String> {
+fn profile(gguf: &Gguf, prompt: usize) -> Result<(), String> {
     use volta::Gpu;
     let model = Llama::<Gpu>::from_gguf(gguf).map_err(|e| e.to_string())?;
     let mut cache = model.cache();
@@ -127,6 +128,13 @@ fn profile_decode(gguf: &Gguf) -> Result<(), String> {
     let (_, profile) =
         Gpu::profile(|| model.forward(&[3], &mut cache).to_vec()).map_err(|e| e.to_string())?;
     println!("one decode step at position 64, replayed:\n{profile}");
+    if prompt > 0 {
+        let mut cache = model.cache();
+        let ids = vec![5; prompt];
+        let (_, profile) =
+            Gpu::profile(|| model.forward(&ids, &mut cache).to_vec()).map_err(|e| e.to_string())?;
+        println!("one prefill of {prompt} tokens:\n{profile}");
+    }
     Ok(())
 }
 
@@ -139,7 +147,7 @@ fn main() -> ExitCode {
             #[cfg(feature = "gpu")]
             "gpu" => run::<volta::Gpu>(&args, &gguf).and_then(|()| {
                 if args.profile {
-                    profile_decode(&gguf)
+                    profile(&gguf, args.prompt)
                 } else {
                     Ok(())
                 }

@@ -1,101 +1,192 @@
-// Causal attention over a KV cache, split along the keys (flash-decoding): the
-// `partial` pass gives each (chunk of 64 keys, head, query) a workgroup, which
-// rotates the query by RoPE, scores the chunk's keys, and writes the chunk's max
-// score, its sum of exp(score − max) and its exp-weighted sum of values; the
-// `combine` pass rescales the chunks to one max and normalises. Query t sits at
-// position pos + t and sees keys 0..=pos + t. Chunks past a query's keys exit at
-// once, so a grid sized for the whole cache (a replayed decode step) costs
-// little. Grouped-query: head h reads kv head h / (heads / kv heads).
+// Causal attention over a KV cache, grouped-query (head h reads kv head
+// h / (heads / kv heads)), queries rotated by RoPE on load. The host prepends
+// `const D: u32` (the head width, even, ≤ 256) and `const BT: u32` (the flash
+// tile, min(16, 1024 / D)). The cache holds (2, kv heads, capacity, D): keys
+// (rotated), then values. Query t sits at position pos + t and sees keys
+// 0..=pos + t. Three entry points:
 //
-// p: [0] T, [1] heads, [2] kv heads, [3] d (≤ 256, even), [4] capacity,
-//    [5] qkv offset, [6] qkv row stride, [7] pos offset, [8] rope offset,
-//    [9] chunks, [10] scale (f32 bits).
+// - `decode` (T small, usually 1): a workgroup per (split, head, query) runs an
+//   online softmax over its split's keys, a tile of 256 at a time. With `fresh`
+//   (T = 1), this token's key and value come from `qkv` (the cache does not hold
+//   them yet) and the workgroup of the group's first head and the split holding
+//   the position writes them to the cache, so one kernel does a decode step's
+//   attention. With one split it writes the output; with more, each writes a
+//   partial record [max, sum, acc[0..D]] and `combine` rescales them.
+// - `combine`: one workgroup per (head, query) merges the splits.
+// - `flash` (prefill, the cache already written): a workgroup per (tile of BT
+//   queries, head) walks the keys a tile of BT at a time, keys and values staged
+//   in shared memory, with an online softmax per query (FlashAttention's loop).
+//
+// p: [0] T, [1] heads, [2] kv heads, [3] —, [4] capacity, [5] qkv offset,
+//    [6] qkv row stride, [7] pos offset, [8] rope offset, [9] splits,
+//    [10] scale (f32 bits), [11] keys per split, [12] fresh (0 or 1).
 @group(0) @binding(0) var<storage, read> p: array<u32>;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
 @group(0) @binding(2) var<storage, read> rope: array<f32>;
 @group(0) @binding(3) var<storage, read> pos: array<u32>;
-@group(0) @binding(4) var<storage, read> keys: array<f32>;
-@group(0) @binding(5) var<storage, read> values: array<f32>;
-@group(0) @binding(6) var<storage, read_write> partials: array<f32>;
-@group(0) @binding(7) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> cache: array<f32>;
+@group(0) @binding(5) var<storage, read_write> partials: array<f32>;
+@group(0) @binding(6) var<storage, read_write> out: array<f32>;
 
-const CHUNK: u32 = 64u;
+const WG: u32 = 256u;
+const HALF: u32 = D / 2u;
+// Value accumulators per feature in `decode`: thread li sums keys li / D mod GROUPS.
+const GROUPS: u32 = WG / D;
+const NEG: f32 = -3.0e38;
 
-var<workgroup> q: array<f32, 256>;
-var<workgroup> weight: array<f32, 64>;
-var<workgroup> red: array<f32, 64>;
+var<workgroup> q: array<f32, D>;
+var<workgroup> kf: array<f32, D>;
+var<workgroup> wt: array<f32, WG>;
+var<workgroup> red: array<f32, WG>;
 
-// The partial record of (query t, head h, chunk c): [max, sum, acc[0..d]].
-fn record(t: u32, h: u32, c: u32) -> u32 {
-    return ((t * p[1] + h) * p[9] + c) * (p[3] + 2u);
+// The partial record of (query t, head h, split s): [max, sum, acc[0..D]].
+fn record(t: u32, h: u32, s: u32) -> u32 {
+    return ((t * p[1] + h) * p[9] + s) * (D + 2u);
 }
 
-@compute @workgroup_size(64)
-fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-    let c = wid.x;
-    let h = wid.y;
-    let t = wid.z;
-    let d = p[3];
-    let cap = p[4];
-    let at = pos[p[7]] + t;
-    let first = c * CHUNK;
-    if first > at {
-        return;
-    }
-    let g = h / (p[1] / p[2]);
-    let half = d / 2u;
-    let qx = p[5] + t * p[6] + h * d;
-    for (var i = li; i < half; i += CHUNK) {
-        let cs = p[8] + (at * half + i) * 2u;
-        let a = qkv[qx + 2u * i];
-        let b = qkv[qx + 2u * i + 1u];
-        q[2u * i] = a * rope[cs] - b * rope[cs + 1u];
-        q[2u * i + 1u] = a * rope[cs + 1u] + b * rope[cs];
-    }
+// Index of element e of kv head g's key at position k (values: add `vals()`).
+fn kv_at(g: u32, k: u32, e: u32) -> u32 {
+    return (g * p[4] + k) * D + e;
+}
+
+fn vals() -> u32 {
+    return p[2] * p[4] * D;
+}
+
+// The tree reductions of `decode` over all WG threads.
+fn max_all(li: u32, v: f32) -> f32 {
+    red[li] = v;
     workgroupBarrier();
-    let key = first + li;
-    let valid = key <= at;
-    var s = -3.0e38;
-    if valid {
-        let kx = (g * cap + key) * d;
-        var dot = 0.0;
-        for (var j = 0u; j < d; j++) {
-            dot += q[j] * keys[kx + j];
-        }
-        s = dot * bitcast<f32>(p[10]);
-    }
-    red[li] = s;
-    workgroupBarrier();
-    for (var o = CHUNK / 2u; o > 0u; o >>= 1u) {
+    for (var o = WG / 2u; o > 0u; o >>= 1u) {
         if li < o {
             red[li] = max(red[li], red[li + o]);
         }
         workgroupBarrier();
     }
-    let m = red[0];
+    let r = red[0];
     workgroupBarrier();
-    let e = select(0.0, exp(s - m), valid);
-    weight[li] = e;
-    red[li] = e;
+    return r;
+}
+
+fn sum_all(li: u32, v: f32) -> f32 {
+    red[li] = v;
     workgroupBarrier();
-    for (var o = CHUNK / 2u; o > 0u; o >>= 1u) {
+    for (var o = WG / 2u; o > 0u; o >>= 1u) {
         if li < o {
             red[li] += red[li + o];
         }
         workgroupBarrier();
     }
-    let base = record(t, h, c);
-    let n = min(CHUNK, at + 1u - first);
-    for (var j = li; j < d; j += CHUNK) {
-        var acc = 0.0;
-        for (var l = 0u; l < n; l++) {
-            acc += weight[l] * values[(g * cap + first + l) * d + j];
-        }
-        partials[base + 2u + j] = acc;
+    let r = red[0];
+    workgroupBarrier();
+    return r;
+}
+
+@compute @workgroup_size(256)
+fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let s = wid.x;
+    let h = wid.y;
+    let t = wid.z;
+    let heads = p[1];
+    let kvh = p[2];
+    let at = pos[p[7]] + t;
+    let lo = s * p[11];
+    if lo > at {
+        return;
     }
-    if li == 0u {
-        partials[base] = m;
-        partials[base + 1u] = red[0];
+    let hi = min(lo + p[11], at + 1u);
+    let group = heads / kvh;
+    let g = h / group;
+    let fresh = p[12] != 0u;
+    let row = p[5] + t * p[6];
+    let kq = row + (heads + g) * D;
+    let vq = row + (heads + kvh + g) * D;
+    for (var i = li; i < HALF; i += WG) {
+        let cs = p[8] + (at * HALF + i) * 2u;
+        let c = rope[cs];
+        let sn = rope[cs + 1u];
+        let a = qkv[row + h * D + 2u * i];
+        let b = qkv[row + h * D + 2u * i + 1u];
+        q[2u * i] = a * c - b * sn;
+        q[2u * i + 1u] = a * sn + b * c;
+        if fresh {
+            let ka = qkv[kq + 2u * i];
+            let kb = qkv[kq + 2u * i + 1u];
+            kf[2u * i] = ka * c - kb * sn;
+            kf[2u * i + 1u] = ka * sn + kb * c;
+        }
+    }
+    workgroupBarrier();
+    // This workgroup reads position `at` from kf and qkv, never from the cache.
+    if fresh && h % group == 0u && at < hi {
+        for (var e = li; e < D; e += WG) {
+            cache[kv_at(g, at, e)] = kf[e];
+            cache[vals() + kv_at(g, at, e)] = qkv[vq + e];
+        }
+    }
+    let scale = bitcast<f32>(p[10]);
+    let gi = li / D;
+    let j = li % D;
+    var m = NEG;
+    var l = 0.0;
+    var acc = 0.0;
+    for (var base = lo; base < hi; base += WG) {
+        let key = base + li;
+        let valid = key < hi;
+        var sc = NEG;
+        if valid {
+            var dot = 0.0;
+            if fresh && key == at {
+                for (var e = 0u; e < D; e++) {
+                    dot += q[e] * kf[e];
+                }
+            } else {
+                let kx = kv_at(g, key, 0u);
+                for (var e = 0u; e < D; e++) {
+                    dot += q[e] * cache[kx + e];
+                }
+            }
+            sc = dot * scale;
+        }
+        let mn = max(m, max_all(li, sc));
+        let alpha = exp(m - mn);
+        let e = select(0.0, exp(sc - mn), valid);
+        wt[li] = e;
+        l = l * alpha + sum_all(li, e);
+        acc *= alpha;
+        if gi < GROUPS {
+            let n = min(WG, hi - base);
+            for (var i = gi; i < n; i += GROUPS) {
+                let kk = base + i;
+                var v: f32;
+                if fresh && kk == at {
+                    v = qkv[vq + j];
+                } else {
+                    v = cache[vals() + kv_at(g, kk, j)];
+                }
+                acc += wt[i] * v;
+            }
+        }
+        m = mn;
+        workgroupBarrier();
+    }
+    red[li] = select(0.0, acc, gi < GROUPS);
+    workgroupBarrier();
+    if li < D {
+        var total = 0.0;
+        for (var gg = 0u; gg < GROUPS; gg++) {
+            total += red[gg * D + li];
+        }
+        if p[9] == 1u {
+            out[(t * heads + h) * D + li] = total / l;
+        } else {
+            let r = record(t, h, s);
+            partials[r + 2u + li] = total;
+            if li == 0u {
+                partials[r] = m;
+                partials[r + 1u] = l;
+            }
+        }
     }
 }
 
@@ -103,24 +194,143 @@ fn partial(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
 fn combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let h = wid.x;
     let t = wid.y;
-    let d = p[3];
-    let chunks = (pos[p[7]] + t) / CHUNK + 1u;
-    var m = -3.0e38;
-    for (var c = 0u; c < chunks; c++) {
-        m = max(m, partials[record(t, h, c)]);
+    let splits = (pos[p[7]] + t) / p[11] + 1u;
+    var m = NEG;
+    for (var s = 0u; s < splits; s++) {
+        m = max(m, partials[record(t, h, s)]);
     }
     var sum = 0.0;
-    for (var c = 0u; c < chunks; c++) {
-        let r = record(t, h, c);
+    for (var s = 0u; s < splits; s++) {
+        let r = record(t, h, s);
         sum += exp(partials[r] - m) * partials[r + 1u];
     }
-    let o = (t * p[1] + h) * d;
-    for (var j = li; j < d; j += CHUNK) {
+    let o = (t * p[1] + h) * D;
+    for (var j = li; j < D; j += 64u) {
         var acc = 0.0;
-        for (var c = 0u; c < chunks; c++) {
-            let r = record(t, h, c);
+        for (var s = 0u; s < splits; s++) {
+            let r = record(t, h, s);
             acc += exp(partials[r] - m) * partials[r + 2u + j];
         }
         out[o + j] = acc / sum;
+    }
+}
+
+// Flash attention: tiles of BT queries × BT keys; each thread owns up to 4
+// elements (query, feature) of the output tile, in registers.
+const OWN: u32 = (BT * D + WG - 1u) / WG;
+
+var<workgroup> fq: array<f32, BT * D>;
+var<workgroup> fk: array<f32, BT * D>;
+var<workgroup> fv: array<f32, BT * D>;
+var<workgroup> fs: array<f32, BT * BT>;
+var<workgroup> fm: array<f32, BT>;
+var<workgroup> fl: array<f32, BT>;
+var<workgroup> fa: array<f32, BT>;
+
+@compute @workgroup_size(256)
+fn flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let t0 = wid.x * BT;
+    let h = wid.y;
+    let tn = p[0];
+    let heads = p[1];
+    let g = h / (heads / p[2]);
+    let p0 = pos[p[7]];
+    let scale = bitcast<f32>(p[10]);
+    // Stage the tile's queries, rotated.
+    for (var e = li; e < BT * HALF; e += WG) {
+        let r = e / HALF;
+        let i = e % HALF;
+        let t = t0 + r;
+        var a = 0.0;
+        var b = 0.0;
+        if t < tn {
+            let at = p0 + t;
+            let cs = p[8] + (at * HALF + i) * 2u;
+            let x = p[5] + t * p[6] + h * D + 2u * i;
+            let c = rope[cs];
+            let sn = rope[cs + 1u];
+            a = qkv[x] * c - qkv[x + 1u] * sn;
+            b = qkv[x] * sn + qkv[x + 1u] * c;
+        }
+        fq[r * D + 2u * i] = a;
+        fq[r * D + 2u * i + 1u] = b;
+    }
+    if li < BT {
+        fm[li] = NEG;
+        fl[li] = 0.0;
+    }
+    var acc: array<f32, 4>;
+    for (var u = 0u; u < OWN; u++) {
+        acc[u] = 0.0;
+    }
+    workgroupBarrier();
+    // Keys up to the last query's position.
+    let last = p0 + min(t0 + BT, tn) - 1u;
+    for (var k0 = 0u; k0 <= last; k0 += BT) {
+        for (var e = li; e < BT * D; e += WG) {
+            let k = k0 + e / D;
+            var kv = 0.0;
+            var vv = 0.0;
+            if k <= last {
+                kv = cache[kv_at(g, k, e % D)];
+                vv = cache[vals() + kv_at(g, k, e % D)];
+            }
+            fk[e] = kv;
+            fv[e] = vv;
+        }
+        workgroupBarrier();
+        // Scores: thread li → (query r, key c).
+        if li < BT * BT {
+            let r = li / BT;
+            let c = li % BT;
+            var dot = 0.0;
+            for (var e = 0u; e < D; e++) {
+                dot += fq[r * D + e] * fk[c * D + e];
+            }
+            fs[li] = dot * scale;
+        }
+        workgroupBarrier();
+        // Online softmax, one thread per query row.
+        if li < BT {
+            let at = p0 + t0 + li;
+            var mt = NEG;
+            for (var c = 0u; c < BT; c++) {
+                if k0 + c <= at {
+                    mt = max(mt, fs[li * BT + c]);
+                }
+            }
+            let mn = max(fm[li], mt);
+            var sum = 0.0;
+            for (var c = 0u; c < BT; c++) {
+                let e = select(0.0, exp(fs[li * BT + c] - mn), k0 + c <= at);
+                fs[li * BT + c] = e;
+                sum += e;
+            }
+            let alpha = exp(fm[li] - mn);
+            fa[li] = alpha;
+            fl[li] = fl[li] * alpha + sum;
+            fm[li] = mn;
+        }
+        workgroupBarrier();
+        for (var u = 0u; u < OWN; u++) {
+            let e = li + u * WG;
+            if e < BT * D {
+                let r = e / D;
+                let j = e % D;
+                var a = acc[u] * fa[r];
+                for (var c = 0u; c < BT; c++) {
+                    a += fs[r * BT + c] * fv[c * D + j];
+                }
+                acc[u] = a;
+            }
+        }
+        workgroupBarrier();
+    }
+    for (var u = 0u; u < OWN; u++) {
+        let e = li + u * WG;
+        let r = e / D;
+        if e < BT * D && t0 + r < tn {
+            out[((t0 + r) * heads + h) * D + e % D] = acc[u] / fl[r];
+        }
     }
 }

@@ -1,7 +1,7 @@
-// Writes T tokens' keys (rotated by RoPE) and values into the KV caches in place,
-// at positions pos..pos+T, read from the fused qkv rows (queries, keys, values).
-// Caches are (kv_heads, capacity, d); the RoPE table is (capacity, d/2, 2) of
-// (cos, sin). One thread per (token, kv head, pair of features).
+// Writes T tokens' keys (rotated by RoPE) and values into a KV cache in place, at
+// positions pos..pos+T, read from the fused qkv rows (queries, keys, values).
+// The cache is (2, kv_heads, capacity, d): keys, then values. The RoPE table is
+// (capacity, d/2, 2) of (cos, sin). One thread per (token, kv head, pair of features).
 //
 // p: [0] T, [1] heads, [2] kv heads, [3] d, [4] capacity, [5] qkv offset,
 //    [6] qkv row stride, [7] pos offset, [8] rope offset.
@@ -9,8 +9,7 @@
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
 @group(0) @binding(2) var<storage, read> rope: array<f32>;
 @group(0) @binding(3) var<storage, read> pos: array<u32>;
-@group(0) @binding(4) var<storage, read_write> keys: array<f32>;
-@group(0) @binding(5) var<storage, read_write> values: array<f32>;
+@group(0) @binding(4) var<storage, read_write> cache: array<f32>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -39,8 +38,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let a = qkv[kx];
     let b = qkv[kx + 1u];
     let dst = (g * p[4] + at) * d + 2u * i;
-    keys[dst] = a * c - b * s;
-    keys[dst + 1u] = a * s + b * c;
-    values[dst] = qkv[vx];
-    values[dst + 1u] = qkv[vx + 1u];
+    let vals = kv * p[4] * d;
+    cache[dst] = a * c - b * s;
+    cache[dst + 1u] = a * s + b * c;
+    cache[vals + dst] = qkv[vx];
+    cache[vals + dst + 1u] = qkv[vx + 1u];
 }

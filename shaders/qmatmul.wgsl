@@ -2,13 +2,19 @@
 // dequantising each block in registers, with fused extras (see QFusion):
 //   norm: x ← x·w/√(mean(x²) + eps)   glu: y ← silu(y[.., j])·y[.., j + n/2]
 //   add:  y ← y + r
-// The host prepends `const WORDS: u32` (u32 words per 32-weight block) and
-// `const QTYPE: u32` (2 Q4_0, 3 Q4_1, 8 Q8_0, ggml's type ids). Blocks are
-// repacked to whole words: Q4_0 [d as f32, 4 words of nibbles], Q4_1 [d|m as two
-// f16, 4 words] (ggml's own layout), Q8_0 [d as f32, 8 words of i8].
+// The host prepends `const WORDS: u32` (u32 words per 32-weight block), `const
+// QTYPE: u32` (2 Q4_0, 3 Q4_1, 8 Q8_0, ggml's type ids), `const LANES: u32` (the
+// threads that share one output, a power of two ≤ 32) and `fn lane_sum(v: f32)
+// -> f32`, which sums v over those LANES threads when the adapter has subgroup
+// operations of at least LANES lanes (a shuffle butterfly, no shared memory);
+// without them it returns v and the tree sum below runs instead (`SHUFFLE`).
+// Blocks are repacked to whole words: Q4_0 [d as f32, 4 words of nibbles], Q4_1
+// [d|m as two f16, 4 words] (ggml's own layout), Q8_0 [d as f32, 8 words of i8].
 //
-// A workgroup of 256 threads computes 8 outputs of one x row: 32 lanes per output,
-// each taking half-blocks (16 weights) in turn, then a tree sum in shared memory.
+// A workgroup of 256 threads computes 256/LANES outputs of one x row; each thread
+// takes half-blocks (16 weights) in turn. The row of x (normalised, when the norm
+// is fused) is staged in shared memory once when it fits (k ≤ STAGE), so the
+// dot products read it at shared-memory speed.
 //
 // p: [0] m, [1] n (rows of W), [2] k, [3] x offset, [4] x row stride, [5] flags
 //    (1 norm, 2 glu, 4 add), [6] eps (f32 bits), [7] norm-scale offset,
@@ -20,19 +26,24 @@
 @group(0) @binding(4) var<storage, read> resid: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
-const LANES: u32 = 32u;
-const OUTS: u32 = 8u;
+const OUTS: u32 = 256u / LANES;
+const STAGE: u32 = 2048u;
 
 var<workgroup> red0: array<f32, 256>;
 var<workgroup> red1: array<f32, 256>;
+var<workgroup> xs: array<f32, STAGE>;
 var<workgroup> inv_rms: f32;
 
 var<private> xbase: u32;
 var<private> nbase: u32;
 var<private> xscale: f32;
 var<private> normed: bool;
+var<private> staged: bool;
 
 fn xv(i: u32) -> f32 {
+    if staged {
+        return xs[i];
+    }
     let v = x[xbase + i];
     if normed {
         return v * xscale * nscale[nbase + i];
@@ -89,6 +100,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     xbase = p[3] + row * p[4];
     nbase = p[7];
     normed = false;
+    staged = false;
     xscale = 1.0;
     if (flags & 1u) != 0u {
         var ss = 0.0;
@@ -111,6 +123,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         xscale = inv_rms;
         normed = true;
     }
+    if k <= STAGE {
+        for (var i = li; i < k; i += 256u) {
+            xs[i] = xv(i);
+        }
+        workgroupBarrier();
+        staged = true;
+    }
     let lane = li % LANES;
     let slot = li / LANES;
     let j = wid.x * OUTS + slot;
@@ -127,20 +146,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
         }
     }
-    red0[li] = a0;
-    red1[li] = a1;
-    workgroupBarrier();
-    for (var s = LANES / 2u; s > 0u; s >>= 1u) {
-        if lane < s {
-            red0[li] += red0[li + s];
-            red1[li] += red1[li + s];
-        }
+    a0 = lane_sum(a0);
+    a1 = lane_sum(a1);
+    if !SHUFFLE {
+        red0[li] = a0;
+        red1[li] = a1;
         workgroupBarrier();
+        for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+            if lane < s {
+                red0[li] += red0[li + s];
+                red1[li] += red1[li + s];
+            }
+            workgroupBarrier();
+        }
+        a0 = red0[li];
+        a1 = red1[li];
     }
     if lane == 0u && j < width {
-        var y = red0[li];
+        var y = a0;
         if glu {
-            y = y / (1.0 + exp(-y)) * red1[li];
+            y = y / (1.0 + exp(-y)) * a1;
         }
         if (flags & 4u) != 0u {
             y += resid[p[8] + row * p[9] + j];

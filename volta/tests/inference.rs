@@ -115,10 +115,13 @@ fn qmatmul_matches_dense_on_the_cpu() {
 }
 
 /// `T` tokens at `start`, written into a cache and attended, equal rope + causal
-/// attention over the concatenated keys (chunks of 64 keys: lengths cross them).
-fn cached_attention_matches_composed<D: InferenceBackend + Replay>() {
+/// attention over the concatenated keys: prompts (the GPU's flash kernel, with
+/// query and key tiles of 16 that the lengths cross) and single tokens (one
+/// decode kernel that writes its own key and value; past 1024 positions it
+/// splits the keys and combines the splits).
+fn attend_matches_composed<D: InferenceBackend + Replay>() {
     let mut rng = Rng::seed(2);
-    let (heads, kv, d, cap) = (4, 2, 8, 160);
+    let (heads, kv, d, cap) = (4, 2, 8, 1200);
     let shape = AttnShape {
         heads,
         kv_heads: kv,
@@ -127,30 +130,22 @@ fn cached_attention_matches_composed<D: InferenceBackend + Replay>() {
     };
     let width = (heads + 2 * kv) * d;
     let rope = RawTensor::<D, f32>::from_vec(rope_table(cap, d, 10_000.0), &[cap, d / 2, 2]);
-    let mut keys = <D as Memory<f32>>::full(kv * cap * d, 0.0);
-    let mut values = <D as Memory<f32>>::full(kv * cap * d, 0.0);
+    let mut cache = <D as Memory<f32>>::full(2 * kv * cap * d, 0.0);
     let mut all_k: Vec<RawTensor<D, f32>> = Vec::new();
     let mut all_v: Vec<RawTensor<D, f32>> = Vec::new();
     let mut start = 0;
-    for t in [70, 1, 1, 9, 1] {
+    for t in [70, 1, 1, 9, 1, 950, 1, 1, 17, 1] {
         let qkv = randn::<D>(&[t, width], &mut rng);
         let pos = RawTensor::<D, u32>::from_vec(vec![start as u32], &[1]);
-        D::kv_write(
+        // Single tokens launch for the whole cache, as a replayed step does.
+        let max_len = if t == 1 { cap } else { start + t };
+        let got = D::attend(
             qkv.view(),
             rope.view(),
             pos.view(),
-            &mut keys,
-            &mut values,
+            &mut cache,
             &shape,
-        );
-        let got = D::cached_attention(
-            qkv.view(),
-            rope.view(),
-            pos.view(),
-            &keys,
-            &values,
-            &shape,
-            start + t,
+            max_len,
         );
         let got = RawTensor::<D, f32>::leaf(got, Layout::contiguous(&[t, heads * d])).to_vec();
         // The composition: (T, n·d) → (1, n, T, d), rope at `start`.
@@ -179,8 +174,8 @@ fn cached_attention_matches_composed<D: InferenceBackend + Replay>() {
 }
 
 #[test]
-fn cached_attention_matches_composed_on_the_cpu() {
-    cached_attention_matches_composed::<Cpu>();
+fn attend_matches_composed_on_the_cpu() {
+    attend_matches_composed::<Cpu>();
 }
 
 #[cfg(feature = "gpu")]
@@ -194,8 +189,8 @@ mod gpu {
     }
 
     #[test]
-    fn cached_attention_matches_composed_on_the_gpu() {
-        cached_attention_matches_composed::<Gpu>();
+    fn attend_matches_composed_on_the_gpu() {
+        attend_matches_composed::<Gpu>();
     }
 
     /// A captured step replays with new inputs: a quantised embedding lookup of a

@@ -53,8 +53,8 @@ impl<D: Backend<f32>> Default for QFusion<'_, D> {
 /// The geometry of attention over a KV cache.
 ///
 /// The fused `qkv` activations have dims `(T, (heads + 2·kv_heads)·head_dim)`:
-/// queries, then keys, then values. Each cache holds `(kv_heads, capacity,
-/// head_dim)`; the RoPE table `(capacity, head_dim/2, 2)` holds `(cos, sin)` of
+/// queries, then keys, then values. A layer's cache holds `(2, kv_heads,
+/// capacity, head_dim)` (keys, then values); the RoPE table `(capacity, head_dim/2, 2)` holds `(cos, sin)` of
 /// `p·θᵢ` for every position `p` (adjacent-pair rotation, GGUF's layout).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AttnShape {
@@ -99,28 +99,23 @@ pub trait InferenceBackend: Backend<f32> {
         fusion: QFusion<'_, Self>,
     ) -> Buf<Self, f32>;
 
-    /// Writes the keys (rotated by RoPE) and values of `qkv`'s `T` tokens into the
-    /// caches, in place, at positions `pos..pos + T`.
-    fn kv_write(
-        qkv: View<Self, f32>,
-        rope: View<Self, f32>,
-        pos: View<Self, u32>,
-        keys: &mut Buf<Self, f32>,
-        values: &mut Buf<Self, f32>,
-        shape: &AttnShape,
-    );
-
-    /// Causal attention of `qkv`'s `T` queries (rotated by RoPE here), at positions
-    /// `pos + t`, over the cache's first `pos + t + 1` positions, scaled by
-    /// `1/√head_dim`: dims `(T, heads·head_dim)`. `max_len ≥ pos + T` bounds the
-    /// work launched (a decode step that is replayed passes the capacity).
+    /// Writes the keys (rotated by RoPE) and values of `qkv`'s `T` tokens into
+    /// `cache` at positions `pos..pos + T`, in place, then returns the causal
+    /// attention of its `T` queries (rotated by RoPE here), at positions `pos + t`,
+    /// over the cache's first `pos + t + 1` positions, scaled by `1/√head_dim`:
+    /// dims `(T, heads·head_dim)`. `cache` holds `(2, kv_heads, capacity,
+    /// head_dim)`: keys, then values. `max_len ≥ pos + T` bounds the work launched
+    /// (a decode step that is replayed passes the capacity).
+    ///
+    /// On the GPU a single token is one kernel (it writes its own key and value and
+    /// attends, split along the keys past 1024 positions); more tokens write the
+    /// cache, then run a flash-attention kernel over query tiles.
     #[allow(clippy::too_many_arguments)]
-    fn cached_attention(
+    fn attend(
         qkv: View<Self, f32>,
         rope: View<Self, f32>,
         pos: View<Self, u32>,
-        keys: &Buf<Self, f32>,
-        values: &Buf<Self, f32>,
+        cache: &mut Buf<Self, f32>,
         shape: &AttnShape,
         max_len: usize,
     ) -> Buf<Self, f32>;

@@ -1,5 +1,5 @@
 //! A transformer's KV cache in device memory: per layer, keys and values of shape
-//! `(kv_heads, capacity, head_dim)`, written in place at the position of each new
+//! `(2, kv_heads, capacity, head_dim)` (keys, then values), written in place at the position of each new
 //! token, and the RoPE table for every position it can hold. The cache also keeps
 //! the captured decode step of its model (see [`Replay`]): that graph binds these
 //! very buffers, so it lives and dies with them.
@@ -8,11 +8,11 @@ use crate::backend::{Buf, InferenceBackend, Replay};
 use crate::layout::Layout;
 use crate::tensor::RawTensor;
 
-/// The keys and values of the tokens seen so far, per layer `(kv_heads, capacity,
-/// head_dim)` in device memory, written in place; grows by doubling.
+/// The keys and values of the tokens seen so far, per layer `(2, kv_heads,
+/// capacity, head_dim)` in device memory, written in place; grows by doubling.
 pub struct KvCache<D: InferenceBackend + Replay> {
-    pub(crate) keys: Vec<Buf<D, f32>>,
-    pub(crate) values: Vec<Buf<D, f32>>,
+    /// Per layer: keys, then values.
+    pub(crate) layers: Vec<Buf<D, f32>>,
     pub(crate) rope: RawTensor<D, f32>,
     pub(crate) shape: AttnShape,
     rope_base: f64,
@@ -39,10 +39,9 @@ impl<D: InferenceBackend + Replay> KvCache<D> {
             capacity: shape.capacity.clamp(1, limit.max(1)),
             ..shape
         };
-        let zeros = || D::full(shape.kv_heads * shape.capacity * shape.head_dim, 0.0);
+        let zeros = || D::full(2 * shape.kv_heads * shape.capacity * shape.head_dim, 0.0);
         KvCache {
-            keys: (0..layers).map(|_| zeros()).collect(),
-            values: (0..layers).map(|_| zeros()).collect(),
+            layers: (0..layers).map(|_| zeros()).collect(),
             rope: table::<D>(&shape, rope_base),
             shape,
             rope_base,
@@ -96,13 +95,12 @@ impl<D: InferenceBackend + Replay> KvCache<D> {
         let grow = |buf: &Buf<D, f32>| {
             let old = RawTensor::<D, f32>::leaf(
                 buf.clone(),
-                Layout::contiguous(&[s.kv_heads, s.capacity, s.head_dim]),
+                Layout::contiguous(&[2, s.kv_heads, s.capacity, s.head_dim]),
             );
-            let padded = old.pad(&[(0, 0), (0, cap - s.capacity), (0, 0)], 0.0);
+            let padded = old.pad(&[(0, 0), (0, 0), (0, cap - s.capacity), (0, 0)], 0.0);
             padded.buffer().clone()
         };
-        self.keys = self.keys.iter().map(grow).collect();
-        self.values = self.values.iter().map(grow).collect();
+        self.layers = self.layers.iter().map(grow).collect();
         self.shape.capacity = cap;
         self.rope = table::<D>(&self.shape, self.rope_base);
         self.decode = None;

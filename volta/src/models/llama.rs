@@ -2,11 +2,13 @@
 //! rotary embeddings, grouped-query causal attention over a KV cache, SwiGLU
 //! feed-forward blocks and an output layer tied to the embedding.
 //!
-//! The weights stay in their quantised blocks on the device ([`QTensor`]); each
-//! block runs seven kernels: the fused QKV projection (with the attention norm
-//! as its prologue), the KV-cache write (with RoPE), split attention (two
-//! passes), the output projection (with the residual add), the fused gate-up
-//! projection (norm prologue, SwiGLU epilogue) and the down projection (residual).
+//! The weights stay in their quantised blocks on the device ([`QTensor`]); a
+//! decoded token runs five kernels per block: the fused QKV projection (with the
+//! attention norm as its prologue), attention (which writes the token's key,
+//! rotated by RoPE, and value into the cache itself), the output projection (with
+//! the residual add), the fused gate-up projection (norm prologue, SwiGLU
+//! epilogue) and the down projection (residual). A prompt writes the cache, then
+//! runs flash attention.
 //! On the GPU, the single-token decode step is captured once and replayed for
 //! every later token (see [`Replay`]), so the host records nothing per op.
 use super::kv_cache::{Decode, KvCache};
@@ -246,20 +248,11 @@ impl<D: InferenceBackend + Replay> Llama<D> {
                     ..Default::default()
                 },
             );
-            D::kv_write(
+            let attn = D::attend(
                 qkv.view(),
                 cache.rope.view(),
                 pos.view(),
-                &mut cache.keys[i],
-                &mut cache.values[i],
-                &shape,
-            );
-            let attn = D::cached_attention(
-                qkv.view(),
-                cache.rope.view(),
-                pos.view(),
-                &cache.keys[i],
-                &cache.values[i],
+                &mut cache.layers[i],
                 &shape,
                 max_len,
             );

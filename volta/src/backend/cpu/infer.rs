@@ -261,8 +261,7 @@ pub(crate) fn kv_write(
     qkv: (&[f32], &Layout),
     rope: (&[f32], &Layout),
     pos: (&[u32], &Layout),
-    keys: &mut Arc<Vec<f32>>,
-    values: &mut Arc<Vec<f32>>,
+    cache: &mut [f32],
     s: &AttnShape,
 ) {
     let (t, d, p0) = (qkv.1.dims[0], s.head_dim, position(pos));
@@ -270,7 +269,7 @@ pub(crate) fn kv_write(
     let qkv = strided_to_vec(qkv.0, qkv.1);
     let rope = &rope.0[rope.1.offset..];
     let width = (s.heads + 2 * s.kv_heads) * d;
-    let (keys, values) = (Arc::make_mut(keys), Arc::make_mut(values));
+    let (keys, values) = cache.split_at_mut(s.kv_heads * s.capacity * d);
     for ti in 0..t {
         let p = p0 + ti;
         let row = &qkv[ti * width..(ti + 1) * width];
@@ -298,8 +297,7 @@ pub(crate) fn cached_attention(
     qkv: (&[f32], &Layout),
     rope: (&[f32], &Layout),
     pos: (&[u32], &Layout),
-    keys: &[f32],
-    values: &[f32],
+    cache: &[f32],
     s: &AttnShape,
 ) -> Vec<f32> {
     let (t, d, p0) = (qkv.1.dims[0], s.head_dim, position(pos));
@@ -307,6 +305,7 @@ pub(crate) fn cached_attention(
     let rope = &rope.0[rope.1.offset..];
     let width = (s.heads + 2 * s.kv_heads) * d;
     let group = s.heads / s.kv_heads;
+    let (keys, values) = cache.split_at(s.kv_heads * s.capacity * d);
     let scale = 1.0 / (d as f32).sqrt();
     let mut out = vec![0.0; t * s.heads * d];
     let head = |(i, o): (usize, &mut [f32])| {

@@ -191,40 +191,21 @@ impl InferenceBackend for Cpu {
         let add = fusion.add.map(|v| (&v.0[..], v.1));
         Arc::new(infer::qmatmul((x.0, x.1), w, shape, norm, fusion.glu, add))
     }
-    fn kv_write(
+    fn attend(
         qkv: View<Self, f32>,
         rope: View<Self, f32>,
         pos: View<Self, u32>,
-        keys: &mut Buf<Self, f32>,
-        values: &mut Buf<Self, f32>,
-        shape: &AttnShape,
-    ) {
-        infer::kv_write(
-            (qkv.0, qkv.1),
-            (rope.0, rope.1),
-            (pos.0, pos.1),
-            keys,
-            values,
-            shape,
-        );
-    }
-    fn cached_attention(
-        qkv: View<Self, f32>,
-        rope: View<Self, f32>,
-        pos: View<Self, u32>,
-        keys: &Buf<Self, f32>,
-        values: &Buf<Self, f32>,
+        cache: &mut Buf<Self, f32>,
         shape: &AttnShape,
         _max_len: usize,
     ) -> Buf<Self, f32> {
-        Arc::new(infer::cached_attention(
-            (qkv.0, qkv.1),
-            (rope.0, rope.1),
-            (pos.0, pos.1),
-            keys,
-            values,
-            shape,
-        ))
+        let (qkv, rope, pos) = (
+            (&qkv.0[..], qkv.1),
+            (&rope.0[..], rope.1),
+            (&pos.0[..], pos.1),
+        );
+        infer::kv_write(qkv, rope, pos, &mut Arc::make_mut(cache)[..], shape);
+        Arc::new(infer::cached_attention(qkv, rope, pos, cache, shape))
     }
 }
 

@@ -33,6 +33,10 @@ pub struct GpuInfo {
     /// kernel reports [`GpuError::Unsupported`] at the next sync point
     /// ([`Gpu::sync`](crate::Gpu::sync) or a read-back, which then panics with it).
     pub f16: bool,
+    /// The smallest subgroup (warp) the adapter runs, when Volta uses subgroup
+    /// operations (the `subgroup` feature): kernels reduce across that many lanes
+    /// without shared memory.
+    pub subgroup_size: Option<u32>,
 }
 
 impl std::fmt::Display for GpuInfo {
@@ -168,6 +172,10 @@ fn create() -> Result<Context, GpuError> {
         max_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
         features: names,
         f16: features.contains(wgpu::Features::SHADER_F16),
+        subgroup_size: features
+            .contains(wgpu::Features::SUBGROUP)
+            .then_some(a.subgroup_min_size)
+            .filter(|&s| s.is_power_of_two()),
     };
     let recorder = Recorder::new(&device, &limits);
     let pool = Pool::new(&limits);

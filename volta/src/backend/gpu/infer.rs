@@ -78,6 +78,38 @@ fn specialised(src: &str, ty: GgmlType) -> String {
     )
 }
 
+/// Threads per output of the quantised matmul, and whether they sum through
+/// subgroup shuffles: the adapter's smallest subgroup (capped at 32) when it has
+/// subgroup operations, else 32 threads and a tree sum in shared memory.
+/// `VOLTA_QMATMUL_LANES` overrides the width (a tuning knob; shuffles are used
+/// only when the subgroup is at least that wide).
+fn qmatmul_lanes(ctx: &Context) -> (u32, bool) {
+    static OVERRIDE: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let forced = *OVERRIDE.get_or_init(|| {
+        std::env::var("VOLTA_QMATMUL_LANES")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|l| l.is_power_of_two() && (1..=256).contains(l))
+    });
+    let sub = ctx.info.subgroup_size.filter(|&s| s >= 4);
+    let lanes = forced.unwrap_or_else(|| sub.map_or(32, |s| s.min(32)));
+    (lanes, sub.is_some_and(|s| s >= lanes))
+}
+
+/// The quantised matmul's source for a block type and a lane width.
+fn qmatmul_source(ty: GgmlType, lanes: u32, shuffle: bool) -> String {
+    let sum = if shuffle {
+        "const SHUFFLE: bool = true;\n\
+         fn lane_sum(v: f32) -> f32 {\n    var s = v;\n    \
+         for (var o = LANES / 2u; o > 0u; o >>= 1u) {\n        \
+         s += subgroupShuffleXor(s, o);\n    }\n    return s;\n}\n"
+    } else {
+        "const SHUFFLE: bool = false;\nfn lane_sum(v: f32) -> f32 {\n    return v;\n}\n"
+    };
+    let body = specialised(QMATMUL, ty);
+    format!("{sum}const LANES: u32 = {lanes}u;\n{body}")
+}
+
 /// A view's buffer, offset and row stride, with unit stride along its last axis
 /// (copied first if it has not).
 fn rows(ctx: &Context, x: (&Arc<Pooled>, &Layout)) -> (Arc<Pooled>, u32, u32) {
@@ -158,7 +190,7 @@ fn optional(x: Option<(Arc<Pooled>, u32, u32)>, stand_in: &Arc<Pooled>) -> (Arc<
 }
 
 /// See [`InferenceBackend::qmatmul`](crate::backend::InferenceBackend::qmatmul):
-/// one workgroup per 8 outputs of one row of `x`.
+/// one workgroup per `256 / lanes` outputs of one row of `x`.
 pub(crate) fn qmatmul(
     ctx: &Context,
     x: (&Arc<Pooled>, &Layout),
@@ -191,22 +223,27 @@ pub(crate) fn qmatmul(
         ro,
         rs,
     ];
+    let (lanes, shuffle) = qmatmul_lanes(ctx);
     let kern = kernel(
         ctx,
-        Key::Named("volta qmatmul", vec![shape.ty.id()]),
+        Key::Named(
+            "volta qmatmul",
+            vec![shape.ty.id(), lanes, u32::from(shuffle)],
+        ),
         Bindings {
             reads: 4,
             writes: 1,
         },
         "main",
-        || specialised(QMATMUL, shape.ty),
+        || qmatmul_source(shape.ty, lanes, shuffle),
     );
+    let outs = 256 / lanes as usize;
     launch(
         ctx,
         &kern,
         &params,
         &[&w.0, &xb, &nb, &rb, &out],
-        [u(width.div_ceil(8)), u(m), 1],
+        [u(width.div_ceil(outs)), u(m), 1],
     );
     (out, m * width)
 }
@@ -238,26 +275,23 @@ fn attn_params(
     (qb, params)
 }
 
-pub(crate) fn kv_write(
+/// Writes the keys and values of `threads / (kv_heads·head_dim/2)` tokens into
+/// the cache (`kv_write.wgsl`; `params` as [`attn_params`] makes them).
+fn kv_write(
     ctx: &Context,
-    qkv: (&Arc<Pooled>, &Layout),
-    rope: (&Arc<Pooled>, &Layout),
-    pos: (&Arc<Pooled>, &Layout),
-    keys: &Arc<Pooled>,
-    values: &Arc<Pooled>,
-    s: &AttnShape,
+    qkv: &Arc<Pooled>,
+    params: &[u32],
+    rope: &Arc<Pooled>,
+    pos: &Arc<Pooled>,
+    cache: &Arc<Pooled>,
+    threads: usize,
 ) {
-    let threads = qkv.1.dims[0] * s.kv_heads * s.head_dim / 2;
-    if threads == 0 {
-        return;
-    }
-    let (qb, params) = attn_params(ctx, qkv, rope, pos, s);
     let kern = kernel(
         ctx,
         Key::Named("volta kv_write", vec![]),
         Bindings {
             reads: 3,
-            writes: 2,
+            writes: 1,
         },
         "main",
         || KV_WRITE.to_string(),
@@ -265,68 +299,99 @@ pub(crate) fn kv_write(
     launch(
         ctx,
         &kern,
-        &params,
-        &[&qb, rope.0, pos.0, keys, values],
+        params,
+        &[qkv, rope, pos, cache],
         grid(ctx, threads.div_ceil(256)),
     );
 }
 
-/// Keys per chunk of the split attention (`CHUNK` in attention.wgsl).
-const CHUNK: usize = 64;
+/// Keys per split of a single token's attention: one workgroup per head takes
+/// up to this many (a replayed step launches for the whole capacity); longer
+/// caches split, and a second pass combines the splits.
+const SPLIT: usize = 1024;
 
+/// See [`InferenceBackend::attend`](crate::backend::InferenceBackend::attend).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn cached_attention(
+pub(crate) fn attend(
     ctx: &Context,
     qkv: (&Arc<Pooled>, &Layout),
     rope: (&Arc<Pooled>, &Layout),
     pos: (&Arc<Pooled>, &Layout),
-    keys: &Arc<Pooled>,
-    values: &Arc<Pooled>,
+    cache: &Arc<Pooled>,
     s: &AttnShape,
     max_len: usize,
 ) -> (Arc<Pooled>, usize) {
+    let d = s.head_dim;
     assert!(
-        s.head_dim <= 256 && s.head_dim.is_multiple_of(2),
-        "cached_attention: head_dim {} (the GPU kernel takes even widths up to 256)",
-        s.head_dim
+        d <= 256 && d.is_multiple_of(2),
+        "attend: head_dim {d} (the GPU kernels take even widths up to 256)"
     );
     let t = qkv.1.dims[0];
-    let len = t * s.heads * s.head_dim;
+    let len = t * s.heads * d;
     let out = alloc(ctx, len * 4);
     if len == 0 {
         return (out, 0);
     }
-    let chunks = max_len.div_ceil(CHUNK).max(1);
-    let partials = alloc(ctx, t * s.heads * chunks * (s.head_dim + 2) * 4);
-    let (qb, mut params) = attn_params(ctx, qkv, rope, pos, s);
-    params.push(u(chunks));
-    params.push((1.0 / (s.head_dim as f32).sqrt()).to_bits());
-    let bindings = Bindings {
-        reads: 5,
-        writes: 2,
+    let (qb, params) = attn_params(ctx, qkv, rope, pos, s);
+    let (fresh, splits) = if t == 1 {
+        (true, max_len.div_ceil(SPLIT).max(1))
+    } else {
+        (false, 1)
     };
-    let buffers = [&qb, rope.0, pos.0, keys, values, &partials, &out];
-    let partial = kernel(
-        ctx,
-        Key::Named("volta attention partial", vec![]),
-        bindings,
-        "partial",
-        || ATTENTION.to_string(),
-    );
-    launch(
-        ctx,
-        &partial,
-        &params,
-        &buffers,
-        [u(chunks), u(s.heads), u(t)],
-    );
-    let combine = kernel(
-        ctx,
-        Key::Named("volta attention combine", vec![]),
-        bindings,
-        "combine",
-        || ATTENTION.to_string(),
-    );
-    launch(ctx, &combine, &params, &buffers, [u(s.heads), u(t), 1]);
+    if !fresh {
+        kv_write(
+            ctx,
+            &qb,
+            &params,
+            rope.0,
+            pos.0,
+            cache,
+            t * s.kv_heads * d / 2,
+        );
+    }
+    let tile = (1024 / d).min(16);
+    let partials = if splits > 1 {
+        alloc(ctx, t * s.heads * splits * (d + 2) * 4)
+    } else {
+        alloc(ctx, 4) // bound, unused
+    };
+    let mut params = params;
+    params.extend([
+        u(splits),
+        (1.0 / (d as f32).sqrt()).to_bits(),
+        u(SPLIT.min(max_len.max(1))),
+        u32::from(fresh),
+    ]);
+    let bindings = Bindings {
+        reads: 3,
+        writes: 3,
+    };
+    let buffers = [&qb, rope.0, pos.0, cache, &partials, &out];
+    let entry = |name: &'static str| {
+        kernel(
+            ctx,
+            Key::Named(name, vec![u(d), u(tile)]),
+            bindings,
+            name.rsplit(' ').next().expect("an entry name"),
+            || format!("const D: u32 = {d}u;\nconst BT: u32 = {tile}u;\n{ATTENTION}"),
+        )
+    };
+    if fresh {
+        let k = entry("volta attention decode");
+        launch(ctx, &k, &params, &buffers, [u(splits), u(s.heads), 1]);
+        if splits > 1 {
+            let k = entry("volta attention combine");
+            launch(ctx, &k, &params, &buffers, [u(s.heads), 1, 1]);
+        }
+    } else {
+        let k = entry("volta attention flash");
+        launch(
+            ctx,
+            &k,
+            &params,
+            &buffers,
+            [u(t.div_ceil(tile)), u(s.heads), 1],
+        );
+    }
     (out, len)
 }

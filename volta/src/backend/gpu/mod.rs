@@ -613,40 +613,20 @@ mod device {
                 super::infer::qmatmul(ctx(), (x.0.raw(), x.1), w, shape, norm, fusion.glu, add);
             GpuBuffer::new(out, n)
         }
-        fn kv_write(
+        fn attend(
             qkv: View<Self, f32>,
             rope: View<Self, f32>,
             pos: View<Self, u32>,
-            keys: &mut Buf<Self, f32>,
-            values: &mut Buf<Self, f32>,
-            shape: &AttnShape,
-        ) {
-            super::infer::kv_write(
-                ctx(),
-                (qkv.0.raw(), qkv.1),
-                (rope.0.raw(), rope.1),
-                (pos.0.raw(), pos.1),
-                keys.raw(),
-                values.raw(),
-                shape,
-            );
-        }
-        fn cached_attention(
-            qkv: View<Self, f32>,
-            rope: View<Self, f32>,
-            pos: View<Self, u32>,
-            keys: &Buf<Self, f32>,
-            values: &Buf<Self, f32>,
+            cache: &mut Buf<Self, f32>,
             shape: &AttnShape,
             max_len: usize,
         ) -> Buf<Self, f32> {
-            let (out, n) = super::infer::cached_attention(
+            let (out, n) = super::infer::attend(
                 ctx(),
                 (qkv.0.raw(), qkv.1),
                 (rope.0.raw(), rope.1),
                 (pos.0.raw(), pos.1),
-                keys.raw(),
-                values.raw(),
+                cache.raw(),
                 shape,
                 max_len,
             );
