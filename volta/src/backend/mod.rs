@@ -43,8 +43,19 @@ pub trait Memory<E: Element>: 'static {
     fn from_vec(data: Vec<E>) -> Self::Buffer;
     /// A buffer of `len` copies of `value`.
     fn full(len: usize, value: E) -> Self::Buffer;
+    /// What a read-back can fail with: [`Infallible`](std::convert::Infallible) on
+    /// the CPU, [`GpuError`](crate::backend::gpu::GpuError) on the GPU (an error
+    /// raised by earlier work, a lost device, out of memory).
+    type Error: std::error::Error + Send + Sync + 'static;
     /// Reads the elements of a view back to the host, in row-major order.
-    fn to_vec(buf: &Self::Buffer, layout: &Layout) -> Vec<E>;
+    fn try_to_vec(buf: &Self::Buffer, layout: &Layout) -> Result<Vec<E>, Self::Error>;
+    /// [`try_to_vec`](Memory::try_to_vec), panicking with the error's text and the
+    /// fallible call to use instead.
+    fn to_vec(buf: &Self::Buffer, layout: &Layout) -> Vec<E> {
+        Self::try_to_vec(buf, layout).unwrap_or_else(|e| {
+            panic!("{e} (call `try_to_vec` or `try_item` to handle this error)")
+        })
+    }
     /// Copies a view into a new contiguous buffer.
     fn contiguous(buf: &Self::Buffer, layout: &Layout) -> Self::Buffer;
 }

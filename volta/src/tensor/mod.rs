@@ -105,8 +105,25 @@ impl<S: Shape, D: Device + Memory<E>, E: Element> Tensor<S, D, E> {
 
     /// Reads the elements back to the host in row-major order. On the GPU this
     /// waits for pending work.
+    ///
+    /// # Panics
+    /// When the device reports an error; [`try_to_vec`](Self::try_to_vec) returns it.
     pub fn to_vec(&self) -> Vec<E> {
         self.raw.to_vec()
+    }
+
+    /// Reads the elements back to the host in row-major order, or returns the
+    /// device's error ([`GpuError`](crate::backend::gpu::GpuError) on the GPU:
+    /// raised by this work or any since the last sync point, such as out of
+    /// memory or a lost device; the CPU's is `Infallible`).
+    ///
+    /// ```
+    /// use volta::prelude::*;
+    /// let x = Tensor::<Rank1<2>>::from_array([1.0, 2.0]);
+    /// assert_eq!(x.try_to_vec(), Ok(vec![1.0, 2.0]));
+    /// ```
+    pub fn try_to_vec(&self) -> Result<Vec<E>, <D as Memory<E>>::Error> {
+        self.raw.try_to_vec()
     }
 
     /// The same data as a leaf that gradients flow to (a trainable parameter).
@@ -185,8 +202,17 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
 
 impl<D: Device + Memory<E>, E: Element> Tensor<(), D, E> {
     /// The value of a scalar tensor.
+    ///
+    /// # Panics
+    /// When the device reports an error; [`try_item`](Self::try_item) returns it.
     pub fn item(&self) -> E {
         self.to_vec()[0]
+    }
+
+    /// The value of a scalar tensor, or the device's error (see
+    /// [`try_to_vec`](Tensor::try_to_vec)).
+    pub fn try_item(&self) -> Result<E, <D as Memory<E>>::Error> {
+        Ok(self.try_to_vec()?[0])
     }
 }
 

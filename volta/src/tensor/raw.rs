@@ -155,7 +155,18 @@ impl<D: Device + Memory<E>, E: Element> RawTensor<D, E> {
     }
 
     /// Reads the elements back to the host in row-major order.
+    ///
+    /// # Panics
+    /// When the device reports an error (see [`try_to_vec`](Self::try_to_vec)).
     pub fn to_vec(&self) -> Vec<E> {
         D::to_vec(&self.0.buffer, &self.0.layout)
+    }
+
+    /// Reads the elements back to the host in row-major order, or returns the
+    /// device's error: on the GPU, one raised by the work that computed them or by
+    /// any work since the last sync point (out of memory, a lost device, an index
+    /// out of range).
+    pub fn try_to_vec(&self) -> Result<Vec<E>, <D as Memory<E>>::Error> {
+        D::try_to_vec(&self.0.buffer, &self.0.layout)
     }
 }

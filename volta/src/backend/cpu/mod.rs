@@ -44,8 +44,9 @@ impl<E: Element> Memory<E> for Cpu {
     fn full(len: usize, value: E) -> Self::Buffer {
         Arc::new(vec![value; len])
     }
-    fn to_vec(buf: &Self::Buffer, layout: &Layout) -> Vec<E> {
-        copy::strided_to_vec(buf, layout)
+    type Error = std::convert::Infallible;
+    fn try_to_vec(buf: &Self::Buffer, layout: &Layout) -> Result<Vec<E>, Self::Error> {
+        Ok(copy::strided_to_vec(buf, layout))
     }
     fn contiguous(buf: &Self::Buffer, layout: &Layout) -> Self::Buffer {
         Arc::new(copy::strided_to_vec(buf, layout))

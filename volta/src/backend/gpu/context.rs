@@ -70,6 +70,10 @@ pub(crate) struct Context {
     /// The first asynchronous error (validation, out of memory, device lost), kept
     /// until the next sync point reports it.
     pub error: Arc<Mutex<Option<GpuError>>>,
+    /// Set once the device is lost: every later sync point and read-back
+    /// returns [`GpuError::DeviceLost`] with this reason, without touching the
+    /// device (whose callbacks may never come).
+    pub lost: Arc<OnceLock<String>>,
     pub recorder: Mutex<Recorder>,
     pub pool: Pool,
     pub pipelines: Pipelines,
@@ -154,10 +158,11 @@ fn create() -> Result<Context, GpuError> {
         };
         record(&sink, e);
     }));
-    let sink = error.clone();
+    let lost: Arc<OnceLock<String>> = Arc::default();
+    let flag = lost.clone();
     device.set_device_lost_callback(move |reason, message| {
         if reason != wgpu::DeviceLostReason::Destroyed {
-            record(&sink, GpuError::DeviceLost(message));
+            let _ = flag.set(message);
         }
     });
 
@@ -185,6 +190,7 @@ fn create() -> Result<Context, GpuError> {
         info,
         limits,
         error,
+        lost,
         recorder: Mutex::new(recorder),
         pool,
         pipelines: Pipelines::default(),
@@ -203,8 +209,17 @@ impl Context {
         record(&self.error, e);
     }
 
-    /// Takes the pending asynchronous error, if any.
+    /// The loss of the device, once it happened: it is never taken.
+    pub fn check_lost(&self) -> Result<(), GpuError> {
+        match self.lost.get() {
+            Some(reason) => Err(GpuError::DeviceLost(reason.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes the pending asynchronous error, if any (a lost device first).
     pub fn take_error(&self) -> Result<(), GpuError> {
+        self.check_lost()?;
         match self.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
             Some(e) => Err(e),
             None => Ok(()),

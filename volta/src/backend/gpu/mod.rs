@@ -99,6 +99,18 @@ mod device {
             context::init().map(|c| c.info.clone())
         }
 
+        /// Destroys the device as a driver reset would, for testing how a program
+        /// handles [`GpuError::DeviceLost`]: from then on every sync point and
+        /// read-back returns that error (the process must restart to use the GPU
+        /// again).
+        #[doc(hidden)]
+        pub fn simulate_device_loss() {
+            if let Ok(c) = context::init() {
+                let _ = c.lost.set("simulated by Gpu::simulate_device_loss".into());
+                c.device.destroy();
+            }
+        }
+
         /// Submits all recorded work, waits for it, and reports any error raised
         /// since the last sync point (validation, out of memory, device lost,
         /// out-of-range indices).
@@ -285,9 +297,9 @@ mod device {
                 fn full(len: usize, value: $t) -> Self::Buffer {
                     GpuBuffer::new(fill(ctx(), $elem, len, value.scalar_bits()), len)
                 }
-                fn to_vec(buf: &Self::Buffer, layout: &Layout) -> Vec<$t> {
-                    transfer::download(ctx(), buf.raw(), layout, $elem)
-                        .unwrap_or_else(|e| panic!("{e}"))
+                type Error = GpuError;
+                fn try_to_vec(buf: &Self::Buffer, layout: &Layout) -> Result<Vec<$t>, GpuError> {
+                    transfer::download(context::init()?, buf.raw(), layout, $elem)
                 }
                 fn contiguous(buf: &Self::Buffer, layout: &Layout) -> Self::Buffer {
                     let c = ctx();

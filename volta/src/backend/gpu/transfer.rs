@@ -16,7 +16,8 @@ use volta_kernels::wgsl::{Elem, Expr};
 /// lock only to record the copy, not while it writes the bytes.
 pub(crate) fn upload<E: bytemuck::Pod>(ctx: &Context, data: &[E]) -> GpuBuffer<E> {
     let buf = alloc(ctx, std::mem::size_of_val(data));
-    if !data.is_empty() {
+    // On a lost device the data goes nowhere; the next sync point says why.
+    if !data.is_empty() && ctx.check_lost().is_ok() {
         // Copies move whole 4-byte words: an odd number of f16s is padded.
         let bytes: &[u8] = bytemuck::cast_slice(data);
         let padded;
@@ -86,6 +87,8 @@ fn read(
     offset: usize,
     bytes: usize,
 ) -> Result<Vec<u8>, GpuError> {
+    // A lost device may never call back: answer before waiting on it.
+    ctx.check_lost()?;
     let staging = ctx
         .recorder
         .lock()
