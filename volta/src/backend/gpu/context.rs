@@ -152,7 +152,11 @@ fn create() -> Result<Context, GpuError> {
     let sink = error.clone();
     device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
         let e = match e {
-            wgpu::Error::OutOfMemory { .. } => GpuError::OutOfMemory,
+            wgpu::Error::OutOfMemory { .. } => GpuError::OutOfMemory {
+                requested: None,
+                in_use: 0,
+                limit: None,
+            },
             wgpu::Error::Validation { description, .. } => GpuError::Validation(description),
             wgpu::Error::Internal { description, .. } => GpuError::Validation(description),
         };

@@ -9,8 +9,17 @@ pub enum GpuError {
     NoAdapter,
     /// The adapter refused to create a device.
     RequestDevice(String),
-    /// The device ran out of memory.
-    OutOfMemory,
+    /// The device ran out of memory, even after Volta's buffer pool released
+    /// its cache and retried (or the pool reached its
+    /// [`Gpu::set_memory_limit`](crate::Gpu::set_memory_limit)).
+    OutOfMemory {
+        /// Bytes of the allocation that failed, when Volta made it.
+        requested: Option<u64>,
+        /// Bytes of the pool's buffers that tensors held at the time.
+        in_use: u64,
+        /// The pool's limit, when one is set.
+        limit: Option<u64>,
+    },
     /// wgpu rejected a command: a bug in Volta's kernels or a limit was exceeded.
     Validation(String),
     /// The driver lost the device (reset, removal, crash).
@@ -33,7 +42,26 @@ impl std::fmt::Display for GpuError {
                  (Debian/Ubuntu: `apt-get install mesa-vulkan-drivers libvulkan1`)",
             ),
             GpuError::RequestDevice(e) => write!(f, "the GPU adapter refused a device: {e}"),
-            GpuError::OutOfMemory => f.write_str("the GPU ran out of memory"),
+            GpuError::OutOfMemory {
+                requested,
+                in_use,
+                limit,
+            } => {
+                let mib = |b: u64| b as f64 / f64::from(1 << 20);
+                f.write_str("the GPU ran out of memory")?;
+                if let Some(r) = requested {
+                    write!(f, " allocating {:.1} MiB", mib(*r))?;
+                }
+                write!(
+                    f,
+                    " ({:.1} MiB held by tensors after the cache was released",
+                    mib(*in_use)
+                )?;
+                if let Some(l) = limit {
+                    write!(f, "; limit {:.1} MiB, Gpu::set_memory_limit", mib(*l))?;
+                }
+                f.write_str("): drop tensors you no longer need or use smaller batches")
+            }
             GpuError::Validation(e) => write!(f, "GPU validation error: {e}"),
             GpuError::DeviceLost(e) => write!(f, "the GPU device was lost: {e}"),
             GpuError::IndexOutOfRange => {

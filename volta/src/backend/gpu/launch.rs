@@ -4,9 +4,26 @@ use super::pipelines::{Bindings, Kernel, Key};
 use super::pool::{Kind, Pooled};
 use std::sync::Arc;
 
-/// A fresh storage buffer of at least `bytes` bytes (from the pool).
+/// A fresh storage buffer of at least `bytes` bytes (from the pool). When memory
+/// runs out, the next sync point reports
+/// [`GpuError::OutOfMemory`](super::GpuError::OutOfMemory) and this
+/// returns a stand-in buffer, so recording goes on until then.
 pub(crate) fn alloc(ctx: &Context, bytes: usize) -> Arc<Pooled> {
-    Arc::new(ctx.pool.get(&ctx.device, Kind::Storage, bytes as u64))
+    Arc::new(pooled(ctx, Kind::Storage, bytes as u64))
+}
+
+/// A pooled buffer of `kind`, or (out of memory) the error kept for the next sync
+/// point and a small stand-in of the pool's own.
+pub(crate) fn pooled(ctx: &Context, kind: Kind, bytes: u64) -> Pooled {
+    ctx.pool.get(&ctx.device, kind, bytes).unwrap_or_else(|e| {
+        ctx.report(e);
+        Pooled::unpooled(ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("volta out-of-memory stand-in"),
+            size: 256,
+            usage: kind.usage(),
+            mapped_at_creation: false,
+        }))
+    })
 }
 
 /// A 2-D grid of at least `groups` workgroups (one dimension is capped at

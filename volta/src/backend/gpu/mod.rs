@@ -168,6 +168,17 @@ mod device {
             context::existing().map_or(0, |c| c.pool.clear())
         }
 
+        /// Caps the device memory Volta's buffer pool may hold (buffers lent to
+        /// tensors and cached), like PyTorch's
+        /// `torch.cuda.set_per_process_memory_fraction`; `None` lifts the cap. An
+        /// allocation past it first releases the cache and retries, then reports
+        /// [`GpuError::OutOfMemory`] at the next sync point.
+        pub fn set_memory_limit(bytes: Option<u64>) {
+            if let Ok(c) = context::init() {
+                c.pool.set_limit(bytes);
+            }
+        }
+
         /// Device memory held by Volta's buffer pool: what tensors use and what
         /// is cached for reuse (PyTorch's `memory_allocated`/`memory_reserved`
         /// split). A training loop's figures stay flat once its sizes are cached.

@@ -1,8 +1,10 @@
 //! Buffer pool: device buffers are reused by size class instead of being created
 //! and destroyed per op (allocation costs far more than a small kernel).
 use super::context;
+use super::error::GpuError;
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Usage of a pooled buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -14,7 +16,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn usage(self) -> wgpu::BufferUsages {
+    pub(crate) fn usage(self) -> wgpu::BufferUsages {
         match self {
             Kind::Storage => {
                 wgpu::BufferUsages::STORAGE
@@ -60,9 +62,11 @@ pub(crate) struct Pool {
     free: Mutex<Free<wgpu::Buffer>>,
     max_binding: u64,
     /// Buffers created so far (a pool miss each).
-    pub created: std::sync::atomic::AtomicU64,
+    pub created: AtomicU64,
     /// Bytes of the pool's buffers that exist now (lent out or cached).
-    allocated: std::sync::atomic::AtomicU64,
+    allocated: AtomicU64,
+    /// The most bytes the pool may hold (`u64::MAX`: as many as the device gives).
+    limit: AtomicU64,
 }
 
 /// The free list: buffers (`B`; plain ids in tests) by (kind, size), each with
@@ -174,11 +178,16 @@ impl Pool {
             max_binding: limits.max_storage_buffer_binding_size,
             created: Default::default(),
             allocated: Default::default(),
+            limit: AtomicU64::new(u64::MAX),
         }
     }
 
-    /// A buffer of at least `bytes` bytes.
-    pub fn get(&self, device: &wgpu::Device, kind: Kind, bytes: u64) -> Pooled {
+    /// A buffer of at least `bytes` bytes: a cached one of its size class, or a
+    /// new one. When a new one does not fit (the device is out of memory, or the
+    /// pool would pass its limit), the cache is emptied and the allocation tried
+    /// once more, as PyTorch's caching allocator does, before
+    /// [`GpuError::OutOfMemory`].
+    pub fn get(&self, device: &wgpu::Device, kind: Kind, bytes: u64) -> Result<Pooled, GpuError> {
         let mut size = size_class(bytes);
         if size > self.max_binding {
             // Rounding must not push a bindable size past the binding limit.
@@ -189,22 +198,59 @@ impl Pool {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take(kind, size);
-        let buffer = reused.unwrap_or_else(|| {
-            self.created
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.allocated
-                .fetch_add(size, std::sync::atomic::Ordering::Relaxed);
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size,
-                usage: kind.usage(),
-                mapped_at_creation: false,
-            })
-        });
-        Pooled {
-            buffer,
-            kind: Some(kind),
+        if let Some(buffer) = reused {
+            return Ok(Pooled {
+                buffer,
+                kind: Some(kind),
+            });
         }
+        for retry in [false, true] {
+            if retry {
+                self.clear();
+            }
+            if let Some(buffer) = self.create(device, kind, size) {
+                return Ok(Pooled {
+                    buffer,
+                    kind: Some(kind),
+                });
+            }
+        }
+        let (allocated, cached) = self.usage();
+        let limit = self.limit.load(Ordering::Relaxed);
+        Err(GpuError::OutOfMemory {
+            requested: Some(size),
+            in_use: allocated - cached,
+            limit: (limit != u64::MAX).then_some(limit),
+        })
+    }
+
+    /// A new buffer, or `None` when the device or the pool's limit refuses it.
+    fn create(&self, device: &wgpu::Device, kind: Kind, size: u64) -> Option<wgpu::Buffer> {
+        let limit = self.limit.load(Ordering::Relaxed);
+        if self.allocated.load(Ordering::Relaxed).saturating_add(size) > limit {
+            return None;
+        }
+        // Out of memory is an error of this call, not one for the next sync point.
+        let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size,
+            usage: kind.usage(),
+            mapped_at_creation: false,
+        });
+        if pollster::block_on(scope.pop()).is_some() {
+            return None;
+        }
+        self.created.fetch_add(1, Ordering::Relaxed);
+        self.allocated.fetch_add(size, Ordering::Relaxed);
+        Some(buffer)
+    }
+
+    /// Caps the bytes of buffers the pool holds (lent and cached); `None` lifts the
+    /// cap.
+    pub fn set_limit(&self, bytes: Option<u64>) {
+        self.limit
+            .store(bytes.unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     /// Releases every free buffer; returns the bytes released.
@@ -213,15 +259,14 @@ impl Pool {
         let bytes = free.bytes;
         free.buckets.clear();
         free.bytes = 0;
-        self.allocated
-            .fetch_sub(bytes, std::sync::atomic::Ordering::Relaxed);
+        self.allocated.fetch_sub(bytes, Ordering::Relaxed);
         bytes
     }
 
     /// Bytes of the pool's buffers that exist now, and of those the free ones.
     pub fn usage(&self) -> (u64, u64) {
         let cached = self.free.lock().unwrap_or_else(|p| p.into_inner()).bytes;
-        let allocated = self.allocated.load(std::sync::atomic::Ordering::Relaxed);
+        let allocated = self.allocated.load(Ordering::Relaxed);
         (allocated, cached)
     }
 
@@ -229,8 +274,7 @@ impl Pool {
         let size = buffer.size();
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
         let released = free.put(kind, size, buffer);
-        self.allocated
-            .fetch_sub(released, std::sync::atomic::Ordering::Relaxed);
+        self.allocated.fetch_sub(released, Ordering::Relaxed);
     }
 }
 

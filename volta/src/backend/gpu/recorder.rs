@@ -355,7 +355,7 @@ impl Recorder {
             "a value was read back inside Gpu::capture: a captured step cannot read \
              results; read them after the capture"
         );
-        let staging = ctx.pool.get(&ctx.device, Kind::Staging, bytes + 16);
+        let staging = super::launch::pooled(ctx, Kind::Staging, bytes + 16);
         let flags = self.flags.clone();
         let encoder = self.encoder(ctx);
         if bytes > 0 {
