@@ -13,6 +13,7 @@ type InputGrads<'a, D, E> = Vec<(&'a T<D, E>, T<D, E>)>;
 /// Gradients of the scalar `root` with respect to every tracked leaf.
 pub(crate) fn backward<D: Backend<E>, E: Float>(root: T<D, E>) -> Gradients<D, E> {
     let _guard = no_grad(); // the backward pass builds no graph of its own
+    let _backward = super::anomaly::BackwardGuard::enter();
     let mut grads = Gradients::new();
     if !root.is_tracked() {
         return grads;
@@ -27,7 +28,19 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(root: T<D, E>) -> Gradients<D, E
         match node.op() {
             None => leaf_grads.add_raw(node.id(), g),
             Some(op) => {
-                for (input, grad) in input_grads(op, node, &g) {
+                for (k, (input, grad)) in input_grads(op, node, &g).into_iter().enumerate() {
+                    if super::anomaly::enabled()
+                        && let Some((i, v)) = super::anomaly::first_bad(&grad.to_vec())
+                    {
+                        panic!(
+                            "detect_anomaly: the backward of `{}` (whose forward ran at {}) \
+                             produced {v:?} in the gradient of its input {k} (element {i}, \
+                             dims {:?})",
+                            op.name(),
+                            node.site(),
+                            grad.dims()
+                        );
+                    }
                     if input.is_tracked() {
                         grads.add_raw(input.id(), grad);
                     }

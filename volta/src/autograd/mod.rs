@@ -6,11 +6,13 @@
 //! (plain `Arc`s, no interior mutability): it is freed when the last tensor that
 //! reaches it is dropped, and `backward` consumes the loss.
 
+pub(crate) mod anomaly;
 mod backward;
 mod grad_mode;
 mod gradients;
 mod op;
 
+pub use anomaly::detect_anomaly;
 pub(crate) use backward::backward;
 pub use grad_mode::{NoGradGuard, grad_enabled, no_grad};
 pub use gradients::Gradients;

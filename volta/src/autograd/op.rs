@@ -47,6 +47,35 @@ pub(crate) type CustomBackward<D, E> =
     std::sync::Arc<dyn Fn(&[T<D, E>], &T<D, E>) -> Vec<T<D, E>> + Send + Sync>;
 
 impl<D: Device + Memory<E>, E: Element> Op<D, E> {
+    /// The op's name in messages, e.g. `Exp`, `Add`, `MatMul`.
+    pub(crate) fn name(&self) -> String {
+        match self {
+            Op::Unary(_, u) => format!("{u:?}"),
+            Op::Binary(_, _, b) | Op::BinaryScalar(_, b, _) => format!("{b:?}"),
+            Op::Reduce(_, r, axis) => format!("{r:?} along axis {axis}"),
+            Op::Softmax(_, axis, log) => {
+                format!(
+                    "{} along axis {axis}",
+                    if *log { "LogSoftmax" } else { "Softmax" }
+                )
+            }
+            Op::MatMul(..) => "MatMul".into(),
+            Op::Permute(..) => "Permute".into(),
+            Op::Expand(..) => "Expand".into(),
+            Op::Reshape(..) => "Reshape".into(),
+            Op::Narrow(..) => "Narrow".into(),
+            Op::Step(..) => "Step".into(),
+            Op::Pad(..) => "Pad".into(),
+            Op::Cat(..) => "Cat".into(),
+            Op::Select(..) => "Select".into(),
+            Op::Gather(..) => "Gather".into(),
+            Op::Unfold2d(..) => "Unfold2d".into(),
+            Op::Fold2d(..) => "Fold2d".into(),
+            Op::Normalize(_, _, center, _) => if *center { "LayerNorm" } else { "RmsNorm" }.into(),
+            Op::Custom(..) => "a #[kernel] op".into(),
+        }
+    }
+
     /// The inputs gradients flow to (a `Select`'s condition is not one: it is a
     /// detached leaf).
     pub(crate) fn inputs(&self) -> Vec<&T<D, E>> {

@@ -15,6 +15,10 @@ pub use volta_kernels::Float as ScalarMath;
 pub trait Element: 'static + Copy + Default + PartialEq + std::fmt::Debug + Send + Sync {
     /// Its name in messages.
     const NAME: &'static str;
+    /// Whether the value is neither NaN nor infinite (always, for integers).
+    fn is_finite(self) -> bool {
+        true
+    }
 }
 
 /// An element type with arithmetic, autograd and the full op set.
@@ -31,12 +35,21 @@ pub trait Float: Element + ScalarMath {
 
 impl Element for f32 {
     const NAME: &'static str = "f32";
+    fn is_finite(self) -> bool {
+        f32::is_finite(self)
+    }
 }
 impl Element for f64 {
     const NAME: &'static str = "f64";
+    fn is_finite(self) -> bool {
+        f64::is_finite(self)
+    }
 }
 impl Element for f16 {
     const NAME: &'static str = "f16";
+    fn is_finite(self) -> bool {
+        f16::is_finite(self)
+    }
 }
 impl Element for u32 {
     const NAME: &'static str = "u32";

@@ -10,17 +10,20 @@ use crate::tensor::{RawTensor, Tensor};
 
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// exp(x) / Σ exp(x) along `axis`, computed stably (shifted by the row's max).
+    #[track_caller]
     pub fn softmax(&self, axis: usize) -> Self {
         self.softmax_kernel(axis, false)
     }
 
     /// x − log Σ exp(x) along `axis`, computed stably.
+    #[track_caller]
     pub fn log_softmax(&self, axis: usize) -> Self {
         self.softmax_kernel(axis, true)
     }
 
     /// One kernel per call (each row read for its max and sum, then written), with
     /// the backward rule in `autograd::backward`.
+    #[track_caller]
     fn softmax_kernel(&self, axis: usize, log: bool) -> Self {
         assert!(
             axis < self.dims().len(),
@@ -39,6 +42,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
 
 impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     /// Softmax along axis `Ax` (e.g. `x.softmax::<Axis<1>>()` for rows of a batch).
+    #[track_caller]
     pub fn softmax<Ax>(&self) -> Self
     where
         S: ReplaceAxis<Ax, Const<1>>,
@@ -47,6 +51,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     }
 
     /// Log-softmax along axis `Ax`.
+    #[track_caller]
     pub fn log_softmax<Ax>(&self) -> Self
     where
         S: ReplaceAxis<Ax, Const<1>>,

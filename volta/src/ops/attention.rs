@@ -16,6 +16,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// # Panics
     /// When the dims do not fit (rank, batch, head grouping, head dim, key and value
     /// lengths), or when a query would see no key (`S == 0`).
+    #[track_caller]
     pub fn causal_attention(&self, k: &Self, v: &Self, start: usize) -> Self {
         let (q_dims, k_dims) = (self.dims().to_vec(), k.dims().to_vec());
         let fits = q_dims.len() == 4
@@ -71,6 +72,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
 /// let out = causal_attention(&q, &kv, &kv, 0);
 /// assert_eq!(out.to_vec(), vec![1.0; 4 * 3 * 8]);
 /// ```
+#[track_caller]
 pub fn causal_attention<B, H, T, Hd, Hkv, S, D, E>(
     q: &Tensor<(B, H, T, Hd), D, E>,
     k: &Tensor<(B, Hkv, S, Hd), D, E>,
@@ -96,6 +98,7 @@ mod tests {
     use crate::tensor::RawTensor;
 
     /// Attention by its definition, in f64, one query at a time.
+    #[track_caller]
     fn reference(
         q: &[f64],
         k: &[f64],
@@ -137,6 +140,7 @@ mod tests {
     }
 
     #[test]
+    #[track_caller]
     fn grouped_queries_at_a_cache_offset_match_the_definition() {
         let (b, h, t, d, hkv, start) = (2, 6, 3, 4, 2, 2);
         let s = start + t;
@@ -160,6 +164,7 @@ mod tests {
 
     #[test]
     #[should_panic(expected = "H a multiple of Hkv")]
+    #[track_caller]
     fn heads_that_do_not_group_are_rejected() {
         let q = RawTensor::<Cpu, f32>::from_vec(vec![0.0; 5 * 4], &[1, 5, 1, 4]);
         let kv = RawTensor::<Cpu, f32>::from_vec(vec![0.0; 2 * 4], &[1, 2, 1, 4]);

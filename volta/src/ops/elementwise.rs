@@ -9,6 +9,7 @@ use volta_kernels::{BinaryOp, UnaryOp};
 
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// `op(self)`.
+    #[track_caller]
     pub fn unary(&self, op: UnaryOp) -> Self {
         let buf = D::unary(op, self.view());
         let inputs: &[&Self] = if op == UnaryOp::Floor { &[] } else { &[self] };
@@ -22,6 +23,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
 
     /// `op(self, rhs)`; the dims must be equal (panics otherwise: dynamic dims that
     /// the types could not check).
+    #[track_caller]
     pub fn binary(&self, op: BinaryOp, rhs: &Self) -> Self {
         assert_same_dims(op, self.dims(), rhs.dims());
         let buf = D::binary(op, self.view(), rhs.view());
@@ -39,6 +41,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// `op(self, c)` for a scalar `c`.
+    #[track_caller]
     pub fn scalar(&self, op: BinaryOp, c: E) -> Self {
         let buf = D::binary_scalar(op, self.view(), c);
         let inputs: &[&Self] = if op.is_comparison() { &[] } else { &[self] };
@@ -51,6 +54,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// `cond != 0 ? on_true : on_false` elementwise.
+    #[track_caller]
     pub fn select(cond: &Self, on_true: &Self, on_false: &Self) -> Self {
         assert_same_dims("select", cond.dims(), on_true.dims());
         assert_same_dims("select", cond.dims(), on_false.dims());
@@ -65,6 +69,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// A tensor of `value` with these dims on this device (untracked).
+    #[track_caller]
     pub fn full_like_dims(dims: &[usize], value: E) -> Self {
         Self::leaf(
             D::full(dims.iter().product(), value),
@@ -91,12 +96,14 @@ pub(crate) fn assert_same_dims(op: impl std::fmt::Debug, a: &[usize], b: &[usize
 pub trait SameDevice<D: Device>: Device {
     /// The same tensor, typed with `D`.
     #[doc(hidden)]
+    #[track_caller]
     fn same_device<E: Element>(raw: &RawTensor<Self, E>) -> RawTensor<D, E>
     where
         Self: Memory<E>,
         D: Memory<E>;
 }
 impl<D: Device> SameDevice<D> for D {
+    #[track_caller]
     fn same_device<E: Element>(raw: &RawTensor<D, E>) -> RawTensor<D, E>
     where
         D: Memory<E>,
@@ -108,7 +115,7 @@ impl<D: Device> SameDevice<D> for D {
 macro_rules! unary_methods {
     ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {
         impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
-            $($(#[$doc])* pub fn $name(&self) -> Self { self.map_raw(|r| r.unary(UnaryOp::$op)) })*
+            $($(#[$doc])* #[track_caller] pub fn $name(&self) -> Self { self.map_raw(|r| r.unary(UnaryOp::$op)) })*
         }
     };
 }
@@ -149,10 +156,12 @@ unary_methods! {
 
 impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     /// −x.
+    #[track_caller]
     pub fn neg(&self) -> Self {
         self.map_raw(|r| r.unary(UnaryOp::Neg))
     }
 
+    #[track_caller]
     fn zip<R: SameShape<S>, D2: SameDevice<D> + Backend<E>>(
         &self,
         op: BinaryOp,
@@ -163,6 +172,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     }
 
     /// Elementwise a + b.
+    #[track_caller]
     pub fn add<R: SameShape<S>, D2: SameDevice<D> + Backend<E>>(
         &self,
         rhs: &Tensor<R, D2, E>,
@@ -170,6 +180,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
         self.zip(BinaryOp::Add, rhs)
     }
     /// Elementwise a − b.
+    #[track_caller]
     pub fn sub<R: SameShape<S>, D2: SameDevice<D> + Backend<E>>(
         &self,
         rhs: &Tensor<R, D2, E>,
@@ -177,6 +188,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
         self.zip(BinaryOp::Sub, rhs)
     }
     /// Elementwise a · b.
+    #[track_caller]
     pub fn mul<R: SameShape<S>, D2: SameDevice<D> + Backend<E>>(
         &self,
         rhs: &Tensor<R, D2, E>,
@@ -184,6 +196,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
         self.zip(BinaryOp::Mul, rhs)
     }
     /// Elementwise a / b.
+    #[track_caller]
     pub fn div<R: SameShape<S>, D2: SameDevice<D> + Backend<E>>(
         &self,
         rhs: &Tensor<R, D2, E>,
@@ -191,6 +204,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
         self.zip(BinaryOp::Div, rhs)
     }
     /// Elementwise max(a, b); ties split the gradient evenly.
+    #[track_caller]
     pub fn maximum<R: SameShape<S>, D2: SameDevice<D> + Backend<E>>(
         &self,
         rhs: &Tensor<R, D2, E>,
@@ -198,6 +212,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
         self.zip(BinaryOp::Max, rhs)
     }
     /// Elementwise min(a, b); ties split the gradient evenly.
+    #[track_caller]
     pub fn minimum<R: SameShape<S>, D2: SameDevice<D> + Backend<E>>(
         &self,
         rhs: &Tensor<R, D2, E>,
@@ -205,6 +220,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
         self.zip(BinaryOp::Min, rhs)
     }
     /// Elementwise a mod b, with the sign of b (Python's `%`).
+    #[track_caller]
     pub fn rem<R: SameShape<S>, D2: SameDevice<D> + Backend<E>>(
         &self,
         rhs: &Tensor<R, D2, E>,
@@ -212,6 +228,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
         self.zip(BinaryOp::Mod, rhs)
     }
     /// Elementwise a^b.
+    #[track_caller]
     pub fn pow<R: SameShape<S>, D2: SameDevice<D> + Backend<E>>(
         &self,
         rhs: &Tensor<R, D2, E>,
@@ -220,43 +237,53 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     }
 
     /// x + c.
+    #[track_caller]
     pub fn add_scalar(&self, c: E) -> Self {
         self.map_raw(|r| r.scalar(BinaryOp::Add, c))
     }
     /// x · c.
+    #[track_caller]
     pub fn mul_scalar(&self, c: E) -> Self {
         self.map_raw(|r| r.scalar(BinaryOp::Mul, c))
     }
     /// x / c.
+    #[track_caller]
     pub fn div_scalar(&self, c: E) -> Self {
         self.map_raw(|r| r.scalar(BinaryOp::Div, c))
     }
     /// x^c. d/dx = c·x^(c−1).
+    #[track_caller]
     pub fn powf(&self, c: E) -> Self {
         self.map_raw(|r| r.scalar(BinaryOp::Pow, c))
     }
     /// max(x, c).
+    #[track_caller]
     pub fn max_scalar(&self, c: E) -> Self {
         self.map_raw(|r| r.scalar(BinaryOp::Max, c))
     }
     /// min(x, c).
+    #[track_caller]
     pub fn min_scalar(&self, c: E) -> Self {
         self.map_raw(|r| r.scalar(BinaryOp::Min, c))
     }
     /// x mod c (sign of c).
+    #[track_caller]
     pub fn rem_scalar(&self, c: E) -> Self {
         self.map_raw(|r| r.scalar(BinaryOp::Mod, c))
     }
     /// x clamped to `[lo, hi]`.
+    #[track_caller]
     pub fn clamp(&self, lo: E, hi: E) -> Self {
         self.max_scalar(lo).min_scalar(hi)
     }
     /// x².
+    #[track_caller]
     pub fn square(&self) -> Self {
         self.map_raw(|r| r.binary(BinaryOp::Mul, r))
     }
 
     /// Elementwise `self != 0 ? on_true : on_false` (a mask from a comparison).
+    #[track_caller]
     pub fn select<
         R1: SameShape<S>,
         R2: SameShape<S>,
@@ -281,6 +308,7 @@ macro_rules! operator {
             std::ops::$tr<&Tensor<R, D2, E>> for &Tensor<S, D, E>
         {
             type Output = Tensor<S, D, E>;
+            #[track_caller]
             fn $method(self, rhs: &Tensor<R, D2, E>) -> Tensor<S, D, E> {
                 self.zip(BinaryOp::$op, rhs)
             }
@@ -289,6 +317,7 @@ macro_rules! operator {
             std::ops::$tr<Tensor<R, D2, E>> for Tensor<S, D, E>
         {
             type Output = Tensor<S, D, E>;
+            #[track_caller]
             fn $method(self, rhs: Tensor<R, D2, E>) -> Tensor<S, D, E> {
                 self.zip(BinaryOp::$op, &rhs)
             }
@@ -297,6 +326,7 @@ macro_rules! operator {
             std::ops::$tr<&Tensor<R, D2, E>> for Tensor<S, D, E>
         {
             type Output = Tensor<S, D, E>;
+            #[track_caller]
             fn $method(self, rhs: &Tensor<R, D2, E>) -> Tensor<S, D, E> {
                 self.zip(BinaryOp::$op, rhs)
             }
@@ -305,6 +335,7 @@ macro_rules! operator {
             std::ops::$tr<Tensor<R, D2, E>> for &Tensor<S, D, E>
         {
             type Output = Tensor<S, D, E>;
+            #[track_caller]
             fn $method(self, rhs: Tensor<R, D2, E>) -> Tensor<S, D, E> {
                 self.zip(BinaryOp::$op, &rhs)
             }
@@ -331,12 +362,14 @@ operator!(Rem, rem, Mod);
 
 impl<S: Shape, D: Backend<E>, E: Float> std::ops::Neg for &Tensor<S, D, E> {
     type Output = Tensor<S, D, E>;
+    #[track_caller]
     fn neg(self) -> Tensor<S, D, E> {
         Tensor::neg(self)
     }
 }
 impl<S: Shape, D: Backend<E>, E: Float> std::ops::Neg for Tensor<S, D, E> {
     type Output = Tensor<S, D, E>;
+    #[track_caller]
     fn neg(self) -> Tensor<S, D, E> {
         Tensor::neg(&self)
     }

@@ -9,6 +9,7 @@ use crate::tensor::{RawTensor, Tensor};
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// `out[.., i, ..] = self[.., idx[.., i, ..], ..]` along `axis` (torch.gather):
     /// `idx` has the rank of `self` and equal dims except along `axis`.
+    #[track_caller]
     pub fn gather(&self, axis: usize, idx: &RawTensor<D, u32>) -> Self {
         let (x, i) = (self.dims(), idx.dims());
         assert!(
@@ -30,12 +31,14 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
 
     /// The adjoint of [`gather`](Self::gather): zeros of `dims` with each element of
     /// `self` added at the position `idx` names along `axis`.
+    #[track_caller]
     pub fn scatter_add(&self, dims: &[usize], axis: usize, idx: &RawTensor<D, u32>) -> Self {
         let buf = D::scatter_add(dims, axis, idx.view(), self.view());
         Self::leaf(buf, Layout::contiguous(dims))
     }
 
     /// Rows `ids` of `self` along axis 0 (an embedding lookup).
+    #[track_caller]
     pub fn index_select(&self, ids: &RawTensor<D, u32>) -> Self {
         assert_eq!(ids.dims().len(), 1, "index_select: ids must be rank 1");
         let n = ids.dims()[0];
@@ -50,6 +53,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
 
 impl<D: crate::backend::Device> RawTensor<D, u32> {
     /// Reshape for index tensors (a view when possible).
+    #[track_caller]
     pub fn reshape_any(&self, dims: &[usize]) -> Self {
         match self.layout().reshape(dims) {
             Some(l) => Self::leaf(self.buffer().clone(), l),
@@ -60,6 +64,7 @@ impl<D: crate::backend::Device> RawTensor<D, u32> {
         }
     }
     /// Broadcast view for index tensors.
+    #[track_caller]
     pub fn expand_any(&self, dims: &[usize]) -> Self {
         Self::leaf(self.buffer().clone(), self.layout().expand(dims))
     }
@@ -76,6 +81,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     /// let idx = Tensor::<Rank2<2, 1>, Cpu, u32>::from_array([[2], [0]]);
     /// assert_eq!(x.gather::<Axis<1>, _>(&idx).to_vec(), vec![3.0, 4.0]);
     /// ```
+    #[track_caller]
     pub fn gather<Ax, Dst: Shape>(&self, idx: &Tensor<Dst, D, u32>) -> Tensor<Dst, D, E>
     where
         S: ResizeAxis<Ax, Dst>,
@@ -85,6 +91,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     }
 
     /// Rows of `self` (along axis 0) named by `ids`: an embedding lookup.
+    #[track_caller]
     pub fn index_select<N: Dim>(
         &self,
         ids: &Tensor<(N,), D, u32>,

@@ -29,6 +29,7 @@ impl<D: InferenceBackend> RawTensor<D, f32> {
     ///
     /// # Panics
     /// When the dims do not fit (a programmer error: the model's shapes are known).
+    #[track_caller]
     pub fn qmatmul(&self, w: &QTensor<D>, opts: QMatmulOptions<'_, D>) -> Self {
         let s = w.shape();
         let dims = self.dims();
@@ -68,6 +69,7 @@ impl<D: InferenceBackend> RawTensor<D, f32> {
 
     /// The same through the dense GEMM and composed ops: many rows amortise
     /// dequantising the weight.
+    #[track_caller]
     fn qmatmul_dense(&self, w: &QTensor<D>, opts: QMatmulOptions<'_, D>) -> Self {
         let x = match opts.norm {
             Some((scale, eps)) => self.normalize(1, false, f64::from(eps)).binary(

@@ -11,6 +11,7 @@ use super::SameDevice;
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// Matrix product with numpy semantics for ranks ≥ 1: `(.., m, k) × (.., k, n)`
     /// with equal batch dims, or a rank-2 right operand shared across the batch.
+    #[track_caller]
     pub fn matmul(&self, rhs: &Self) -> Self {
         let (a, b) = (self.dims(), rhs.dims());
         assert!(
@@ -55,6 +56,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// `(batch, m, k) × (batch, k, n)`.
+    #[track_caller]
     pub(crate) fn bmm(&self, rhs: &Self) -> Self {
         let (a, b) = (self.dims(), rhs.dims());
         let buf = D::matmul(self.view(), rhs.view());
@@ -71,6 +73,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     /// Matrix product: `(M, K)×(K, N)`, `(K,)×(K, N)`, `(B, M, K)×(B, K, N)`,
     /// `(B, M, K)×(K, N)`, `(B, H, M, K)×(B, H, K, N)`. Inner dims are checked at
     /// compile time (at run time when dynamic).
+    #[track_caller]
     pub fn matmul<R: MatMulRhs<S>, D2: SameDevice<D> + Backend<E>>(
         &self,
         rhs: &Tensor<R, D2, E>,

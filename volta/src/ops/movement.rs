@@ -10,6 +10,7 @@ use std::ops::Range;
 
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// Reorders axes: axis `i` of the result is axis `perm[i]` of `self`.
+    #[track_caller]
     pub fn permute(&self, perm: &[usize]) -> Self {
         let mut seen = [false; MAX_RANK];
         assert!(
@@ -26,6 +27,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// Swaps the last two axes.
+    #[track_caller]
     pub fn transpose_last(&self) -> Self {
         let r = self.dims().len();
         let mut perm: Vec<usize> = (0..r).collect();
@@ -34,6 +36,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// Broadcasts size-1 axes to `dims` (same rank; a view with stride 0).
+    #[track_caller]
     pub fn expand(&self, dims: &[usize]) -> Self {
         assert!(
             self.dims().len() == dims.len()
@@ -52,6 +55,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// The same elements with new dims (a view when the strides allow, else a copy).
+    #[track_caller]
     pub fn reshape(&self, dims: &[usize]) -> Self {
         assert_eq!(
             self.layout().numel(),
@@ -77,6 +81,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// A contiguous copy (or `self` when already contiguous).
+    #[track_caller]
     pub fn contiguous(&self) -> Self {
         if self.layout().is_contiguous() {
             return self.clone();
@@ -91,6 +96,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// Elements `start..start + len` along `axis` (a view).
+    #[track_caller]
     pub fn narrow(&self, axis: usize, start: usize, len: usize) -> Self {
         let n = self.dims()[axis];
         assert!(
@@ -107,6 +113,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// Every `step`-th element along `axis`, starting at 0 (a view).
+    #[track_caller]
     pub fn step(&self, axis: usize, step: usize) -> Self {
         assert!(step > 0, "stride: the step must be at least 1");
         if step == 1 {
@@ -118,6 +125,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// Pads each axis with `(before, after)` copies of `value`.
+    #[track_caller]
     pub fn pad(&self, pads: &[(usize, usize)], value: E) -> Self {
         assert_eq!(
             pads.len(),
@@ -140,6 +148,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// Pads one axis.
+    #[track_caller]
     pub fn pad_axis(&self, axis: usize, before: usize, after: usize, value: E) -> Self {
         let mut pads = vec![(0, 0); self.dims().len()];
         pads[axis] = (before, after);
@@ -147,6 +156,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// Concatenates along `axis`; all other dims must agree.
+    #[track_caller]
     pub fn cat(parts: &[Self], axis: usize) -> Self {
         let first = parts.first().expect("cat: at least one tensor");
         let mut dims = Dims::new(first.dims());
@@ -177,6 +187,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// Inserts a size-1 axis at `axis`.
+    #[track_caller]
     pub fn unsqueeze(&self, axis: usize) -> Self {
         let mut dims = self.dims().to_vec();
         dims.insert(axis, 1);
@@ -185,6 +196,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
 
     /// Sums over the axes where `dims` has size 1 but `self` does not: the adjoint of
     /// `expand(self.dims)`.
+    #[track_caller]
     pub fn sum_to(&self, dims: &[usize]) -> Self {
         let mut out = self.clone();
         for (axis, (&from, &to)) in self.dims().iter().zip(dims).enumerate() {
@@ -206,6 +218,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     /// let y: Tensor<Rank3<4, 2, 3>> = x.permute::<_, Axes3<2, 0, 1>>();
     /// # let _ = y;
     /// ```
+    #[track_caller]
     pub fn permute<Dst: Shape, Ax: Axes>(&self) -> Tensor<Dst, D, E>
     where
         S: PermuteShapeTo<Dst, Ax>,
@@ -222,6 +235,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     /// let b: Tensor<Rank2<2, 3>> = bias.broadcast();
     /// # let _ = b;
     /// ```
+    #[track_caller]
     pub fn broadcast<Dst: ConstShape, Ax: Axes>(&self) -> Tensor<Dst, D, E>
     where
         S: BroadcastShapeTo<Dst, Ax>,
@@ -230,6 +244,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     }
 
     /// Broadcasts to the run-time shape `dst` (for dynamic dims) by inserting `Ax`.
+    #[track_caller]
     pub fn broadcast_to<Dst: Shape, Ax: Axes>(&self, dst: Dst) -> Tensor<Dst, D, E>
     where
         S: BroadcastShapeTo<Dst, Ax>,
@@ -244,6 +259,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     }
 
     /// Expands size-1 dims to the sizes of `Dst` (same rank).
+    #[track_caller]
     pub fn expand<Dst: ConstShape>(&self) -> Tensor<Dst, D, E>
     where
         S: ExpandShapeTo<Dst>,
@@ -259,6 +275,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
 
     /// Expands size-1 dims to the run-time shape `dst`. Static sizes are checked at
     /// compile time; dynamic ones panic when neither equal nor 1.
+    #[track_caller]
     pub fn expand_to<Dst: Shape>(&self, dst: Dst) -> Tensor<Dst, D, E>
     where
         S: ExpandShapeTo<Dst>,
@@ -275,12 +292,14 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     // The run-time part of `expand`/`expand_to`. Each public method holds its own
     // `const` check: rustc names only the innermost instantiation of a failed const,
     // and that must be the caller's line, not a volta body.
+    #[track_caller]
     fn expand_dyn<Dst: Shape>(&self, dst: Dst) -> Tensor<Dst, D, E> {
         Tensor::from_raw(dst, self.raw().expand(&dst.dims()))
     }
 
     /// Views the elements with another shape of the same element count (checked at
     /// compile time for static shapes).
+    #[track_caller]
     pub fn reshape<Dst: ConstShape>(&self) -> Tensor<Dst, D, E> {
         const {
             assert!(
@@ -292,6 +311,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     }
 
     // The run-time part of `reshape`/`flatten` (see `expand_dyn` for why).
+    #[track_caller]
     fn reshape_dyn<Dst: Shape>(&self, dst: Dst) -> Tensor<Dst, D, E> {
         assert_eq!(
             self.numel(),
@@ -306,6 +326,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     }
 
     /// Reshapes to a run-time shape; an element-count mismatch is an error.
+    #[track_caller]
     pub fn reshape_to<Dst: Shape>(&self, dst: Dst) -> Result<Tensor<Dst, D, E>, ShapeError> {
         const {
             assert!(
@@ -323,6 +344,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     }
 
     /// Flattens to `Dst` (a reshape that may only lower the rank).
+    #[track_caller]
     pub fn flatten<Dst: ConstShape>(&self) -> Tensor<Dst, D, E> {
         const {
             assert!(
@@ -339,6 +361,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
 
     /// Keeps `START..START + len` along axis `Ax`, where `len` is the size of that axis
     /// in `Dst` (checked at compile time when static).
+    #[track_caller]
     pub fn shrink<Ax, const START: usize, Dst: Shape>(&self) -> Tensor<Dst, D, E>
     where
         S: ResizeAxis<Ax, Dst>,
@@ -360,6 +383,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
 
     /// Elements `range` along axis `Ax`; the result's length on that axis is dynamic.
     /// Panics when the range is out of bounds.
+    #[track_caller]
     pub fn slice<Ax>(
         &self,
         range: Range<usize>,
@@ -380,6 +404,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
 
     /// Every `STEP`-th element along axis `Ax`; `Dst`'s size on that axis must be
     /// ⌈n / STEP⌉ (checked at compile time when static).
+    #[track_caller]
     pub fn stride<Ax, const STEP: usize, Dst: Shape>(&self) -> Tensor<Dst, D, E>
     where
         S: ResizeAxis<Ax, Dst>,
@@ -401,6 +426,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
 
     /// Pads axis `Ax` with `BEFORE` and `AFTER` copies of `value`; `Dst`'s size on
     /// that axis must be `BEFORE + n + AFTER` (checked at compile time when static).
+    #[track_caller]
     pub fn pad<Ax, const BEFORE: usize, const AFTER: usize, Dst: Shape>(
         &self,
         value: E,
@@ -425,6 +451,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     /// Concatenates `self` and `other` along `Ax`. All other dims must be equal
     /// (a type error otherwise); `Dst`'s size on the axis must be the sum (checked at
     /// compile time when static, at run time otherwise).
+    #[track_caller]
     pub fn concat<Ax, Dst: Shape, R>(&self, other: &Tensor<R, D, E>) -> Tensor<Dst, D, E>
     where
         S: ResizeAxis<Ax, Dst>,
@@ -451,6 +478,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
 
 impl<M: Dim, N: Dim, D: Backend<E>, E: Float> Tensor<(M, N), D, E> {
     /// The transpose of a matrix (a view).
+    #[track_caller]
     pub fn t(&self) -> Tensor<(N, M), D, E> {
         let (m, n) = self.shape();
         Tensor::from_raw((n, m), self.raw().permute(&[1, 0]))

@@ -18,6 +18,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// assert_eq!(x.normalize(1, true, 0.0).to_vec(), vec![-1.0, 1.0]);
     /// assert_eq!(x.normalize(1, false, 0.0).to_vec(), vec![1.0 / 5f64.sqrt(), 3.0 / 5f64.sqrt()]);
     /// ```
+    #[track_caller]
     pub fn normalize(&self, axis: usize, center: bool, eps: f64) -> Self {
         assert!(
             axis < self.dims().len(),

@@ -17,6 +17,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// assert!(u.to_vec().iter().all(|&v| (0.0..1.0).contains(&v)));
     /// assert_eq!(u.to_vec(), RawTensor::<Cpu, f32>::uniform(&[6], 7).to_vec());
     /// ```
+    #[track_caller]
     pub fn uniform(dims: &[usize], seed: u64) -> Self {
         let layout = Layout::contiguous(dims);
         Self::leaf(D::uniform(layout.numel(), seed), layout)

@@ -9,6 +9,7 @@ use volta_kernels::ReduceOp;
 
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// Reduces along `axis`, keeping it with size 1.
+    #[track_caller]
     pub fn reduce(&self, op: ReduceOp, axis: usize) -> Self {
         let mut dims = Dims::new(self.dims());
         assert!(
@@ -27,11 +28,13 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// Reduces along several axes, keeping them.
+    #[track_caller]
     pub fn reduce_axes(&self, op: ReduceOp, axes: &[usize]) -> Self {
         axes.iter().fold(self.clone(), |t, &a| t.reduce(op, a))
     }
 
     /// Mean along `axis`, keeping it.
+    #[track_caller]
     pub fn mean_axis(&self, axis: usize) -> Self {
         let n = self.dims()[axis] as f64;
         self.reduce(ReduceOp::Sum, axis)
@@ -39,6 +42,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     }
 
     /// Reduces every element to a rank-0 tensor.
+    #[track_caller]
     pub fn reduce_all(&self, op: ReduceOp) -> Self {
         self.reshape(&[self.layout().numel()])
             .reduce(op, 0)
@@ -86,6 +90,7 @@ reductions! {
 }
 
 impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
+    #[track_caller]
     fn reduce_drop<Dst: Shape>(&self, op: ReduceOp, axes: &[usize]) -> Tensor<Dst, D, E> {
         let kept = self.raw().reduce_axes(op, axes);
         let dims: Vec<usize> = self
@@ -99,6 +104,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     }
 
     /// Mean over the axes `Ax`, dropping them.
+    #[track_caller]
     pub fn mean<Dst: Shape, Ax: Axes>(&self) -> Tensor<Dst, D, E>
     where
         S: ReduceShapeTo<Dst, Ax>,
@@ -108,6 +114,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
             .mul_scalar(E::from_f64(1.0 / n as f64))
     }
     /// Mean over the axis `Ax`, keeping it with size 1.
+    #[track_caller]
     pub fn mean_keepdim<Ax>(&self) -> Tensor<<S as ReplaceAxis<Ax, Const<1>>>::Output, D, E>
     where
         S: ReplaceAxis<Ax, Const<1>>,
@@ -117,6 +124,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
             .mul_scalar(E::from_f64(1.0 / n as f64))
     }
     /// Mean of all elements.
+    #[track_caller]
     pub fn mean_all(&self) -> Tensor<(), D, E> {
         self.sum_all()
             .mul_scalar(E::from_f64(1.0 / self.numel() as f64))

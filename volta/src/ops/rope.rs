@@ -17,6 +17,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     ///
     /// # Panics
     /// When `x` has fewer than 2 axes or an odd last dim, or `base` is not > 1.
+    #[track_caller]
     pub fn rope(&self, start: usize, base: f64) -> Self {
         let dims = self.dims().to_vec();
         let rank = dims.len();
@@ -76,6 +77,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     ///
     /// # Panics
     /// When the tensor has fewer than 2 axes or an odd last dim, or `base` ≤ 1.
+    #[track_caller]
     pub fn rope(&self, start: usize, base: f64) -> Self {
         self.map_raw(|r| r.rope(start, base))
     }
@@ -88,6 +90,7 @@ mod tests {
     use crate::tensor::{RawTensor, Tensor};
 
     /// RoPE by its definition, in f64.
+    #[track_caller]
     fn reference(x: &[f64], t: usize, d: usize, start: usize, base: f64) -> Vec<f64> {
         let mut out = x.to_vec();
         for (n, row) in out.chunks_mut(d).enumerate() {
@@ -103,6 +106,7 @@ mod tests {
     }
 
     #[test]
+    #[track_caller]
     fn matches_the_definition_at_an_offset() {
         let (t, d) = (5, 8);
         let x: Vec<f64> = (0..2 * t * d).map(|i| (i as f64 * 0.37).sin()).collect();
@@ -115,6 +119,7 @@ mod tests {
     }
 
     #[test]
+    #[track_caller]
     fn preserves_norms_and_its_gradient_is_the_inverse_rotation() {
         let x = Tensor::<Rank3<1, 3, 4>, Cpu, f64>::from_vec((0..12).map(f64::from).collect())
             .unwrap()

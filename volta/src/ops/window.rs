@@ -25,6 +25,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// assert_eq!(cols.dims(), &[1, 2, 2, 1, 2, 2]);
     /// assert_eq!(&cols.to_vec()[..4], &[0.0, 1.0, 3.0, 4.0]);
     /// ```
+    #[track_caller]
     pub fn unfold2d(&self, win: Window2d, pad_value: E) -> Self {
         let dims = self.dims();
         assert!(
@@ -52,6 +53,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     ///
     /// Panics unless `self` has rank 6 with `[OH, OW] = win.output(input_hw)` and
     /// `[KH, KW] = win.kernel`.
+    #[track_caller]
     pub fn fold2d(&self, win: Window2d, input_hw: [usize; 2]) -> Self {
         let dims = self.dims();
         assert!(

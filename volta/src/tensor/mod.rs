@@ -78,7 +78,9 @@ impl<S: Shape, D: Device + Memory<E>, E: Element> Tensor<S, D, E> {
     }
 
     /// A same-shape result of an op on the raw tensor.
+    #[track_caller]
     pub(crate) fn map_raw(&self, f: impl FnOnce(&RawTensor<D, E>) -> RawTensor<D, E>) -> Self {
+        let _site = crate::autograd::anomaly::SiteGuard::enter(std::panic::Location::caller());
         Tensor::from_raw(self.shape, f(&self.raw))
     }
 

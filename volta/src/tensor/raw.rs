@@ -1,7 +1,7 @@
 //! `RawTensor`: a tensor without its shape type. Run-time shape logic and autograd
 //! live at this level, once for every device; [`Tensor`](super::Tensor) adds the
 //! compile-time checks on top.
-use crate::autograd::{Op, grad_enabled};
+use crate::autograd::{Op, anomaly, grad_enabled};
 use crate::backend::{Device, Memory};
 use crate::dtype::Element;
 use crate::layout::Layout;
@@ -31,6 +31,8 @@ pub(crate) struct Node<D: Device + Memory<E>, E: Element> {
     tracked: bool,
     /// How it was computed; `None` for leaves and untracked results.
     op: Option<Op<D, E>>,
+    /// The code that created it (ops carry `#[track_caller]`), for anomaly mode.
+    site: &'static std::panic::Location<'static>,
 }
 
 impl<D: Device + Memory<E>, E: Element> Drop for Node<D, E> {
@@ -70,6 +72,7 @@ impl<D: Device + Memory<E>, E: Element> std::fmt::Debug for RawTensor<D, E> {
 
 impl<D: Device + Memory<E>, E: Element> RawTensor<D, E> {
     /// An untracked tensor over `buffer`.
+    #[track_caller]
     pub fn leaf(buffer: <D as Memory<E>>::Buffer, layout: Layout) -> Self {
         RawTensor(Arc::new(Node {
             id: TensorId::next(),
@@ -77,6 +80,7 @@ impl<D: Device + Memory<E>, E: Element> RawTensor<D, E> {
             buffer,
             tracked: false,
             op: None,
+            site: std::panic::Location::caller(),
         }))
     }
 
@@ -88,21 +92,42 @@ impl<D: Device + Memory<E>, E: Element> RawTensor<D, E> {
 
     /// The result of an op: tracked (and remembering `op`) when gradients are
     /// enabled and an input is tracked.
+    #[track_caller]
     pub(crate) fn from_op(
         buffer: <D as Memory<E>>::Buffer,
         layout: Layout,
         op: impl FnOnce() -> Op<D, E>,
         inputs: &[&Self],
     ) -> Self {
+        let site = anomaly::site(std::panic::Location::caller());
         let tracked = grad_enabled() && inputs.iter().any(|t| t.is_tracked());
-        let op = tracked.then(op);
+        let op = if anomaly::check_forward() {
+            let op = op();
+            if let Some((i, v)) = anomaly::first_bad::<E>(&D::to_vec(&buffer, &layout)) {
+                panic!(
+                    "detect_anomaly: `{}` at {site} produced {v:?} (element {i} of a \
+                     result with dims {:?})",
+                    op.name(),
+                    layout.dims
+                );
+            }
+            tracked.then_some(op)
+        } else {
+            tracked.then(op)
+        };
         RawTensor(Arc::new(Node {
             id: TensorId::next(),
             layout,
             buffer,
             tracked,
             op,
+            site,
         }))
+    }
+
+    /// The code that created this tensor (the caller of the op).
+    pub(crate) fn site(&self) -> &'static std::panic::Location<'static> {
+        self.0.site
     }
 
     /// This tensor's id.
@@ -134,6 +159,7 @@ impl<D: Device + Memory<E>, E: Element> RawTensor<D, E> {
     }
 
     /// The same data as a new leaf that gradients flow to.
+    #[track_caller]
     pub fn tracked_leaf(&self) -> Self {
         RawTensor(Arc::new(Node {
             id: TensorId::next(),
@@ -141,6 +167,7 @@ impl<D: Device + Memory<E>, E: Element> RawTensor<D, E> {
             buffer: self.0.buffer.clone(),
             tracked: true,
             op: None,
+            site: std::panic::Location::caller(),
         }))
     }
 
