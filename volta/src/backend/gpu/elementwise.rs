@@ -4,6 +4,7 @@ use super::context::Context;
 use super::launch::{alloc, grid, kernel, launch};
 use super::pipelines::{Bindings, Key};
 use super::pool::Pooled;
+use super::split::{self, Part};
 use crate::layout::Layout;
 use std::sync::{Arc, Mutex};
 use volta_kernels::wgsl::{Access, Elem, ElementwiseKernel, Expr, Launch};
@@ -75,6 +76,41 @@ fn write_as(
     let dims = &out.1.dims;
     let n: usize = dims.iter().product();
     if n == 0 {
+        return;
+    }
+    let mut views: Vec<Operand> = inputs.to_vec();
+    views.push(out);
+    if split::needed(ctx, &views) {
+        // In slices along the axis that needs the fewest.
+        let parts = |a: usize| -> Vec<Part> {
+            (0..views.len())
+                .map(|i| Part {
+                    view: views[i],
+                    axis: Some(a),
+                    exact: false,
+                    elem: if i < inputs.len() { elem } else { out_elem },
+                })
+                .collect()
+        };
+        let best = (0..dims.len())
+            .filter_map(|a| split::slice_len(ctx, &parts(a), dims[a]).map(|k| (a, k)))
+            .min_by_key(|&(a, k)| dims[a].div_ceil(k));
+        match best {
+            Some((a, k)) => split::by_slices(ctx, &parts(a), dims[a], k, |ops, _| {
+                let (ins, out) = ops.split_at(inputs.len());
+                write_as(ctx, (elem, out_elem), expr.clone(), ins, scalars, out[0]);
+            }),
+            // No single axis: halve the work and try again.
+            None => {
+                let halved = split::bisect(&views, dims, |ops| {
+                    let (ins, out) = ops.split_at(inputs.len());
+                    write_as(ctx, (elem, out_elem), expr.clone(), ins, scalars, out[0]);
+                });
+                if !halved {
+                    ctx.report(split::too_large(ctx, "elementwise", &views, elem.size()));
+                }
+            }
+        }
         return;
     }
     let mut strides: Vec<&[usize]> = inputs.iter().map(|(_, l)| &l.strides[..]).collect();

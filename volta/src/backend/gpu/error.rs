@@ -24,6 +24,17 @@ pub enum GpuError {
     Validation(String),
     /// The driver lost the device (reset, removal, crash).
     DeviceLost(String),
+    /// An op was asked to address more bytes of one tensor than the adapter binds
+    /// to a kernel (`max_storage_buffer_binding_size`), and it cannot work in
+    /// slices (elementwise ops, reductions, softmax, norms, matmul and gather can).
+    TooLarge {
+        /// The op (its kernel's name).
+        op: String,
+        /// Bytes of the largest operand.
+        bytes: u64,
+        /// The adapter's limit per binding.
+        limit: u64,
+    },
     /// A gather or scatter index was out of range for its axis.
     IndexOutOfRange,
     /// Reading a buffer back failed.
@@ -67,6 +78,15 @@ impl std::fmt::Display for GpuError {
             GpuError::IndexOutOfRange => {
                 f.write_str("gather/scatter on the GPU: an index was out of range for its axis")
             }
+            GpuError::TooLarge { op, bytes, limit } => write!(
+                f,
+                "`{op}` on a tensor of {:.1} MiB: this adapter binds at most {:.1} MiB of a \
+                 buffer to a kernel (max_storage_buffer_binding_size), and this op cannot \
+                 work in slices; split the tensor (e.g. with `narrow`) or use an adapter \
+                 with a larger limit",
+                *bytes as f64 / f64::from(1 << 20),
+                *limit as f64 / f64::from(1 << 20)
+            ),
             GpuError::ReadBack(e) => write!(f, "reading a GPU buffer back failed: {e}"),
             GpuError::Unsupported(e) => write!(f, "not supported on this GPU: {e}"),
         }

@@ -69,6 +69,17 @@ pub(crate) fn launch(
         )));
         return;
     }
+    // Ops that can work in slices bind windows (see `split`); others report here,
+    // at record time, rather than as a validation error at the next sync.
+    let limit = ctx.limits.max_storage_buffer_binding_size;
+    if let Some(big) = buffers.iter().find(|b| b.bound_size() > limit) {
+        ctx.report(super::GpuError::TooLarge {
+            op: kernel.name.to_string(),
+            bytes: big.bound_size(),
+            limit,
+        });
+        return;
+    }
     ctx.recorder
         .lock()
         .unwrap_or_else(|p| p.into_inner())

@@ -54,6 +54,8 @@ mod replay;
 #[cfg(feature = "gpu")]
 mod row;
 #[cfg(feature = "gpu")]
+mod split;
+#[cfg(feature = "gpu")]
 mod transfer;
 #[cfg(feature = "gpu")]
 mod window;

@@ -3,8 +3,8 @@
 use super::context;
 use super::error::GpuError;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Usage of a pooled buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -138,12 +138,61 @@ pub(crate) struct Pooled {
     pub buffer: wgpu::Buffer,
     /// `None` for buffers that are not the pool's (released on drop).
     kind: Option<Kind>,
+    /// A window `(offset, size)` in bytes: what kernels bind of the buffer (a
+    /// slice of a tensor larger than one binding may address, see `split`).
+    window: Option<(u64, u64)>,
+    /// The buffer a window belongs to, kept out of the pool while the window
+    /// lives (a captured graph holds its windows).
+    _parent: Option<Arc<Pooled>>,
 }
 
 impl Pooled {
     /// A handle to a buffer that does not return to the pool.
     pub fn unpooled(buffer: wgpu::Buffer) -> Self {
-        Pooled { buffer, kind: None }
+        Pooled {
+            buffer,
+            kind: None,
+            window: None,
+            _parent: None,
+        }
+    }
+
+    fn pooled(buffer: wgpu::Buffer, kind: Kind) -> Self {
+        Pooled {
+            buffer,
+            kind: Some(kind),
+            window: None,
+            _parent: None,
+        }
+    }
+
+    /// `size` bytes of `parent` from byte `offset` (a multiple of the adapter's
+    /// storage offset alignment), bound in its place.
+    pub fn window(parent: &Arc<Pooled>, offset: u64, size: u64) -> Arc<Pooled> {
+        debug_assert!(parent.window.is_none() && offset + size <= parent.buffer.size());
+        Arc::new(Pooled {
+            buffer: parent.buffer.clone(),
+            kind: None,
+            window: Some((offset, size)),
+            _parent: Some(parent.clone()),
+        })
+    }
+
+    /// Bytes a kernel binds: the window, or the whole buffer.
+    pub fn bound_size(&self) -> u64 {
+        self.window.map_or(self.buffer.size(), |(_, size)| size)
+    }
+
+    /// The binding of this buffer or window.
+    pub fn binding(&self) -> wgpu::BindingResource<'_> {
+        match self.window {
+            None => self.buffer.as_entire_binding(),
+            Some((offset, size)) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &self.buffer,
+                offset,
+                size: wgpu::BufferSize::new(size),
+            }),
+        }
     }
 }
 
@@ -199,20 +248,14 @@ impl Pool {
             .unwrap_or_else(|p| p.into_inner())
             .take(kind, size);
         if let Some(buffer) = reused {
-            return Ok(Pooled {
-                buffer,
-                kind: Some(kind),
-            });
+            return Ok(Pooled::pooled(buffer, kind));
         }
         for retry in [false, true] {
             if retry {
                 self.clear();
             }
             if let Some(buffer) = self.create(device, kind, size) {
-                return Ok(Pooled {
-                    buffer,
-                    kind: Some(kind),
-                });
+                return Ok(Pooled::pooled(buffer, kind));
             }
         }
         let (allocated, cached) = self.usage();

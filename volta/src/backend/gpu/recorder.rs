@@ -195,7 +195,7 @@ impl Recorder {
         for (i, b) in buffers.iter().enumerate() {
             entries.push(wgpu::BindGroupEntry {
                 binding: i as u32 + 1,
-                resource: b.buffer.as_entire_binding(),
+                resource: b.binding(),
             });
         }
         let launch = Launch {

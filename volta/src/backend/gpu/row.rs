@@ -5,12 +5,15 @@
 //! `fusion::rows`).
 use super::context::Context;
 use super::elementwise::Operand;
+use super::elementwise::map;
 use super::launch::{alloc, grid, kernel, launch};
 use super::pipelines::{Bindings, Key};
 use super::pool::Pooled;
+use super::split::{self, Part};
 use crate::layout::Layout;
 use std::sync::Arc;
 use volta_kernels::wgsl::{Elem, Expr, RowKernel, RowOp, RowVariant};
+use volta_kernels::{BinaryOp, ReduceOp};
 
 /// `op` over each row along `axis` of `expr` evaluated at every position of
 /// `dims`, reading `inputs` (each viewed with dims `dims`) and `scalars` (raw `f32`
@@ -34,15 +37,134 @@ pub(crate) fn rows(
         .filter(|&a| a != axis)
         .map(|a| dims[a])
         .product();
-    let out_layout = Layout::contiguous(dims);
     let len = if op.writes_rows() { rows * n } else { rows };
     let out = alloc(ctx, len * out_elem.size());
     if rows == 0 || (op.writes_rows() && n == 0) {
         return out;
     }
+    let mut out_dims = Layout::contiguous(dims);
+    if !op.writes_rows() {
+        out_dims = Layout::contiguous(&{
+            let mut d = dims.to_vec();
+            d[axis] = 1;
+            d
+        });
+    }
+    let mut views: Vec<Operand> = inputs.to_vec();
+    views.push((&out, &out_dims));
+    if split::needed(ctx, &views) {
+        // In slices of rows: along an axis other than the reduced one, the
+        // output sliced with them (a reduction's output has no offset parameter).
+        let parts = |a: usize| -> Vec<Part> {
+            (0..views.len())
+                .map(|i| Part {
+                    view: views[i],
+                    axis: Some(a),
+                    exact: i == inputs.len() && !op.writes_rows(),
+                    elem: if i < inputs.len() { elem } else { out_elem },
+                })
+                .collect()
+        };
+        let best = (0..dims.len())
+            .filter(|&a| a != axis && dims[a] > 1)
+            .filter_map(|a| split::slice_len(ctx, &parts(a), dims[a]).map(|k| (a, k)))
+            .min_by_key(|&(a, k)| dims[a].div_ceil(k));
+        match best {
+            Some((a, k)) => split::by_slices(ctx, &parts(a), dims[a], k, |ops, len| {
+                let (ins, out) = ops.split_at(inputs.len());
+                let mut sub = dims.to_vec();
+                sub[a] = len;
+                let sub_rows = (elem, out_elem);
+                record(
+                    ctx,
+                    sub_rows,
+                    op,
+                    expr.clone(),
+                    ins,
+                    scalars,
+                    &sub,
+                    axis,
+                    out[0],
+                );
+            }),
+            None => match op {
+                // Each output reads more than a binding holds: reduce the halves of
+                // the axis, then combine them.
+                RowOp::Reduce(r) if n > 1 => {
+                    let half = |start: usize, len: usize| {
+                        let layouts: Vec<Layout> = inputs
+                            .iter()
+                            .map(|(_, l)| split::narrow(l, axis, start, len))
+                            .collect();
+                        let ins: Vec<Operand> = inputs
+                            .iter()
+                            .zip(&layouts)
+                            .map(|((b, _), l)| (*b, l))
+                            .collect();
+                        let mut sub = dims.to_vec();
+                        sub[axis] = len;
+                        self::rows(
+                            ctx,
+                            (elem, out_elem),
+                            op,
+                            expr.clone(),
+                            &ins,
+                            scalars,
+                            &sub,
+                            axis,
+                        )
+                    };
+                    let (a, b) = (half(0, n / 2), half(n / 2, n - n / 2));
+                    let combine = match r {
+                        ReduceOp::Sum => BinaryOp::Add,
+                        ReduceOp::Max => BinaryOp::Max,
+                        ReduceOp::Min => BinaryOp::Min,
+                    };
+                    let both = Expr::input(0).binary(combine, Expr::input(1));
+                    let parts = [(&a, &out_dims), (&b, &out_dims)];
+                    return map(ctx, out_elem, both, &parts, &[], &out_dims.dims);
+                }
+                _ => ctx.report(split::too_large(ctx, "row kernel", &views, elem.size())),
+            },
+        }
+        return out;
+    }
+    record(
+        ctx,
+        (elem, out_elem),
+        op,
+        expr,
+        inputs,
+        scalars,
+        dims,
+        axis,
+        (&out, &out_dims),
+    );
+    out
+}
+
+/// Records the row kernel writing `out` (contiguous: the reduced dims, or `dims`
+/// for an op that writes rows).
+#[allow(clippy::too_many_arguments)]
+fn record(
+    ctx: &Context,
+    (elem, out_elem): (Elem, Elem),
+    op: RowOp,
+    expr: Expr,
+    inputs: &[Operand],
+    scalars: &[u32],
+    dims: &[usize],
+    axis: usize,
+    out: Operand,
+) {
+    let n = dims[axis];
+    let rows: usize = (0..dims.len())
+        .filter(|&a| a != axis)
+        .map(|a| dims[a])
+        .product();
     let mut views: Vec<Operand> = inputs.to_vec();
     if op.writes_rows() {
-        views.push((&out, &out_layout));
+        views.push(out);
     }
     let axis_stride = |(_, l): &Operand| if n == 1 { 0 } else { l.strides[axis] };
     // A tree pays off on long axes; a thread per row reads coalesced when the axis
@@ -88,7 +210,6 @@ pub(crate) fn rows(
     let groups = k.groups(rows);
     let kern = kernel(ctx, Key::Row(k.clone()), bindings, "main", || k.source());
     let mut buffers: Vec<&Arc<Pooled>> = inputs.iter().map(|(b, _)| *b).collect();
-    buffers.push(&out);
+    buffers.push(out.0);
     launch(ctx, &kern, &params, &buffers, grid(ctx, groups));
-    out
 }

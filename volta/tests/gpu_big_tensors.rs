@@ -1,0 +1,107 @@
+//! Tensors larger than one binding (lavapipe binds at most 128 MiB of a buffer to a
+//! kernel; NVIDIA 2 GiB): ops work in slices, each binding a window of every
+//! operand, and match the CPU. Each tensor here is just over 128 MiB.
+#![cfg(feature = "gpu")]
+
+use volta::RawTensor;
+use volta::prelude::*;
+use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
+
+/// Elements of a 1-D tensor just over 128 MiB of f32.
+const N: usize = (128 << 18) + 4096 * 4;
+
+fn values(n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7919) % 1013) as f32 / 1013.0 - 0.5)
+        .collect()
+}
+
+/// Checks every `step`-th element and the last one.
+fn close(got: &[f32], want: &[f32], tol: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    let step = (got.len() / 100_003).max(1);
+    let idx = (0..got.len()).step_by(step).chain([got.len() - 1]);
+    for i in idx {
+        let (g, w) = (got[i], want[i]);
+        assert!(
+            (g - w).abs() <= tol * (1.0 + w.abs()),
+            "{what}[{i}]: {g} vs {w}"
+        );
+    }
+}
+
+fn both(data: Vec<f32>, dims: &[usize]) -> (RawTensor<Cpu, f32>, RawTensor<Gpu, f32>) {
+    (
+        RawTensor::from_vec(data.clone(), dims),
+        RawTensor::from_vec(data, dims),
+    )
+}
+
+/// `exp(x)·x`: a fused elementwise chain.
+fn f<D: volta::Backend<f32>>(x: &RawTensor<D, f32>) -> RawTensor<D, f32> {
+    x.unary(UnaryOp::Exp).binary(BinaryOp::Mul, x)
+}
+
+fn limit() -> u64 {
+    Gpu::init()
+        .expect("a GPU adapter (mesa-vulkan-drivers gives lavapipe)")
+        .max_storage_buffer_binding_size
+}
+
+#[test]
+fn elementwise_and_copies_past_the_binding_limit() {
+    let limit = limit();
+    let (c, g) = both(values(N), &[N]);
+    assert!(
+        (N * 4) as u64 > limit.min(1 << 27),
+        "the tensor must pass lavapipe's limit"
+    );
+    close(&f(&g).to_vec(), &f(&c).to_vec(), 1e-6, "exp(x)·x");
+    let (c2, g2) = (c.binary(BinaryOp::Add, &c), g.binary(BinaryOp::Add, &g));
+    close(&g2.to_vec(), &c2.to_vec(), 0.0, "x + x");
+
+    // A transposed copy: no single axis slices it (rows of the result read columns).
+    let side = 5_800;
+    let (c, g) = both(values(side * side), &[side, side]);
+    let (ct, gt) = (
+        c.transpose_last().contiguous(),
+        g.transpose_last().contiguous(),
+    );
+    close(&gt.to_vec(), &ct.to_vec(), 0.0, "transposed copy");
+    // A slice of the big tensor, read back.
+    close(
+        &g.narrow(0, side - 3, 3).to_vec(),
+        &c.narrow(0, side - 3, 3).to_vec(),
+        0.0,
+        "narrow",
+    );
+}
+
+#[test]
+fn reductions_and_softmax_past_the_binding_limit() {
+    limit();
+    let (rows, cols) = (N / 4096, 4096);
+    let (c, g) = both(values(rows * cols), &[rows, cols]);
+    let (cs, gs) = (c.reduce(ReduceOp::Sum, 1), g.reduce(ReduceOp::Sum, 1));
+    close(&gs.to_vec(), &cs.to_vec(), 1e-4, "row sums");
+    // Along the long axis each output reads more than one binding holds: the
+    // halves are reduced, then combined.
+    let (cm, gm) = (c.reduce(ReduceOp::Max, 0), g.reduce(ReduceOp::Max, 0));
+    close(&gm.to_vec(), &cm.to_vec(), 0.0, "column max");
+    close(
+        &g.softmax(1).to_vec(),
+        &c.softmax(1).to_vec(),
+        1e-5,
+        "softmax rows",
+    );
+    let (c3, g3) = (
+        c.reshape(&[4, rows / 4, cols]),
+        g.reshape(&[4, rows / 4, cols]),
+    );
+    close(
+        &g3.reduce(ReduceOp::Min, 2).to_vec(),
+        &c3.reduce(ReduceOp::Min, 2).to_vec(),
+        0.0,
+        "row min of a 3-d view",
+    );
+}
