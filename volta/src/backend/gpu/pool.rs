@@ -157,7 +157,7 @@ impl Pooled {
         }
     }
 
-    fn pooled(buffer: wgpu::Buffer, kind: Kind) -> Self {
+    fn lent(buffer: wgpu::Buffer, kind: Kind) -> Self {
         Pooled {
             buffer,
             kind: Some(kind),
@@ -248,14 +248,14 @@ impl Pool {
             .unwrap_or_else(|p| p.into_inner())
             .take(kind, size);
         if let Some(buffer) = reused {
-            return Ok(Pooled::pooled(buffer, kind));
+            return Ok(Pooled::lent(buffer, kind));
         }
         for retry in [false, true] {
             if retry {
                 self.clear();
             }
             if let Some(buffer) = self.create(device, kind, size) {
-                return Ok(Pooled::pooled(buffer, kind));
+                return Ok(Pooled::lent(buffer, kind));
             }
         }
         let (allocated, cached) = self.usage();

@@ -36,7 +36,7 @@ pub(crate) fn needed(ctx: &Context, views: &[Operand]) -> bool {
 
 /// Elements a view spans: from its offset to its last element, inclusive.
 fn span(l: &Layout) -> usize {
-    if l.dims.iter().any(|&d| d == 0) {
+    if l.dims.contains(&0) {
         return 0;
     }
     1 + l
@@ -78,9 +78,8 @@ pub(crate) fn slice_len(ctx: &Context, parts: &[Part], len: usize) -> Option<usi
                 if one + slack > cap {
                     return None;
                 }
-                let s = l.strides[a];
-                if s > 0 {
-                    most = most.min((cap - one - slack) / s + 1);
+                if let Some(k) = (cap - one - slack).checked_div(l.strides[a]) {
+                    most = most.min(k + 1);
                 }
             }
         }
