@@ -2,7 +2,10 @@
 // An out-of-range index raises flag 0 (reported at the next sync) and writes 0.
 //
 // p: [0] outputs, [1] rank, [2] axis, [3] x's axis length, [4] x offset, [5] idx offset,
-//    [6..12] output dims (= idx dims), [12..18] x strides, [18..24] idx strides.
+//    [6..12] output dims (= idx dims), [12..18] x strides, [18..24] idx strides,
+//    [24] the index x starts at, [25] the axis length of the whole tensor. A table
+//    too large for one binding is gathered a range of the axis at a time: x is that
+//    range, and indices outside it (but within the whole) are another pass's.
 // The element type: f32, or f16 in the variant the runtime derives (`with_elem`).
 alias T = f32;
 
@@ -34,10 +37,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
     }
     let k = idx[ii];
-    if (k >= p[3]) {
+    if (k >= p[25]) {
         atomicOr(&flags[0], 1u);
         dst[o] = 0.0;
         return;
     }
-    dst[o] = x[xi + k * p[12u + axis]];
+    if (k < p[24] || k - p[24] >= p[3]) {
+        return;
+    }
+    dst[o] = x[xi + (k - p[24]) * p[12u + axis]];
 }

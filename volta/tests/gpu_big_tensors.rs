@@ -42,6 +42,10 @@ fn f<D: volta::Backend<f32>>(x: &RawTensor<D, f32>) -> RawTensor<D, f32> {
     x.unary(UnaryOp::Exp).binary(BinaryOp::Mul, x)
 }
 
+/// One test at a time: each holds ~1 GB of host memory (lavapipe), and the out-of-
+/// range check must not meet another test's read-back.
+static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn limit() -> u64 {
     Gpu::init()
         .expect("a GPU adapter (mesa-vulkan-drivers gives lavapipe)")
@@ -50,6 +54,7 @@ fn limit() -> u64 {
 
 #[test]
 fn elementwise_and_copies_past_the_binding_limit() {
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
     let limit = limit();
     let (c, g) = both(values(N), &[N]);
     assert!(
@@ -79,6 +84,7 @@ fn elementwise_and_copies_past_the_binding_limit() {
 
 #[test]
 fn reductions_and_softmax_past_the_binding_limit() {
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
     limit();
     let (rows, cols) = (N / 4096, 4096);
     let (c, g) = both(values(rows * cols), &[rows, cols]);
@@ -104,4 +110,48 @@ fn reductions_and_softmax_past_the_binding_limit() {
         0.0,
         "row min of a 3-d view",
     );
+}
+
+#[test]
+fn matmul_and_gather_past_the_binding_limit() {
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    limit();
+    let (rows, cols) = (N / 4096, 4096);
+    let (c, g) = both(values(rows * cols), &[rows, cols]);
+    // Rows of a tall operand, a small right-hand side.
+    let (cb, gb) = both(values(cols * 3), &[cols, 3]);
+    close(
+        &g.matmul(&gb).to_vec(),
+        &c.matmul(&cb).to_vec(),
+        1e-4,
+        "tall × small",
+    );
+    // The large operand on the right, transposed: columns of the result.
+    let (ca, ga) = both(values(2 * cols), &[2, cols]);
+    let (ct, gt) = (c.transpose_last(), g.transpose_last());
+    close(
+        &ga.matmul(&gt).to_vec(),
+        &ca.matmul(&ct).to_vec(),
+        1e-4,
+        "small × wide",
+    );
+
+    // An embedding table larger than one binding: rows gathered by id.
+    let ids: Vec<u32> = (0..300u32).map(|i| (i * 7919) % rows as u32).collect();
+    let (ci, gi) = (
+        RawTensor::<Cpu, u32>::from_vec(ids.clone(), &[300]),
+        RawTensor::<Gpu, u32>::from_vec(ids, &[300]),
+    );
+    close(
+        &g.index_select(&gi).to_vec(),
+        &c.index_select(&ci).to_vec(),
+        0.0,
+        "index_select",
+    );
+    // An id past the table is still reported.
+    let bad = RawTensor::<Gpu, u32>::from_vec(vec![rows as u32], &[1]);
+    assert!(matches!(
+        g.index_select(&bad).try_to_vec(),
+        Err(volta::backend::gpu::GpuError::IndexOutOfRange)
+    ));
 }

@@ -5,6 +5,7 @@ use super::launch::{alloc, grid, kernel, launch, u};
 use super::pipelines::{Bindings, Key};
 use super::pool::Pooled;
 use super::recorder::flags;
+use super::split::{self, Part};
 use crate::layout::Layout;
 use crate::shape::MAX_RANK;
 use std::sync::Arc;
@@ -63,12 +64,99 @@ pub(crate) fn gather(
     axis: usize,
     idx: (&Arc<Pooled>, &Layout),
 ) -> Arc<Pooled> {
-    let li = idx.1;
-    let n = li.numel();
+    let n = idx.1.numel();
     let out = alloc(ctx, n * elem.size());
     if n == 0 {
         return out;
     }
+    let len = x.1.dims[axis];
+    let out_layout = Layout::contiguous(&idx.1.dims);
+    if split::needed(ctx, &[x, idx]) {
+        let o = (&out, &out_layout);
+        let parts = |a: usize| {
+            [
+                Part {
+                    view: x,
+                    axis: Some(a),
+                    exact: false,
+                    elem,
+                },
+                Part {
+                    view: idx,
+                    axis: Some(a),
+                    exact: false,
+                    elem: Elem::U32,
+                },
+                Part {
+                    view: o,
+                    axis: Some(a),
+                    exact: true,
+                    elem,
+                },
+            ]
+        };
+        // Slices along another axis, or else ranges of the gathered axis (a table
+        // too large for one binding), each pass writing the indices in its range.
+        let best = (0..idx.1.rank())
+            .filter(|&a| a != axis && idx.1.dims[a] > 1)
+            .filter_map(|a| split::slice_len(ctx, &parts(a), idx.1.dims[a]).map(|k| (a, k)))
+            .min_by_key(|&(a, k)| idx.1.dims[a].div_ceil(k));
+        if let Some((a, k)) = best {
+            split::by_slices(ctx, &parts(a), idx.1.dims[a], k, |ops, _| {
+                record_gather(ctx, elem, ops[0], axis, ops[1], ops[2].0, (0, len));
+            });
+            return out;
+        }
+        let ranges = [
+            Part {
+                view: x,
+                axis: Some(axis),
+                exact: false,
+                elem,
+            },
+            Part {
+                view: idx,
+                axis: None,
+                exact: false,
+                elem: Elem::U32,
+            },
+            Part {
+                view: o,
+                axis: None,
+                exact: false,
+                elem,
+            },
+        ];
+        match split::slice_len(ctx, &ranges, len) {
+            Some(k) => {
+                let mut lo = 0;
+                split::by_slices(ctx, &ranges, len, k, |ops, n| {
+                    record_gather(ctx, elem, ops[0], axis, ops[1], ops[2].0, (lo, len));
+                    lo += n;
+                });
+            }
+            None => ctx.report(split::too_large(ctx, "gather", &[x, idx], elem.size())),
+        }
+        return out;
+    }
+    record_gather(ctx, elem, x, axis, idx, &out, (0, len));
+    out
+}
+
+/// Gathers into `out` (contiguous, from its binding's start) the indices of `idx`
+/// in `first..first + x.dims[axis]`, `x` being that range of a tensor whose axis
+/// has `whole` positions.
+fn record_gather(
+    ctx: &Context,
+    elem: Elem,
+    x: (&Arc<Pooled>, &Layout),
+    axis: usize,
+    idx: (&Arc<Pooled>, &Layout),
+    out: &Arc<Pooled>,
+    (first, whole): (usize, usize),
+) {
+    let li = idx.1;
+    let n = li.numel();
     let mut p = vec![
         u(n),
         u(li.rank()),
@@ -80,9 +168,9 @@ pub(crate) fn gather(
     p.extend(slots(&li.dims, 1));
     p.extend(slots(&x.1.strides, 0));
     p.extend(slots(&li.strides, 0));
+    p.extend([u(first), u(whole)]);
     let inputs = [x.0, idx.0];
-    launch_index_kernel(ctx, elem, "volta gather", GATHER, &p, inputs, &out, n);
-    out
+    launch_index_kernel(ctx, elem, "volta gather", GATHER, &p, inputs, out, n);
 }
 
 pub(crate) fn scatter_add(

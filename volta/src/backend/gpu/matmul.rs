@@ -7,6 +7,7 @@ use super::matmul_source::{Load, MatmulTiles, Variant, source};
 use super::pipelines::Bindings;
 use super::pool::Pooled;
 use super::row::rows;
+use super::split::{self, Part};
 use crate::layout::Layout;
 use crate::shape::Dims;
 use std::sync::{Arc, Mutex};
@@ -69,6 +70,9 @@ pub(crate) fn matmul(
     b: (&Arc<Pooled>, &Layout),
 ) -> Arc<Pooled> {
     let (batch, m, k, n) = (a.1.dims[0], a.1.dims[1], a.1.dims[2], b.1.dims[2]);
+    if split::needed(ctx, &[a, b]) {
+        return in_slices(ctx, elem, a, b);
+    }
     let splits = split_k(batch, m, k, n);
     if splits == 1 {
         return product(ctx, (elem, elem), a, b);
@@ -90,6 +94,52 @@ pub(crate) fn matmul(
     let sum = RowOp::Reduce(ReduceOp::Sum);
     let elems = (Elem::F32, elem);
     rows(ctx, elems, sum, Expr::input(0), &[input], &[], &dims, 0)
+}
+
+/// A product with an operand larger than one binding, in slices of the batch, of
+/// the rows of `a` or of the columns of `b` (whichever takes the fewest), each
+/// binding windows of the operands and of the result.
+fn in_slices(
+    ctx: &Context,
+    elem: Elem,
+    a: (&Arc<Pooled>, &Layout),
+    b: (&Arc<Pooled>, &Layout),
+) -> Arc<Pooled> {
+    let (batch, m, n) = (a.1.dims[0], a.1.dims[1], b.1.dims[2]);
+    let out = alloc(ctx, batch * m * n * elem.size());
+    let out_layout = Layout::contiguous(&[batch, m, n]);
+    let part = |view, axis, exact| Part {
+        view,
+        axis,
+        exact,
+        elem,
+    };
+    let o = (&out, &out_layout);
+    // (a's axis, b's axis, the result's axis, the sliced length)
+    let choices = [
+        (Some(0), Some(0), 0, batch),
+        (Some(1), None, 1, m),
+        (None, Some(2), 2, n),
+    ];
+    let best = choices
+        .iter()
+        .filter(|c| c.3 > 1)
+        .filter_map(|&(sa, sb, so, len)| {
+            let parts = [
+                part(a, sa, false),
+                part(b, sb, false),
+                part(o, Some(so), true),
+            ];
+            split::slice_len(ctx, &parts, len).map(|per| (parts, len, per))
+        })
+        .min_by_key(|(_, len, per)| len.div_ceil(*per));
+    match best {
+        Some((parts, len, per)) => split::by_slices(ctx, &parts, len, per, |ops, _| {
+            product_into(ctx, (elem, elem), ops[0], ops[1], ops[2].0);
+        }),
+        None => ctx.report(split::too_large(ctx, "matmul", &[a, b], elem.size())),
+    }
+    out
 }
 
 /// Into how many K slices to split a product: 1 unless it is a single product
@@ -139,11 +189,24 @@ fn product(
     a: (&Arc<Pooled>, &Layout),
     b: (&Arc<Pooled>, &Layout),
 ) -> Arc<Pooled> {
+    let (batch, m, n) = (a.1.dims[0], a.1.dims[1], b.1.dims[2]);
+    let out = alloc(ctx, batch * m * n * out_elem.size());
+    product_into(ctx, (elem, out_elem), a, b, &out);
+    out
+}
+
+/// [`product`] into `out` (contiguous, from its binding's start).
+fn product_into(
+    ctx: &Context,
+    (elem, out_elem): (Elem, Elem),
+    a: (&Arc<Pooled>, &Layout),
+    b: (&Arc<Pooled>, &Layout),
+    out: &Arc<Pooled>,
+) {
     let (la, lb) = (a.1, b.1);
     let (batch, m, k, n) = (la.dims[0], la.dims[1], la.dims[2], lb.dims[2]);
-    let out = alloc(ctx, batch * m * n * out_elem.size());
     if batch * m * n == 0 {
-        return out;
+        return;
     }
     // A batch of one has no batch stride to respect.
     let sb = |l: &Layout| if batch == 1 { 0 } else { l.strides[0] };
@@ -225,8 +288,7 @@ fn product(
         u(m.div_ceil(tiles.bm as usize)),
         u(batch),
     ];
-    launch(ctx, &kern, &p, &[a.0, b.0, &out], groups);
-    out
+    launch(ctx, &kern, &p, &[a.0, b.0, out], groups);
 }
 
 #[cfg(test)]
