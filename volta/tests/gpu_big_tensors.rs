@@ -155,3 +155,26 @@ fn matmul_and_gather_past_the_binding_limit() {
         Err(volta::backend::gpu::GpuError::IndexOutOfRange)
     ));
 }
+
+#[test]
+fn an_op_that_cannot_slice_says_so_when_recorded() {
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let limit = limit();
+    // Scatter-add into a result larger than one binding: its kernel cannot slice.
+    let rows = (limit as usize / 4 / 64) + 1;
+    let src = RawTensor::<Gpu, f32>::from_vec(vec![1.0; 64], &[1, 64]);
+    let idx = RawTensor::<Gpu, u32>::from_vec(vec![3; 64], &[1, 64]);
+    match src.scatter_add(&[rows, 64], 0, &idx).try_to_vec() {
+        Err(volta::backend::gpu::GpuError::TooLarge {
+            op,
+            bytes,
+            limit: l,
+        }) => {
+            assert!(op.contains("scatter"), "{op}");
+            assert!(bytes > l && l == limit, "{bytes} {l}");
+        }
+        other => panic!("expected TooLarge, got {:?}", other.map(|v| v.len())),
+    }
+    // The next op runs as usual.
+    assert_eq!(src.to_vec().len(), 64);
+}
