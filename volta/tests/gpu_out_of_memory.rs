@@ -6,6 +6,7 @@
 #![cfg(feature = "gpu")]
 
 use volta::backend::gpu::GpuError;
+use volta::data::{DataLoader, Labelled};
 use volta::prelude::*;
 
 const MIB: u64 = 1 << 20;
