@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use volta::Rng;
 use volta::backend::{InferenceBackend, Replay};
 use volta::io::gguf::Gguf;
-use volta::models::llama::Llama;
+use volta::models::llama::SmolLM2_135M;
 
 #[derive(Parser)]
 struct Args {
@@ -52,8 +52,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn run<D: InferenceBackend + Replay>(args: &Args, gguf: &Gguf) -> Result<(), String> {
     let t0 = Instant::now();
-    let model = Llama::<D>::from_gguf(gguf).map_err(|e| e.to_string())?;
-    let vocab = model.config().vocab as u32;
+    let model = SmolLM2_135M::<D>::from_gguf(gguf).map_err(|e| e.to_string())?;
+    let vocab = SmolLM2_135M::<D>::VOCAB as u32;
     println!("loaded in {:.2} s", t0.elapsed().as_secs_f64());
     let mut rng = Rng::seed(7);
     let mut ids = |n: usize| -> Vec<u32> {
@@ -121,7 +121,7 @@ fn run<D: InferenceBackend + Replay>(args: &Args, gguf: &Gguf) -> Result<(), Str
 #[cfg(feature = "gpu")]
 fn profile(gguf: &Gguf, prompt: usize) -> Result<(), String> {
     use volta::Gpu;
-    let model = Llama::<Gpu>::from_gguf(gguf).map_err(|e| e.to_string())?;
+    let model = SmolLM2_135M::<Gpu>::from_gguf(gguf).map_err(|e| e.to_string())?;
     let mut cache = model.cache();
     model.forward(&[1; 63], &mut cache).to_vec();
     model.forward(&[2], &mut cache).to_vec(); // captures the step

@@ -16,7 +16,7 @@ use std::time::Instant;
 use volta::Rng;
 use volta::backend::{InferenceBackend, Replay};
 use volta::io::gguf::Gguf;
-use volta::models::llama::Llama;
+use volta::models::llama::SmolLM2_135M;
 use volta::models::{ChatTemplate, Message, Tokenizer, TokenizerSpec};
 
 /// Generates an answer with SmolLM2-135M-Instruct.
@@ -88,7 +88,7 @@ fn run<D: InferenceBackend + Replay>(
     gguf: &Gguf,
     tokenizer: &Tokenizer,
 ) -> Result<(), String> {
-    let model = Llama::<D>::from_gguf(gguf).map_err(|e| e.to_string())?;
+    let model = SmolLM2_135M::<D>::from_gguf(gguf).map_err(|e| e.to_string())?;
     let prompt = ChatTemplate::smollm2().render(&[Message::user(args.prompt.as_str())]);
     let ids = tokenizer.encode(&prompt);
     let end = tokenizer.token_id("<|im_end|>");

@@ -3,49 +3,13 @@
 //! `scripts/test.sh` sets `VOLTA_SMOLLM2`, so CI always reads it).
 mod support;
 use half::f16;
+use support::gguf_writer::Writer;
 use volta::io::gguf::{Gguf, GgufErrorKind, Value};
 use volta::io::quant::{GgmlType, dequantize};
 
 #[allow(dead_code)]
 mod reference {
     include!("reference/gguf_quant_fixture.rs");
-}
-
-/// Writes GGUF bytes field by field.
-#[derive(Default)]
-struct Writer(Vec<u8>);
-
-impl Writer {
-    fn u32(&mut self, v: u32) -> &mut Self {
-        self.0.extend(v.to_le_bytes());
-        self
-    }
-    fn u64(&mut self, v: u64) -> &mut Self {
-        self.0.extend(v.to_le_bytes());
-        self
-    }
-    fn str(&mut self, s: &str) -> &mut Self {
-        self.u64(s.len() as u64);
-        self.0.extend(s.as_bytes());
-        self
-    }
-    fn header(&mut self, version: u32, tensors: u64, kvs: u64) -> &mut Self {
-        self.0.extend(b"GGUF");
-        self.u32(version).u64(tensors).u64(kvs)
-    }
-    fn tensor(&mut self, name: &str, dims: &[u64], ty: u32, offset: u64) -> &mut Self {
-        self.str(name).u32(dims.len() as u32);
-        for &d in dims {
-            self.u64(d);
-        }
-        self.u32(ty).u64(offset)
-    }
-    fn pad_to(&mut self, alignment: usize) -> &mut Self {
-        while !self.0.len().is_multiple_of(alignment) {
-            self.0.push(0);
-        }
-        self
-    }
 }
 
 /// A Q4_0 block (d = 0.5, low nibbles 0..16, high 15..=0) and a Q4_1 block

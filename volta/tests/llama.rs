@@ -2,18 +2,161 @@
 //! f32 model and greedy decoding. llama.cpp's answer (Vulkan backend, H100,
 //! 2026-11-23) to this prompt is "The capital of France is Paris." after 37 prompt
 //! tokens; runs when the model file is present (`scripts/test.sh` fetches it).
+//!
+//! The dims in the type: a small random model that these tests write loads into the
+//! `Llama` type of its dims and runs; into a type of other dims it is a typed error.
 mod support;
-use volta::Cpu;
-use volta::models::llama::Llama;
+use support::gguf_writer::{LlamaDims, tiny_llama};
+use volta::backend::{InferenceBackend, Replay};
+use volta::io::gguf::{Gguf, GgufError, GgufErrorKind};
+use volta::models::llama::{Llama, SmolLM2_135M};
 use volta::models::{ChatTemplate, Message};
+use volta::{Cpu, Rank1, Tensor};
+
+/// The small random model's type: 2 blocks of width 64, feed-forward 96, 4 heads
+/// of 16 over 2 key/value heads, 40 tokens.
+type Tiny<D> = Llama<D, 2, 64, 96, 4, 2, 40>;
+
+const TINY: LlamaDims = LlamaDims {
+    layers: 2,
+    hidden: 64,
+    ffn: 96,
+    heads: 4,
+    kv_heads: 2,
+    vocab: 40,
+};
+
+fn tiny_file(dims: LlamaDims) -> Gguf {
+    Gguf::parse("tiny.gguf", tiny_llama(dims, 3)).expect("the file parses")
+}
+
+#[test]
+fn a_small_random_model_loads_into_the_type_of_its_dims_and_runs() {
+    assert_eq!(Tiny::<Cpu>::HEAD_DIM, 16);
+    let model = Tiny::<Cpu>::from_gguf(&tiny_file(TINY)).expect("the weights load");
+    assert_eq!(model.config().context, 256);
+    let tokens = [1, 7, 39, 0, 12];
+    // The whole sequence in one call, and the same one token at a time through the
+    // cache (the first single token captures the decode step, the rest replay it).
+    let mut cache = model.cache();
+    let all: Tensor<Rank1<40>, Cpu> = model.forward(&tokens, &mut cache);
+    assert_eq!(all.dims(), &[40]);
+    let all = all.to_vec();
+    assert!(all.iter().all(|v| v.is_finite()));
+    let mut cache = model.cache();
+    let mut last = Vec::new();
+    for &t in &tokens {
+        last = model.forward(&[t], &mut cache).to_vec();
+    }
+    assert_eq!(cache.len(), tokens.len());
+    for (a, b) in all.iter().zip(&last) {
+        assert!((a - b).abs() < 1e-4, "{a} vs {b}");
+    }
+    let new = model.generate_greedy(&tokens, 4, None);
+    assert_eq!(new.len(), 4);
+    assert!(new.iter().all(|&t| t < 40));
+}
+
+/// The tiny model's logits after a prompt, then after each of two more tokens (the
+/// first captures the decode step, the second replays it).
+fn tiny_logits<D: InferenceBackend + Replay>(gguf: &Gguf) -> Vec<Vec<f32>> {
+    let model = Tiny::<D>::from_gguf(gguf).expect("the weights load");
+    let mut cache = model.cache();
+    let mut out = vec![model.forward(&[1, 7, 39, 0, 12], &mut cache).to_vec()];
+    for t in [5, 6] {
+        out.push(model.forward(&[t], &mut cache).to_vec());
+    }
+    out
+}
+
+/// Held by each GPU test here: the GPU's capture is process-wide, and one test's
+/// replay while the other captures panics ("Gpu::replay inside Gpu::capture").
+#[cfg(feature = "gpu")]
+static GPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[cfg(feature = "gpu")]
+#[test]
+fn the_small_random_model_runs_alike_on_the_gpu() {
+    let _gpu = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let gguf = tiny_file(TINY);
+    let want = tiny_logits::<Cpu>(&gguf);
+    let got = tiny_logits::<volta::Gpu>(&gguf);
+    for (step, (g, w)) in got.iter().zip(&want).enumerate() {
+        for (a, b) in g.iter().zip(w) {
+            assert!((a - b).abs() < 1e-3, "step {step}: {a} vs {b}");
+        }
+    }
+}
+
+#[test]
+fn a_file_of_other_dims_is_a_typed_error_naming_both() {
+    let load = |dims| {
+        Tiny::<Cpu>::from_gguf(&tiny_file(dims))
+            .err()
+            .expect("a dims error")
+    };
+    let err: GgufError = load(LlamaDims { layers: 3, ..TINY });
+    match &err.kind {
+        GgufErrorKind::ModelDims {
+            what,
+            key,
+            found,
+            expected,
+            ty,
+            file_ty,
+        } => {
+            assert_eq!((*what, *key), ("layers", "llama.block_count"));
+            assert_eq!((*found, *expected), (3, 2));
+            assert_eq!(ty, "Llama<Cpu, 2, 64, 96, 4, 2, 40>");
+            assert_eq!(file_ty, "Llama<Cpu, 3, 64, 96, 4, 2, 40>");
+        }
+        other => panic!("expected ModelDims, got {other:?}"),
+    }
+    assert_eq!(
+        err.to_string(),
+        "GGUF file tiny.gguf: the file has 3 layers (`llama.block_count`), but the type \
+         Llama<Cpu, 2, 64, 96, 4, 2, 40> expects 2; the file's dims make \
+         Llama<Cpu, 3, 64, 96, 4, 2, 40>"
+    );
+    // The first dim that differs is named; the file's type carries every one.
+    let err = load(LlamaDims {
+        vocab: 41,
+        heads: 2,
+        ..TINY
+    });
+    assert_eq!(
+        err.to_string(),
+        "GGUF file tiny.gguf: the file has 2 attention heads (`llama.attention.head_count`), \
+         but the type Llama<Cpu, 2, 64, 96, 4, 2, 40> expects 4; the file's dims make \
+         Llama<Cpu, 2, 64, 96, 2, 2, 41>"
+    );
+    let err = load(LlamaDims { vocab: 41, ..TINY });
+    assert!(
+        err.to_string()
+            .contains("the file has 41 tokens (`tokenizer.ggml.tokens`)"),
+        "{err}"
+    );
+    // SmolLM2's type reads the tiny file's dims the same way.
+    let err = SmolLM2_135M::<Cpu>::from_gguf(&tiny_file(TINY))
+        .err()
+        .expect("a dims error");
+    assert!(
+        err.to_string().ends_with(
+            "but the type Llama<Cpu, 30, 576, 1536, 9, 3, 49152> expects 30; the file's dims \
+             make Llama<Cpu, 2, 64, 96, 4, 2, 40>"
+        ),
+        "{err}"
+    );
+}
 
 #[test]
 fn greedy_answer_matches_llama_cpp_on_the_cpu() {
     let Some((gguf, tokenizer)) = support::smollm2() else {
         return;
     };
-    let model = Llama::<Cpu>::from_gguf(&gguf).expect("the weights load");
-    assert_eq!(model.config().head_dim(), 64);
+    let model = SmolLM2_135M::<Cpu>::from_gguf(&gguf).expect("the weights load");
+    assert_eq!(SmolLM2_135M::<Cpu>::HEAD_DIM, 64);
+    assert_eq!(model.config().context, 8192);
 
     let prompt = ChatTemplate::smollm2().render(&[Message::user("What is the capital of France?")]);
     let ids = tokenizer.encode(&prompt);
@@ -31,6 +174,7 @@ fn greedy_answer_matches_llama_cpp_on_the_cpu() {
 #[cfg(feature = "gpu")]
 #[test]
 fn prefill_and_replayed_decode_logits_are_the_same_on_the_gpu() {
+    let _gpu = GPU.lock().unwrap_or_else(|e| e.into_inner());
     let Some((gguf, tokenizer)) = support::smollm2() else {
         return;
     };
@@ -38,7 +182,7 @@ fn prefill_and_replayed_decode_logits_are_the_same_on_the_gpu() {
     let ids = tokenizer.encode(&prompt);
     let argmax = |v: &[f32]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap() as u32;
     // CPU: the prompt, then two greedy steps.
-    let cpu = Llama::<Cpu>::from_gguf(&gguf).expect("the weights load");
+    let cpu = SmolLM2_135M::<Cpu>::from_gguf(&gguf).expect("the weights load");
     let mut cache = cpu.cache();
     let mut want = vec![cpu.forward(&ids, &mut cache).to_vec()];
     for _ in 0..2 {
@@ -46,7 +190,7 @@ fn prefill_and_replayed_decode_logits_are_the_same_on_the_gpu() {
         want.push(cpu.forward(&[next], &mut cache).to_vec());
     }
     drop(cpu);
-    let gpu = Llama::<volta::Gpu>::from_gguf(&gguf).expect("the weights load");
+    let gpu = SmolLM2_135M::<volta::Gpu>::from_gguf(&gguf).expect("the weights load");
     let mut cache = gpu.cache();
     let mut got = vec![gpu.forward(&ids, &mut cache).to_vec()];
     for w in &want[..2] {

@@ -17,7 +17,7 @@ mod support;
 use fixture::{CASES, Case};
 use volta::Cpu;
 use volta::io::gguf::Gguf;
-use volta::models::llama::Llama;
+use volta::models::llama::SmolLM2_135M;
 use volta::models::{ChatTemplate, Message, Tokenizer};
 
 /// The largest difference allowed between a Volta logit and the reference's.
@@ -149,7 +149,7 @@ fn cpu_logits_and_greedy_text_match_the_reference() {
     let Some((gguf, tokenizer)) = open() else {
         return;
     };
-    let model = Llama::<Cpu>::from_gguf(&gguf).expect("the weights load");
+    let model = SmolLM2_135M::<Cpu>::from_gguf(&gguf).expect("the weights load");
     let mut worst = 0.0f32;
     for case in CASES {
         let mut cache = model.cache();
@@ -177,7 +177,7 @@ fn gpu_prompt_logits_and_first_tokens_match_the_reference() {
     let case = &CASES[0];
     let &(pos, ref want) = case.top.last().expect("positions");
     assert_eq!(pos, case.ids.len() - 1);
-    let model = Llama::<volta::Gpu>::from_gguf(&gguf).expect("the weights load");
+    let model = SmolLM2_135M::<volta::Gpu>::from_gguf(&gguf).expect("the weights load");
     let mut cache = model.cache();
     let logits = model.forward(case.ids, &mut cache).to_vec();
     let worst = check_top(case, pos, &logits, want);

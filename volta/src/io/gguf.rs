@@ -262,6 +262,23 @@ pub enum GgufErrorKind {
     /// Metadata values that contradict each other (a model's head count that does
     /// not divide its width, …).
     Inconsistent(String),
+    /// A model dim in the file differs from the one the Rust type it is loaded into
+    /// fixes (see [`Llama`](crate::models::llama::Llama)).
+    ModelDims {
+        /// What the dim counts, plural (`layers`, `attention heads`, …).
+        what: &'static str,
+        /// Where the file gives it: a metadata key (the length of
+        /// `tokenizer.ggml.tokens` for the vocabulary).
+        key: &'static str,
+        /// The file's value.
+        found: u64,
+        /// The type's value.
+        expected: u64,
+        /// The type loaded into, with its dims (`Llama<Cpu, 30, 576, …>`).
+        ty: String,
+        /// The same type with the file's dims: the one this file loads into.
+        file_ty: String,
+    },
 }
 
 impl fmt::Display for GgufError {
@@ -338,6 +355,18 @@ impl fmt::Display for GgufError {
             } => write!(f, "metadata `{key}` is {found}, expected {expected}"),
             GgufErrorKind::MissingTensor(n) => write!(f, "no tensor `{n}`"),
             GgufErrorKind::Inconsistent(what) => write!(f, "inconsistent metadata: {what}"),
+            GgufErrorKind::ModelDims {
+                what,
+                key,
+                found,
+                expected,
+                ty,
+                file_ty,
+            } => write!(
+                f,
+                "the file has {found} {what} (`{key}`), but the type {ty} expects {expected}; \
+                 the file's dims make {file_ty}"
+            ),
         }
     }
 }

@@ -2,6 +2,10 @@
 //! rotary embeddings, grouped-query causal attention over a KV cache, SwiGLU
 //! feed-forward blocks and an output layer tied to the embedding.
 //!
+//! The model's dims are constants in its type ([`Llama`]'s const parameters;
+//! [`SmolLM2_135M`] is SmolLM2-135M's), checked against the file when it loads;
+//! the sequence length is a run-time dim.
+//!
 //! The weights stay in their quantised blocks on the device ([`QTensor`]); a
 //! decoded token runs five kernels per block: the fused QKV projection (with the
 //! attention norm as its prologue), attention (which writes the token's key,
@@ -16,23 +20,13 @@ use crate::backend::infer::AttnShape;
 use crate::backend::{InferenceBackend, Memory, Replay};
 use crate::io::gguf::{Gguf, GgufError, GgufErrorKind};
 use crate::layout::Layout;
-use crate::tensor::{QMatmulOptions, QTensor, RawTensor};
+use crate::shape::Rank1;
+use crate::tensor::{QMatmulOptions, QTensor, RawTensor, Tensor};
 
-/// The dims and constants of a Llama model, from its GGUF metadata.
+/// What a Llama model's type leaves open, read from its GGUF metadata: the dims are
+/// in the type ([`Llama`]'s const parameters), these values in the file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LlamaConfig {
-    /// Transformer blocks.
-    pub layers: usize,
-    /// Width of the residual stream.
-    pub hidden: usize,
-    /// Width of the feed-forward block.
-    pub ffn: usize,
-    /// Query heads.
-    pub heads: usize,
-    /// Key/value heads (grouped-query attention).
-    pub kv_heads: usize,
-    /// Vocabulary size.
-    pub vocab: usize,
     /// Positions the model was trained on (the KV cache's limit).
     pub context: usize,
     /// RMSNorm's epsilon.
@@ -42,25 +36,14 @@ pub struct LlamaConfig {
 }
 
 impl LlamaConfig {
-    /// Reads the `llama.*` metadata of `gguf`.
+    /// Reads `llama.context_length`, `llama.attention.layer_norm_rms_epsilon` and
+    /// `llama.rope.freq_base` (10 000 when absent) from `gguf`.
     pub fn from_gguf(gguf: &Gguf) -> Result<Self, GgufError> {
-        let n = |k: &str| gguf.get_u64(&format!("llama.{k}")).map(|v| v as usize);
         Ok(LlamaConfig {
-            layers: n("block_count")?,
-            hidden: n("embedding_length")?,
-            ffn: n("feed_forward_length")?,
-            heads: n("attention.head_count")?,
-            kv_heads: n("attention.head_count_kv")?,
-            vocab: gguf.get_str_array("tokenizer.ggml.tokens")?.len(),
-            context: n("context_length")?,
+            context: gguf.get_u64("llama.context_length")? as usize,
             eps: gguf.get_f64("llama.attention.layer_norm_rms_epsilon")?,
             rope_base: gguf.get_f64("llama.rope.freq_base").unwrap_or(10_000.0),
         })
-    }
-
-    /// Width of one attention head.
-    pub fn head_dim(&self) -> usize {
-        self.hidden / self.heads
     }
 }
 
@@ -76,8 +59,49 @@ struct Block<D: InferenceBackend> {
     down: QTensor<D>,
 }
 
-/// A Llama model on device `D`.
-pub struct Llama<D: InferenceBackend + Replay> {
+/// A Llama model on device `D` whose dims are part of its type: `LAYERS`
+/// transformer blocks over a residual stream of `HIDDEN` features, feed-forward
+/// blocks `FFN` wide, `HEADS` query heads sharing `KV_HEADS` key/value heads
+/// (grouped-query attention), and a vocabulary of `VOCAB` tokens. Only the sequence
+/// length is a run-time dim: [`forward`](Self::forward) takes any number of tokens
+/// and returns the last one's logits as a `Tensor<Rank1<VOCAB>, D>`.
+///
+/// [`SmolLM2_135M`] is SmolLM2-135M's type. Another Llama-architecture GGUF model
+/// needs its own alias, with the dims of its `llama.*` metadata (the length of
+/// `tokenizer.ggml.tokens` for `VOCAB`); [`from_gguf`](Self::from_gguf) checks them
+/// against the file, and a mismatch is a [`GgufErrorKind::ModelDims`] error that
+/// names the type the file would load into:
+///
+/// ```no_run
+/// use volta::Cpu;
+/// use volta::io::gguf::Gguf;
+/// use volta::models::llama::Llama;
+///
+/// /// TinyLlama-1.1B: 22 blocks of width 2048, feed-forward 5632, 32 heads over
+/// /// 4 key/value heads, 32 000 tokens.
+/// type TinyLlama<D> = Llama<D, 22, 2048, 5632, 32, 4, 32000>;
+///
+/// let gguf = Gguf::open("tinyllama-1.1b-chat-v1.0.Q4_0.gguf")?;
+/// let model = TinyLlama::<Cpu>::from_gguf(&gguf)?;
+/// let mut cache = model.cache();
+/// let logits = model.forward(&[1, 15043], &mut cache); // Tensor<Rank1<32000>, Cpu>
+/// assert_eq!(logits.dims(), &[32000]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// The dims must fit together: all at least 1, `HIDDEN` a multiple of `HEADS`,
+/// `HEADS` a multiple of `KV_HEADS`, and an even head width `HIDDEN / HEADS`. An
+/// alias that breaks one of these does not build: loading it is a compile error
+/// naming the rule (see [`HEAD_DIM`](Self::HEAD_DIM)).
+pub struct Llama<
+    D: InferenceBackend + Replay,
+    const LAYERS: usize,
+    const HIDDEN: usize,
+    const FFN: usize,
+    const HEADS: usize,
+    const KV_HEADS: usize,
+    const VOCAB: usize,
+> {
     config: LlamaConfig,
     /// The token embedding, also the output layer (tied).
     embedding: QTensor<D>,
@@ -85,24 +109,89 @@ pub struct Llama<D: InferenceBackend + Replay> {
     norm: RawTensor<D, f32>,
 }
 
+/// SmolLM2-135M (base or Instruct) on device `D`: 30 blocks of width 576,
+/// feed-forward 1536, 9 query heads over 3 key/value heads, 49 152 tokens.
+///
+/// ```no_run
+/// use volta::io::gguf::Gguf;
+/// use volta::models::llama::SmolLM2_135M;
+/// use volta::{Cpu, Rank1, Tensor};
+///
+/// let gguf = Gguf::open("SmolLM2-135M-Instruct.Q4_1.gguf")?;
+/// let model = SmolLM2_135M::<Cpu>::from_gguf(&gguf)?;
+/// let mut cache = model.cache();
+/// let logits: Tensor<Rank1<49152>, Cpu> = model.forward(&[1, 2, 3], &mut cache);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[allow(non_camel_case_types)] // the model's name
+pub type SmolLM2_135M<D> = Llama<D, 30, 576, 1536, 9, 3, 49152>;
+
 /// Positions a new cache holds before it first grows.
 const INITIAL_CAPACITY: usize = 1024;
 
-impl<D: InferenceBackend + Replay> Llama<D> {
-    /// Loads the model in `gguf`, checking every weight's shape against the config.
-    /// Matrices must be Q4_0, Q4_1 or Q8_0; norms F32 or F16.
+impl<
+    D: InferenceBackend + Replay,
+    const LAYERS: usize,
+    const HIDDEN: usize,
+    const FFN: usize,
+    const HEADS: usize,
+    const KV_HEADS: usize,
+    const VOCAB: usize,
+> Llama<D, LAYERS, HIDDEN, FFN, HEADS, KV_HEADS, VOCAB>
+{
+    /// Transformer blocks.
+    pub const LAYERS: usize = LAYERS;
+    /// Width of the residual stream.
+    pub const HIDDEN: usize = HIDDEN;
+    /// Width of the feed-forward blocks.
+    pub const FFN: usize = FFN;
+    /// Query heads.
+    pub const HEADS: usize = HEADS;
+    /// Key/value heads (grouped-query attention).
+    pub const KV_HEADS: usize = KV_HEADS;
+    /// Vocabulary size.
+    pub const VOCAB: usize = VOCAB;
+
+    /// Width of one attention head, `HIDDEN / HEADS`.
+    ///
+    /// Its definition checks, at compile time, that the dims fit together: each at
+    /// least 1, `HIDDEN` a multiple of `HEADS`, `HEADS` a multiple of `KV_HEADS`,
+    /// and `HIDDEN / HEADS` even (RoPE rotates pairs of features).
+    /// [`from_gguf`](Self::from_gguf) evaluates it, so loading an alias that breaks
+    /// a rule fails `cargo build` with the rule, e.g. for `Llama<Cpu, 30, 577, 1536,
+    /// 9, 3, 49152>`:
+    ///
+    /// ```text
+    /// error[E0080]: evaluation panicked: Llama: HIDDEN must be a multiple of HEADS (a head is HIDDEN / HEADS wide)
+    ///   = note: evaluation of `volta::models::llama::Llama::<volta::Cpu, 30, 577, 1536, 9, 3, 49152>::HEAD_DIM` failed here
+    /// ```
+    pub const HEAD_DIM: usize = {
+        assert!(
+            LAYERS > 0 && HIDDEN > 0 && FFN > 0 && HEADS > 0 && KV_HEADS > 0 && VOCAB > 0,
+            "Llama: every dim (LAYERS, HIDDEN, FFN, HEADS, KV_HEADS, VOCAB) must be at least 1"
+        );
+        assert!(
+            HIDDEN.is_multiple_of(HEADS),
+            "Llama: HIDDEN must be a multiple of HEADS (a head is HIDDEN / HEADS wide)"
+        );
+        assert!(
+            HEADS.is_multiple_of(KV_HEADS),
+            "Llama: HEADS must be a multiple of KV_HEADS (each key/value head serves a group)"
+        );
+        assert!(
+            (HIDDEN / HEADS).is_multiple_of(2),
+            "Llama: the head width HIDDEN / HEADS must be even (RoPE rotates pairs)"
+        );
+        HIDDEN / HEADS
+    };
+
+    /// Loads the model in `gguf`: checks its dims against the type's (a
+    /// [`GgufErrorKind::ModelDims`] error names the first that differs), then every
+    /// weight's shape. Matrices must be Q4_0, Q4_1 or Q8_0; norms F32 or F16.
     pub fn from_gguf(gguf: &Gguf) -> Result<Self, GgufError> {
+        let head_dim = Self::HEAD_DIM; // the compile-time checks
+        Self::check_dims(gguf)?;
         let config = LlamaConfig::from_gguf(gguf)?;
-        let c = &config;
-        if c.heads == 0 || c.kv_heads == 0 || c.hidden % c.heads != 0 || c.heads % c.kv_heads != 0 {
-            return Err(GgufError {
-                path: gguf.path().to_path_buf(),
-                kind: GgufErrorKind::Inconsistent(format!(
-                    "{} heads must divide the width {} and be a multiple of the {} kv heads",
-                    c.heads, c.hidden, c.kv_heads
-                )),
-            });
-        }
         let vector = |name: &str, len: usize| -> Result<RawTensor<D, f32>, GgufError> {
             let (shape, values) = gguf.dequantize(name)?;
             if shape != [len] {
@@ -116,10 +205,10 @@ impl<D: InferenceBackend + Replay> Llama<D> {
             }
             Ok(RawTensor::from_vec(values, &[len]))
         };
-        let (h, f) = (c.hidden, c.ffn);
-        let kv = c.kv_heads * c.head_dim();
-        let mut blocks = Vec::with_capacity(c.layers);
-        for i in 0..c.layers {
+        let (h, f) = (HIDDEN, FFN);
+        let kv = KV_HEADS * head_dim;
+        let mut blocks = Vec::with_capacity(LAYERS);
+        for i in 0..LAYERS {
             let name = |n: &str| format!("blk.{i}.{n}.weight");
             let stacked = |names: &[&str], rows: usize, cols: usize| {
                 let names: Vec<String> = names.iter().map(|n| name(n)).collect();
@@ -146,14 +235,56 @@ impl<D: InferenceBackend + Replay> Llama<D> {
             });
         }
         Ok(Llama {
-            embedding: QTensor::from_gguf(gguf, "token_embd.weight", c.vocab, h)?,
+            embedding: QTensor::from_gguf(gguf, "token_embd.weight", VOCAB, h)?,
             norm: vector("output_norm.weight", h)?,
             blocks,
             config,
         })
     }
 
-    /// The model's config.
+    /// Compares the dims in `gguf`'s metadata with the type's.
+    fn check_dims(gguf: &Gguf) -> Result<(), GgufError> {
+        const TOKENS: &str = "tokenizer.ggml.tokens";
+        let dims = [
+            ("layers", "llama.block_count", LAYERS),
+            ("embedding features", "llama.embedding_length", HIDDEN),
+            ("feed-forward features", "llama.feed_forward_length", FFN),
+            ("attention heads", "llama.attention.head_count", HEADS),
+            ("key/value heads", "llama.attention.head_count_kv", KV_HEADS),
+            ("tokens", TOKENS, VOCAB),
+        ];
+        let mut found = [0; 6];
+        for (f, (_, key, _)) in found.iter_mut().zip(dims) {
+            *f = match key {
+                TOKENS => gguf.get_str_array(TOKENS)?.len() as u64,
+                _ => gguf.get_u64(key)?,
+            };
+        }
+        let expected = dims.map(|(_, _, n)| n as u64);
+        let Some(i) = (0..dims.len()).find(|&i| found[i] != expected[i]) else {
+            return Ok(());
+        };
+        let ty = |d: [u64; 6]| {
+            format!(
+                "Llama<{}, {}>",
+                D::NAME,
+                d.map(|n| n.to_string()).join(", ")
+            )
+        };
+        Err(GgufError {
+            path: gguf.path().to_path_buf(),
+            kind: GgufErrorKind::ModelDims {
+                what: dims[i].0,
+                key: dims[i].1,
+                found: found[i],
+                expected: expected[i],
+                ty: ty(expected),
+                file_ty: ty(found),
+            },
+        })
+    }
+
+    /// The model's run-time values (context length, norm epsilon, RoPE base).
     pub fn config(&self) -> &LlamaConfig {
         &self.config
     }
@@ -163,27 +294,28 @@ impl<D: InferenceBackend + Replay> Llama<D> {
     pub fn cache(&self) -> KvCache<D> {
         let c = &self.config;
         let shape = AttnShape {
-            heads: c.heads,
-            kv_heads: c.kv_heads,
-            head_dim: c.head_dim(),
+            heads: HEADS,
+            kv_heads: KV_HEADS,
+            head_dim: Self::HEAD_DIM,
             capacity: INITIAL_CAPACITY,
         };
-        KvCache::new(c.layers, shape, c.rope_base, c.context)
+        KvCache::new(LAYERS, shape, c.rope_base, c.context)
     }
 
-    /// Runs `tokens` after those in `cache` (adding them to it) and returns the
-    /// logits of the last one, `(1, vocab)`.
+    /// Runs `tokens` (any number of them: the sequence length is a run-time dim)
+    /// after those in `cache`, adding them to it, and returns the logits of the
+    /// last one.
     ///
     /// # Panics
     /// When `tokens` is empty, holds an id outside the vocabulary, or would take
     /// the cache past the model's context length.
-    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache<D>) -> RawTensor<D, f32> {
+    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache<D>) -> Tensor<Rank1<VOCAB>, D> {
         assert!(!tokens.is_empty(), "Llama::forward: no tokens");
         let c = &self.config;
         assert!(
-            tokens.iter().all(|&t| (t as usize) < c.vocab),
+            tokens.iter().all(|&t| (t as usize) < VOCAB),
             "Llama::forward: a token id is outside the vocabulary of {}",
-            c.vocab
+            VOCAB
         );
         assert!(
             cache.reserve(tokens.len()),
@@ -221,7 +353,7 @@ impl<D: InferenceBackend + Replay> Llama<D> {
             }
         };
         cache.len += tokens.len();
-        logits
+        Tensor::from_raw(Default::default(), logits.reshape(&[VOCAB]))
     }
 
     /// The kernels of one step: `ids` (`t` tokens) at the position in `pos`;
@@ -256,7 +388,7 @@ impl<D: InferenceBackend + Replay> Llama<D> {
                 &shape,
                 max_len,
             );
-            let attn = RawTensor::leaf(attn, Layout::contiguous(&[t, c.hidden]));
+            let attn = RawTensor::leaf(attn, Layout::contiguous(&[t, HIDDEN]));
             x = attn.qmatmul(
                 &b.wo,
                 QMatmulOptions {

@@ -1,5 +1,9 @@
-//! Shared by the tests that read SmolLM2-135M's GGUF file.
+//! Shared by the tests that read GGUF files: SmolLM2-135M's, and those they write
+//! ([`gguf_writer`]).
 use std::path::PathBuf;
+
+#[allow(dead_code)] // not every test binary that shares this module writes files
+pub mod gguf_writer;
 
 /// The model file: `$VOLTA_SMOLLM2`, which must exist when set (`scripts/test.sh`
 /// sets it, so CI never skips), else the cache of `scripts/fetch_model.py`

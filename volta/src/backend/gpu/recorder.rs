@@ -273,8 +273,9 @@ impl Recorder {
 
     /// Records every launch of `graph` again, after the work recorded so far.
     pub fn replay(&mut self, ctx: &Context, graph: &Graph) {
+        // Another thread's capture goes on meanwhile; this thread's must end first.
         assert!(
-            self.capture.is_none(),
+            !self.is_capturing_here(),
             "Gpu::replay inside Gpu::capture: replay the graph after capturing"
         );
         for l in &graph.launches {
