@@ -918,3 +918,59 @@ fn a_label_column_past_usize_max_is_a_column_count_error() {
         "{e}"
     );
 }
+
+/// Counts and lengths far past the file's size (a tensor count of 2⁶⁰, a string
+/// of 2⁶⁴ − 1 bytes, 2³² − 1 images of 2³² − 1 × 2³² − 1 pixels) are errors found
+/// before anything is allocated for them.
+#[test]
+fn huge_counts_are_errors_before_any_allocation() {
+    let gguf = |tensors: u64, kvs: u64, rest: &dyn Fn(&mut GgufWriter)| {
+        let mut w = GgufWriter::default();
+        w.0.extend(b"GGUF");
+        w.u32(3).u64(tensors).u64(kvs);
+        rest(&mut w);
+        w.0
+    };
+    let cases = [
+        gguf(1 << 60, 0, &|_| {}),
+        gguf(0, 1 << 60, &|_| {}),
+        gguf(0, 1, &|w| {
+            w.u64(u64::MAX);
+        }),
+        gguf(0, 1, &|w| {
+            w.str("k").u32(9).u32(0).u64(1 << 60);
+        }),
+        gguf(0, 1, &|w| {
+            w.str("k").u32(9).u32(9).u64(1 << 40);
+        }),
+        gguf(1, 0, &|w| {
+            w.str("t").u32(u32::MAX);
+        }),
+        gguf(1, 0, &|w| {
+            w.tensor("t", &[1 << 40, 1 << 40], 0, 0);
+        }),
+    ];
+    for bytes in cases {
+        let len = bytes.len();
+        let e = bounded("GGUF", len, || Gguf::parse("huge.gguf", bytes)).unwrap_err();
+        assert!(e.to_string().starts_with("GGUF file huge.gguf: "), "{e}");
+    }
+
+    let dir = TempDir::new("huge-idx");
+    let mut images = Vec::new();
+    for v in [idx::IMAGES_MAGIC, u32::MAX, u32::MAX, u32::MAX] {
+        images.extend(v.to_be_bytes());
+    }
+    let mut labels = Vec::new();
+    for v in [idx::LABELS_MAGIC, u32::MAX] {
+        labels.extend(v.to_be_bytes());
+    }
+    let (_, good_labels) = valid_idx();
+    let (good_images, _) = valid_idx();
+    for (img, lab) in [(&images, &good_labels), (&good_images, &labels)] {
+        let (img, a) = dir.write("images", img, false);
+        let (lab, b) = dir.write("labels", lab, false);
+        let e = bounded("IDX", a + b, || idx::load(&img, &lab, 10)).unwrap_err();
+        assert!(matches!(e, DataError::Truncated { .. }), "{e}");
+    }
+}
