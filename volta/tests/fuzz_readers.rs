@@ -15,9 +15,10 @@
 //! Cases per run (fixed, so every CI run does the same work; the seed is fixed
 //! too, so a failure reproduces): GGUF 10,000; safetensors `load` 600 and
 //! `load_training` followed by an optimiser step 600; IDX 1,500; digits CSV 800;
-//! generic CSV 1,500. The 15,000 cases take 1–6 s in the dev profile on 2 shared
-//! cores (the file-based targets dominate). `PROPTEST_CASES=N` runs `N` cases per
-//! target instead, and `PROPTEST_RNG_SEED=S` another seed, to fuzz longer by hand.
+//! generic CSV 1,500. The 15,000 cases take about 1.5 s in the dev profile on an
+//! idle 2-core machine and 10–15 s on a busy one (the targets that write files
+//! dominate). `PROPTEST_CASES=N` runs `N` cases per target instead, and
+//! `PROPTEST_RNG_SEED=S` another seed, to fuzz longer by hand.
 use flate2::Compression;
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
