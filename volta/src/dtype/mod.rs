@@ -11,8 +11,12 @@
 pub use half::f16;
 pub use volta_kernels::Float as ScalarMath;
 
-/// A type tensors can hold.
-pub trait Element: 'static + Copy + Default + PartialEq + std::fmt::Debug + Send + Sync {
+/// A type tensors can hold. Each converts exactly from a `u8` (`E::from(1)`), which
+/// gives every element type, `u32` indices included, its zero and one
+/// ([`Tensor::zeros`](crate::Tensor::zeros), [`Tensor::ones`](crate::Tensor::ones)).
+pub trait Element:
+    'static + Copy + Default + PartialEq + std::fmt::Debug + Send + Sync + From<u8>
+{
     /// Its name in messages.
     const NAME: &'static str;
     /// Whether the value is neither NaN nor infinite (always, for integers).

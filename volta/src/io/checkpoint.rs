@@ -24,6 +24,9 @@ const OPTIM: &str = "optim/";
 /// Metadata keys Volta writes; the caller's keys must not start with `volta.`.
 const KIND_KEY: &str = "volta.optim.kind";
 const STEP_KEY: &str = "volta.optim.step";
+/// The one per-parameter optimiser slot that holds a single value, not a tensor of
+/// the parameter's dims: its step count (PyTorch's name, which Adam uses).
+const STEP_SLOT: &str = "step";
 /// Metadata prefix of the model's counters (`volta.counter.drop.calls`).
 const COUNTER: &str = "volta.counter.";
 
@@ -323,9 +326,8 @@ impl<'a> File<'a> {
                 continue;
             };
             let view = self.tensors.tensor(name).expect("a listed name");
-            let position = short
-                .split_once('.')
-                .and_then(|(p, _)| p.parse::<usize>().ok());
+            let (position, slot) = short.split_once('.').unzip();
+            let position = position.and_then(|p| p.parse::<usize>().ok());
             let Some(param) = position.and_then(|p| params.get(p)) else {
                 mismatches.push(Mismatch::Unexpected {
                     name: name.to_string(),
@@ -333,8 +335,12 @@ impl<'a> File<'a> {
                 });
                 continue;
             };
+            // A parameter's state has its dims, but for a step count (`0.step`, a
+            // single value as in PyTorch's files). Another one-element tensor in
+            // place of a larger parameter's state would load, then fail the
+            // optimiser's next step.
             let scalar = view.shape().iter().product::<usize>() == 1;
-            let dims = if scalar {
+            let dims = if scalar && slot == Some(STEP_SLOT) {
                 view.shape()
             } else {
                 param.as_slice()

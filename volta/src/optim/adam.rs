@@ -116,7 +116,8 @@ impl<D: Backend<E>, E: Float> Adam<D, E> {
 
 impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
     fn step<M: Module<D, E> + ?Sized>(&mut self, model: &mut M, grads: &Gradients<D, E>) {
-        self.steps += 1;
+        // The count may come from a checkpoint: saturate rather than overflow.
+        self.steps = self.steps.saturating_add(1);
         for_each_grad(model, grads, |position, param, grad| {
             let p = param.value().clone();
             let state = slot(&mut self.states, position, p.dims(), |s| s.m.dims());
@@ -182,7 +183,14 @@ impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
                 "exp_avg" => parts[position].0 = Some(t),
                 "exp_avg_sq" => parts[position].1 = Some(t),
                 "step" if t.layout().numel() == 1 => {
-                    parts[position].2 = Some(t.to_vec()[0].to_f64() as i32)
+                    // A count from a file: a whole number of steps taken, with room
+                    // for the next (`t + 1` must not overflow). A negative count
+                    // breaks the bias correction; a fraction or NaN is no count.
+                    let step = t.to_vec()[0].to_f64();
+                    if !(step.fract() == 0.0 && (0.0..i32::MAX as f64).contains(&step)) {
+                        return Err(StateError::Step { name, found: step });
+                    }
+                    parts[position].2 = Some(step as i32)
                 }
                 _ => return Err(StateError::UnknownTensor(name)),
             }

@@ -109,7 +109,7 @@ pub struct OptimizerState<D: Backend<E>, E: Float> {
 }
 
 /// Why an optimiser state could not be loaded.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum StateError {
     /// The state was written by another kind of optimiser.
     Kind {
@@ -120,6 +120,14 @@ pub enum StateError {
     },
     /// A tensor name this optimiser does not know (`"3.bogus"`).
     UnknownTensor(String),
+    /// A per-parameter step count (`"3.step"`) that is not a whole number in
+    /// `0..2³¹ − 1`.
+    Step {
+        /// The tensor's name.
+        name: String,
+        /// The value found.
+        found: f64,
+    },
 }
 
 impl std::fmt::Display for StateError {
@@ -134,6 +142,10 @@ impl std::fmt::Display for StateError {
             StateError::UnknownTensor(name) => {
                 write!(f, "optimiser state holds an unknown tensor `{name}`")
             }
+            StateError::Step { name, found } => write!(
+                f,
+                "optimiser state `{name}` is {found}, not a step count (a whole number in 0..2^31-1)"
+            ),
         }
     }
 }

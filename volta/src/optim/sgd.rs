@@ -96,7 +96,8 @@ impl<D: Backend<E>, E: Float> Sgd<D, E> {
 
 impl<D: Backend<E>, E: Float> Optimizer<D, E> for Sgd<D, E> {
     fn step<M: Module<D, E> + ?Sized>(&mut self, model: &mut M, grads: &Gradients<D, E>) {
-        self.steps += 1;
+        // The count may come from a checkpoint: saturate rather than overflow.
+        self.steps = self.steps.saturating_add(1);
         let hyper = SgdStep {
             lr: self.lr,
             momentum: self.momentum,

@@ -18,6 +18,16 @@ impl<S: Shape, D: Device + Memory<E>, E: Element> Tensor<S, D, E> {
         )
     }
 
+    /// Zeros with the run-time `shape`, for every element type (`u32` indices too).
+    pub fn zeros_shaped(shape: S) -> Self {
+        Self::full_shaped(shape, E::from(0u8))
+    }
+
+    /// Ones with the run-time `shape`, for every element type.
+    pub fn ones_shaped(shape: S) -> Self {
+        Self::full_shaped(shape, E::from(1u8))
+    }
+
     /// A tensor from row-major host data and a run-time `shape`; a wrong length is an
     /// error.
     pub fn from_vec_shaped(data: Vec<E>, shape: S) -> Result<Self, ShapeError> {
@@ -38,9 +48,30 @@ impl<S: Shape, D: Device + Memory<E>, E: Element> Tensor<S, D, E> {
 }
 
 impl<S: ConstShape, D: Device + Memory<E>, E: Element> Tensor<S, D, E> {
-    /// A tensor of `value`.
+    /// A tensor of `value`, for every element type.
+    ///
+    /// ```
+    /// use volta::prelude::*;
+    /// let classes = Tensor::<Rank1<3>, Cpu, u32>::full(7);
+    /// assert_eq!(classes.to_vec(), vec![7, 7, 7]);
+    /// ```
     pub fn full(value: E) -> Self {
         Self::full_shaped(S::default(), value)
+    }
+    /// Zeros, for every element type: `Tensor::<Rank1<4>, Cpu, u32>::zeros()` is a
+    /// tensor of index 0.
+    ///
+    /// ```
+    /// use volta::prelude::*;
+    /// let labels = Tensor::<Rank1<4>, Cpu, u32>::zeros();
+    /// assert_eq!(labels.to_vec(), vec![0; 4]);
+    /// ```
+    pub fn zeros() -> Self {
+        Self::zeros_shaped(S::default())
+    }
+    /// Ones, for every element type.
+    pub fn ones() -> Self {
+        Self::ones_shaped(S::default())
     }
     /// A tensor from row-major host data; the length must be the shape's element
     /// count.
@@ -60,14 +91,6 @@ impl<S: ConstShape, D: Device + Memory<E>, E: Element> Tensor<S, D, E> {
 }
 
 impl<S: Shape, D: Device + Memory<E>, E: Float> Tensor<S, D, E> {
-    /// Zeros with the run-time `shape`.
-    pub fn zeros_shaped(shape: S) -> Self {
-        Self::full_shaped(shape, E::ZERO)
-    }
-    /// Ones with the run-time `shape`.
-    pub fn ones_shaped(shape: S) -> Self {
-        Self::full_shaped(shape, E::ONE)
-    }
     /// Uniform values in `[0, 1)` with the run-time `shape`.
     pub fn rand_shaped(shape: S, rng: &mut Rng) -> Self {
         let data = (0..shape.numel())
@@ -93,14 +116,6 @@ impl<S: Shape, D: Device + Memory<E>, E: Float> Tensor<S, D, E> {
 }
 
 impl<S: ConstShape, D: Device + Memory<E>, E: Float> Tensor<S, D, E> {
-    /// Zeros.
-    pub fn zeros() -> Self {
-        Self::zeros_shaped(S::default())
-    }
-    /// Ones.
-    pub fn ones() -> Self {
-        Self::ones_shaped(S::default())
-    }
     /// Uniform values in `[0, 1)` from a seedable generator.
     pub fn rand(rng: &mut Rng) -> Self {
         Self::rand_shaped(S::default(), rng)

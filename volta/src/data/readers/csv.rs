@@ -142,7 +142,8 @@ pub(crate) fn parse(
                 return Err(DataError::ColumnCount {
                     path: path_buf(),
                     line: line_no,
-                    expected: i + 1,
+                    // `LabelColumn::Index(usize::MAX)` must not overflow.
+                    expected: i.saturating_add(1),
                     found: fields.len(),
                 });
             }
