@@ -62,5 +62,25 @@ fn allocations_past_the_limit_empty_the_cache_then_report_out_of_memory() {
         x.sum_all().try_item().expect("memory is free again"),
         (8 << 18) as f32
     );
+
+    // A data loader's device upload that does not fit comes back the same way:
+    // from the next sync point, as an error, not a panic on the prefetch thread.
+    drop(x);
+    Gpu::empty_cache();
+    Gpu::set_memory_limit(Some(8 * MIB));
+    let samples = 64;
+    let features = vec![0.5; samples * (64 << 10)];
+    let data =
+        Labelled::new(features, &[64 << 10], vec![0; samples], 2).expect("a consistent dataset");
+    let loader = DataLoader::new(data).batch_size(samples).device::<Gpu>();
+    let batch = loader.epoch(0).next().expect("one batch");
+    match batch.inputs.sum_all().try_item() {
+        Err(GpuError::OutOfMemory { .. }) => {}
+        other => panic!("expected OutOfMemory from the 16 MiB batch, got {other:?}"),
+    }
+    drop(batch);
     Gpu::set_memory_limit(None);
+    let batch = loader.epoch(1).next().expect("one batch");
+    let total = (samples * (64 << 10)) as f32 * 0.5;
+    assert_eq!(batch.inputs.sum_all().try_item(), Ok(total));
 }
