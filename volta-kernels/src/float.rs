@@ -113,9 +113,14 @@ float_impl!(f32, erf_f64);
 float_impl!(f64, libm::erf);
 
 /// erf with |error| < 1.2e-7 (Numerical Recipes' erfc Chebyshev fit), enough for f32
-/// GELU; the same fit as the GPU's `volta_erf`.
+/// GELU; the same fit as the GPU's `volta_erf`. Near 0 the fit's error (it gives
+/// erf(0) = −3e-8) swamps erf itself, so |x| < 1e-3 takes the series
+/// 2/√π·(x − x³/3), exact to f32 there: erf stays odd with erf(0) = 0, as on the GPU.
 fn erf_f64(x: f64) -> f64 {
     let z = x.abs();
+    if z < 1e-3 {
+        return x * (1.128_379_167_095_512_6 - 0.376_126_389_031_837_5 * x * x);
+    }
     let t = 1.0 / (1.0 + 0.5 * z);
     let poly = -z * z - 1.265_512_23
         + t * (1.000_023_68

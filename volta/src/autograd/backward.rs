@@ -168,15 +168,20 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
             vec![(x, g.pad_axis(*axis, *start, after, E::ZERO))]
         }
         Op::Step(x, axis, step) => {
-            // Interleave zeros: (.., n, ..) → (.., n, 1, ..) → pad to step → merge → trim.
+            // Interleave zeros: (pre, n, post) → (pre, n, 1, post) → pad to step →
+            // merge → trim. The axes around `axis` are merged first, so that the extra
+            // axis fits a tensor of the maximum rank too.
             let (axis, step) = (*axis, *step);
             let n = g.dims()[axis];
+            let pre: usize = g.dims()[..axis].iter().product();
+            let post: usize = g.dims()[axis + 1..].iter().product();
             let spread = g
-                .unsqueeze(axis + 1)
-                .pad_axis(axis + 1, 0, step - 1, E::ZERO);
-            let mut dims = g.dims().to_vec();
-            dims[axis] = n * step;
-            vec![(x, spread.reshape(&dims).narrow(axis, 0, x.dims()[axis]))]
+                .reshape(&[pre, n, 1, post])
+                .pad_axis(2, 0, step - 1, E::ZERO);
+            let trimmed = spread
+                .reshape(&[pre, n * step, post])
+                .narrow(1, 0, x.dims()[axis]);
+            vec![(x, trimmed.reshape(x.dims()))]
         }
         Op::Pad(x, pads) => {
             let gx = pads
