@@ -119,7 +119,7 @@ float_impl!(f64, libm::erf);
 fn erf_f64(x: f64) -> f64 {
     let z = x.abs();
     if z < 1e-3 {
-        return x * (1.128_379_167_095_512_6 - 0.376_126_389_031_837_5 * x * x);
+        return x * std::f64::consts::FRAC_2_SQRT_PI * (1.0 - x * x / 3.0);
     }
     let t = 1.0 / (1.0 + 0.5 * z);
     let poly = -z * z - 1.265_512_23
