@@ -22,5 +22,5 @@ B="$HOME/bench_llm --model $HOME/model.gguf --device gpu --prompt 512 --tokens 1
   echo "== Volta, no subgroups (tree sums)"; VOLTA_GPU_DISABLE=subgroup $B
   echo "== llama.cpp Vulkan"; ~/llama-bench -m ~/model.gguf -ngl 99 -p 512 -n 128 -fa 0,1 -r 5 2>&1 | grep -E "^\|"
   echo "== Volta again"; $B
-  echo "== profile"; $B --runs 1 --profile
+  echo "== profile"; ${B% --runs 5} --runs 1 --profile
 } 2>&1 | tee "${OUT:-/tmp}/llm.txt" | grep -v "^loaded"

@@ -78,27 +78,55 @@ fn specialised(src: &str, ty: GgmlType) -> String {
     )
 }
 
-/// Threads per output of the quantised matmul, and whether they sum through
-/// subgroup shuffles: the adapter's smallest subgroup (capped at 32) when it has
-/// subgroup operations, else 32 threads and a tree sum in shared memory.
-/// `VOLTA_QMATMUL_LANES` overrides the width (a tuning knob; shuffles are used
-/// only when the subgroup is at least that wide).
-fn qmatmul_lanes(ctx: &Context) -> (u32, bool) {
-    static OVERRIDE: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    let forced = *OVERRIDE.get_or_init(|| {
-        std::env::var("VOLTA_QMATMUL_LANES")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .filter(|l| l.is_power_of_two() && (1..=256).contains(l))
-    });
-    let sub = ctx.info.subgroup_size.filter(|&s| s >= 4);
-    let lanes = forced.unwrap_or_else(|| sub.map_or(32, |s| s.min(32)));
-    (lanes, sub.is_some_and(|s| s >= lanes))
+/// The quantised matmul's launch shape on this adapter.
+#[derive(Clone, Copy)]
+struct QLaunch {
+    /// Threads per workgroup.
+    wg: u32,
+    /// Threads per output.
+    lanes: u32,
+    /// Whether lanes sum through subgroup shuffles (else a tree in shared memory).
+    shuffle: bool,
+    /// Most workgroups per row of x: wider products give each workgroup several
+    /// groups of outputs (one staging of x for each).
+    max_groups: u32,
 }
 
-/// The quantised matmul's source for a block type and a lane width.
-fn qmatmul_source(ty: GgmlType, lanes: u32, shuffle: bool) -> String {
-    let sum = if shuffle {
+/// A tuning knob from the environment: a power of two in `range`.
+fn knob(name: &str, range: std::ops::RangeInclusive<u32>) -> Option<u32> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|v| v.is_power_of_two() && range.contains(v))
+}
+
+/// Threads per output: the adapter's smallest subgroup (capped at 32) when it has
+/// subgroup operations, summed by shuffles, else 32 threads and a tree sum.
+/// `VOLTA_QMATMUL_LANES`, `VOLTA_QMATMUL_WG` and `VOLTA_QMATMUL_GROUPS` override
+/// the lanes, the workgroup size and the most workgroups per row (tuning knobs;
+/// shuffles are used only when the subgroup is at least as wide as the lanes).
+fn qmatmul_launch(ctx: &Context) -> QLaunch {
+    static KNOBS: std::sync::OnceLock<[Option<u32>; 3]> = std::sync::OnceLock::new();
+    let [lanes, wg, groups] = *KNOBS.get_or_init(|| {
+        [
+            knob("VOLTA_QMATMUL_LANES", 1..=32),
+            knob("VOLTA_QMATMUL_WG", 32..=256),
+            knob("VOLTA_QMATMUL_GROUPS", 1..=1 << 20),
+        ]
+    });
+    let sub = ctx.info.subgroup_size.filter(|&s| s >= 4);
+    let lanes = lanes.unwrap_or_else(|| sub.map_or(32, |s| s.min(32)));
+    QLaunch {
+        wg: wg.unwrap_or(256).max(lanes),
+        lanes,
+        shuffle: sub.is_some_and(|s| s >= lanes),
+        max_groups: groups.unwrap_or(1024),
+    }
+}
+
+/// The quantised matmul's source for a block type and a launch shape.
+fn qmatmul_source(ty: GgmlType, q: QLaunch) -> String {
+    let sum = if q.shuffle {
         "const SHUFFLE: bool = true;\n\
          fn lane_sum(v: f32) -> f32 {\n    var s = v;\n    \
          for (var o = LANES / 2u; o > 0u; o >>= 1u) {\n        \
@@ -107,7 +135,10 @@ fn qmatmul_source(ty: GgmlType, lanes: u32, shuffle: bool) -> String {
         "const SHUFFLE: bool = false;\nfn lane_sum(v: f32) -> f32 {\n    return v;\n}\n"
     };
     let body = specialised(QMATMUL, ty);
-    format!("{sum}const LANES: u32 = {lanes}u;\n{body}")
+    format!(
+        "{sum}const LANES: u32 = {}u;\nconst WG: u32 = {}u;\n{body}",
+        q.lanes, q.wg
+    )
 }
 
 /// A view's buffer, offset and row stride, with unit stride along its last axis
@@ -190,7 +221,7 @@ fn optional(x: Option<(Arc<Pooled>, u32, u32)>, stand_in: &Arc<Pooled>) -> (Arc<
 }
 
 /// See [`InferenceBackend::qmatmul`](crate::backend::InferenceBackend::qmatmul):
-/// one workgroup per `256 / lanes` outputs of one row of `x`.
+/// one workgroup per `wg / lanes` outputs (or several such groups) of one row of `x`.
 pub(crate) fn qmatmul(
     ctx: &Context,
     x: (&Arc<Pooled>, &Layout),
@@ -211,6 +242,10 @@ pub(crate) fn qmatmul(
     let (nb, no, _) = optional(norm.map(|(v, _)| rows(ctx, v)), &xb);
     let (rb, ro, rs) = optional(add.map(|v| rows(ctx, v)), &xb);
     let flags = u32::from(norm.is_some()) | u32::from(glu) << 1 | u32::from(add.is_some()) << 2;
+    let q = qmatmul_launch(ctx);
+    let outs = (q.wg / q.lanes) as usize;
+    let groups = width.div_ceil(outs);
+    let reps = groups.div_ceil(q.max_groups as usize);
     let params = [
         u(m),
         u(shape.rows),
@@ -222,28 +257,27 @@ pub(crate) fn qmatmul(
         no,
         ro,
         rs,
+        u(reps),
     ];
-    let (lanes, shuffle) = qmatmul_lanes(ctx);
     let kern = kernel(
         ctx,
         Key::Named(
             "volta qmatmul",
-            vec![shape.ty.id(), lanes, u32::from(shuffle)],
+            vec![shape.ty.id(), q.lanes, q.wg, u32::from(q.shuffle)],
         ),
         Bindings {
             reads: 4,
             writes: 1,
         },
         "main",
-        || qmatmul_source(shape.ty, lanes, shuffle),
+        || qmatmul_source(shape.ty, q),
     );
-    let outs = 256 / lanes as usize;
     launch(
         ctx,
         &kern,
         &params,
         &[&w.0, &xb, &nb, &rb, &out],
-        [u(width.div_ceil(outs)), u(m), 1],
+        [u(groups.div_ceil(reps)), u(m), 1],
     );
     (out, m * width)
 }
