@@ -14,6 +14,7 @@
 //! cargo run --release -p volta-examples --features gpu --example bench_gpu [-- --quick]
 //! ```
 use std::time::Instant;
+use volta::backend::Replay;
 use volta::backend::gpu::{Launch, MatmulTiles};
 use volta::kernel::{BinaryOp, UnaryOp};
 use volta::nn::loss::cross_entropy;
@@ -278,6 +279,29 @@ fn record_rows(table: &mut Vec<String>, rng: &mut Rng) {
         records[records.len() / 2] / 1000.0 * 1e6,
         "us/op",
     );
+    // The GPU's own cost per dispatch: the same ops captured once and replayed
+    // (the host re-issues recorded launches), chained through one tensor, then
+    // independent (each reads `small`), where no barrier separates dispatches.
+    let (chained, graph) = Gpu::capture(thousand);
+    let graph = graph.expect("a capture on the GPU");
+    let t = time(7, 1, || {
+        Gpu::replay(&graph);
+        sync();
+    });
+    row(table, "replay_1000_chained_ops", t / 1000.0 * 1e6, "us/op");
+    drop((chained, graph));
+    let (independent, graph) = Gpu::capture(|| {
+        (0..1000)
+            .map(|_| small.scalar(BinaryOp::Mul, 0.999))
+            .collect::<Vec<_>>()
+    });
+    let graph = graph.expect("a capture on the GPU");
+    let t = time(7, 1, || {
+        Gpu::replay(&graph);
+        sync();
+    });
+    row(table, "replay_1000_independent_ops", t / 1000.0 * 1e6, "us/op");
+    drop((independent, graph));
     Gpu::set_fusion(true);
     let t = time(7, 1, || thousand().buffer().realize());
     row(table, "1000_small_ops_fused", t / 1000.0 * 1e6, "us/op");

@@ -1,8 +1,9 @@
 // Causal attention over a KV cache, grouped-query (head h reads kv head
 // h / (heads / kv heads)), queries rotated by RoPE on load. The host prepends
-// `const D: u32` (the head width, even, ≤ 256) and `const BT: u32` (the flash
-// tile, min(16, 1024 / D)). The cache holds (2, kv heads, capacity, D): keys
-// (rotated), then values. Query t sits at position pos + t and sees keys
+// `const D: u32` (the head width, even, ≤ 256), `const BT: u32` (the flash
+// tile, min(16, 1024 / D)) and the subgroup helpers `SHUFFLE`, `LANES`,
+// `lane_sum` and `lane_max` (as for qmatmul.wgsl). The cache holds (2, kv heads,
+// capacity, D): keys (rotated), then values. Query t sits at position pos + t and sees keys
 // 0..=pos + t. Three entry points:
 //
 // - `decode` (T small, usually 1): a workgroup per (split, head, query) runs an
@@ -30,14 +31,18 @@
 
 const WG: u32 = 256u;
 const HALF: u32 = D / 2u;
-// Value accumulators per feature in `decode`: thread li sums keys li / D mod GROUPS.
-const GROUPS: u32 = WG / D;
+// Value features per thread in `decode` (VF, 4 when D allows), threads per value
+// row, and the key groups summed in parallel.
+const VF: u32 = 4u - 2u * min(D % 4u, 1u);
+const TPK: u32 = D / VF;
+const GROUPS: u32 = WG / TPK;
 const NEG: f32 = -3.0e38;
 
 var<workgroup> q: array<f32, D>;
 var<workgroup> kf: array<f32, D>;
 var<workgroup> wt: array<f32, WG>;
 var<workgroup> red: array<f32, WG>;
+var<workgroup> vred: array<f32, GROUPS * D>;
 
 // The partial record of (query t, head h, split s): [max, sum, acc[0..D]].
 fn record(t: u32, h: u32, s: u32) -> u32 {
@@ -53,13 +58,33 @@ fn vals() -> u32 {
     return p[2] * p[4] * D;
 }
 
-// The tree reductions of `decode` over all WG threads.
-fn max_all(li: u32, v: f32) -> f32 {
+// Reductions of `decode` over all WG threads (every thread gets the result).
+// With subgroups, lanes reduce by shuffles and one partial per LANES threads
+// meets in shared memory: two barriers instead of a tree's nine.
+fn wg_reduce(li: u32, v: f32, is_max: bool) -> f32 {
+    if SHUFFLE {
+        var s: f32;
+        if is_max {
+            s = lane_max(v);
+        } else {
+            s = lane_sum(v);
+        }
+        if li % LANES == 0u {
+            red[li / LANES] = s;
+        }
+        workgroupBarrier();
+        var r = red[0];
+        for (var i = 1u; i < WG / LANES; i++) {
+            r = select(r + red[i], max(r, red[i]), is_max);
+        }
+        workgroupBarrier();
+        return r;
+    }
     red[li] = v;
     workgroupBarrier();
     for (var o = WG / 2u; o > 0u; o >>= 1u) {
         if li < o {
-            red[li] = max(red[li], red[li + o]);
+            red[li] = select(red[li] + red[li + o], max(red[li], red[li + o]), is_max);
         }
         workgroupBarrier();
     }
@@ -68,18 +93,19 @@ fn max_all(li: u32, v: f32) -> f32 {
     return r;
 }
 
-fn sum_all(li: u32, v: f32) -> f32 {
-    red[li] = v;
-    workgroupBarrier();
-    for (var o = WG / 2u; o > 0u; o >>= 1u) {
-        if li < o {
-            red[li] += red[li + o];
-        }
-        workgroupBarrier();
+// Features [e, e + VF) of a value row starting at `a`, in qkv or in the cache.
+fn qkv_v(a: u32) -> vec4<f32> {
+    if VF == 4u {
+        return vec4<f32>(qkv[a], qkv[a + 1u], qkv[a + 2u], qkv[a + 3u]);
     }
-    let r = red[0];
-    workgroupBarrier();
-    return r;
+    return vec4<f32>(qkv[a], qkv[a + 1u], 0.0, 0.0);
+}
+
+fn cache_v(a: u32) -> vec4<f32> {
+    if VF == 4u {
+        return vec4<f32>(cache[a], cache[a + 1u], cache[a + 2u], cache[a + 3u]);
+    }
+    return vec4<f32>(cache[a], cache[a + 1u], 0.0, 0.0);
 }
 
 @compute @workgroup_size(256)
@@ -125,11 +151,12 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         }
     }
     let scale = bitcast<f32>(p[10]);
-    let gi = li / D;
-    let j = li % D;
+    // Values: thread li sums features [f0, f0 + VF) over keys gi, gi + GROUPS, ...
+    let gi = li / TPK;
+    let f0 = (li % TPK) * VF;
     var m = NEG;
     var l = 0.0;
-    var acc = 0.0;
+    var acc = vec4<f32>(0.0);
     for (var base = lo; base < hi; base += WG) {
         let key = base + li;
         let valid = key < hi;
@@ -148,21 +175,22 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
             }
             sc = dot * scale;
         }
-        let mn = max(m, max_all(li, sc));
+        let mn = max(m, wg_reduce(li, sc, true));
         let alpha = exp(m - mn);
         let e = select(0.0, exp(sc - mn), valid);
         wt[li] = e;
-        l = l * alpha + sum_all(li, e);
+        // The sum's barrier also publishes wt.
+        l = l * alpha + wg_reduce(li, e, false);
         acc *= alpha;
         if gi < GROUPS {
             let n = min(WG, hi - base);
             for (var i = gi; i < n; i += GROUPS) {
                 let kk = base + i;
-                var v: f32;
+                var v: vec4<f32>;
                 if fresh && kk == at {
-                    v = qkv[vq + j];
+                    v = qkv_v(vq + f0);
                 } else {
-                    v = cache[vals() + kv_at(g, kk, j)];
+                    v = cache_v(vals() + kv_at(g, kk, f0));
                 }
                 acc += wt[i] * v;
             }
@@ -170,12 +198,16 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         m = mn;
         workgroupBarrier();
     }
-    red[li] = select(0.0, acc, gi < GROUPS);
+    if gi < GROUPS {
+        for (var u = 0u; u < VF; u++) {
+            vred[gi * D + f0 + u] = acc[u];
+        }
+    }
     workgroupBarrier();
     if li < D {
         var total = 0.0;
         for (var gg = 0u; gg < GROUPS; gg++) {
-            total += red[gg * D + li];
+            total += vred[gg * D + li];
         }
         if p[9] == 1u {
             out[(t * heads + h) * D + li] = total / l;

@@ -23,8 +23,10 @@
 // (p[10]: consecutive groups of OUTS, so a very wide W runs in fewer workgroups,
 // each staging x once). Lane l of an output takes blocks l, l + LANES, ...
 //
+// The host also prepends `const FLAGS: u32` (1 norm, 2 glu, 4 add).
+//
 // p: [0] m, [1] n (rows of W), [2] k, [3] x offset, [4] x row stride, [5] flags
-//    (1 norm, 2 glu, 4 add), [6] eps (f32 bits), [7] norm-scale offset,
+//    (as FLAGS), [6] eps (f32 bits), [7] norm-scale offset,
 //    [8] residual offset, [9] residual row stride, [10] reps.
 @group(0) @binding(0) var<storage, read> p: array<u32>;
 @group(0) @binding(1) var<storage, read> w: array<u32>;
@@ -135,7 +137,7 @@ fn group_sum(li: u32, v: f32) -> f32 {
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let k = p[2];
-    let flags = p[5];
+    let flags = FLAGS;
     let glu = (flags & 2u) != 0u;
     let width = select(p[1], p[1] / 2u, glu);
     let reps = p[10];

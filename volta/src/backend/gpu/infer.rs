@@ -87,8 +87,8 @@ struct QLaunch {
     lanes: u32,
     /// Whether lanes sum through subgroup shuffles (else a tree in shared memory).
     shuffle: bool,
-    /// Most workgroups per row of x: wider products give each workgroup several
-    /// groups of outputs (one staging of x for each).
+    /// Most workgroups per row of x (the grid's limit unless tuned): wider
+    /// products give each workgroup several groups of outputs.
     max_groups: u32,
 }
 
@@ -120,25 +120,67 @@ fn qmatmul_launch(ctx: &Context) -> QLaunch {
         wg: wg.unwrap_or(256).max(lanes),
         lanes,
         shuffle: sub.is_some_and(|s| s >= lanes),
-        max_groups: groups.unwrap_or(1024),
+        max_groups: groups.unwrap_or(65_535),
     }
 }
 
-/// The quantised matmul's source for a block type and a launch shape.
-fn qmatmul_source(ty: GgmlType, q: QLaunch) -> String {
-    let sum = if q.shuffle {
-        "const SHUFFLE: bool = true;\n\
-         fn lane_sum(v: f32) -> f32 {\n    var s = v;\n    \
-         for (var o = LANES / 2u; o > 0u; o >>= 1u) {\n        \
-         s += subgroupShuffleXor(s, o);\n    }\n    return s;\n}\n"
-    } else {
-        "const SHUFFLE: bool = false;\nfn lane_sum(v: f32) -> f32 {\n    return v;\n}\n"
+/// The subgroup helpers that qmatmul.wgsl and attention.wgsl expect: `LANES`,
+/// `SHUFFLE`, and `lane_sum`/`lane_max` over LANES consecutive threads (shuffle
+/// butterflies; without subgroups they return their argument and the shaders
+/// reduce in shared memory).
+fn subgroup_prelude(lanes: u32, shuffle: bool) -> String {
+    let lane_fn = |name: &str, combine: &str| {
+        if shuffle {
+            format!(
+                "fn {name}(v: f32) -> f32 {{\n    var s = v;\n    \
+                 for (var o = LANES / 2u; o > 0u; o >>= 1u) {{\n        \
+                 s = {combine};\n    }}\n    return s;\n}}\n"
+            )
+        } else {
+            format!("fn {name}(v: f32) -> f32 {{\n    return v;\n}}\n")
+        }
     };
-    let body = specialised(QMATMUL, ty);
     format!(
-        "{sum}const LANES: u32 = {}u;\nconst WG: u32 = {}u;\n{body}",
-        q.lanes, q.wg
+        "const SHUFFLE: bool = {shuffle};\nconst LANES: u32 = {lanes}u;\n{}{}",
+        lane_fn("lane_sum", "s + subgroupShuffleXor(s, o)"),
+        lane_fn("lane_max", "max(s, subgroupShuffleXor(s, o))")
     )
+}
+
+/// Lanes for workgroup-wide reductions: the adapter's smallest subgroup (capped
+/// at 32), or none (tree sums) without subgroup operations.
+fn reduce_lanes(ctx: &Context) -> (u32, bool) {
+    match ctx.info.subgroup_size.filter(|&s| s >= 4) {
+        Some(s) => (s.min(32), true),
+        None => (32, false),
+    }
+}
+
+/// The quantised matmul's source for a block type, a launch shape and the fused
+/// extras (`flags`: 1 norm, 2 glu, 4 add; constants, so each variant compiles
+/// without the others' code).
+fn qmatmul_source(ty: GgmlType, q: QLaunch, flags: u32) -> String {
+    format!(
+        "{}const WG: u32 = {}u;\nconst FLAGS: u32 = {flags}u;\n{}",
+        subgroup_prelude(q.lanes, q.shuffle),
+        q.wg,
+        specialised(QMATMUL, ty)
+    )
+}
+
+/// The kernel's name for `flags`, as profiles show it.
+fn qmatmul_name(flags: u32) -> &'static str {
+    const NAMES: [&str; 8] = [
+        "volta qmatmul",
+        "volta qmatmul norm",
+        "volta qmatmul glu",
+        "volta qmatmul norm glu",
+        "volta qmatmul add",
+        "volta qmatmul norm add",
+        "volta qmatmul glu add",
+        "volta qmatmul norm glu add",
+    ];
+    NAMES[flags as usize & 7]
 }
 
 /// A view's buffer, offset and row stride, with unit stride along its last axis
@@ -262,15 +304,15 @@ pub(crate) fn qmatmul(
     let kern = kernel(
         ctx,
         Key::Named(
-            "volta qmatmul",
-            vec![shape.ty.id(), q.lanes, q.wg, u32::from(q.shuffle)],
+            qmatmul_name(flags),
+            vec![shape.ty.id(), q.lanes, q.wg, u32::from(q.shuffle), flags],
         ),
         Bindings {
             reads: 4,
             writes: 1,
         },
         "main",
-        || qmatmul_source(shape.ty, q),
+        || qmatmul_source(shape.ty, q, flags),
     );
     launch(
         ctx,
@@ -401,13 +443,19 @@ pub(crate) fn attend(
         writes: 3,
     };
     let buffers = [&qb, rope.0, pos.0, cache, &partials, &out];
+    let (lanes, shuffle) = reduce_lanes(ctx);
     let entry = |name: &'static str| {
         kernel(
             ctx,
-            Key::Named(name, vec![u(d), u(tile)]),
+            Key::Named(name, vec![u(d), u(tile), lanes, u32::from(shuffle)]),
             bindings,
             name.rsplit(' ').next().expect("an entry name"),
-            || format!("const D: u32 = {d}u;\nconst BT: u32 = {tile}u;\n{ATTENTION}"),
+            || {
+                format!(
+                    "const D: u32 = {d}u;\nconst BT: u32 = {tile}u;\n{}{ATTENTION}",
+                    subgroup_prelude(lanes, shuffle)
+                )
+            },
         )
     };
     if fresh {
