@@ -3,7 +3,9 @@
 //! cache; `-n 128`: 128 tokens decoded one at a time from an empty cache), so the
 //! two read side by side. Token ids are seeded random ids (speed does not depend
 //! on them). Every timing ends with the logits read back (the GPU synced); each
-//! figure is the median of `--runs` runs after a warm-up run.
+//! figure is the median of `--runs` runs after warming up: a run, repeated until
+//! a second has passed (an idle GPU lowers its clocks and raises them again only
+//! under sustained load; `llama-bench` measures after its prompt rows).
 //!
 //! Decode rows also split a token's time into host time (recording, or replaying
 //! the captured step) and the rest (waiting for the GPU and reading the logits).
@@ -35,7 +37,7 @@ struct Args {
     /// Tokens of the decode rows (0: none).
     #[arg(long, default_value_t = 128)]
     tokens: usize,
-    /// Timed runs per row (after one warm-up run).
+    /// Timed runs per row (after warming up).
     #[arg(long, default_value_t = 5)]
     runs: usize,
     /// GPU only: also print the GPU time of each kernel of one decode step (a
@@ -44,6 +46,9 @@ struct Args {
     #[arg(long)]
     profile: bool,
 }
+
+/// Decoding before the timed runs (at least one run).
+const WARM_UP: Duration = Duration::from_secs(1);
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -85,8 +90,8 @@ fn run<D: InferenceBackend + Replay>(args: &Args, gguf: &Gguf) -> Result<(), Str
     }
     if args.tokens > 0 {
         let tokens = ids(args.tokens);
-        let (mut rates, mut host_share) = (Vec::new(), Vec::new());
-        for r in 0..=args.runs {
+        // One run of the decode row: seconds, and host seconds per token.
+        let decode = || {
             let mut cache = model.cache();
             let mut host = Duration::ZERO;
             let start = Instant::now();
@@ -97,11 +102,17 @@ fn run<D: InferenceBackend + Replay>(args: &Args, gguf: &Gguf) -> Result<(), Str
                 let row = logits.to_vec();
                 assert!(row[0].is_finite());
             }
-            let s = start.elapsed().as_secs_f64();
-            if r > 0 {
-                rates.push(args.tokens as f64 / s);
-                host_share.push(host.as_secs_f64() / args.tokens as f64);
-            }
+            (start.elapsed().as_secs_f64(), host.as_secs_f64() / args.tokens as f64)
+        };
+        let warm = Instant::now();
+        while warm.elapsed() < WARM_UP {
+            decode();
+        }
+        let (mut rates, mut host_share) = (Vec::new(), Vec::new());
+        for _ in 0..args.runs {
+            let (s, host) = decode();
+            rates.push(args.tokens as f64 / s);
+            host_share.push(host);
         }
         let rate = median(rates);
         let host = median(host_share);

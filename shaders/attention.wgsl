@@ -7,7 +7,7 @@
 // 0..=pos + t. Three entry points:
 //
 // - `decode` (T small, usually 1): a workgroup per (split, head, query) runs an
-//   online softmax over its split's keys, a tile of 256 at a time. With `fresh`
+//   online softmax over its split's keys, a tile of KT at a time. With `fresh`
 //   (T = 1), this token's key and value come from `qkv` (the cache does not hold
 //   them yet) and the workgroup of the group's first head and the split holding
 //   the position writes them to the cache, so one kernel does a decode step's
@@ -36,6 +36,8 @@ const HALF: u32 = D / 2u;
 const VF: u32 = 4u - 2u * min(D % 4u, 1u);
 const TPK: u32 = D / VF;
 const GROUPS: u32 = WG / TPK;
+// Keys per tile of `decode`: its partial dot products (TPK per key) fill `part`.
+const KT: u32 = min(WG, 4096u / TPK);
 const NEG: f32 = -3.0e38;
 
 var<workgroup> q: array<f32, D>;
@@ -43,6 +45,7 @@ var<workgroup> kf: array<f32, D>;
 var<workgroup> wt: array<f32, WG>;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> vred: array<f32, GROUPS * D>;
+var<workgroup> part: array<f32, TPK * KT>;
 
 // The partial record of (query t, head h, split s): [max, sum, acc[0..D]].
 fn record(t: u32, h: u32, s: u32) -> u32 {
@@ -151,39 +154,56 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         }
     }
     let scale = bitcast<f32>(p[10]);
-    // Values: thread li sums features [f0, f0 + VF) over keys gi, gi + GROUPS, ...
+    // Keys and values are read a row at a time by TPK threads (VF features
+    // each, so a row is one contiguous read): thread li takes features
+    // [f0, f0 + VF) of rows gi, gi + GROUPS, ... of each tile of KT keys.
     let gi = li / TPK;
     let f0 = (li % TPK) * VF;
+    let part_lane = li % TPK;
+    var qr = vec4<f32>(0.0);
+    var kr = vec4<f32>(0.0);
+    for (var u = 0u; u < VF; u++) {
+        qr[u] = q[f0 + u];
+        kr[u] = kf[f0 + u];
+    }
     var m = NEG;
     var l = 0.0;
     var acc = vec4<f32>(0.0);
-    for (var base = lo; base < hi; base += WG) {
-        let key = base + li;
-        let valid = key < hi;
+    for (var base = lo; base < hi; base += KT) {
+        let n = min(KT, hi - base);
+        // Partial dot products of the tile's keys, summed per key below.
+        if gi < GROUPS {
+            for (var i = gi; i < n; i += GROUPS) {
+                let key = base + i;
+                var kv: vec4<f32>;
+                if fresh && key == at {
+                    kv = kr;
+                } else {
+                    kv = cache_v(kv_at(g, key, f0));
+                }
+                part[part_lane * KT + i] = dot(qr, kv);
+            }
+        }
+        workgroupBarrier();
+        let valid = li < n;
         var sc = NEG;
         if valid {
             var dot = 0.0;
-            if fresh && key == at {
-                for (var e = 0u; e < D; e++) {
-                    dot += q[e] * kf[e];
-                }
-            } else {
-                let kx = kv_at(g, key, 0u);
-                for (var e = 0u; e < D; e++) {
-                    dot += q[e] * cache[kx + e];
-                }
+            for (var j = 0u; j < TPK; j++) {
+                dot += part[j * KT + li];
             }
             sc = dot * scale;
         }
         let mn = max(m, wg_reduce(li, sc, true));
         let alpha = exp(m - mn);
         let e = select(0.0, exp(sc - mn), valid);
-        wt[li] = e;
+        if li < KT {
+            wt[li] = e;
+        }
         // The sum's barrier also publishes wt.
         l = l * alpha + wg_reduce(li, e, false);
         acc *= alpha;
         if gi < GROUPS {
-            let n = min(WG, hi - base);
             for (var i = gi; i < n; i += GROUPS) {
                 let kk = base + i;
                 var v: vec4<f32>;

@@ -13,7 +13,7 @@
 // [d|m as two f16, 4 words] (ggml's own layout), Q8_0 [d as f32, 8 words of i8].
 //
 // Decode is latency-bound (a few µs per kernel), so the kernel is laid out to wait
-// on memory as few times as it can: each thread loads its first weight block
+// on memory as few times as it can: each thread loads its first two weight blocks
 // before anything else, the row of x (times the norm's scale) is staged in shared
 // memory while those loads are in flight, and the norm's 1/rms, a sum over the
 // whole row, multiplies the finished dot products instead of x, so staging never
@@ -23,7 +23,8 @@
 // (p[10]: consecutive groups of OUTS, so a very wide W runs in fewer workgroups,
 // each staging x once). Lane l of an output takes blocks l, l + LANES, ...
 //
-// The host also prepends `const FLAGS: u32` (1 norm, 2 glu, 4 add).
+// The host also prepends `const FLAGS: u32` (1 norm, 2 glu, 4 add), `const N: u32`
+// and `const K: u32` (W's shape), so the first weight loads need no parameter.
 //
 // p: [0] m, [1] n (rows of W), [2] k, [3] x offset, [4] x row stride, [5] flags
 //    (as FLAGS), [6] eps (f32 bits), [7] norm-scale offset,
@@ -136,30 +137,45 @@ fn group_sum(li: u32, v: f32) -> f32 {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-    let k = p[2];
+    let k = K;
     let flags = FLAGS;
     let glu = (flags & 2u) != 0u;
-    let width = select(p[1], p[1] / 2u, glu);
-    let reps = p[10];
-    let row = wid.y;
-    xbase = p[3] + row * p[4];
-    nbase = p[7];
-    normed = (flags & 1u) != 0u;
-    staged = k <= STAGE;
+    let add = (flags & 4u) != 0u;
+    let width = select(N, N / 2u, glu);
     let lane = li % LANES;
-    let j0 = wid.x * OUTS * reps + li / LANES;
     let blocks = k / 32u;
-
-    // This thread's first block (and its gate partner), in flight meanwhile.
+    // This thread's first two blocks (and their gate partners), in flight
+    // meanwhile. With one output group per workgroup (reps = 1, the rule) these
+    // are the kernel's first loads.
+    let reps = p[10];
+    let j0 = wid.x * OUTS * reps + li / LANES;
     let early = j0 < width && lane < blocks;
+    let early2 = j0 < width && lane + LANES < blocks;
     var first0: Block;
     var first1: Block;
+    var second0: Block;
+    var second1: Block;
     if early {
         first0 = load_block(j0 * blocks + lane);
         if glu {
             first1 = load_block((j0 + width) * blocks + lane);
         }
     }
+    if early2 {
+        second0 = load_block(j0 * blocks + lane + LANES);
+        if glu {
+            second1 = load_block((j0 + width) * blocks + lane + LANES);
+        }
+    }
+    let row = wid.y;
+    var r0 = 0.0;
+    if add && lane == 0u && j0 < width {
+        r0 = resid[p[8] + row * p[9] + j0];
+    }
+    xbase = p[3] + row * p[4];
+    nbase = p[7];
+    normed = (flags & 1u) != 0u;
+    staged = k <= STAGE;
     var ss = 0.0;
     if staged {
         for (var i = li; i < k / 4u; i += WG) {
@@ -190,6 +206,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                     a1 = block_dot(first1, b);
                 }
                 b += LANES;
+                if early2 {
+                    a0 += block_dot(second0, b);
+                    if glu {
+                        a1 += block_dot(second1, b);
+                    }
+                    b += LANES;
+                }
             }
             for (; b < blocks; b += LANES) {
                 a0 += block_dot(load_block(j * blocks + b), b);
@@ -220,8 +243,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             if glu {
                 y = y / (1.0 + exp(-y)) * (a1 * scale);
             }
-            if (flags & 4u) != 0u {
-                y += resid[p[8] + row * p[9] + j];
+            if add {
+                if r == 0u {
+                    y += r0;
+                } else {
+                    y += resid[p[8] + row * p[9] + j];
+                }
             }
             out[row * width + j] = y;
         }

@@ -156,12 +156,14 @@ fn reduce_lanes(ctx: &Context) -> (u32, bool) {
     }
 }
 
-/// The quantised matmul's source for a block type, a launch shape and the fused
-/// extras (`flags`: 1 norm, 2 glu, 4 add; constants, so each variant compiles
-/// without the others' code).
-fn qmatmul_source(ty: GgmlType, q: QLaunch, flags: u32) -> String {
+/// The quantised matmul's source for a block type, a launch shape, the fused
+/// extras (`flags`: 1 norm, 2 glu, 4 add) and W's shape, all constants: each
+/// variant compiles without the others' code, and a decode kernel's first
+/// weight loads wait for no parameter (a model has a handful of shapes).
+fn qmatmul_source(ty: GgmlType, q: QLaunch, flags: u32, n: usize, k: usize) -> String {
     format!(
-        "{}const WG: u32 = {}u;\nconst FLAGS: u32 = {flags}u;\n{}",
+        "{}const WG: u32 = {}u;\nconst FLAGS: u32 = {flags}u;\n\
+         const N: u32 = {n}u;\nconst K: u32 = {k}u;\n{}",
         subgroup_prelude(q.lanes, q.shuffle),
         q.wg,
         specialised(QMATMUL, ty)
@@ -305,14 +307,22 @@ pub(crate) fn qmatmul(
         ctx,
         Key::Named(
             qmatmul_name(flags),
-            vec![shape.ty.id(), q.lanes, q.wg, u32::from(q.shuffle), flags],
+            vec![
+                shape.ty.id(),
+                q.lanes,
+                q.wg,
+                u32::from(q.shuffle),
+                flags,
+                u(shape.rows),
+                u(shape.cols),
+            ],
         ),
         Bindings {
             reads: 4,
             writes: 1,
         },
         "main",
-        || qmatmul_source(shape.ty, q, flags),
+        || qmatmul_source(shape.ty, q, flags, shape.rows, shape.cols),
     );
     launch(
         ctx,
