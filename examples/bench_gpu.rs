@@ -39,7 +39,9 @@ fn time(runs: usize, per_run: usize, f: impl FnMut()) -> f64 {
     ts[ts.len() / 2]
 }
 
-/// The seconds per call of every timed run of [`time`], fastest first.
+/// The seconds per call of every timed run of [`time`], fastest first. The spread
+/// and the buffers created while timing (after the warm-up: a row that allocates
+/// then measures the allocator too) are noted for the next [`row`].
 fn time_runs(runs: usize, per_run: usize, mut f: impl FnMut()) -> Vec<f64> {
     let start = Instant::now();
     while start.elapsed().as_secs_f64() < WARM_UP {
@@ -48,6 +50,7 @@ fn time_runs(runs: usize, per_run: usize, mut f: impl FnMut()) -> Vec<f64> {
         }
         sync();
     }
+    let created = Gpu::buffers_created();
     let mut ts: Vec<f64> = (0..runs)
         .map(|_| {
             let t = Instant::now();
@@ -59,11 +62,46 @@ fn time_runs(runs: usize, per_run: usize, mut f: impl FnMut()) -> Vec<f64> {
         })
         .collect();
     ts.sort_by(f64::total_cmp);
+    let median = ts[ts.len() / 2];
+    *LAST_TIMING.lock().unwrap() = Some(Spread {
+        runs,
+        low: ts[0] / median - 1.0,
+        high: ts[ts.len() - 1] / median - 1.0,
+        created: Gpu::buffers_created() - created,
+    });
     ts
 }
 
+/// How the timed runs of the last measurement spread around their median.
+struct Spread {
+    runs: usize,
+    /// Fastest and slowest run relative to the median (−0.02 = 2% faster).
+    low: f64,
+    high: f64,
+    /// Buffers the pool created during the timed runs.
+    created: u64,
+}
+
+impl std::fmt::Display for Spread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "time {:+.1}%/{:+.1}% over {} runs",
+            self.low * 100.0,
+            self.high * 100.0,
+            self.runs
+        )?;
+        if self.created > 0 {
+            write!(f, "; ALLOCATED {} buffers while timing", self.created)?;
+        }
+        Ok(())
+    }
+}
+
+static LAST_TIMING: std::sync::Mutex<Option<Spread>> = std::sync::Mutex::new(None);
+
 /// Seconds of warm-up before each measurement (see [`time`]).
-const WARM_UP: f64 = 0.5;
+const WARM_UP: f64 = 1.0;
 
 /// Calls per timed run of the workload rows. PyTorch's figures come from CUDA
 /// events, which exclude the host's wait, so a sync (about 20 µs on an H200) is
@@ -149,15 +187,7 @@ fn mlp_rows(table: &mut Vec<String>, rng: &mut Rng) {
         Gpu::set_fusion(fusion);
         let suffix = if fusion { "" } else { "_unfused" };
         let mut step = || mlp.step();
-        let created = Gpu::buffers_created();
-        let runs = time_runs(7, PER_SYNC, &mut step);
-        let t = runs[runs.len() / 2];
-        println!(
-            "  (runs {:.3}..{:.3} ms; buffers created while timing: {})",
-            runs[0] * 1e3,
-            runs[runs.len() - 1] * 1e3,
-            Gpu::buffers_created() - created
-        );
+        let t = time(11, PER_SYNC, &mut step);
         row(
             table,
             &format!("mlp_train_step_b512{suffix}"),
@@ -197,20 +227,8 @@ fn cnn_rows(table: &mut Vec<String>, rng: &mut Rng) {
         let grads = cross_entropy(&model.forward(&x), &y).backward();
         opt.step(&mut model, &grads);
     };
-    let created = Gpu::buffers_created();
-    let runs = time_runs(7, PER_SYNC, &mut step);
-    println!(
-        "  (runs {:.3}..{:.3} ms; buffers created while timing: {})",
-        runs[0] * 1e3,
-        runs[runs.len() - 1] * 1e3,
-        Gpu::buffers_created() - created
-    );
-    row(
-        table,
-        "cnn_train_step_b128",
-        runs[runs.len() / 2] * 1e3,
-        "ms",
-    );
+    let t = time(11, PER_SYNC, &mut step);
+    row(table, "cnn_train_step_b128", t * 1e3, "ms");
     let before = Gpu::dispatches_recorded();
     step();
     let per_step = Gpu::dispatches_recorded() - before;
@@ -307,8 +325,12 @@ fn record_rows(table: &mut Vec<String>, rng: &mut Rng) {
     row(table, "1000_small_ops_fused", t / 1000.0 * 1e6, "us/op");
 }
 
+/// Prints and keeps a result line, with the spread of the measurement behind it.
 fn row(table: &mut Vec<String>, name: &str, value: f64, unit: &str) {
-    let line = format!("{name:40} {value:12.3} {unit}");
+    let mut line = format!("{name:40} {value:12.3} {unit}");
+    if let Some(spread) = LAST_TIMING.lock().unwrap().take() {
+        line = format!("{line:62} ({spread})");
+    }
     println!("{line}");
     table.push(line);
 }

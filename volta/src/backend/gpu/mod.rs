@@ -167,7 +167,14 @@ mod device {
         /// program: releasing large buffers takes the driver time, which a full
         /// pool would otherwise spend, one eviction at a time, in the next phase.
         pub fn empty_cache() -> u64 {
-            context::existing().map_or(0, |c| c.pool.clear())
+            context::existing().map_or(0, |c| {
+                let bytes = c.pool.clear();
+                // wgpu destroys dropped buffers when it next polls the device
+                // (after the GPU is done with them): do it now rather than in the
+                // next phase's first steps. A lost device reports at the next sync.
+                let _ = c.device.poll(wgpu::PollType::wait_indefinitely());
+                bytes
+            })
         }
 
         /// Caps the device memory Volta's buffer pool may hold (buffers lent to
