@@ -84,12 +84,24 @@ pub struct RowKernel {
     pub elem: Elem,
     /// Element type of the output (`F32` or `F16`).
     pub out_elem: Elem,
+    /// An elementwise consumer of the op's value, computed in the same kernel
+    /// (fusion across the reduction: RMSNorm's `x · rsqrt(mean(x²) + eps) · w` is
+    /// one kernel): `Input(i)` reads input `i` at each element's position and
+    /// `Input(inputs)` is the op's value there (the row's reduction, broadcast
+    /// along the row, or the softmax/normalised element). Its scalars share the
+    /// expression's numbering. With one, every op writes rows.
+    pub epilogue: Option<Expr>,
 }
 
 /// A view in a row kernel's parameters: element offset and strides (one per axis).
 pub type RowView<'a> = (usize, &'a [usize]);
 
 impl RowKernel {
+    /// Whether the output is a row per row (else a value per row).
+    pub fn writes_rows(&self) -> bool {
+        self.op.writes_rows() || self.epilogue.is_some()
+    }
+
     /// Offset of view `i`'s parameters (the inputs, then a row output).
     fn view_at(&self, i: usize) -> usize {
         2 + self.rank + i * (self.rank + 2)
@@ -97,7 +109,7 @@ impl RowKernel {
 
     /// Offset of the first scalar in the parameter block.
     fn scalars_at(&self) -> usize {
-        let views = self.axis_broadcast.len() + usize::from(self.op.writes_rows());
+        let views = self.axis_broadcast.len() + usize::from(self.writes_rows());
         self.view_at(views)
     }
 
@@ -142,12 +154,13 @@ impl RowKernel {
         assert!((1..=6).contains(&rank), "row kernels support rank 1..=6");
         let n_in = self.axis_broadcast.len();
         assert!(
-            self.expr.inputs() <= n_in,
+            self.expr.inputs() <= n_in
+                && self.epilogue.as_ref().is_none_or(|e| e.inputs() <= n_in + 1),
             "the expression reads more inputs than the kernel binds"
         );
         let vec4 = self.variant == RowVariant::Vec4;
         let serial = self.variant == RowVariant::Serial;
-        let rows_out = self.op.writes_rows();
+        let rows_out = self.writes_rows();
         let wide = |i: usize| vec4 && !self.axis_broadcast[i];
         assert!(
             self.elem.is_float() && self.out_elem.is_float(),
@@ -156,7 +169,17 @@ impl RowKernel {
         let (ty, out_ty) = (self.elem.wgsl(), self.out_elem.wgsl());
         let mut w = String::new();
         w.push_str(enable_f16(&[self.elem, self.out_elem]));
-        w.push_str(&self.expr.preamble());
+        match &self.epilogue {
+            // One preamble for both trees: a function they share is defined once.
+            Some(e) => w.push_str(
+                &self
+                    .expr
+                    .clone()
+                    .binary(crate::BinaryOp::Add, e.clone())
+                    .preamble(),
+            ),
+            None => w.push_str(&self.expr.preamble()),
+        }
         writeln!(w, "@group(0) @binding(0) var<storage, read> p: array<u32>;").unwrap();
         for i in 0..n_in {
             let t = if wide(i) {
@@ -314,17 +337,40 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         };
         const NEG_INF: &str = "bitcast<f32>(0xff800000u)";
         const POS_INF: &str = "bitcast<f32>(0x7f800000u)";
-        // A last pass writing `value(v)` for each element `v` of the row.
+        // A last pass writing `value(v)` for each element `v` of the row, or the
+        // epilogue of it.
         let out = n_in;
+        let epilogue = self.epilogue.as_ref().map(Printer::new);
         let write_row = |w: &mut String, value: &dyn Fn(&str) -> String| {
             pass(w, "y", &|w, v| {
+                let lanes: Vec<String> = v
+                    .iter()
+                    .enumerate()
+                    .map(|(l, x)| {
+                        let Some(e) = &epilogue else {
+                            return value(x);
+                        };
+                        let lane = ["x", "y", "z", "w"][l];
+                        writeln!(w, "        let v{lane} = {};", value(x)).unwrap();
+                        let input = |i: u16| {
+                            let i = i as usize;
+                            if i == n_in {
+                                format!("v{lane}")
+                            } else if wide(i) {
+                                format!("x{i}.{lane}")
+                            } else {
+                                format!("x{i}")
+                            }
+                        };
+                        e.print(w, "        ", &format!("e{lane}_"), &input, &param)
+                    })
+                    .collect();
                 if vec4 {
-                    let lanes: Vec<String> = v.iter().map(|x| value(x)).collect();
                     let row = format!("vec4<f32>({})", lanes.join(", "));
                     let row = self.out_elem.store(&row, true);
                     writeln!(w, "        dst[b{out} / 4u + k] = {row};").unwrap();
                 } else {
-                    let y = self.out_elem.store(&value(&v[0]), false);
+                    let y = self.out_elem.store(&lanes[0], false);
                     writeln!(w, "        dst[b{out} + k * s{out}] = {y};").unwrap();
                 }
             })
@@ -337,9 +383,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     ReduceOp::Min => (POS_INF, "less"),
                 };
                 fold(&mut w, "acc", identity, combine, &|v| v.to_string());
-                let first = if serial { "" } else { " && li == 0u" };
-                let acc = self.out_elem.store("acc", false);
-                writeln!(w, "    if (live{first}) {{ dst[o] = {acc}; }}").unwrap();
+                if self.epilogue.is_some() {
+                    write_row(&mut w, &|_| "acc".to_string());
+                } else {
+                    let first = if serial { "" } else { " && li == 0u" };
+                    let acc = self.out_elem.store("acc", false);
+                    writeln!(w, "    if (live{first}) {{ dst[o] = {acc}; }}").unwrap();
+                }
             }
             RowOp::Softmax | RowOp::LogSoftmax => {
                 // Three passes over the row; the second and third re-read it from
@@ -403,6 +453,7 @@ mod tests {
             variant,
             elem: Elem::F32,
             out_elem: Elem::F32,
+            epilogue: None,
         }
     }
 
@@ -467,6 +518,7 @@ mod tests {
             variant,
             elem: Elem::F32,
             out_elem: Elem::F32,
+            epilogue: None,
         };
         let layer = k(true, RowVariant::Tree);
         // One input and the output: 2 + 2 + 2·(2 + 2) = 12.
@@ -498,6 +550,46 @@ mod tests {
             ..k(true, RowVariant::Tree)
         };
         assert!(soft.source().contains("bitcast<f32>(p[12])"));
+    }
+
+    #[test]
+    fn an_epilogue_consumes_the_reduction_in_the_same_kernel() {
+        // RMSNorm: Σ x0² per row, then x0 · 1/√(Σ/n + eps) · x1 written as a row
+        // (x1 = the weight, read along the row); Input(2) is the sum.
+        let sum = Expr::input(2)
+            .binary(BinaryOp::Mul, Expr::scalar(0))
+            .binary(BinaryOp::Add, Expr::scalar(1))
+            .unary(UnaryOp::Sqrt)
+            .unary(UnaryOp::Recip);
+        let rms = |variant| RowKernel {
+            op: RowOp::Reduce(ReduceOp::Sum),
+            rank: 2,
+            axis_broadcast: vec![false, false],
+            expr: Expr::input(0).binary(BinaryOp::Mul, Expr::input(0)),
+            variant,
+            elem: Elem::F32,
+            out_elem: Elem::F32,
+            epilogue: Some(
+                Expr::input(0)
+                    .binary(BinaryOp::Mul, sum.clone())
+                    .binary(BinaryOp::Mul, Expr::input(1)),
+            ),
+        };
+        for variant in [RowVariant::Serial, RowVariant::Tree, RowVariant::Vec4] {
+            let k = rms(variant);
+            assert!(k.writes_rows());
+            let src = k.source();
+            super::super::assert_valid(&src);
+            assert!(src.contains("acc = add(acc, "), "{src}");
+            assert!(!src.contains("dst[o]"), "{src}");
+        }
+        let src = rms(RowVariant::Vec4).source();
+        assert!(src.contains("dst: array<vec4<f32>>"), "{src}");
+        assert!(src.contains("let vx = acc;"), "{src}");
+        assert!(src.contains("(vx * bitcast<f32>(p["), "{src}");
+        assert!(src.contains("dst[b2 / 4u + k] = vec4<f32>("), "{src}");
+        // Two inputs and the output: scalars after 2 + 2 + 3·(2 + 2).
+        assert_eq!(rms(RowVariant::Tree).scalars_at(), 16);
     }
 
     #[test]

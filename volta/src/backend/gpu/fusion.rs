@@ -9,6 +9,16 @@
 //! memory; equal (buffer, layout) inputs are bound once, so `x * x` reads `x` once.
 //! A row kernel (reduction, softmax, normalisation) reading a pending operand
 //! through a plain layout computes the operand's tree in its loads ([`rows`]).
+//! A consumer may also read a pending operand *broadcast* (`bias.expand(..)`): the
+//! operand's leaves are then read with zero strides on the broadcast axes.
+//!
+//! Row ops are pending too, so fusion also crosses a reduction: an elementwise
+//! consumer of a row op's value (RMSNorm's `x · rsqrt(mean(x²) + eps) · w`, a
+//! LayerNorm's affine `n · w + b`, `softmax(x) · mask`) reads it as
+//! `Input(ROW_VALUE)` ([`RowRead`]), and when the consumer runs over the row op's
+//! own dims and nothing else holds the row op, both are one row kernel with the
+//! consumer as its epilogue ([`RowKernel::epilogue`]). Otherwise the row op is
+//! recorded on its own and read from memory.
 //! Every other consumer (matmul, pad and concat, gather and scatter, window ops,
 //! copies, read-backs, strided reads, row kernels over views) *materialises* the
 //! operand: its fused kernel is recorded once and the result memoised. Trees stop
@@ -33,6 +43,10 @@ use crate::shape::Dims;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use volta_kernels::wgsl::{Elem, Expr, RowOp};
+
+/// The input index of a pending row op's value in a tree ([`RowRead`]); replaced
+/// by a real input before any kernel is built.
+const ROW_VALUE: usize = u16::MAX as usize;
 
 /// Largest tree a consumer builds by splicing operands in.
 pub(crate) const MAX_NODES: usize = 48;
@@ -113,10 +127,16 @@ impl<L: Clone + PartialEq> Builder<L> {
         let inputs: Vec<Expr> = op.leaves.iter().map(|l| self.leaf(l.clone())).collect();
         let base = self.scalars.len();
         self.scalars.extend_from_slice(&op.scalars);
-        Some(
-            op.expr
-                .substitute(&|i| inputs[i].clone(), &|j| Expr::scalar(base + j)),
-        )
+        Some(op.expr.substitute(
+            &|i| {
+                if i == ROW_VALUE {
+                    Expr::input(ROW_VALUE)
+                } else {
+                    inputs[i].clone()
+                }
+            },
+            &|j| Expr::scalar(base + j),
+        ))
     }
 
     /// The consumer's tree: `template` with `Input(i)` = `args[i]` and `Scalar(j)` =
@@ -150,9 +170,80 @@ impl PartialEq for Leaf {
 
 /// What a pending buffer is computed from, until it is materialised.
 struct Source {
+    /// The value's tree; with `row`, the tree of the elements the row op reads.
     fused: Fused<Leaf>,
     /// Pending buffers spliced into this one, directly or through others.
     spliced: Vec<Weak<Pending>>,
+    /// Set when the value is a row op's (a reduction, softmax, normalisation).
+    row: Option<RowSpec>,
+    /// The pending row op that `fused` reads as `Input(ROW_VALUE)`, if any.
+    reads: Option<RowRead>,
+}
+
+/// A row op over `fused`'s elements at every position of `over`, along `axis`.
+#[derive(Clone)]
+struct RowSpec {
+    op: RowOp,
+    axis: usize,
+    over: Dims,
+    /// The op's own run-time scalars ([`RowOp::scalars`]).
+    op_scalars: Vec<u32>,
+}
+
+impl RowSpec {
+    /// How a consumer running over `over` reads the op's value when it fuses: as
+    /// the op writes it (rows), or a reduction's value broadcast along the axis.
+    fn fused_read(&self) -> Layout {
+        let mut out = Layout::contiguous(&self.over);
+        if !self.op.writes_rows() {
+            let mut dims = self.over;
+            dims[self.axis] = 1;
+            out = Layout::contiguous(&dims);
+            out.dims = self.over;
+            out.strides[self.axis] = 0;
+        }
+        out
+    }
+}
+
+/// A tree's read of a pending row op's value: `Input(ROW_VALUE)` through `layout`
+/// (the value's memory layout as the tree's positions see it).
+#[derive(Clone)]
+struct RowRead {
+    value: Arc<Pending>,
+    layout: Layout,
+}
+
+impl RowRead {
+    fn same(&self, other: &RowRead) -> bool {
+        Arc::ptr_eq(&self.value, &other.value) && self.layout == other.layout
+    }
+
+    /// `f` reading the row op's value from memory (recorded now if pending): one
+    /// more leaf in place of `Input(ROW_VALUE)`.
+    fn from_memory(&self, f: Fused<Leaf>) -> Fused<Leaf> {
+        let mut leaves = f.leaves;
+        let leaf = Leaf {
+            buf: self.value.materialise().clone(),
+            layout: self.layout,
+        };
+        let at = match leaves.iter().position(|l| *l == leaf) {
+            Some(i) => i,
+            None => {
+                leaves.push(leaf);
+                leaves.len() - 1
+            }
+        };
+        let expr = f.expr.substitute(
+            &|i| Expr::input(if i == ROW_VALUE { at } else { i }),
+            &Expr::scalar,
+        );
+        Fused {
+            expr,
+            leaves,
+            scalars: f.scalars,
+        }
+    }
 }
 
 /// The value of an elementwise op, not recorded yet.
@@ -178,9 +269,80 @@ impl Pending {
                 held.materialise();
             }
             let f = source.fused;
-            let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
-            map(ctx(), self.elem, f.expr, &ops, &f.scalars, &self.dims)
+            if let Some(spec) = source.row {
+                let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+                let scalars = [&spec.op_scalars[..], &f.scalars].concat();
+                let elems = (self.elem, self.elem);
+                let expr = f.expr;
+                return row::rows(ctx(), elems, spec.op, expr, None, &ops, &scalars, &spec.over, spec.axis);
+            }
+            match source.reads {
+                Some(read) => self.with_row_value(f, read),
+                None => {
+                    let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+                    map(ctx(), self.elem, f.expr, &ops, &f.scalars, &self.dims)
+                }
+            }
         })
+    }
+
+    /// Records a tree that reads a row op's value: the row op with this tree as its
+    /// epilogue when they fit one kernel and nothing else holds the row op (else it
+    /// would run twice), or else the row op on its own, read from memory.
+    fn with_row_value(&self, f: Fused<Leaf>, read: RowRead) -> Arc<Pooled> {
+        let c = ctx();
+        let alone = Arc::strong_count(&read.value) == 1;
+        if let (true, Some((spec, rf))) = (alone, read.value.row_source())
+            && spec.over[..] == self.dims[..]
+            && read.layout == spec.fused_read()
+        {
+            let mut leaves = f.leaves.clone();
+            let at: Vec<usize> = rf
+                .leaves
+                .iter()
+                .map(|l| match leaves.iter().position(|m| m == l) {
+                    Some(i) => i,
+                    None => {
+                        leaves.push(l.clone());
+                        leaves.len() - 1
+                    }
+                })
+                .collect();
+            let n_in = leaves.len();
+            let limit = c.limits.max_storage_buffers_per_shader_stage as usize;
+            let ops: Vec<Operand> = leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+            let out_bytes = (self.dims.numel() * self.elem.size()) as u64;
+            // Tensors past a binding's size are left to the kernels that slice.
+            let fits = n_in + 2 <= limit.min(MAX_INPUTS + 2)
+                && !super::split::needed(c, &ops)
+                && out_bytes <= c.limits.max_storage_buffer_binding_size;
+            if fits {
+                let body = rf.expr.substitute(&|i| Expr::input(at[i]), &Expr::scalar);
+                let skip = rf.scalars.len();
+                let epilogue = f.expr.substitute(
+                    &|i| Expr::input(if i == ROW_VALUE { n_in } else { i }),
+                    &|j| Expr::scalar(skip + j),
+                );
+                let scalars = [&spec.op_scalars[..], &rf.scalars, &f.scalars].concat();
+                let elems = (self.elem, self.elem);
+                return row::rows(
+                    c, elems, spec.op, body, Some(&epilogue), &ops, &scalars, &self.dims, spec.axis,
+                );
+            }
+        }
+        let f = read.from_memory(f);
+        let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+        map(c, self.elem, f.expr, &ops, &f.scalars, &self.dims)
+    }
+
+    /// The row op and the tree it reads, while it is pending.
+    fn row_source(&self) -> Option<(RowSpec, Fused<Leaf>)> {
+        if self.is_materialised() {
+            return None;
+        }
+        let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+        let s = guard.as_ref()?;
+        Some((s.row.clone()?, s.fused.clone()))
     }
 
     /// The expression computing this value, if it is still pending and read
@@ -190,7 +352,11 @@ impl Pending {
             return None;
         }
         let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
-        guard.as_ref().map(|s| s.fused.clone())
+        let s = guard.as_ref().filter(|s| s.row.is_none())?;
+        Some(match &s.reads {
+            Some(read) => read.from_memory(s.fused.clone()),
+            None => s.fused.clone(),
+        })
     }
 
     /// Whether `layout` reads this value as the row-major array it is (possibly
@@ -205,52 +371,121 @@ impl Pending {
     }
 
     /// Splices this value into `b`'s tree if it is read through `layout` (whose dims
-    /// are the consumer's) as a plain row-major array and still pending.
+    /// are the consumer's) as a plain row-major array, possibly reshaped, or
+    /// broadcast, and still pending. A row op's value becomes `Input(ROW_VALUE)`
+    /// and the consumer's [`RowRead`] (one per consumer; `reads`).
     fn splice_into(
         self: &Arc<Self>,
         b: &mut Builder<Leaf>,
         layout: &Layout,
         reserve: usize,
         spliced: &mut Vec<Weak<Pending>>,
+        reads: &mut Option<RowRead>,
     ) -> Option<Expr> {
-        if !self.read_plainly(layout) {
-            return None;
-        }
         let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
         let source = guard.as_ref()?;
-        let expr = if layout.dims[..] == self.dims[..] {
-            b.splice(&source.fused, reserve)?
-        } else {
-            // A reshaped read: the index spaces match element for element only when
-            // every input is row-major too; then each is re-read with the new dims.
-            let flat = Layout::contiguous(&layout.dims);
-            let leaves: Option<Vec<Leaf>> = source
-                .fused
-                .leaves
-                .iter()
-                .map(|l| {
-                    l.layout.is_contiguous().then(|| Leaf {
-                        buf: l.buf.clone(),
-                        layout: Layout {
-                            offset: l.layout.offset,
-                            ..flat
-                        },
+        if source.row.is_some() {
+            // Read from memory if fusion does not happen: one input in either case.
+            let read = RowRead {
+                value: self.clone(),
+                layout: *layout,
+            };
+            let free = b.leaves.len() + 1 + reserve <= b.max_inputs;
+            return match reads {
+                Some(r) if r.same(&read) => Some(Expr::input(ROW_VALUE)),
+                None if free => {
+                    *reads = Some(read);
+                    Some(Expr::input(ROW_VALUE))
+                }
+                _ => None,
+            };
+        }
+        // How each leaf (of this value's dims) is read at the consumer's positions.
+        let relay: Box<dyn Fn(&Layout) -> Option<Layout>> = if self.read_plainly(layout) {
+            if layout.dims[..] == self.dims[..] {
+                Box::new(|l: &Layout| Some(*l))
+            } else {
+                // A reshaped read: the index spaces match element for element only
+                // when every input is row-major too; then each is re-read with the
+                // new dims.
+                let flat = Layout::contiguous(&layout.dims);
+                Box::new(move |l: &Layout| {
+                    l.is_contiguous().then_some(Layout {
+                        offset: l.offset,
+                        ..flat
                     })
                 })
-                .collect();
-            let relaid = Fused {
-                expr: source.fused.expr.clone(),
-                leaves: leaves?,
-                scalars: source.fused.scalars.clone(),
-            };
-            b.splice(&relaid, reserve)?
+            }
+        } else if self.broadcast_by(layout) {
+            let (dims, to) = (self.dims, layout.dims);
+            Box::new(move |l: &Layout| {
+                let mut r = *l;
+                r.dims = to;
+                for a in 0..to.len() {
+                    if dims[a] != to[a] {
+                        r.strides[a] = 0;
+                    }
+                }
+                Some(r)
+            })
+        } else {
+            return None;
         };
+        let leaves: Option<Vec<Leaf>> = source
+            .fused
+            .leaves
+            .iter()
+            .map(|l| {
+                relay(&l.layout).map(|layout| Leaf {
+                    buf: l.buf.clone(),
+                    layout,
+                })
+            })
+            .collect();
+        let row_read = match &source.reads {
+            Some(r) => Some(RowRead {
+                value: r.value.clone(),
+                layout: relay(&r.layout)?,
+            }),
+            None => None,
+        };
+        // One row value per consumer; it takes an input of its own.
+        let extra = match (&row_read, &*reads) {
+            (Some(r), Some(mine)) if !r.same(mine) => return None,
+            (Some(_), None) => 1,
+            _ => 0,
+        };
+        let relaid = Fused {
+            expr: source.fused.expr.clone(),
+            leaves: leaves?,
+            scalars: source.fused.scalars.clone(),
+        };
+        let expr = b.splice(&relaid, reserve + extra)?;
+        if let Some(r) = row_read {
+            *reads = Some(r);
+        }
         for w in source.spliced.iter().chain([&Arc::downgrade(self)]) {
             if !spliced.iter().any(|s| s.ptr_eq(w)) {
                 spliced.push(w.clone());
             }
         }
         Some(expr)
+    }
+
+    /// Whether `layout` reads this value broadcast to more dims: offset 0, each
+    /// axis either the value's own (row-major strides) or a length-1 axis spread
+    /// with stride 0.
+    fn broadcast_by(&self, layout: &Layout) -> bool {
+        let own = Layout::contiguous(&self.dims);
+        layout.offset == 0
+            && layout.dims.len() == self.dims.len()
+            && (0..self.dims.len()).all(|a| {
+                if layout.dims[a] == self.dims[a] {
+                    self.dims[a] == 1 || layout.strides[a] == own.strides[a]
+                } else {
+                    self.dims[a] == 1 && layout.strides[a] == 0
+                }
+            })
     }
 }
 
@@ -272,13 +507,14 @@ pub(crate) fn elementwise<E>(
     let max_inputs = MAX_INPUTS.min(limit.saturating_sub(2));
     let mut b = Builder::new(MAX_NODES.saturating_sub(template.nodes()), max_inputs);
     let mut spliced = Vec::new();
+    let mut reads = None;
     let args: Vec<Expr> = inputs
         .iter()
         .enumerate()
         .map(|(i, (buf, layout))| {
-            let reserve = inputs.len() - i - 1;
+            let reserve = inputs.len() - i - 1 + usize::from(reads.is_some());
             if let (true, Data::Pending(p)) = (on, &buf.data)
-                && let Some(e) = p.splice_into(&mut b, layout, reserve, &mut spliced)
+                && let Some(e) = p.splice_into(&mut b, layout, reserve, &mut spliced, &mut reads)
             {
                 return e;
             }
@@ -292,7 +528,12 @@ pub(crate) fn elementwise<E>(
     let pending = Arc::new(Pending {
         elem,
         dims: Dims::new(dims),
-        source: Mutex::new(Some(Source { fused, spliced })),
+        source: Mutex::new(Some(Source {
+            fused,
+            spliced,
+            row: None,
+            reads,
+        })),
         done: OnceLock::new(),
     });
     let out = GpuBuffer::pending(pending, dims.iter().product());
@@ -304,38 +545,60 @@ pub(crate) fn elementwise<E>(
 
 /// `op` over each row along `axis` of `x` (a reduction, keep-dim, softmax or
 /// normalisation), with the op's own run-time scalars `op_scalars` (raw `f32`
-/// bits, [`RowOp::scalars`] of them). A pending `x` is computed in the row
-/// kernel's loads rather than materialised, and stays pending for its other
-/// consumers: recomputing it there costs reads of its inputs (often one full-size
-/// tensor and some broadcast ones), while materialising costs a write and a read.
+/// bits, [`RowOp::scalars`] of them), as a pending value: recorded when something
+/// reads it from memory, or as the prologue of an elementwise consumer's kernel
+/// (see the module's notes). A pending `x` is computed in the row kernel's loads
+/// rather than materialised, and stays pending for its other consumers:
+/// recomputing it there costs reads of its inputs (often one full-size tensor and
+/// some broadcast ones), while materialising costs a write and a read. With fusion
+/// off the row kernel is recorded at once.
 pub(crate) fn rows<E>(
     elem: Elem,
     op: RowOp,
     x: (&GpuBuffer<E>, &Layout),
     axis: usize,
     op_scalars: &[u32],
-) -> Arc<Pooled> {
+) -> GpuBuffer<E> {
     debug_assert_eq!(op_scalars.len(), op.scalars());
     let (buf, layout) = x;
-    if let (true, Data::Pending(p)) = (enabled(), &buf.data)
-        && let Some(f) = p.fused_view(layout)
-    {
-        let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
-        let scalars = [op_scalars, &f.scalars].concat();
-        let elems = (elem, elem);
-        return row::rows(ctx(), elems, op, f.expr, &ops, &scalars, &layout.dims, axis);
+    let on = enabled();
+    let fused = match (on, &buf.data) {
+        (true, Data::Pending(p)) => p.fused_view(layout),
+        _ => None,
     }
-    let input: Operand = (buf.raw(), layout);
-    row::rows(
-        ctx(),
-        (elem, elem),
-        op,
-        Expr::input(0),
-        &[input],
-        op_scalars,
-        &layout.dims,
-        axis,
-    )
+    .unwrap_or_else(|| Fused {
+        expr: Expr::input(0),
+        leaves: vec![Leaf {
+            buf: buf.raw().clone(),
+            layout: *layout,
+        }],
+        scalars: Vec::new(),
+    });
+    let mut dims = layout.dims;
+    if !op.writes_rows() {
+        dims[axis] = 1;
+    }
+    let pending = Arc::new(Pending {
+        elem,
+        dims,
+        source: Mutex::new(Some(Source {
+            fused,
+            spliced: Vec::new(),
+            row: Some(RowSpec {
+                op,
+                axis,
+                over: layout.dims,
+                op_scalars: op_scalars.to_vec(),
+            }),
+            reads: None,
+        })),
+        done: OnceLock::new(),
+    });
+    let out = GpuBuffer::pending(pending, dims.numel());
+    if !on {
+        out.realize();
+    }
+    out
 }
 
 #[cfg(test)]

@@ -391,11 +391,7 @@ mod device {
                     elementwise($elem, e, &[x], &[scalar.scalar_bits()])
                 }
                 fn reduce(op: ReduceOp, x: View<Self, $t>, axis: usize) -> Buf<Self, $t> {
-                    let n = (0..x.1.rank())
-                        .filter(|&a| a != axis)
-                        .map(|a| x.1.dims[a])
-                        .product();
-                    GpuBuffer::new(fusion::rows($elem, RowOp::Reduce(op), x, axis, &[]), n)
+                    fusion::rows($elem, RowOp::Reduce(op), x, axis, &[])
                 }
                 fn softmax(x: View<Self, $t>, axis: usize, log: bool) -> Buf<Self, $t> {
                     let op = if log {
@@ -403,7 +399,7 @@ mod device {
                     } else {
                         RowOp::Softmax
                     };
-                    GpuBuffer::new(fusion::rows($elem, op, x, axis, &[]), x.1.numel())
+                    fusion::rows($elem, op, x, axis, &[])
                 }
                 fn matmul(a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
                     let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];
@@ -528,10 +524,7 @@ mod device {
                     eps: $t,
                 ) -> Buf<Self, $t> {
                     let op = RowOp::Normalize { center };
-                    GpuBuffer::new(
-                        fusion::rows($elem, op, x, axis, &[eps.scalar_bits()]),
-                        x.1.numel(),
-                    )
+                    fusion::rows($elem, op, x, axis, &[eps.scalar_bits()])
                 }
                 fn uniform(len: usize, seed: u64) -> Buf<Self, $t> {
                     GpuBuffer::new(super::window::uniform(ctx(), $elem, len, seed), len)

@@ -19,7 +19,9 @@ use volta_kernels::{BinaryOp, ReduceOp};
 /// `dims`, reading `inputs` (each viewed with dims `dims`) and `scalars` (raw `f32`
 /// bits: the op's own [`RowOp::scalars`] first, then the expression's). The result
 /// is contiguous: dims `dims` with the axis set to 1 for a reduction, `dims` for
-/// softmax and normalisation. The inputs hold `elem`, the output `out_elem` (the
+/// softmax, normalisation and any op with an `epilogue` (see
+/// [`RowKernel::epilogue`]: an elementwise consumer of the op's value, whose
+/// scalars follow `scalars`). The inputs hold `elem`, the output `out_elem` (the
 /// kernel computes in `f32`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn rows(
@@ -27,6 +29,7 @@ pub(crate) fn rows(
     (elem, out_elem): (Elem, Elem),
     op: RowOp,
     expr: Expr,
+    epilogue: Option<&Expr>,
     inputs: &[Operand],
     scalars: &[u32],
     dims: &[usize],
@@ -37,13 +40,14 @@ pub(crate) fn rows(
         .filter(|&a| a != axis)
         .map(|a| dims[a])
         .product();
-    let len = if op.writes_rows() { rows * n } else { rows };
+    let writes_rows = op.writes_rows() || epilogue.is_some();
+    let len = if writes_rows { rows * n } else { rows };
     let out = alloc(ctx, len * out_elem.size());
-    if rows == 0 || (op.writes_rows() && n == 0) {
+    if rows == 0 || (writes_rows && n == 0) {
         return out;
     }
     let mut out_dims = Layout::contiguous(dims);
-    if !op.writes_rows() {
+    if !writes_rows {
         out_dims = Layout::contiguous(&{
             let mut d = dims.to_vec();
             d[axis] = 1;
@@ -60,7 +64,7 @@ pub(crate) fn rows(
                 .map(|i| Part {
                     view: views[i],
                     axis: Some(a),
-                    exact: i == inputs.len() && !op.writes_rows(),
+                    exact: i == inputs.len() && !writes_rows,
                     elem: if i < inputs.len() { elem } else { out_elem },
                 })
                 .collect()
@@ -80,6 +84,7 @@ pub(crate) fn rows(
                     sub_rows,
                     op,
                     expr.clone(),
+                    epilogue,
                     ins,
                     scalars,
                     &sub,
@@ -90,7 +95,7 @@ pub(crate) fn rows(
             None => match op {
                 // Each output reads more than a binding holds: reduce the halves of
                 // the axis, then combine them.
-                RowOp::Reduce(r) if n > 1 => {
+                RowOp::Reduce(r) if n > 1 && epilogue.is_none() => {
                     let half = |start: usize, len: usize| {
                         let layouts: Vec<Layout> = inputs
                             .iter()
@@ -108,6 +113,7 @@ pub(crate) fn rows(
                             (elem, out_elem),
                             op,
                             expr.clone(),
+                            None,
                             &ins,
                             scalars,
                             &sub,
@@ -134,6 +140,7 @@ pub(crate) fn rows(
         (elem, out_elem),
         op,
         expr,
+        epilogue,
         inputs,
         scalars,
         dims,
@@ -151,19 +158,21 @@ fn record(
     (elem, out_elem): (Elem, Elem),
     op: RowOp,
     expr: Expr,
+    epilogue: Option<&Expr>,
     inputs: &[Operand],
     scalars: &[u32],
     dims: &[usize],
     axis: usize,
     out: Operand,
 ) {
+    let writes_rows = op.writes_rows() || epilogue.is_some();
     let n = dims[axis];
     let rows: usize = (0..dims.len())
         .filter(|&a| a != axis)
         .map(|a| dims[a])
         .product();
     let mut views: Vec<Operand> = inputs.to_vec();
-    if op.writes_rows() {
+    if writes_rows {
         views.push(out);
     }
     let axis_stride = |(_, l): &Operand| if n == 1 { 0 } else { l.strides[axis] };
@@ -183,7 +192,7 @@ fn record(
             }
             _ => false,
         })
-        && (!op.writes_rows() || axis_stride(&views[inputs.len()]) == 1);
+        && (!writes_rows || axis_stride(&views[inputs.len()]) == 1);
     let variant = match (vec4, tree) {
         (true, _) => RowVariant::Vec4,
         (false, true) => RowVariant::Tree,
@@ -197,6 +206,7 @@ fn record(
         variant,
         elem,
         out_elem,
+        epilogue: epilogue.cloned(),
     };
     let params_views: Vec<(usize, &[usize])> = views
         .iter()
