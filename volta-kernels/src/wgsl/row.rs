@@ -91,6 +91,11 @@ pub struct RowKernel {
     /// along the row, or the softmax/normalised element). Its scalars share the
     /// expression's numbering. With one, every op writes rows.
     pub epilogue: Option<Expr>,
+    /// Threads whose partial results combine through subgroup shuffles before
+    /// meeting in shared memory (the adapter's subgroup size, at most 32: one
+    /// barrier per reduction instead of a tree's nine), or 0 without subgroup
+    /// operations.
+    pub lanes: u32,
 }
 
 /// A view in a row kernel's parameters: element offset and strides (one per axis).
@@ -317,7 +322,27 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 };
                 writeln!(w, "        {name} = {combine}({name}, {folded});").unwrap();
             });
-            if !serial {
+            if !serial && self.lanes > 1 {
+                writeln!(
+                    w,
+                    "    for (var o = {half}u; o > 0u; o >>= 1u) {{
+        {name} = {combine}({name}, subgroupShuffleXor({name}, o));
+    }}
+    if (li % {lanes}u == 0u) {{
+        partial[li / {lanes}u] = {name};
+    }}
+    workgroupBarrier();
+    {name} = partial[0];
+    for (var i = 1u; i < {parts}u; i++) {{
+        {name} = {combine}({name}, partial[i]);
+    }}
+    workgroupBarrier();",
+                    half = self.lanes / 2,
+                    lanes = self.lanes,
+                    parts = wg / self.lanes
+                )
+                .unwrap();
+            } else if !serial {
                 writeln!(
                     w,
                     "    partial[li] = {name};
@@ -454,6 +479,7 @@ mod tests {
             elem: Elem::F32,
             out_elem: Elem::F32,
             epilogue: None,
+            lanes: 0,
         }
     }
 
@@ -519,6 +545,7 @@ mod tests {
             elem: Elem::F32,
             out_elem: Elem::F32,
             epilogue: None,
+            lanes: 0,
         };
         let layer = k(true, RowVariant::Tree);
         // One input and the output: 2 + 2 + 2·(2 + 2) = 12.
@@ -574,6 +601,7 @@ mod tests {
                     .binary(BinaryOp::Mul, sum.clone())
                     .binary(BinaryOp::Mul, Expr::input(1)),
             ),
+            lanes: 0,
         };
         for variant in [RowVariant::Serial, RowVariant::Tree, RowVariant::Vec4] {
             let k = rms(variant);
@@ -590,6 +618,27 @@ mod tests {
         assert!(src.contains("dst[b2 / 4u + k] = vec4<f32>("), "{src}");
         // Two inputs and the output: scalars after 2 + 2 + 3·(2 + 2).
         assert_eq!(rms(RowVariant::Tree).scalars_at(), 16);
+    }
+
+    #[test]
+    fn subgroup_lanes_reduce_by_shuffles_before_shared_memory() {
+        for op in [RowOp::Reduce(ReduceOp::Max), RowOp::Softmax] {
+            let k = RowKernel {
+                lanes: 32,
+                ..kernel(op, RowVariant::Vec4)
+            };
+            let src = k.source();
+            super::super::assert_valid(&src);
+            assert!(src.contains("subgroupShuffleXor("), "{src}");
+            assert!(src.contains("partial[li / 32u] = "), "{src}");
+            assert!(src.contains("for (var i = 1u; i < 8u; i++)"), "{src}");
+            assert!(!src.contains("partial[li] = "), "{src}");
+            let serial = RowKernel {
+                lanes: 32,
+                ..kernel(op, RowVariant::Serial)
+            };
+            assert!(!serial.source().contains("subgroup"));
+        }
     }
 
     #[test]

@@ -207,6 +207,11 @@ fn record(
         elem,
         out_elem,
         epilogue: epilogue.cloned(),
+        lanes: ctx
+            .info
+            .subgroup_size
+            .filter(|&s| s >= 4)
+            .map_or(0, |s| s.min(32)),
     };
     let params_views: Vec<(usize, &[usize])> = views
         .iter()
