@@ -365,7 +365,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         // A last pass writing `value(v)` for each element `v` of the row, or the
         // epilogue of it.
         let out = n_in;
-        let epilogue = self.epilogue.as_ref().map(Printer::new);
+        // A reduction's value is the same along the row: the epilogue's parts
+        // that read only it (and scalars) are computed once, before the pass.
+        let (epilogue, hoisted) = match (&self.epilogue, self.op) {
+            (Some(e), RowOp::Reduce(_)) => {
+                let mut parts = Vec::new();
+                let e = hoist(e, n_in, &mut parts);
+                (Some(e), parts)
+            }
+            (e, _) => (e.clone(), Vec::new()),
+        };
+        let epilogue = epilogue.as_ref().map(Printer::new);
         let write_row = |w: &mut String, value: &dyn Fn(&str) -> String| {
             pass(w, "y", &|w, v| {
                 let lanes: Vec<String> = v
@@ -381,6 +391,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                             let i = i as usize;
                             if i == n_in {
                                 format!("v{lane}")
+                            } else if i > n_in {
+                                format!("h{}", i - n_in - 1)
                             } else if wide(i) {
                                 format!("x{i}.{lane}")
                             } else {
@@ -409,6 +421,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 };
                 fold(&mut w, "acc", identity, combine, &|v| v.to_string());
                 if self.epilogue.is_some() {
+                    for (j, h) in hoisted.iter().enumerate() {
+                        let acc = |_: u16| "acc".to_string();
+                        let v = Printer::new(h).print(&mut w, "    ", &format!("h{j}_"), &acc, &param);
+                        writeln!(w, "    let h{j} = {v};").unwrap();
+                    }
                     write_row(&mut w, &|_| "acc".to_string());
                 } else {
                     let first = if serial { "" } else { " && li == 0u" };
@@ -458,6 +475,55 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         writeln!(w, "}}").unwrap();
         w
+    }
+}
+
+/// `e` with each largest part that reads `Input(row)` and otherwise only scalars
+/// and constants (RMSNorm's `1/√(Σ/n + eps)`) replaced by `Input(row + 1 + j)`,
+/// the part pushed as `parts[j]` (equal parts once).
+fn hoist(e: &Expr, row: usize, parts: &mut Vec<Expr>) -> Expr {
+    fn only_row(e: &Expr, row: usize) -> bool {
+        match e {
+            Expr::Input(i) => *i == row,
+            Expr::Scalar(_) | Expr::Const(_) => true,
+            Expr::Unary(_, x) => only_row(x, row),
+            Expr::Binary(_, a, b) => only_row(a, row) && only_row(b, row),
+            Expr::Select(c, a, b) => only_row(c, row) && only_row(a, row) && only_row(b, row),
+            Expr::Call { args, .. } => args.iter().all(|a| only_row(a, row)),
+        }
+    }
+    if !matches!(e, Expr::Input(_) | Expr::Scalar(_) | Expr::Const(_))
+        && only_row(e, row)
+        && e.inputs() > row
+    {
+        let j = parts.iter().position(|p| p == e).unwrap_or_else(|| {
+            parts.push(e.clone());
+            parts.len() - 1
+        });
+        return Expr::Input(row + 1 + j);
+    }
+    let h = |x: &Expr, parts: &mut Vec<Expr>| Box::new(hoist(x, row, parts));
+    match e {
+        Expr::Unary(op, x) => Expr::Unary(*op, h(x, parts)),
+        Expr::Binary(op, a, b) => {
+            let a = h(a, parts);
+            Expr::Binary(*op, a, h(b, parts))
+        }
+        Expr::Select(c, a, b) => {
+            let c = h(c, parts);
+            let a = h(a, parts);
+            Expr::Select(c, a, h(b, parts))
+        }
+        Expr::Call {
+            kernel,
+            partial,
+            args,
+        } => Expr::Call {
+            kernel: *kernel,
+            partial: *partial,
+            args: args.iter().map(|a| hoist(a, row, parts)).collect(),
+        },
+        other => other.clone(),
     }
 }
 
@@ -613,8 +679,10 @@ mod tests {
         }
         let src = rms(RowVariant::Vec4).source();
         assert!(src.contains("dst: array<vec4<f32>>"), "{src}");
-        assert!(src.contains("let vx = acc;"), "{src}");
-        assert!(src.contains("(vx * bitcast<f32>(p["), "{src}");
+        // 1/√(Σ/n + eps) once per row, before the pass that writes it.
+        assert!(src.contains("let h0 = "), "{src}");
+        assert_eq!(src.matches("sqrt(").count(), 1, "{src}");
+        assert!(src.find("let h0 = ").unwrap() < src.find("dst[b2 / 4u + k]").unwrap());
         assert!(src.contains("dst[b2 / 4u + k] = vec4<f32>("), "{src}");
         // Two inputs and the output: scalars after 2 + 2 + 3·(2 + 2).
         assert_eq!(rms(RowVariant::Tree).scalars_at(), 16);
