@@ -4,7 +4,7 @@
 //! row reduction on 4096², dispatch overhead over 1000 small ops, an MLP
 //! training step (784-1024-1024-10, batch 512, Adam) and a LeNet training step
 //! (the `model!` below, batch 128, Adam); fused rows also unfused. `--cnn` runs the
-//! LeNet rows alone, `--train` the MLP and LeNet rows.
+//! LeNet rows alone, `--train` the MLP and LeNet rows, `--rows` softmax and RMSNorm.
 //!
 //! Byte and FLOP conventions follow `torch_peers.py`, so the figures compare
 //! directly. Every timing syncs before reading the clock, warms up first, and takes
@@ -318,7 +318,12 @@ fn record_rows(table: &mut Vec<String>, rng: &mut Rng) {
         Gpu::replay(&graph);
         sync();
     });
-    row(table, "replay_1000_independent_ops", t / 1000.0 * 1e6, "us/op");
+    row(
+        table,
+        "replay_1000_independent_ops",
+        t / 1000.0 * 1e6,
+        "us/op",
+    );
     drop((independent, graph));
     Gpu::set_fusion(true);
     let t = time(7, 1, || thousand().buffer().realize());
@@ -335,6 +340,44 @@ fn row(table: &mut Vec<String>, name: &str, value: f64, unit: &str) {
     table.push(line);
 }
 
+/// Softmax and RMSNorm (as primitive ops) over rows of 4096², with fusion and
+/// without (`--rows` runs these alone).
+fn row_op_rows(table: &mut Vec<String>, rng: &mut Rng, quick: bool) {
+    let r = if quick { 512 } else { 4096 };
+    let x = raw(randn(r * r, rng), &[r, r]);
+    let w = raw(randn(r, rng), &[1, r]);
+    let rms = || {
+        let ms = x.binary(BinaryOp::Mul, &x).mean_axis(1);
+        let inv = ms
+            .scalar(BinaryOp::Add, 1e-6)
+            .unary(UnaryOp::Sqrt)
+            .unary(UnaryOp::Recip);
+        x.binary(BinaryOp::Mul, &inv.expand(&[r, r]))
+            .binary(BinaryOp::Mul, &w.expand(&[r, r]))
+    };
+    let row_bytes = 2.0 * (r * r) as f64 * 4.0;
+    for fusion in [true, false] {
+        Gpu::set_fusion(fusion);
+        let suffix = if fusion { "" } else { "_unfused" };
+        let t = time(7, PER_SYNC, || x.softmax(1).buffer().realize());
+        row(
+            table,
+            &format!("softmax_4096x4096{suffix}"),
+            row_bytes / t / 1e9,
+            "GB/s",
+        );
+        let t = time(7, PER_SYNC, || rms().buffer().realize());
+        row(
+            table,
+            &format!("rmsnorm_4096x4096_eager{suffix}"),
+            row_bytes / t / 1e9,
+            "GB/s",
+        );
+    }
+    Gpu::set_fusion(true);
+    drop((x, w));
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let mlp_only = std::env::args().any(|a| a == "--mlp");
@@ -346,6 +389,10 @@ fn main() {
     let mut rng = Rng::seed(0);
     if mlp_only {
         mlp_diagnostics(&mut rng);
+        return;
+    }
+    if std::env::args().any(|a| a == "--rows") {
+        row_op_rows(&mut Vec::new(), &mut rng, quick);
         return;
     }
     if std::env::args().any(|a| a == "--record") {
@@ -442,40 +489,7 @@ fn main() {
     );
     drop((a, b, c));
 
-    // Softmax and RMSNorm over rows of 4096², with fusion and without.
-    let r = if quick { 512 } else { 4096 };
-    let x = raw(randn(r * r, &mut rng), &[r, r]);
-    let w = raw(randn(r, &mut rng), &[1, r]);
-    let rms = || {
-        let ms = x.binary(BinaryOp::Mul, &x).mean_axis(1);
-        let inv = ms
-            .scalar(BinaryOp::Add, 1e-6)
-            .unary(UnaryOp::Sqrt)
-            .unary(UnaryOp::Recip);
-        x.binary(BinaryOp::Mul, &inv.expand(&[r, r]))
-            .binary(BinaryOp::Mul, &w.expand(&[r, r]))
-    };
-    let row_bytes = 2.0 * (r * r) as f64 * 4.0;
-    for fusion in [true, false] {
-        Gpu::set_fusion(fusion);
-        let suffix = if fusion { "" } else { "_unfused" };
-        let t = time(7, PER_SYNC, || x.softmax(1).buffer().realize());
-        row(
-            &mut table,
-            &format!("softmax_4096x4096{suffix}"),
-            row_bytes / t / 1e9,
-            "GB/s",
-        );
-        let t = time(7, PER_SYNC, || rms().buffer().realize());
-        row(
-            &mut table,
-            &format!("rmsnorm_4096x4096_eager{suffix}"),
-            row_bytes / t / 1e9,
-            "GB/s",
-        );
-    }
-    Gpu::set_fusion(true);
-    drop((x, w));
+    row_op_rows(&mut table, &mut rng, quick);
 
     record_rows(&mut table, &mut rng);
 

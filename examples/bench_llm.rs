@@ -102,7 +102,10 @@ fn run<D: InferenceBackend + Replay>(args: &Args, gguf: &Gguf) -> Result<(), Str
                 let row = logits.to_vec();
                 assert!(row[0].is_finite());
             }
-            (start.elapsed().as_secs_f64(), host.as_secs_f64() / args.tokens as f64)
+            (
+                start.elapsed().as_secs_f64(),
+                host.as_secs_f64() / args.tokens as f64,
+            )
         };
         let warm = Instant::now();
         while warm.elapsed() < WARM_UP {

@@ -1234,17 +1234,23 @@ fn a_reduction_and_its_elementwise_consumer_are_one_kernel() {
     }
     fn masked<D: Backend<f32>>(x: &RawTensor<D, f32>, w: &RawTensor<D, f32>) -> RawTensor<D, f32> {
         let dims = x.layout().dims;
-        x.softmax(1).binary(BinaryOp::Mul, &w.expand(&dims).unary(UnaryOp::Relu))
+        x.softmax(1)
+            .binary(BinaryOp::Mul, &w.expand(&dims).unary(UnaryOp::Relu))
     }
     let cpu = |v: &[f32], d: &[usize]| RawTensor::<Cpu, f32>::from_vec(v.to_vec(), d);
     let gpu = |v: &[f32], d: &[usize]| RawTensor::<Gpu, f32>::from_vec(v.to_vec(), d);
     let (xc, wc, bc) = (cpu(&x, &[r, c]), cpu(&w, &[1, c]), cpu(&b, &[1, c]));
     let (xg, wg, bg) = (gpu(&x, &[r, c]), gpu(&w, &[1, c]), gpu(&b, &[1, c]));
     Gpu::set_fusion(true);
-    let cases: [(&str, Vec<f32>, &dyn Fn() -> RawTensor<Gpu, f32>); 3] = [
+    type Case<'a> = (&'a str, Vec<f32>, &'a dyn Fn() -> RawTensor<Gpu, f32>);
+    let cases: [Case; 3] = [
         ("rms", rms(&xc, &wc).to_vec(), &|| rms(&xg, &wg)),
-        ("layer", layer(&xc, &wc, &bc).to_vec(), &|| layer(&xg, &wg, &bg)),
-        ("softmax·mask", masked(&xc, &wc).to_vec(), &|| masked(&xg, &wg)),
+        ("layer", layer(&xc, &wc, &bc).to_vec(), &|| {
+            layer(&xg, &wg, &bg)
+        }),
+        ("softmax·mask", masked(&xc, &wc).to_vec(), &|| {
+            masked(&xg, &wg)
+        }),
     ];
     for (name, want, run) in cases {
         let before = Gpu::dispatches_recorded();
@@ -1260,9 +1266,20 @@ fn a_reduction_and_its_elementwise_consumer_are_one_kernel() {
     let y = xg.binary(BinaryOp::Div, &sum.expand(&[r, c]));
     y.buffer().realize();
     assert_eq!(Gpu::dispatches_recorded() - before, 2);
-    let want = xc.binary(BinaryOp::Div, &xc.binary(BinaryOp::Mul, &xc).reduce(ReduceOp::Sum, 1).expand(&[r, c]));
+    let want = xc.binary(
+        BinaryOp::Div,
+        &xc.binary(BinaryOp::Mul, &xc)
+            .reduce(ReduceOp::Sum, 1)
+            .expand(&[r, c]),
+    );
     close("x / Σx², the sum held", &want.to_vec(), &y.to_vec());
-    close("Σx², held", &xc.binary(BinaryOp::Mul, &xc).reduce(ReduceOp::Sum, 1).to_vec(), &sum.to_vec());
+    close(
+        "Σx², held",
+        &xc.binary(BinaryOp::Mul, &xc)
+            .reduce(ReduceOp::Sum, 1)
+            .to_vec(),
+        &sum.to_vec(),
+    );
 }
 
 #[test]

@@ -160,7 +160,10 @@ impl RowKernel {
         let n_in = self.axis_broadcast.len();
         assert!(
             self.expr.inputs() <= n_in
-                && self.epilogue.as_ref().is_none_or(|e| e.inputs() <= n_in + 1),
+                && self
+                    .epilogue
+                    .as_ref()
+                    .is_none_or(|e| e.inputs() <= n_in + 1),
             "the expression reads more inputs than the kernel binds"
         );
         let vec4 = self.variant == RowVariant::Vec4;
@@ -423,7 +426,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 if self.epilogue.is_some() {
                     for (j, h) in hoisted.iter().enumerate() {
                         let acc = |_: u16| "acc".to_string();
-                        let v = Printer::new(h).print(&mut w, "    ", &format!("h{j}_"), &acc, &param);
+                        let v =
+                            Printer::new(h).print(&mut w, "    ", &format!("h{j}_"), &acc, &param);
                         writeln!(w, "    let h{j} = {v};").unwrap();
                     }
                     write_row(&mut w, &|_| "acc".to_string());

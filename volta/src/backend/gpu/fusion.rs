@@ -17,7 +17,7 @@
 //! LayerNorm's affine `n · w + b`, `softmax(x) · mask`) reads it as
 //! `Input(ROW_VALUE)` ([`RowRead`]), and when the consumer runs over the row op's
 //! own dims and nothing else holds the row op, both are one row kernel with the
-//! consumer as its epilogue ([`RowKernel::epilogue`]). Otherwise the row op is
+//! consumer as its epilogue (`RowKernel::epilogue`). Otherwise the row op is
 //! recorded on its own and read from memory.
 //! Every other consumer (matmul, pad and concat, gather and scatter, window ops,
 //! copies, read-backs, strided reads, row kernels over views) *materialises* the
@@ -206,6 +206,10 @@ impl RowSpec {
     }
 }
 
+/// How a spliced operand's leaves are read at its consumer's positions (`None`:
+/// they cannot be).
+type Relay = Box<dyn Fn(&Layout) -> Option<Layout>>;
+
 /// A tree's read of a pending row op's value: `Input(ROW_VALUE)` through `layout`
 /// (the value's memory layout as the tree's positions see it).
 #[derive(Clone)]
@@ -221,7 +225,7 @@ impl RowRead {
 
     /// `f` reading the row op's value from memory (recorded now if pending): one
     /// more leaf in place of `Input(ROW_VALUE)`.
-    fn from_memory(&self, f: Fused<Leaf>) -> Fused<Leaf> {
+    fn in_memory(&self, f: Fused<Leaf>) -> Fused<Leaf> {
         let mut leaves = f.leaves;
         let leaf = Leaf {
             buf: self.value.materialise().clone(),
@@ -274,7 +278,17 @@ impl Pending {
                 let scalars = [&spec.op_scalars[..], &f.scalars].concat();
                 let elems = (self.elem, self.elem);
                 let expr = f.expr;
-                return row::rows(ctx(), elems, spec.op, expr, None, &ops, &scalars, &spec.over, spec.axis);
+                return row::rows(
+                    ctx(),
+                    elems,
+                    spec.op,
+                    expr,
+                    None,
+                    &ops,
+                    &scalars,
+                    &spec.over,
+                    spec.axis,
+                );
             }
             match source.reads {
                 Some(read) => self.with_row_value(f, read),
@@ -326,11 +340,19 @@ impl Pending {
                 let scalars = [&spec.op_scalars[..], &rf.scalars, &f.scalars].concat();
                 let elems = (self.elem, self.elem);
                 return row::rows(
-                    c, elems, spec.op, body, Some(&epilogue), &ops, &scalars, &self.dims, spec.axis,
+                    c,
+                    elems,
+                    spec.op,
+                    body,
+                    Some(&epilogue),
+                    &ops,
+                    &scalars,
+                    &self.dims,
+                    spec.axis,
                 );
             }
         }
-        let f = read.from_memory(f);
+        let f = read.in_memory(f);
         let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
         map(c, self.elem, f.expr, &ops, &f.scalars, &self.dims)
     }
@@ -354,7 +376,7 @@ impl Pending {
         let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
         let s = guard.as_ref().filter(|s| s.row.is_none())?;
         Some(match &s.reads {
-            Some(read) => read.from_memory(s.fused.clone()),
+            Some(read) => read.in_memory(s.fused.clone()),
             None => s.fused.clone(),
         })
     }
@@ -401,7 +423,7 @@ impl Pending {
             };
         }
         // How each leaf (of this value's dims) is read at the consumer's positions.
-        let relay: Box<dyn Fn(&Layout) -> Option<Layout>> = if self.read_plainly(layout) {
+        let relay: Relay = if self.read_plainly(layout) {
             if layout.dims[..] == self.dims[..] {
                 Box::new(|l: &Layout| Some(*l))
             } else {

@@ -93,7 +93,17 @@ pub(crate) fn matmul(
     let input = (&partials, &Layout::contiguous(&dims));
     let sum = RowOp::Reduce(ReduceOp::Sum);
     let elems = (Elem::F32, elem);
-    rows(ctx, elems, sum, Expr::input(0), None, &[input], &[], &dims, 0)
+    rows(
+        ctx,
+        elems,
+        sum,
+        Expr::input(0),
+        None,
+        &[input],
+        &[],
+        &dims,
+        0,
+    )
 }
 
 /// A product with an operand larger than one binding, in slices of the batch, of
