@@ -259,9 +259,6 @@ pub enum GgufErrorKind {
     },
     /// No tensor of this name.
     MissingTensor(String),
-    /// Metadata values that contradict each other (a model's head count that does
-    /// not divide its width, …).
-    Inconsistent(String),
     /// A model dim in the file differs from the one the Rust type it is loaded into
     /// fixes (see [`Llama`](crate::models::llama::Llama)).
     ModelDims {
@@ -354,7 +351,6 @@ impl fmt::Display for GgufError {
                 found,
             } => write!(f, "metadata `{key}` is {found}, expected {expected}"),
             GgufErrorKind::MissingTensor(n) => write!(f, "no tensor `{n}`"),
-            GgufErrorKind::Inconsistent(what) => write!(f, "inconsistent metadata: {what}"),
             GgufErrorKind::ModelDims {
                 what,
                 key,
