@@ -1282,6 +1282,56 @@ fn a_reduction_and_its_elementwise_consumer_are_one_kernel() {
     );
 }
 
+/// Split-K's sum of partial products is a pending reduction: a Linear layer's
+/// `relu(x·w + b)` after it runs in the sum's kernel (the partial products, then
+/// one kernel).
+#[test]
+fn a_split_k_product_and_its_consumer_share_the_sum_kernel() {
+    let _g = lock();
+    let mut rng = Rng::seed(25);
+    let (m, k, n) = (64, 1024, 48);
+    let a: Vec<f32> = (0..m * k).map(|_| rng.normal() as f32).collect();
+    let w: Vec<f32> = (0..k * n).map(|_| rng.normal() as f32).collect();
+    let b: Vec<f32> = (0..n).map(|_| rng.normal() as f32).collect();
+    fn linear<D: Backend<f32>>(
+        a: &RawTensor<D, f32>,
+        w: &RawTensor<D, f32>,
+        b: &RawTensor<D, f32>,
+    ) -> RawTensor<D, f32> {
+        let y = a.matmul(w);
+        let dims = y.layout().dims;
+        y.binary(BinaryOp::Add, &b.expand(&dims)).unary(UnaryOp::Relu)
+    }
+    let cpu = linear(
+        &RawTensor::<Cpu, f32>::from_vec(a.clone(), &[m, k]),
+        &RawTensor::<Cpu, f32>::from_vec(w.clone(), &[k, n]),
+        &RawTensor::<Cpu, f32>::from_vec(b.clone(), &[1, n]),
+    );
+    let (ag, wg, bg) = (
+        RawTensor::<Gpu, f32>::from_vec(a, &[m, k]),
+        RawTensor::<Gpu, f32>::from_vec(w, &[k, n]),
+        RawTensor::<Gpu, f32>::from_vec(b, &[1, n]),
+    );
+    Gpu::set_fusion(true);
+    let before = Gpu::dispatches_recorded();
+    let y = linear(&ag, &wg, &bg);
+    y.buffer().realize();
+    assert_eq!(Gpu::dispatches_recorded() - before, 2, "partials, then one kernel");
+    close("relu(x·w + b), split-K", &cpu.to_vec(), &y.to_vec());
+    // Unfused: the partials, their sum, the add, the relu (so the product split).
+    Gpu::set_fusion(false);
+    let before = Gpu::dispatches_recorded();
+    let y = linear(&ag, &wg, &bg);
+    assert_eq!(Gpu::dispatches_recorded() - before, 4, "unfused");
+    close("relu(x·w + b), split-K, unfused", &cpu.to_vec(), &y.to_vec());
+    Gpu::set_fusion(true);
+    // The product itself, read back, is the sum alone.
+    let xw = ag.matmul(&wg);
+    let want = RawTensor::<Cpu, f32>::from_vec(ag.to_vec(), &[m, k])
+        .matmul(&RawTensor::from_vec(wg.to_vec(), &[k, n]));
+    close("x·w, split-K", &want.to_vec(), &xw.to_vec());
+}
+
 #[test]
 fn uniform_is_bit_identical_across_devices() {
     let _g = lock();

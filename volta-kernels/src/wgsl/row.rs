@@ -91,6 +91,11 @@ pub struct RowKernel {
     /// along the row, or the softmax/normalised element). Its scalars share the
     /// expression's numbering. With one, every op writes rows.
     pub epilogue: Option<Expr>,
+    /// With an epilogue of a reduction: run it once per row on the reduced value
+    /// and write one value per row (a consumer over the reduced dims, such as the
+    /// bias add after split-K's sum of partial products). Its inputs are then read
+    /// at the row's position (the host passes them with stride 0 along the axis).
+    pub per_row: bool,
     /// Threads whose partial results combine through subgroup shuffles before
     /// meeting in shared memory (the adapter's subgroup size, at most 32: one
     /// barrier per reduction instead of a tree's nine), or 0 without subgroup
@@ -104,7 +109,7 @@ pub type RowView<'a> = (usize, &'a [usize]);
 impl RowKernel {
     /// Whether the output is a row per row (else a value per row).
     pub fn writes_rows(&self) -> bool {
-        self.op.writes_rows() || self.epilogue.is_some()
+        self.op.writes_rows() || (self.epilogue.is_some() && !self.per_row)
     }
 
     /// Offset of view `i`'s parameters (the inputs, then a row output).
@@ -423,7 +428,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     ReduceOp::Min => (POS_INF, "less"),
                 };
                 fold(&mut w, "acc", identity, combine, &|v| v.to_string());
-                if self.epilogue.is_some() {
+                if let (true, Some(e)) = (self.per_row, &self.epilogue) {
+                    // Inputs read at the row's start (stride 0 along the axis).
+                    let first = if serial { "" } else { " && li == 0u" };
+                    writeln!(w, "    if (live{first}) {{").unwrap();
+                    for i in (0..n_in).filter(|&i| reads_input(e, i)) {
+                        let load = self.elem.load(&format!("src{i}[b{i}]"), false);
+                        writeln!(w, "        let x{i} = {load};").unwrap();
+                    }
+                    let input = |i: u16| {
+                        if i as usize == n_in {
+                            "acc".to_string()
+                        } else {
+                            format!("x{i}")
+                        }
+                    };
+                    let v = Printer::new(e).print(&mut w, "        ", "e_", &input, &param);
+                    let v = self.out_elem.store(&v, false);
+                    writeln!(w, "        dst[o] = {v};\n    }}").unwrap();
+                } else if self.epilogue.is_some() {
                     for (j, h) in hoisted.iter().enumerate() {
                         let acc = |_: u16| "acc".to_string();
                         let v =
@@ -479,6 +502,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         }
         writeln!(w, "}}").unwrap();
         w
+    }
+}
+
+/// Whether `e` reads `Input(i)`.
+fn reads_input(e: &Expr, i: usize) -> bool {
+    match e {
+        Expr::Input(j) => *j == i,
+        Expr::Scalar(_) | Expr::Const(_) => false,
+        Expr::Unary(_, x) => reads_input(x, i),
+        Expr::Binary(_, a, b) => reads_input(a, i) || reads_input(b, i),
+        Expr::Select(c, a, b) => reads_input(c, i) || reads_input(a, i) || reads_input(b, i),
+        Expr::Call { args, .. } => args.iter().any(|a| reads_input(a, i)),
     }
 }
 
@@ -549,6 +584,7 @@ mod tests {
             elem: Elem::F32,
             out_elem: Elem::F32,
             epilogue: None,
+            per_row: false,
             lanes: 0,
         }
     }
@@ -615,6 +651,7 @@ mod tests {
             elem: Elem::F32,
             out_elem: Elem::F32,
             epilogue: None,
+            per_row: false,
             lanes: 0,
         };
         let layer = k(true, RowVariant::Tree);
@@ -671,6 +708,7 @@ mod tests {
                     .binary(BinaryOp::Mul, sum.clone())
                     .binary(BinaryOp::Mul, Expr::input(1)),
             ),
+            per_row: false,
             lanes: 0,
         };
         for variant in [RowVariant::Serial, RowVariant::Tree, RowVariant::Vec4] {
@@ -690,6 +728,37 @@ mod tests {
         assert!(src.contains("dst[b2 / 4u + k] = vec4<f32>("), "{src}");
         // Two inputs and the output: scalars after 2 + 2 + 3·(2 + 2).
         assert_eq!(rms(RowVariant::Tree).scalars_at(), 16);
+    }
+
+    #[test]
+    fn a_per_row_epilogue_writes_one_value_per_row() {
+        // Split-K: Σ over the splits of partial products (input 0, along axis 0),
+        // then relu(Σ + bias) with the bias (input 1) read once per output.
+        for variant in [RowVariant::Serial, RowVariant::Tree] {
+            let k = RowKernel {
+                op: RowOp::Reduce(ReduceOp::Sum),
+                rank: 3,
+                axis_broadcast: vec![false, true],
+                expr: Expr::input(0),
+                variant,
+                elem: Elem::F32,
+                out_elem: Elem::F32,
+                epilogue: Some(
+                    Expr::input(2)
+                        .binary(BinaryOp::Add, Expr::input(1))
+                        .unary(UnaryOp::Relu),
+                ),
+                per_row: true,
+                lanes: 0,
+            };
+            assert!(!k.writes_rows());
+            let src = k.source();
+            super::super::assert_valid(&src);
+            assert!(src.contains("let x1 = src1[b1];"), "{src}");
+            assert!(!src.contains("let x0 = src0[b0];"), "{src}");
+            assert!(src.contains("dst[o] = "), "{src}");
+            assert!(src.contains("(acc + x1)"), "{src}");
+        }
     }
 
     #[test]

@@ -42,6 +42,7 @@ use crate::layout::Layout;
 use crate::shape::Dims;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use volta_kernels::ReduceOp;
 use volta_kernels::wgsl::{Elem, Expr, RowOp};
 
 /// The input index of a pending row op's value in a tree ([`RowRead`]); replaced
@@ -186,11 +187,67 @@ struct RowSpec {
     op: RowOp,
     axis: usize,
     over: Dims,
+    /// The element type the op reads (its value has the pending buffer's).
+    in_elem: Elem,
     /// The op's own run-time scalars ([`RowOp::scalars`]).
     op_scalars: Vec<u32>,
 }
 
 impl RowSpec {
+    /// The reduced dims: `over` with the axis set to 1.
+    fn reduced(&self) -> Dims {
+        let mut d = self.over;
+        d[self.axis] = 1;
+        d
+    }
+
+    /// A reduction's consumer over the reduced dims (once per row), its leaves
+    /// re-read over `over` with stride 0 along the axis: when the consumer
+    /// (`dims`) reads the value as the plain array it is, and runs over the
+    /// reduced dims themselves or over them without the axis (a matmul's
+    /// `[1, m, n]` read as `[m, n]`).
+    fn per_row_leaves(&self, leaves: &[Leaf], read: &Layout, dims: &Dims) -> Option<Vec<Leaf>> {
+        let reduced = self.reduced();
+        let plain = read.offset == 0 && read.is_contiguous() && read.numel() == reduced.numel();
+        if !matches!(self.op, RowOp::Reduce(_)) || !plain {
+            return None;
+        }
+        let squeezed: Vec<usize> = (0..reduced.len())
+            .filter(|&a| a != self.axis)
+            .map(|a| reduced[a])
+            .collect();
+        let insert = if dims[..] == reduced[..] {
+            false
+        } else if dims[..] == squeezed[..] {
+            true
+        } else {
+            return None;
+        };
+        let relay = |l: &Layout| {
+            let (mut d, mut st) = (l.dims.to_vec(), l.strides.to_vec());
+            if insert {
+                d.insert(self.axis, 1);
+                st.insert(self.axis, 0);
+            }
+            d[self.axis] = self.over[self.axis];
+            st[self.axis] = 0;
+            Layout {
+                dims: Dims::new(&d),
+                strides: Dims::new(&st),
+                offset: l.offset,
+            }
+        };
+        Some(
+            leaves
+                .iter()
+                .map(|l| Leaf {
+                    buf: l.buf.clone(),
+                    layout: relay(&l.layout),
+                })
+                .collect(),
+        )
+    }
+
     /// How a consumer running over `over` reads the op's value when it fuses: as
     /// the op writes it (rows), or a reduction's value broadcast along the axis.
     fn fused_read(&self) -> Layout {
@@ -276,7 +333,7 @@ impl Pending {
             if let Some(spec) = source.row {
                 let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
                 let scalars = [&spec.op_scalars[..], &f.scalars].concat();
-                let elems = (self.elem, self.elem);
+                let elems = (spec.in_elem, self.elem);
                 let expr = f.expr;
                 return row::rows(
                     ctx(),
@@ -302,54 +359,59 @@ impl Pending {
 
     /// Records a tree that reads a row op's value: the row op with this tree as its
     /// epilogue when they fit one kernel and nothing else holds the row op (else it
-    /// would run twice), or else the row op on its own, read from memory.
+    /// would run twice), or else the row op on its own, read from memory. The tree
+    /// runs over the row op's own dims (the value broadcast along the row, or the
+    /// rows it writes) or, for a reduction, over the reduced dims (once per row).
     fn with_row_value(&self, f: Fused<Leaf>, read: RowRead) -> Arc<Pooled> {
         let c = ctx();
         let alone = Arc::strong_count(&read.value) == 1;
-        if let (true, Some((spec, rf))) = (alone, read.value.row_source())
-            && spec.over[..] == self.dims[..]
-            && read.layout == spec.fused_read()
-        {
-            let mut leaves = f.leaves.clone();
-            let at: Vec<usize> = rf
-                .leaves
-                .iter()
-                .map(|l| match leaves.iter().position(|m| m == l) {
-                    Some(i) => i,
-                    None => {
-                        leaves.push(l.clone());
-                        leaves.len() - 1
-                    }
-                })
-                .collect();
-            let n_in = leaves.len();
-            let limit = c.limits.max_storage_buffers_per_shader_stage as usize;
-            let ops: Vec<Operand> = leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
-            let out_bytes = (self.dims.numel() * self.elem.size()) as u64;
-            // Tensors past a binding's size are left to the kernels that slice.
-            let fits = n_in + 2 <= limit.min(MAX_INPUTS + 2)
-                && !super::split::needed(c, &ops)
-                && out_bytes <= c.limits.max_storage_buffer_binding_size;
-            if fits {
-                let body = rf.expr.substitute(&|i| Expr::input(at[i]), &Expr::scalar);
-                let skip = rf.scalars.len();
-                let epilogue = f.expr.substitute(
-                    &|i| Expr::input(if i == ROW_VALUE { n_in } else { i }),
-                    &|j| Expr::scalar(skip + j),
-                );
-                let scalars = [&spec.op_scalars[..], &rf.scalars, &f.scalars].concat();
-                let elems = (self.elem, self.elem);
-                return row::rows(
-                    c,
-                    elems,
-                    spec.op,
-                    body,
-                    Some(&epilogue),
-                    &ops,
-                    &scalars,
-                    &self.dims,
-                    spec.axis,
-                );
+        if let (true, Some((spec, rf))) = (alone, read.value.row_source()) {
+            let fused = if spec.over[..] == self.dims[..] && read.layout == spec.fused_read() {
+                Some((f.leaves.clone(), false))
+            } else {
+                spec.per_row_leaves(&f.leaves, &read.layout, &self.dims)
+                    .map(|l| (l, true))
+            };
+            if let Some((mut leaves, per_row)) = fused {
+                let at: Vec<usize> = rf
+                    .leaves
+                    .iter()
+                    .map(|l| match leaves.iter().position(|m| m == l) {
+                        Some(i) => i,
+                        None => {
+                            leaves.push(l.clone());
+                            leaves.len() - 1
+                        }
+                    })
+                    .collect();
+                let n_in = leaves.len();
+                let limit = c.limits.max_storage_buffers_per_shader_stage as usize;
+                let ops: Vec<Operand> = leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+                let out_bytes = (self.dims.numel() * self.elem.size()) as u64;
+                // Tensors past a binding's size are left to the kernels that slice.
+                let fits = n_in + 2 <= limit.min(MAX_INPUTS + 2)
+                    && !super::split::needed(c, &ops)
+                    && out_bytes <= c.limits.max_storage_buffer_binding_size;
+                if fits {
+                    let body = rf.expr.substitute(&|i| Expr::input(at[i]), &Expr::scalar);
+                    let skip = rf.scalars.len();
+                    let epilogue = f.expr.substitute(
+                        &|i| Expr::input(if i == ROW_VALUE { n_in } else { i }),
+                        &|j| Expr::scalar(skip + j),
+                    );
+                    let scalars = [&spec.op_scalars[..], &rf.scalars, &f.scalars].concat();
+                    return row::rows(
+                        c,
+                        (spec.in_elem, self.elem),
+                        spec.op,
+                        body,
+                        Some((&epilogue, per_row)),
+                        &ops,
+                        &scalars,
+                        &spec.over,
+                        spec.axis,
+                    );
+                }
             }
         }
         let f = read.in_memory(f);
@@ -565,6 +627,60 @@ pub(crate) fn elementwise<E>(
     out
 }
 
+/// The sum along `axis` of a buffer in memory of `in_elem` (split-K's partial
+/// products), as a pending reduction of `elem` values (see [`rows`]).
+pub(crate) fn rows_of<E>(
+    in_elem: Elem,
+    elem: Elem,
+    (buf, layout): (Arc<Pooled>, Layout),
+    axis: usize,
+) -> GpuBuffer<E> {
+    let fused = Fused {
+        expr: Expr::input(0),
+        leaves: vec![Leaf { buf, layout }],
+        scalars: Vec::new(),
+    };
+    pending_row(elem, fused, RowOp::Reduce(ReduceOp::Sum), axis, layout.dims, in_elem, &[])
+}
+
+/// A pending row op (recorded at once with fusion off).
+fn pending_row<E>(
+    elem: Elem,
+    fused: Fused<Leaf>,
+    op: RowOp,
+    axis: usize,
+    over: Dims,
+    in_elem: Elem,
+    op_scalars: &[u32],
+) -> GpuBuffer<E> {
+    let mut dims = over;
+    if !op.writes_rows() {
+        dims[axis] = 1;
+    }
+    let pending = Arc::new(Pending {
+        elem,
+        dims,
+        source: Mutex::new(Some(Source {
+            fused,
+            spliced: Vec::new(),
+            row: Some(RowSpec {
+                op,
+                axis,
+                over,
+                in_elem,
+                op_scalars: op_scalars.to_vec(),
+            }),
+            reads: None,
+        })),
+        done: OnceLock::new(),
+    });
+    let out = GpuBuffer::pending(pending, dims.numel());
+    if !enabled() {
+        out.realize();
+    }
+    out
+}
+
 /// `op` over each row along `axis` of `x` (a reduction, keep-dim, softmax or
 /// normalisation), with the op's own run-time scalars `op_scalars` (raw `f32`
 /// bits, [`RowOp::scalars`] of them), as a pending value: recorded when something
@@ -596,31 +712,7 @@ pub(crate) fn rows<E>(
         }],
         scalars: Vec::new(),
     });
-    let mut dims = layout.dims;
-    if !op.writes_rows() {
-        dims[axis] = 1;
-    }
-    let pending = Arc::new(Pending {
-        elem,
-        dims,
-        source: Mutex::new(Some(Source {
-            fused,
-            spliced: Vec::new(),
-            row: Some(RowSpec {
-                op,
-                axis,
-                over: layout.dims,
-                op_scalars: op_scalars.to_vec(),
-            }),
-            reads: None,
-        })),
-        done: OnceLock::new(),
-    });
-    let out = GpuBuffer::pending(pending, dims.numel());
-    if !on {
-        out.realize();
-    }
-    out
+    pending_row(elem, fused, op, axis, layout.dims, elem, op_scalars)
 }
 
 #[cfg(test)]

@@ -6,13 +6,11 @@ use super::launch::{alloc, kernel, launch, u};
 use super::matmul_source::{Load, MatmulTiles, Variant, source};
 use super::pipelines::Bindings;
 use super::pool::Pooled;
-use super::row::rows;
 use super::split::{self, Part};
 use crate::layout::Layout;
 use crate::shape::Dims;
 use std::sync::{Arc, Mutex};
-use volta_kernels::ReduceOp;
-use volta_kernels::wgsl::{Elem, Expr, RowOp};
+use volta_kernels::wgsl::Elem;
 
 /// Tiles for large products: 128×128 per workgroup, 8×8 per thread, K steps of
 /// 16 (the best of the sweep at 1024–4096 on an H200, 2026-11-21).
@@ -61,21 +59,32 @@ const FILL: usize = 512;
 /// Shortest K slice a split leaves to each workgroup.
 const MIN_SLICE: usize = 128;
 
+/// A product, or the partial products of its K slices ([`matmul`]).
+pub(crate) enum Product {
+    /// The product, `(batch, m, n)`.
+    Done(Arc<Pooled>),
+    /// Split-K's partial products, `(splits, m, n)` in `f32`: their sum along
+    /// axis 0 is the product (batch 1).
+    Partials(Arc<Pooled>, [usize; 3]),
+}
+
 /// `(batch, m, k) × (batch, k, n)` of two strided views of `elem` (`F32` or `F16`;
-/// products accumulate in `f32`).
+/// products accumulate in `f32`), leaving split-K's sum of partial products to the
+/// caller (a pending reduction, so the product's consumer can run in its kernel:
+/// `fusion::rows_of`).
 pub(crate) fn matmul(
     ctx: &Context,
     elem: Elem,
     a: (&Arc<Pooled>, &Layout),
     b: (&Arc<Pooled>, &Layout),
-) -> Arc<Pooled> {
+) -> Product {
     let (batch, m, k, n) = (a.1.dims[0], a.1.dims[1], a.1.dims[2], b.1.dims[2]);
     if split::needed(ctx, &[a, b]) {
-        return in_slices(ctx, elem, a, b);
+        return Product::Done(in_slices(ctx, elem, a, b));
     }
     let splits = split_k(batch, m, k, n);
     if splits == 1 {
-        return product(ctx, (elem, elem), a, b);
+        return Product::Done(product(ctx, (elem, elem), a, b));
     }
     // Split-K: K as `splits` batches of slices (pure strides: no copies), one
     // partial product per slice, then their sum.
@@ -89,21 +98,7 @@ pub(crate) fn matmul(
     let sb = view(b.1, [splits, slice, n], 1);
     // The partial products stay in f32 until their sum is rounded.
     let partials = product(ctx, (elem, Elem::F32), (a.0, &sa), (b.0, &sb));
-    let dims = [splits, m, n];
-    let input = (&partials, &Layout::contiguous(&dims));
-    let sum = RowOp::Reduce(ReduceOp::Sum);
-    let elems = (Elem::F32, elem);
-    rows(
-        ctx,
-        elems,
-        sum,
-        Expr::input(0),
-        None,
-        &[input],
-        &[],
-        &dims,
-        0,
-    )
+    Product::Partials(partials, [splits, m, n])
 }
 
 /// A product with an operand larger than one binding, in slices of the batch, of

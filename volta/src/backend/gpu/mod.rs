@@ -403,10 +403,15 @@ mod device {
                 }
                 fn matmul(a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
                     let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];
-                    GpuBuffer::new(
-                        super::matmul::matmul(ctx(), $elem, (a.0.raw(), a.1), (b.0.raw(), b.1)),
-                        len,
-                    )
+                    let (a, b) = ((a.0.raw(), a.1), (b.0.raw(), b.1));
+                    match super::matmul::matmul(ctx(), $elem, a, b) {
+                        super::matmul::Product::Done(out) => GpuBuffer::new(out, len),
+                        // The sum of split-K's partial products is a pending
+                        // reduction: the product's consumer can run in its kernel.
+                        super::matmul::Product::Partials(p, dims) => {
+                            fusion::rows_of(Elem::F32, $elem, (p, Layout::contiguous(&dims)), 0)
+                        }
+                    }
                 }
                 fn pad(x: View<Self, $t>, pads: &[(usize, usize)], value: $t) -> Buf<Self, $t> {
                     let c = ctx();

@@ -21,7 +21,8 @@ use volta_kernels::{BinaryOp, ReduceOp};
 /// is contiguous: dims `dims` with the axis set to 1 for a reduction, `dims` for
 /// softmax, normalisation and any op with an `epilogue` (see
 /// [`RowKernel::epilogue`]: an elementwise consumer of the op's value, whose
-/// scalars follow `scalars`). The inputs hold `elem`, the output `out_elem` (the
+/// scalars follow `scalars`) unless it runs per row ([`RowKernel::per_row`], the
+/// flag beside it). The inputs hold `elem`, the output `out_elem` (the
 /// kernel computes in `f32`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn rows(
@@ -29,7 +30,7 @@ pub(crate) fn rows(
     (elem, out_elem): (Elem, Elem),
     op: RowOp,
     expr: Expr,
-    epilogue: Option<&Expr>,
+    epilogue: Option<(&Expr, bool)>,
     inputs: &[Operand],
     scalars: &[u32],
     dims: &[usize],
@@ -40,7 +41,7 @@ pub(crate) fn rows(
         .filter(|&a| a != axis)
         .map(|a| dims[a])
         .product();
-    let writes_rows = op.writes_rows() || epilogue.is_some();
+    let writes_rows = op.writes_rows() || epilogue.is_some_and(|(_, per_row)| !per_row);
     let len = if writes_rows { rows * n } else { rows };
     let out = alloc(ctx, len * out_elem.size());
     if rows == 0 || (writes_rows && n == 0) {
@@ -158,14 +159,14 @@ fn record(
     (elem, out_elem): (Elem, Elem),
     op: RowOp,
     expr: Expr,
-    epilogue: Option<&Expr>,
+    epilogue: Option<(&Expr, bool)>,
     inputs: &[Operand],
     scalars: &[u32],
     dims: &[usize],
     axis: usize,
     out: Operand,
 ) {
-    let writes_rows = op.writes_rows() || epilogue.is_some();
+    let writes_rows = op.writes_rows() || epilogue.is_some_and(|(_, per_row)| !per_row);
     let n = dims[axis];
     let rows: usize = (0..dims.len())
         .filter(|&a| a != axis)
@@ -206,7 +207,8 @@ fn record(
         variant,
         elem,
         out_elem,
-        epilogue: epilogue.cloned(),
+        epilogue: epilogue.map(|(e, _)| e.clone()),
+        per_row: epilogue.is_some_and(|(_, per_row)| per_row),
         lanes: ctx
             .info
             .subgroup_size
