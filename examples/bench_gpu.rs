@@ -51,6 +51,7 @@ fn time_runs(runs: usize, per_run: usize, mut f: impl FnMut()) -> Vec<f64> {
         sync();
     }
     let created = Gpu::buffers_created();
+    let compiled = Gpu::pipelines_compiled();
     let mut ts: Vec<f64> = (0..runs)
         .map(|_| {
             let t = Instant::now();
@@ -68,6 +69,7 @@ fn time_runs(runs: usize, per_run: usize, mut f: impl FnMut()) -> Vec<f64> {
         low: ts[0] / median - 1.0,
         high: ts[ts.len() - 1] / median - 1.0,
         created: Gpu::buffers_created() - created,
+        compiled: Gpu::pipelines_compiled() - compiled,
     });
     ts
 }
@@ -80,6 +82,8 @@ struct Spread {
     high: f64,
     /// Buffers the pool created during the timed runs.
     created: u64,
+    /// Pipelines compiled during the timed runs.
+    compiled: usize,
 }
 
 impl std::fmt::Display for Spread {
@@ -93,6 +97,9 @@ impl std::fmt::Display for Spread {
         )?;
         if self.created > 0 {
             write!(f, "; ALLOCATED {} buffers while timing", self.created)?;
+        }
+        if self.compiled > 0 {
+            write!(f, "; COMPILED {} pipelines while timing", self.compiled)?;
         }
         Ok(())
     }

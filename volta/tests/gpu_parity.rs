@@ -1300,7 +1300,8 @@ fn a_split_k_product_and_its_consumer_share_the_sum_kernel() {
     ) -> RawTensor<D, f32> {
         let y = a.matmul(w);
         let dims = y.layout().dims;
-        y.binary(BinaryOp::Add, &b.expand(&dims)).unary(UnaryOp::Relu)
+        y.binary(BinaryOp::Add, &b.expand(&dims))
+            .unary(UnaryOp::Relu)
     }
     let cpu = linear(
         &RawTensor::<Cpu, f32>::from_vec(a.clone(), &[m, k]),
@@ -1316,14 +1317,22 @@ fn a_split_k_product_and_its_consumer_share_the_sum_kernel() {
     let before = Gpu::dispatches_recorded();
     let y = linear(&ag, &wg, &bg);
     y.buffer().realize();
-    assert_eq!(Gpu::dispatches_recorded() - before, 2, "partials, then one kernel");
+    assert_eq!(
+        Gpu::dispatches_recorded() - before,
+        2,
+        "partials, then one kernel"
+    );
     close("relu(x·w + b), split-K", &cpu.to_vec(), &y.to_vec());
     // Unfused: the partials, their sum, the add, the relu (so the product split).
     Gpu::set_fusion(false);
     let before = Gpu::dispatches_recorded();
     let y = linear(&ag, &wg, &bg);
     assert_eq!(Gpu::dispatches_recorded() - before, 4, "unfused");
-    close("relu(x·w + b), split-K, unfused", &cpu.to_vec(), &y.to_vec());
+    close(
+        "relu(x·w + b), split-K, unfused",
+        &cpu.to_vec(),
+        &y.to_vec(),
+    );
     Gpu::set_fusion(true);
     // The product itself, read back, is the sum alone.
     let xw = ag.matmul(&wg);

@@ -640,7 +640,15 @@ pub(crate) fn rows_of<E>(
         leaves: vec![Leaf { buf, layout }],
         scalars: Vec::new(),
     };
-    pending_row(elem, fused, RowOp::Reduce(ReduceOp::Sum), axis, layout.dims, in_elem, &[])
+    pending_row(
+        elem,
+        fused,
+        RowOp::Reduce(ReduceOp::Sum),
+        axis,
+        layout.dims,
+        in_elem,
+        &[],
+    )
 }
 
 /// A pending row op (recorded at once with fusion off).
