@@ -263,9 +263,40 @@ impl RowSpec {
     }
 }
 
-/// How a spliced operand's leaves are read at its consumer's positions (`None`:
-/// they cannot be).
-type Relay = Box<dyn Fn(&Layout) -> Option<Layout>>;
+/// How a spliced operand's leaves (of its dims) are read at its consumer's
+/// positions.
+enum Relay {
+    /// As they are (the consumer reads the operand plainly).
+    Same,
+    /// Reshaped to the consumer's dims (contiguous ones): the index spaces match
+    /// element for element only when every leaf is row-major too.
+    Reshaped(Layout),
+    /// Broadcast: the operand's length-1 axes spread over the consumer's.
+    Broadcast { from: Dims, to: Dims },
+}
+
+impl Relay {
+    /// A leaf's layout at the consumer's positions (`None`: it cannot be re-read).
+    fn apply(&self, l: &Layout) -> Option<Layout> {
+        match self {
+            Relay::Same => Some(*l),
+            Relay::Reshaped(flat) => l.is_contiguous().then_some(Layout {
+                offset: l.offset,
+                ..*flat
+            }),
+            Relay::Broadcast { from, to } => {
+                let mut r = *l;
+                r.dims = *to;
+                for a in 0..to.len() {
+                    if from[a] != to[a] {
+                        r.strides[a] = 0;
+                    }
+                }
+                Some(r)
+            }
+        }
+    }
+}
 
 /// A tree's read of a pending row op's value: `Input(ROW_VALUE)` through `layout`
 /// (the value's memory layout as the tree's positions see it).
@@ -485,33 +516,17 @@ impl Pending {
             };
         }
         // How each leaf (of this value's dims) is read at the consumer's positions.
-        let relay: Relay = if self.read_plainly(layout) {
+        let relay = if self.read_plainly(layout) {
             if layout.dims[..] == self.dims[..] {
-                Box::new(|l: &Layout| Some(*l))
+                Relay::Same
             } else {
-                // A reshaped read: the index spaces match element for element only
-                // when every input is row-major too; then each is re-read with the
-                // new dims.
-                let flat = Layout::contiguous(&layout.dims);
-                Box::new(move |l: &Layout| {
-                    l.is_contiguous().then_some(Layout {
-                        offset: l.offset,
-                        ..flat
-                    })
-                })
+                Relay::Reshaped(Layout::contiguous(&layout.dims))
             }
         } else if self.broadcast_by(layout) {
-            let (dims, to) = (self.dims, layout.dims);
-            Box::new(move |l: &Layout| {
-                let mut r = *l;
-                r.dims = to;
-                for a in 0..to.len() {
-                    if dims[a] != to[a] {
-                        r.strides[a] = 0;
-                    }
-                }
-                Some(r)
-            })
+            Relay::Broadcast {
+                from: self.dims,
+                to: layout.dims,
+            }
         } else {
             return None;
         };
@@ -520,7 +535,7 @@ impl Pending {
             .leaves
             .iter()
             .map(|l| {
-                relay(&l.layout).map(|layout| Leaf {
+                relay.apply(&l.layout).map(|layout| Leaf {
                     buf: l.buf.clone(),
                     layout,
                 })
@@ -529,7 +544,7 @@ impl Pending {
         let row_read = match &source.reads {
             Some(r) => Some(RowRead {
                 value: r.value.clone(),
-                layout: relay(&r.layout)?,
+                layout: relay.apply(&r.layout)?,
             }),
             None => None,
         };
