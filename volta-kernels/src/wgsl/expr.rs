@@ -200,6 +200,13 @@ impl Expr {
         matches!(self, Expr::Input(_) | Expr::Scalar(_))
     }
 
+    /// Whether the tree reads some `Input(i)` with `pred(i)`.
+    pub fn any_input(&self, pred: impl Fn(usize) -> bool) -> bool {
+        self.fold(false, &|any, e| {
+            any || matches!(e, Expr::Input(i) if pred(*i))
+        })
+    }
+
     fn fold<T>(&self, acc: T, f: &impl Fn(T, &Expr) -> T) -> T {
         let acc = f(acc, self);
         match self {

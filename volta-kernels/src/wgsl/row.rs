@@ -432,7 +432,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     // Inputs read at the row's start (stride 0 along the axis).
                     let first = if serial { "" } else { " && li == 0u" };
                     writeln!(w, "    if (live{first}) {{").unwrap();
-                    for i in (0..n_in).filter(|&i| reads_input(e, i)) {
+                    for i in (0..n_in).filter(|&i| e.any_input(|j| j == i)) {
                         let load = self.elem.load(&format!("src{i}[b{i}]"), false);
                         writeln!(w, "        let x{i} = {load};").unwrap();
                     }
@@ -505,35 +505,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
 }
 
-/// Whether `e` reads `Input(i)`.
-fn reads_input(e: &Expr, i: usize) -> bool {
-    match e {
-        Expr::Input(j) => *j == i,
-        Expr::Scalar(_) | Expr::Const(_) => false,
-        Expr::Unary(_, x) => reads_input(x, i),
-        Expr::Binary(_, a, b) => reads_input(a, i) || reads_input(b, i),
-        Expr::Select(c, a, b) => reads_input(c, i) || reads_input(a, i) || reads_input(b, i),
-        Expr::Call { args, .. } => args.iter().any(|a| reads_input(a, i)),
-    }
-}
-
 /// `e` with each largest part that reads `Input(row)` and otherwise only scalars
 /// and constants (RMSNorm's `1/√(Σ/n + eps)`) replaced by `Input(row + 1 + j)`,
 /// the part pushed as `parts[j]` (equal parts once).
 fn hoist(e: &Expr, row: usize, parts: &mut Vec<Expr>) -> Expr {
-    fn only_row(e: &Expr, row: usize) -> bool {
-        match e {
-            Expr::Input(i) => *i == row,
-            Expr::Scalar(_) | Expr::Const(_) => true,
-            Expr::Unary(_, x) => only_row(x, row),
-            Expr::Binary(_, a, b) => only_row(a, row) && only_row(b, row),
-            Expr::Select(c, a, b) => only_row(c, row) && only_row(a, row) && only_row(b, row),
-            Expr::Call { args, .. } => args.iter().all(|a| only_row(a, row)),
-        }
-    }
     if !matches!(e, Expr::Input(_) | Expr::Scalar(_) | Expr::Const(_))
-        && only_row(e, row)
-        && e.inputs() > row
+        && e.any_input(|i| i == row)
+        && !e.any_input(|i| i != row)
     {
         let j = parts.iter().position(|p| p == e).unwrap_or_else(|| {
             parts.push(e.clone());

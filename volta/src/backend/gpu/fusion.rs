@@ -100,14 +100,7 @@ impl<L: Clone + PartialEq> Builder<L> {
 
     /// Reads `leaf` (once, however often it is read).
     pub fn leaf(&mut self, leaf: L) -> Expr {
-        let i = match self.leaves.iter().position(|l| *l == leaf) {
-            Some(i) => i,
-            None => {
-                self.leaves.push(leaf);
-                self.leaves.len() - 1
-            }
-        };
-        Expr::input(i)
+        Expr::input(index_of(&mut self.leaves, leaf))
     }
 
     /// Splices `op` in, or returns `None` when that would exceed the limits while
@@ -149,6 +142,18 @@ impl<L: Clone + PartialEq> Builder<L> {
             expr: template.substitute(&|i| args[i].clone(), &|j| Expr::scalar(base + j)),
             leaves: self.leaves,
             scalars: self.scalars,
+        }
+    }
+}
+
+/// The index of `leaf` in `leaves`, appended if it is not there (an input bound
+/// once however often it is read).
+fn index_of<L: PartialEq>(leaves: &mut Vec<L>, leaf: L) -> usize {
+    match leaves.iter().position(|l| *l == leaf) {
+        Some(i) => i,
+        None => {
+            leaves.push(leaf);
+            leaves.len() - 1
         }
     }
 }
@@ -319,13 +324,7 @@ impl RowRead {
             buf: self.value.materialise().clone(),
             layout: self.layout,
         };
-        let at = match leaves.iter().position(|l| *l == leaf) {
-            Some(i) => i,
-            None => {
-                leaves.push(leaf);
-                leaves.len() - 1
-            }
-        };
+        let at = index_of(&mut leaves, leaf);
         let expr = f.expr.substitute(
             &|i| Expr::input(if i == ROW_VALUE { at } else { i }),
             &Expr::scalar,
@@ -407,13 +406,7 @@ impl Pending {
                 let at: Vec<usize> = rf
                     .leaves
                     .iter()
-                    .map(|l| match leaves.iter().position(|m| m == l) {
-                        Some(i) => i,
-                        None => {
-                            leaves.push(l.clone());
-                            leaves.len() - 1
-                        }
-                    })
+                    .map(|l| index_of(&mut leaves, l.clone()))
                     .collect();
                 let n_in = leaves.len();
                 let limit = c.limits.max_storage_buffers_per_shader_stage as usize;
