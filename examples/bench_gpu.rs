@@ -3,8 +3,10 @@
 //! eager (with a sweep of elementwise thread layouts), softmax and an RMSNorm-style
 //! row reduction on 4096², dispatch overhead over 1000 small ops, an MLP
 //! training step (784-1024-1024-10, batch 512, Adam) and a LeNet training step
-//! (the `model!` below, batch 128, Adam); fused rows also unfused. `--cnn` runs the
-//! LeNet rows alone, `--train` the MLP and LeNet rows, `--rows` softmax and RMSNorm.
+//! (the `model!` below, batch 128, Adam); fused rows also unfused; tensor-core f16
+//! GEMM and f32 GEMM in half precision where the adapter has cooperative matrices.
+//! `--cnn` runs the LeNet rows alone, `--train` the MLP and LeNet rows, `--rows`
+//! softmax and RMSNorm, `--gemm` the GEMM rows and sweeps.
 //!
 //! Byte and FLOP conventions follow `torch_peers.py`, so the figures compare
 //! directly. Every timing syncs before reading the clock, warms up first, and takes
@@ -15,7 +17,8 @@
 //! ```
 use std::time::Instant;
 use volta::backend::Replay;
-use volta::backend::gpu::{Launch, MatmulTiles};
+use volta::backend::gpu::{CoopTiles, Launch, MatmulPrecision, MatmulTiles};
+use volta::dtype::f16;
 use volta::kernel::{BinaryOp, UnaryOp};
 use volta::nn::loss::cross_entropy;
 
@@ -406,6 +409,21 @@ fn main() {
         record_rows(&mut Vec::new(), &mut rng);
         return;
     }
+    if std::env::args().any(|a| a == "--gemm") {
+        let mut table = Vec::new();
+        let sizes: &[usize] = if quick {
+            &[256, 512]
+        } else {
+            &[1024, 2048, 4096]
+        };
+        gemm_rows(&mut table, &mut rng, sizes);
+        tensor_core_rows(&mut table, &mut rng, sizes);
+        println!("\n== volta on {} ({}) ==", info.name, info.backend);
+        for line in &table {
+            println!("{line}");
+        }
+        return;
+    }
     if std::env::args().any(|a| a == "--cnn") {
         let mut table = Vec::new();
         cnn_rows(&mut table, &mut rng);
@@ -509,16 +527,28 @@ fn main() {
     Gpu::set_fusion(true);
     cnn_rows(&mut table, &mut rng);
 
-    // GEMM: sweep the tile candidates at every size, check each against the CPU at
-    // 1024, then report the default choice.
     let sizes: &[usize] = if quick {
         &[256, 512]
     } else {
         &[1024, 2048, 4096]
     };
+    gemm_rows(&mut table, &mut rng, sizes);
+    tensor_core_rows(&mut table, &mut rng, sizes);
+
+    println!("\nMLP step by configuration, after the other sections:");
+    mlp_diagnostics(&mut rng);
+    println!("\n== volta on {} ({}) ==", info.name, info.backend);
+    for line in &table {
+        println!("{line}");
+    }
+}
+
+/// f32 GEMM: sweeps the tile candidates at every size, checks each against the
+/// CPU at the first size, then reports the default choice.
+fn gemm_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
     println!("\nmatmul tile sweep (TFLOP/s; error vs CPU at the first size):");
     for &n in sizes {
-        let (a, b) = (randn(n * n, &mut rng), randn(n * n, &mut rng));
+        let (a, b) = (randn(n * n, rng), randn(n * n, rng));
         let (ga, gb) = (raw(a.clone(), &[n, n]), raw(b.clone(), &[n, n]));
         let flops = 2.0 * (n as f64).powi(3);
         let per_run = (4096 / n).pow(2).clamp(2, 16);
@@ -546,18 +576,124 @@ fn main() {
         Gpu::set_matmul_tiles(None).unwrap();
         let t = time(7, per_run, || drop(ga.matmul(&gb)));
         row(
-            &mut table,
+            table,
             &format!("matmul_f32_{n}"),
             flops / t / 1e12,
             "TFLOP/s",
         );
     }
+    // The training steps' products: the MLP's (batch 512) forward and both
+    // backward products (a transposed operand each), and a batched product.
+    let shapes: [(&str, [usize; 4], bool, bool); 7] = [
+        ("mlp_fwd_512x784x1024", [1, 512, 784, 1024], false, false),
+        ("mlp_fwd_512x1024x1024", [1, 512, 1024, 1024], false, false),
+        ("mlp_fwd_512x1024x10", [1, 512, 1024, 10], false, false),
+        ("mlp_dw_784x512x1024_at", [1, 784, 512, 1024], true, false),
+        ("mlp_dw_1024x512x1024_at", [1, 1024, 512, 1024], true, false),
+        ("mlp_dx_512x1024x784_bt", [1, 512, 1024, 784], false, true),
+        ("batched_64x256x64x256", [64, 256, 64, 256], false, false),
+    ];
+    for (name, [batch, m, k, n], at, bt) in shapes {
+        // Stored as the product's operands are in training: Xᵀ and Wᵀ are views.
+        let a = if at {
+            raw(randn(batch * m * k, rng), &[batch, k, m]).transpose_last()
+        } else {
+            raw(randn(batch * m * k, rng), &[batch, m, k])
+        };
+        let b = if bt {
+            raw(randn(batch * k * n, rng), &[batch, n, k]).transpose_last()
+        } else {
+            raw(randn(batch * k * n, rng), &[batch, k, n])
+        };
+        let flops = 2.0 * (batch * m * k * n) as f64;
+        let t = time(7, 16, || drop(a.matmul(&b)));
+        row(
+            table,
+            &format!("matmul_{name}"),
+            flops / t / 1e12,
+            "TFLOP/s",
+        );
+    }
+}
 
-    println!("\nMLP step by configuration, after the other sections:");
-    mlp_diagnostics(&mut rng);
-    println!("\n== volta on {} ({}) ==", info.name, info.backend);
-    for line in &table {
-        println!("{line}");
+/// Largest |x − reference| relative to the largest |reference|.
+fn rel_error(x: &[f32], reference: &[f32]) -> f64 {
+    let scale = reference.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
+    let err = x
+        .iter()
+        .zip(reference)
+        .fold(0f64, |m, (x, y)| m.max((x - y).abs() as f64));
+    err / scale
+}
+
+/// Tensor cores (adapters with cooperative matrices): the f16 GEMM with a sweep of
+/// the tile candidates, each checked against the f32 product of the same
+/// f16-rounded operands; then f32 products in half precision
+/// (`MatmulPrecision::Half`) and their error against full precision.
+fn tensor_core_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
+    if !Gpu::init().is_ok_and(|i| i.tensor_cores) {
+        println!("\nno tensor cores on this adapter: f16 products run on the f32 kernel");
+        return;
+    }
+    println!("\ntensor-core f16 matmul sweep (TFLOP/s, max rel err vs f32 product):");
+    for &n in sizes {
+        let (a, b) = (randn(n * n, rng), randn(n * n, rng));
+        let half = |v: &[f32]| v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>();
+        let (ah, bh) = (half(&a), half(&b));
+        let rounded = |v: &[f16]| v.iter().map(|x| x.to_f32()).collect::<Vec<_>>();
+        // The reference: the f32 kernel on the rounded operands.
+        let reference = raw(rounded(&ah), &[n, n])
+            .matmul(&raw(rounded(&bh), &[n, n]))
+            .to_vec();
+        let (ga, gb) = (
+            RawTensor::<Gpu, f16>::from_vec(ah, &[n, n]),
+            RawTensor::<Gpu, f16>::from_vec(bh, &[n, n]),
+        );
+        let flops = 2.0 * (n as f64).powi(3);
+        let per_run = (4096 / n).pow(2).clamp(2, 16);
+        let err = || rel_error(&rounded(&ga.matmul(&gb).to_vec()), &reference);
+        for tiles in CoopTiles::CANDIDATES {
+            if Gpu::set_tensor_core_tiles(Some(tiles)).is_err() {
+                continue;
+            }
+            let e = err();
+            let t = time(5, per_run, || drop(ga.matmul(&gb)));
+            println!(
+                "  n={n:5} {}x{} subgroups of {}x{} fragments, bk{:2} pad{}: {:7.2}  err {e:.1e}",
+                tiles.wm,
+                tiles.wn,
+                tiles.fm,
+                tiles.fn_,
+                tiles.bk,
+                tiles.pad,
+                flops / t / 1e12
+            );
+        }
+        Gpu::set_tensor_core_tiles(None).unwrap();
+        let t = time(7, per_run, || drop(ga.matmul(&gb)));
+        row(
+            table,
+            &format!("matmul_f16_{n}"),
+            flops / t / 1e12,
+            "TFLOP/s",
+        );
+        println!("  default tiles: max rel err {:.1e}", err());
+        // f32 operands on tensor cores.
+        let (fa, fb) = (raw(a, &[n, n]), raw(b, &[n, n]));
+        let full = fa.matmul(&fb).to_vec();
+        Gpu::set_matmul_precision(MatmulPrecision::Half);
+        let t = time(7, per_run, || drop(fa.matmul(&fb)));
+        row(
+            table,
+            &format!("matmul_f32_half_precision_{n}"),
+            flops / t / 1e12,
+            "TFLOP/s",
+        );
+        println!(
+            "  half precision: max rel err {:.1e} vs full",
+            rel_error(&fa.matmul(&fb).to_vec(), &full)
+        );
+        Gpu::set_matmul_precision(MatmulPrecision::Full);
     }
 }
 

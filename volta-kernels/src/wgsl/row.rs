@@ -61,6 +61,23 @@ pub enum RowVariant {
     /// axis contiguously move as `vec4`s from 16-byte aligned rows; inputs broadcast
     /// along it (stride 0) are read once per row.
     Vec4,
+    /// Like `Vec4` for rows of at most `4 × 256 × n` elements: each thread keeps
+    /// its `n` `vec4`s of every input in registers, so a row is read from memory
+    /// once however many passes the op makes (softmax three, a norm two or three).
+    Registers(u32),
+}
+
+impl RowVariant {
+    /// The variant for a row of `len` elements that `Vec4` could walk: rows of up
+    /// to 4096 elements are held in registers.
+    pub fn vec4_for(len: usize) -> RowVariant {
+        let per_thread = len.div_ceil(4 * ROW_WORKGROUP as usize);
+        if per_thread <= 4 {
+            RowVariant::Registers(per_thread.max(1) as u32)
+        } else {
+            RowVariant::Vec4
+        }
+    }
 }
 
 /// A row kernel: `op` over each row along an axis of `expr` evaluated at every
@@ -154,7 +171,7 @@ impl RowKernel {
     pub fn groups(&self, rows: usize) -> usize {
         match self.variant {
             RowVariant::Serial => rows.div_ceil(ROW_WORKGROUP as usize),
-            RowVariant::Tree | RowVariant::Vec4 => rows,
+            RowVariant::Tree | RowVariant::Vec4 | RowVariant::Registers(_) => rows,
         }
     }
 
@@ -171,7 +188,11 @@ impl RowKernel {
                     .is_none_or(|e| e.inputs() <= n_in + 1),
             "the expression reads more inputs than the kernel binds"
         );
-        let vec4 = self.variant == RowVariant::Vec4;
+        let vec4 = matches!(self.variant, RowVariant::Vec4 | RowVariant::Registers(_));
+        let held = match self.variant {
+            RowVariant::Registers(n) => n,
+            _ => 0,
+        };
         let serial = self.variant == RowVariant::Serial;
         let rows_out = self.writes_rows();
         let wide = |i: usize| vec4 && !self.axis_broadcast[i];
@@ -269,47 +290,80 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let lower = |w: &mut String, prefix: &str, input: &dyn Fn(u16) -> String| {
             printer.print(w, "        ", prefix, input, &param)
         };
+        // Registers holding the row (`Registers`): the first pass fills them.
+        let filled = std::cell::Cell::new(false);
+        for j in 0..held {
+            for i in (0..n_in).filter(|&i| wide(i)) {
+                writeln!(w, "    var r{i}_{j} = vec4<f32>();").unwrap();
+            }
+        }
         // One pass over the row: loads, then `each(w, lane values)` per step.
         let pass = |w: &mut String, pass: &str, each: &dyn Fn(&mut String, &[String])| {
-            let (start, end, step) = match self.variant {
-                RowVariant::Serial => ("0u", "p[1]", "1u".to_string()),
-                RowVariant::Tree => ("li", "p[1]", format!("{wg}u")),
-                RowVariant::Vec4 => ("li", "p[1] / 4u", format!("{wg}u")),
-            };
-            writeln!(
-                w,
-                "    for (var k = {start}; live && k < {end}; k += {step}) {{"
-            )
-            .unwrap();
-            for i in 0..n_in {
-                let at = match (vec4, wide(i)) {
-                    (false, _) => format!("b{i} + k * s{i}"),
-                    (true, true) => format!("b{i} / 4u + k"),
-                    (true, false) => format!("b{i}"),
+            let steps = held.max(1);
+            for j in 0..steps {
+                if held > 0 {
+                    writeln!(
+                        w,
+                        "    {{ let k = li + {}u; if (live && k < p[1] / 4u) {{",
+                        j * wg
+                    )
+                    .unwrap();
+                } else {
+                    let (start, end, step) = match self.variant {
+                        RowVariant::Serial => ("0u", "p[1]", "1u".to_string()),
+                        RowVariant::Tree => ("li", "p[1]", format!("{wg}u")),
+                        _ => ("li", "p[1] / 4u", format!("{wg}u")),
+                    };
+                    writeln!(
+                        w,
+                        "    for (var k = {start}; live && k < {end}; k += {step}) {{"
+                    )
+                    .unwrap();
+                }
+                for i in 0..n_in {
+                    let at = match (vec4, wide(i)) {
+                        (false, _) => format!("b{i} + k * s{i}"),
+                        (true, true) => format!("b{i} / 4u + k"),
+                        (true, false) => format!("b{i}"),
+                    };
+                    let load = self.elem.load(&format!("src{i}[{at}]"), wide(i));
+                    if held > 0 && wide(i) {
+                        if filled.get() {
+                            writeln!(w, "        let x{i} = r{i}_{j};").unwrap();
+                        } else {
+                            writeln!(w, "        let x{i} = {load};\n        r{i}_{j} = x{i};")
+                                .unwrap();
+                        }
+                    } else {
+                        writeln!(w, "        let x{i} = {load};").unwrap();
+                    }
+                }
+                let values: Vec<String> = if vec4 {
+                    ["x", "y", "z", "w"]
+                        .iter()
+                        .map(|lane| {
+                            let input = |i: u16| {
+                                let i = i as usize;
+                                if wide(i) {
+                                    format!("x{i}.{lane}")
+                                } else {
+                                    format!("x{i}")
+                                }
+                            };
+                            lower(w, &format!("{pass}{lane}_"), &input)
+                        })
+                        .collect()
+                } else {
+                    vec![lower(w, &format!("{pass}_"), &|i| format!("x{i}"))]
                 };
-                let load = self.elem.load(&format!("src{i}[{at}]"), wide(i));
-                writeln!(w, "        let x{i} = {load};").unwrap();
+                each(w, &values);
+                if held > 0 {
+                    writeln!(w, "    }} }}").unwrap();
+                } else {
+                    writeln!(w, "    }}").unwrap();
+                }
             }
-            let values: Vec<String> = if vec4 {
-                ["x", "y", "z", "w"]
-                    .iter()
-                    .map(|lane| {
-                        let input = |i: u16| {
-                            let i = i as usize;
-                            if wide(i) {
-                                format!("x{i}.{lane}")
-                            } else {
-                                format!("x{i}")
-                            }
-                        };
-                        lower(w, &format!("{pass}{lane}_"), &input)
-                    })
-                    .collect()
-            } else {
-                vec![lower(w, &format!("{pass}_"), &|i| format!("x{i}"))]
-            };
-            each(w, &values);
-            writeln!(w, "    }}").unwrap();
+            filled.set(true);
         };
         // Folds `f(v)` over the row with `combine` into `name` (shared by the
         // workgroup unless serial).
@@ -577,7 +631,13 @@ mod tests {
             RowOp::Normalize { center: true },
             RowOp::Normalize { center: false },
         ] {
-            for variant in [RowVariant::Serial, RowVariant::Tree, RowVariant::Vec4] {
+            for variant in [
+                RowVariant::Serial,
+                RowVariant::Tree,
+                RowVariant::Vec4,
+                RowVariant::Registers(1),
+                RowVariant::Registers(3),
+            ] {
                 super::super::assert_valid(&kernel(op, variant).source());
             }
         }
@@ -648,7 +708,13 @@ mod tests {
         assert!(src.contains(" - mean) * rstd;"), "{src}");
         let p = layer.params(&[2, 3], 1, &[(0, &[3, 1]), (0, &[3, 1])], &[11, 22]);
         assert_eq!(&p[12..], &[11, 22]);
-        for variant in [RowVariant::Serial, RowVariant::Tree, RowVariant::Vec4] {
+        for variant in [
+            RowVariant::Serial,
+            RowVariant::Tree,
+            RowVariant::Vec4,
+            RowVariant::Registers(1),
+            RowVariant::Registers(3),
+        ] {
             let rms = k(false, variant).source();
             super::super::assert_valid(&rms);
             assert!(!rms.contains("mean"), "{rms}");
@@ -689,7 +755,13 @@ mod tests {
             per_row: false,
             lanes: 0,
         };
-        for variant in [RowVariant::Serial, RowVariant::Tree, RowVariant::Vec4] {
+        for variant in [
+            RowVariant::Serial,
+            RowVariant::Tree,
+            RowVariant::Vec4,
+            RowVariant::Registers(1),
+            RowVariant::Registers(3),
+        ] {
             let k = rms(variant);
             assert!(k.writes_rows());
             let src = k.source();
@@ -774,6 +846,26 @@ mod tests {
     }
 
     #[test]
+    fn rows_held_in_registers_are_read_from_memory_once() {
+        for (op, passes) in [
+            (RowOp::Softmax, 3),
+            (RowOp::Normalize { center: true }, 3),
+            (RowOp::Normalize { center: false }, 2),
+        ] {
+            let src = kernel(op, RowVariant::Registers(2)).source();
+            super::super::assert_valid(&src);
+            // Two vec4s per thread: each loaded once, then read from registers
+            // in every later pass.
+            assert_eq!(src.matches("src0[b0 / 4u + k]").count(), 2, "{src}");
+            assert_eq!(src.matches("let x0 = r0_1;").count(), passes - 1, "{src}");
+            assert!(src.contains("let k = li + 256u;"), "{src}");
+        }
+        assert_eq!(RowVariant::vec4_for(4096), RowVariant::Registers(4));
+        assert_eq!(RowVariant::vec4_for(1000), RowVariant::Registers(1));
+        assert_eq!(RowVariant::vec4_for(4100), RowVariant::Vec4);
+    }
+
+    #[test]
     fn f16_rows_compute_in_f32() {
         for op in [
             RowOp::Reduce(ReduceOp::Sum),
@@ -783,7 +875,13 @@ mod tests {
             RowOp::Normalize { center: true },
             RowOp::Normalize { center: false },
         ] {
-            for variant in [RowVariant::Serial, RowVariant::Tree, RowVariant::Vec4] {
+            for variant in [
+                RowVariant::Serial,
+                RowVariant::Tree,
+                RowVariant::Vec4,
+                RowVariant::Registers(1),
+                RowVariant::Registers(3),
+            ] {
                 for out_elem in [Elem::F16, Elem::F32] {
                     let k = RowKernel {
                         elem: Elem::F16,
@@ -794,7 +892,8 @@ mod tests {
                     super::super::assert_valid(&src);
                     assert!(src.starts_with("enable f16;"), "{src}");
                     assert!(src.contains("var<workgroup> partial: array<f32, 256>;"));
-                    let load = if variant == RowVariant::Vec4 {
+                    let wide = matches!(variant, RowVariant::Vec4 | RowVariant::Registers(_));
+                    let load = if wide {
                         "let x0 = vec4<f32>(src0[b0 / 4u + k]);"
                     } else {
                         "let x0 = f32(src0[b0 + k * s0]);"
@@ -803,7 +902,7 @@ mod tests {
                     if out_elem == Elem::F16 {
                         let store = match (op, variant) {
                             (RowOp::Reduce(_), _) => "dst[o] = f16(acc);",
-                            (_, RowVariant::Vec4) => "] = vec4<f16>(vec4<f32>(",
+                            _ if wide => "] = vec4<f16>(vec4<f32>(",
                             _ => "] = f16(",
                         };
                         assert!(src.contains(store), "{src}");

@@ -37,6 +37,12 @@ pub struct GpuInfo {
     /// operations (the `subgroup` feature): kernels reduce across that many lanes
     /// without shared memory.
     pub subgroup_size: Option<u32>,
+    /// Whether products of `f16` operands run on tensor cores: the adapter has
+    /// 16×16×16 cooperative matrices with `f16` operands and `f32` accumulation,
+    /// and 32-lane subgroups. Also what [`MatmulPrecision::Half`] needs.
+    ///
+    /// [`MatmulPrecision::Half`]: crate::backend::gpu::MatmulPrecision::Half
+    pub tensor_cores: bool,
 }
 
 impl std::fmt::Display for GpuInfo {
@@ -137,6 +143,10 @@ fn create() -> Result<Context, GpuError> {
     } else {
         wgpu::ExperimentalFeatures::disabled()
     };
+    let tensor_cores = features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+        && features.contains(wgpu::Features::SHADER_F16)
+        && features.contains(wgpu::Features::SUBGROUP)
+        && has_f16_coop_16(&adapter);
     let limits = adapter.limits();
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("volta"),
@@ -185,6 +195,7 @@ fn create() -> Result<Context, GpuError> {
             .contains(wgpu::Features::SUBGROUP)
             .then_some(a.subgroup_min_size)
             .filter(|&s| s.is_power_of_two()),
+        tensor_cores: tensor_cores && a.subgroup_min_size == 32 && a.subgroup_max_size == 32,
     };
     let recorder = Recorder::new(&device, &limits);
     let pool = Pool::new(&limits);
@@ -198,6 +209,14 @@ fn create() -> Result<Context, GpuError> {
         recorder: Mutex::new(recorder),
         pool,
         pipelines: Pipelines::default(),
+    })
+}
+
+/// Whether the adapter multiplies 16×16×16 `f16` cooperative matrices into `f32`.
+fn has_f16_coop_16(adapter: &wgpu::Adapter) -> bool {
+    use wgpu::CooperativeScalarType as S;
+    adapter.cooperative_matrix_properties().iter().any(|p| {
+        (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == S::F16 && p.cr_type == S::F32
     })
 }
 

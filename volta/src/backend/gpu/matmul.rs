@@ -2,6 +2,7 @@
 //! the generated kernel of `matmul_source`; products with too few output tiles to
 //! fill the GPU split their K axis.
 use super::context::Context;
+use super::coop_source::{self, CoopTiles, CoopVariant};
 use super::launch::{alloc, kernel, launch, u};
 use super::matmul_source::{Load, MatmulTiles, Variant, source};
 use super::pipelines::Bindings;
@@ -44,6 +45,58 @@ pub(crate) const SMALL: MatmulTiles = MatmulTiles {
 
 /// A tile override for tuning (`None`: choose by size).
 pub(crate) static OVERRIDE: Mutex<Option<MatmulTiles>> = Mutex::new(None);
+
+/// Tensor-core tiles for large products: 2×2 subgroups of 4×4 fragments.
+const COOP_LARGE: CoopTiles = CoopTiles {
+    wm: 2,
+    wn: 2,
+    fm: 4,
+    fn_: 4,
+    bk: 32,
+    pad: 8,
+};
+/// Tensor-core tiles for products too small to fill the GPU with large ones.
+const COOP_SMALL: CoopTiles = CoopTiles {
+    wm: 2,
+    wn: 2,
+    fm: 2,
+    fn_: 2,
+    bk: 32,
+    pad: 8,
+};
+
+/// A tensor-core tile override for tuning (`None`: choose by size).
+pub(crate) static COOP_OVERRIDE: Mutex<Option<CoopTiles>> = Mutex::new(None);
+
+/// How `f32` products compute on the GPU ([`Gpu::set_matmul_precision`]).
+///
+/// [`Gpu::set_matmul_precision`]: crate::Gpu::set_matmul_precision
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MatmulPrecision {
+    /// `f32` operands and arithmetic (CUDA cores).
+    #[default]
+    Full,
+    /// Operands rounded to `f16` on tensor cores, products accumulated in `f32`:
+    /// several times faster, with a relative error near `f16`'s 2⁻¹¹ per operand.
+    Half,
+}
+
+static HALF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub(crate) fn set_precision(p: MatmulPrecision) {
+    HALF.store(
+        p == MatmulPrecision::Half,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+pub(crate) fn precision() -> MatmulPrecision {
+    if HALF.load(std::sync::atomic::Ordering::Relaxed) {
+        MatmulPrecision::Half
+    } else {
+        MatmulPrecision::Full
+    }
+}
 
 /// Whether products may split K (a tuning switch, on by default).
 pub(crate) static SPLIT_K: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
@@ -186,6 +239,18 @@ fn choose_tiles(batch: usize, m: usize, n: usize) -> MatmulTiles {
     }
 }
 
+/// The tensor-core tiles for a product of this size: large ones when they fill
+/// the GPU.
+fn choose_coop_tiles(batch: usize, m: usize, n: usize) -> CoopTiles {
+    let large = COOP_LARGE;
+    let groups = m.div_ceil(large.bm() as usize) * n.div_ceil(large.bn() as usize) * batch;
+    if groups >= FILL / 2 {
+        large
+    } else {
+        COOP_SMALL
+    }
+}
+
 /// One launch of the generated kernel: operands of `elem`, the product stored as
 /// `out_elem`.
 fn product(
@@ -235,6 +300,74 @@ fn product_into(
     } else {
         Load::ScalarOuter
     };
+    let p = [
+        u(m),
+        u(n),
+        u(k),
+        u(la.offset),
+        u(a_sb),
+        u(a_sm),
+        u(a_sk),
+        u(lb.offset),
+        u(b_sb),
+        u(b_sk),
+        u(b_sn),
+    ];
+    let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
+    assert!(
+        batch <= max,
+        "GPU matmul: a batch of {batch} exceeds the grid limit {max}"
+    );
+    // Tensor cores take f16 products, and f32 ones in half precision, when both
+    // operands load as vectors.
+    let vectors = |l: Load| matches!(l, Load::K4 | Load::Outer4);
+    let on_tensor_cores = ctx.info.tensor_cores
+        && (elem == Elem::F16 || precision() == MatmulPrecision::Half)
+        && vectors(a_load)
+        && vectors(b_load);
+    if on_tensor_cores {
+        let tiles = COOP_OVERRIDE
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(|| choose_coop_tiles(batch, m, n));
+        let v = CoopVariant {
+            tiles,
+            a_k: a_load == Load::K4,
+            b_n: b_load == Load::Outer4,
+            f32_in: elem == Elem::F32,
+            half_out: out_elem == Elem::F16,
+        };
+        let t = v.tiles;
+        let key = vec![
+            t.wm,
+            t.wn,
+            t.fm,
+            t.fn_,
+            t.bk,
+            t.pad,
+            u32::from(v.a_k),
+            u32::from(v.b_n),
+            u32::from(v.f32_in),
+            u32::from(v.half_out),
+        ];
+        let kern = kernel(
+            ctx,
+            super::pipelines::Key::Named("volta matmul tensor-core", key),
+            Bindings {
+                reads: 2,
+                writes: 1,
+            },
+            "main",
+            || coop_source::source(&v),
+        );
+        let groups = [
+            u(n.div_ceil(t.bn() as usize)),
+            u(m.div_ceil(t.bm() as usize)),
+            u(batch),
+        ];
+        launch(ctx, &kern, &p, &[a.0, b.0, out], groups);
+        return;
+    }
     let tiles = OVERRIDE
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -269,24 +402,6 @@ fn product_into(
         },
         "main",
         || source(&v),
-    );
-    let p = [
-        u(m),
-        u(n),
-        u(k),
-        u(la.offset),
-        u(a_sb),
-        u(a_sm),
-        u(a_sk),
-        u(lb.offset),
-        u(b_sb),
-        u(b_sk),
-        u(b_sn),
-    ];
-    let max = ctx.limits.max_compute_workgroups_per_dimension as usize;
-    assert!(
-        batch <= max,
-        "GPU matmul: a batch of {batch} exceeds the grid limit {max}"
     );
     let groups = [
         u(n.div_ceil(tiles.bn as usize)),

@@ -138,7 +138,19 @@ struct Operand<'a> {
 struct TileLoad {
     decls: String,
     fetch: String,
+    /// The fetch for tiles that lie inside the operand: no bounds tests.
+    fetch_inside: String,
     store: String,
+}
+
+impl TileLoad {
+    /// Both fetches, picked by the workgroup-uniform `inside`.
+    fn fetch_either(&self, other: &TileLoad) -> String {
+        format!(
+            "        if (inside) {{\n{}{}        }} else {{\n{}{}        }}\n",
+            self.fetch_inside, other.fetch_inside, self.fetch, other.fetch
+        )
+    }
 }
 
 fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
@@ -167,6 +179,7 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
     let mut t = TileLoad {
         decls: String::new(),
         fetch: String::new(),
+        fetch_inside: String::new(),
         store: String::new(),
     };
     for r in 0..reps {
@@ -187,6 +200,7 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
         let ty = if load.is_vec() { "vec4<f32>" } else { "f32" };
         writeln!(t.decls, "    var {v}: {ty};").unwrap();
         open(&mut t.fetch);
+        open(&mut t.fetch_inside);
         open(&mut t.store);
         match load {
             Load::Outer4 => {
@@ -195,6 +209,13 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
                     "        let kk = e / {q}u; let go = {outer0} + (e % {q}u) * 4u; let gk = kt + kk;
         {v} = vec4<f32>(0.0);
         if (go < {outer_len} && gk < K) {{ {v} = {}; }}",
+                    ld(format!("({base} + gk * {s_k} + go) / 4u"))
+                )
+                .unwrap();
+                writeln!(
+                    t.fetch_inside,
+                    "        let kk = e / {q}u; let go = {outer0} + (e % {q}u) * 4u; let gk = kt + kk;
+        {v} = {};",
                     ld(format!("({base} + gk * {s_k} + go) / 4u"))
                 )
                 .unwrap();
@@ -207,6 +228,13 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
                     "        let go = {outer0} + e / {k4}u; let gk = kt + (e % {k4}u) * 4u;
         {v} = vec4<f32>(0.0);
         if (go < {outer_len} && gk < K) {{ {v} = {}; }}",
+                    ld(format!("({base} + go * {s_outer} + gk) / 4u"))
+                )
+                .unwrap();
+                writeln!(
+                    t.fetch_inside,
+                    "        let go = {outer0} + e / {k4}u; let gk = kt + (e % {k4}u) * 4u;
+        {v} = {};",
                     ld(format!("({base} + go * {s_outer} + gk) / 4u"))
                 )
                 .unwrap();
@@ -236,6 +264,13 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
                 )
                 .unwrap();
                 writeln!(
+                    t.fetch_inside,
+                    "        let go = {outer0} + {o}; let gk = kt + {kk};
+        {v} = {};",
+                    ld(format!("{base} + go * {s_outer} + gk * {s_k}"))
+                )
+                .unwrap();
+                writeln!(
                     t.store,
                     "        let o = {o}; {sh}[({kk}) * {q}u + o / 4u][o % 4u] = {v};"
                 )
@@ -243,6 +278,7 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
             }
         }
         close(&mut t.fetch);
+        close(&mut t.fetch_inside);
         close(&mut t.store);
     }
     t
@@ -283,7 +319,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let m0 = wid.y * {bm}u; let n0 = wid.x * {bn}u;
     let a_base = p[3] + z * p[4]; let a_sm = p[5]; let a_sk = p[6];
     let b_base = p[7] + z * p[8]; let b_sk = p[9]; let b_sn = p[10];
-    let tx = li % {txn}u; let ty = li / {txn}u;",
+    let tx = li % {txn}u; let ty = li / {txn}u;
+    // Tiles wholly inside A, B and C load without bounds tests.
+    let inside = m0 + {bm}u <= M && n0 + {bn}u <= N && K % {bk}u == 0u;",
         ty_(v.a.is_vec(), v.half),
         ty_(v.b.is_vec(), v.half),
         ty_(v.c_vec, v.half_out),
@@ -337,8 +375,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         writeln!(
             w,
             "    {{ let kt = 0u;
-{}{}    }}",
-            a_tile.fetch, b_tile.fetch
+{}    }}",
+            a_tile.fetch_either(&b_tile)
         )
         .unwrap();
         writeln!(w, "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{").unwrap();
@@ -346,8 +384,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         w.push_str(&b_tile.store);
         writeln!(
             w,
-            "        workgroupBarrier();\n        let kt = k0 + {bk}u;\n        if (kt < K) {{\n{}{}        }}",
-            a_tile.fetch, b_tile.fetch
+            "        workgroupBarrier();\n        let kt = k0 + {bk}u;\n        if (kt < K) {{\n{}        }}",
+            a_tile.fetch_either(&b_tile)
         )
         .unwrap();
     } else {
@@ -356,8 +394,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{\n        let kt = k0;"
         )
         .unwrap();
-        w.push_str(&a_tile.fetch);
-        w.push_str(&b_tile.fetch);
+        w.push_str(&a_tile.fetch_either(&b_tile));
         w.push_str(&a_tile.store);
         w.push_str(&b_tile.store);
         writeln!(w, "        workgroupBarrier();").unwrap();

@@ -22,6 +22,8 @@ mod buffer;
 #[cfg(feature = "gpu")]
 mod context;
 #[cfg(feature = "gpu")]
+mod coop_source;
+#[cfg(feature = "gpu")]
 mod elementwise;
 #[cfg(feature = "gpu")]
 mod error;
@@ -65,9 +67,13 @@ pub use buffer::GpuBuffer;
 #[cfg(feature = "gpu")]
 pub use context::GpuInfo;
 #[cfg(feature = "gpu")]
+pub use coop_source::CoopTiles;
+#[cfg(feature = "gpu")]
 pub use error::GpuError;
 #[cfg(feature = "gpu")]
 pub use infer::GpuQuantized;
+#[cfg(feature = "gpu")]
+pub use matmul::MatmulPrecision;
 #[cfg(feature = "gpu")]
 pub use matmul_source::MatmulTiles;
 #[cfg(feature = "gpu")]
@@ -85,7 +91,10 @@ mod device {
     use super::elementwise::{convert, fill, map, write};
     use super::fusion;
     use super::profile::Profiler;
-    use super::{Gpu, GpuBuffer, GpuError, GpuInfo, MatmulTiles, MemoryStats, Profile, transfer};
+    use super::{
+        CoopTiles, Gpu, GpuBuffer, GpuError, GpuInfo, MatmulPrecision, MatmulTiles, MemoryStats,
+        Profile, transfer,
+    };
     use crate::backend::infer::{AttnShape, QFusion, QShape};
     use crate::backend::{AdamStep, Backend, Buf, Cast, Device, Memory, SgdStep, View};
     use crate::dtype::f16;
@@ -280,6 +289,37 @@ mod device {
         /// axis (on by default). A tuning switch for benchmarks.
         pub fn set_matmul_split_k(on: bool) {
             super::matmul::SPLIT_K.store(on, std::sync::atomic::Ordering::Relaxed);
+        }
+
+        /// How `f32` products compute from now on: [`MatmulPrecision::Full`] (the
+        /// default) or, on adapters with tensor cores ([`GpuInfo::tensor_cores`]),
+        /// [`MatmulPrecision::Half`]: operands rounded to `f16`, products
+        /// accumulated in `f32` — like PyTorch's `set_float32_matmul_precision`.
+        /// Without tensor cores, `Half` computes as `Full`.
+        pub fn set_matmul_precision(precision: MatmulPrecision) {
+            super::matmul::set_precision(precision);
+        }
+
+        /// The precision set by [`Gpu::set_matmul_precision`].
+        pub fn matmul_precision() -> MatmulPrecision {
+            super::matmul::precision()
+        }
+
+        /// Overrides the tensor-core matmul's tiles (`None` restores the size-based
+        /// choice). A tuning knob, swept by the GPU benchmark.
+        pub fn set_tensor_core_tiles(tiles: Option<CoopTiles>) -> Result<(), GpuError> {
+            let c = context::init()?;
+            if let Some(t) = tiles {
+                t.check(
+                    c.limits.max_compute_invocations_per_workgroup,
+                    c.limits.max_compute_workgroup_storage_size,
+                )
+                .map_err(GpuError::Validation)?;
+            }
+            *super::matmul::COOP_OVERRIDE
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = tiles;
+            Ok(())
         }
 
         /// Overrides the matmul tile sizes (`None` restores the size-based choice).

@@ -195,7 +195,7 @@ fn record(
         })
         && (!writes_rows || axis_stride(&views[inputs.len()]) == 1);
     let variant = match (vec4, tree) {
-        (true, _) => RowVariant::Vec4,
+        (true, _) => RowVariant::vec4_for(n),
         (false, true) => RowVariant::Tree,
         (false, false) => RowVariant::Serial,
     };
