@@ -6,7 +6,8 @@
 //! (the `model!` below, batch 128, Adam); fused rows also unfused; tensor-core f16
 //! GEMM and f32 GEMM in half precision where the adapter has cooperative matrices.
 //! `--cnn` runs the LeNet rows alone, `--train` the MLP and LeNet rows, `--rows`
-//! softmax and RMSNorm, `--gemm` the GEMM rows and sweeps.
+//! softmax and RMSNorm, `--gemm` the GEMM rows and sweeps, `--tensor-cores` the
+//! tensor-core rows alone.
 //!
 //! Byte and FLOP conventions follow `torch_peers.py`, so the figures compare
 //! directly. Every timing syncs before reading the clock, warms up first, and takes
@@ -409,6 +410,11 @@ fn main() {
         record_rows(&mut Vec::new(), &mut rng);
         return;
     }
+    if std::env::args().any(|a| a == "--tensor-cores") {
+        let mut table = Vec::new();
+        tensor_core_rows(&mut table, &mut rng, &[1024, 2048, 4096]);
+        return;
+    }
     if std::env::args().any(|a| a == "--gemm") {
         let mut table = Vec::new();
         let sizes: &[usize] = if quick {
@@ -659,13 +665,14 @@ fn tensor_core_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
             let e = err();
             let t = time(5, per_run, || drop(ga.matmul(&gb)));
             println!(
-                "  n={n:5} {}x{} subgroups of {}x{} fragments, bk{:2} pad{}: {:7.2}  err {e:.1e}",
+                "  n={n:5} {}x{} subgroups of {}x{} fragments, bk{:2} pad{:2} prefetch {:5}: {:7.2}  err {e:.1e}",
                 tiles.wm,
                 tiles.wn,
                 tiles.fm,
                 tiles.fn_,
                 tiles.bk,
                 tiles.pad,
+                tiles.prefetch,
                 flops / t / 1e12
             );
         }

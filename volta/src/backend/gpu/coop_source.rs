@@ -26,9 +26,13 @@ pub struct CoopTiles {
     pub bk: u32,
     /// Halves of padding at the end of each shared row (bank-conflict relief).
     pub pad: u32,
+    /// Fetch the next K tile into registers while multiplying the current one
+    /// (latency hidden within a workgroup, at the cost of registers that would
+    /// otherwise let more workgroups share a core).
+    pub prefetch: bool,
 }
 
-const fn coop(wm: u32, wn: u32, fm: u32, fn_: u32, bk: u32, pad: u32) -> CoopTiles {
+const fn coop(wm: u32, wn: u32, fm: u32, fn_: u32, bk: u32, pad: u32, prefetch: bool) -> CoopTiles {
     CoopTiles {
         wm,
         wn,
@@ -36,22 +40,27 @@ const fn coop(wm: u32, wn: u32, fm: u32, fn_: u32, bk: u32, pad: u32) -> CoopTil
         fn_,
         bk,
         pad,
+        prefetch,
     }
 }
 
 impl CoopTiles {
     /// The configurations the GPU benchmark sweeps.
-    pub const CANDIDATES: [CoopTiles; 10] = [
-        coop(2, 2, 4, 4, 32, 8),
-        coop(2, 2, 4, 4, 32, 0),
-        coop(2, 2, 4, 4, 64, 8),
-        coop(2, 2, 2, 4, 32, 8),
-        coop(2, 4, 4, 2, 32, 8),
-        coop(4, 2, 2, 4, 32, 8),
-        coop(2, 2, 4, 2, 32, 8),
-        coop(2, 2, 2, 2, 32, 8),
-        coop(4, 4, 2, 2, 32, 8),
-        coop(1, 1, 4, 4, 32, 8),
+    pub const CANDIDATES: [CoopTiles; 14] = [
+        coop(2, 2, 4, 4, 32, 8, true),
+        coop(2, 2, 4, 4, 32, 8, false),
+        coop(2, 2, 4, 4, 16, 8, true),
+        coop(2, 2, 4, 4, 16, 8, false),
+        coop(2, 4, 4, 4, 32, 8, true),
+        coop(4, 2, 4, 4, 32, 8, true),
+        coop(2, 4, 4, 4, 16, 8, true),
+        coop(4, 2, 4, 4, 16, 8, false),
+        coop(2, 2, 4, 4, 32, 4, true),
+        coop(2, 2, 4, 4, 32, 16, true),
+        coop(2, 2, 2, 4, 32, 8, true),
+        coop(2, 2, 4, 2, 32, 8, true),
+        coop(4, 4, 2, 2, 32, 8, true),
+        coop(2, 2, 2, 2, 32, 8, true),
     ];
 
     /// Rows of C per workgroup.
@@ -147,8 +156,12 @@ fn fetch_either(a: &Copy, b: &Copy) -> String {
 }
 
 fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool) -> Copy {
-    let q = t.len / 4;
-    let row4 = (t.len + pad) / 4;
+    // Four elements per load, held as `vec4<f16>`. (Eight per 16-byte load would
+    // need shared tiles of `vec4<u32>` that fragment loads read as halves: the
+    // H100's driver loses the device on such a load, 2026-11-23.)
+    let (per, reg_ty) = (4, "vec4<f16>");
+    let q = t.len / per;
+    let row4 = (t.len + pad) / per;
     let items = t.rows * q;
     let reps = items.div_ceil(threads);
     let mut c = Copy {
@@ -167,7 +180,7 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool) -> Copy {
     for r in 0..reps {
         let v = format!("{}{r}", t.reg);
         let guarded = items % threads != 0 && r == reps - 1;
-        writeln!(c.decls, "    var {v}: vec4<f16>;").unwrap();
+        writeln!(c.decls, "    var {v}: {reg_ty};").unwrap();
         for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
             writeln!(w, "        {{ let e = li + {}u;", r * threads).unwrap();
             if guarded {
@@ -176,10 +189,10 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool) -> Copy {
         }
         writeln!(
             c.fetch,
-            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * 4u;
-        {v} = vec4<f16>();
+            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * {per}u;
+        {v} = {reg_ty}();
         if (gr < {rt} && gc < {ct}) {{ {v} = {}; }}",
-            load(&format!("({} + gr * {} + gc) / 4u", t.base, t.stride)),
+            load(&format!("({} + gr * {} + gc) / {per}u", t.base, t.stride)),
             row0 = t.row0,
             col0 = t.col0,
             rt = t.rows_total,
@@ -188,9 +201,9 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool) -> Copy {
         .unwrap();
         writeln!(
             c.fetch_inside,
-            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * 4u;
+            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * {per}u;
         {v} = {};",
-            load(&format!("({} + gr * {} + gc) / 4u", t.base, t.stride)),
+            load(&format!("({} + gr * {} + gc) / {per}u", t.base, t.stride)),
             row0 = t.row0,
             col0 = t.col0,
         )
@@ -224,7 +237,11 @@ pub(crate) fn source(v: &CoopVariant) -> String {
     // Shared layouts: (rows, contiguous length) of each tile.
     let (a_rows, a_len) = if v.a_k { (bm, bk) } else { (bk, bm) };
     let (b_rows, b_len) = if v.b_n { (bk, bn) } else { (bn, bk) };
-    let (a4, b4) = ((a_len + pad) / 4, (b_len + pad) / 4);
+    // Shared tiles are arrays of `vec4<f16>`: strides and offsets of fragment
+    // loads count those units.
+    let (unit, sh_ty) = (4, "vec4<f16>");
+    let (a4, b4) = ((a_len + pad) / unit, (b_len + pad) / unit);
+    let k_step = 16 / unit;
     let mut w = String::new();
     writeln!(
         w,
@@ -234,8 +251,8 @@ enable wgpu_cooperative_matrix;
 @group(0) @binding(1) var<storage, read> a: array<{in_ty}>;
 @group(0) @binding(2) var<storage, read> b: array<{in_ty}>;
 @group(0) @binding(3) var<storage, read_write> c: array<{out_ty}>;
-var<workgroup> As: array<vec4<f16>, {}>;
-var<workgroup> Bs: array<vec4<f16>, {}>;
+var<workgroup> As: array<{sh_ty}, {}>;
+var<workgroup> Bs: array<{sh_ty}, {}>;
 var<workgroup> Cs: array<f32, {}>;
 
 @compute @workgroup_size({threads})
@@ -325,16 +342,28 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let cb = copy_tile(&b_tile, threads, pad, v.f32_in);
     w.push_str(&ca.decls);
     w.push_str(&cb.decls);
-    writeln!(w, "    {{ let kt = 0u;\n{}    }}", fetch_either(&ca, &cb)).unwrap();
-    writeln!(w, "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{").unwrap();
-    w.push_str(&ca.store);
-    w.push_str(&cb.store);
-    writeln!(
-        w,
-        "        workgroupBarrier();\n        let kt = k0 + {bk}u;\n        if (kt < K) {{\n{}        }}",
-        fetch_either(&ca, &cb)
-    )
-    .unwrap();
+    if t.prefetch {
+        writeln!(w, "    {{ let kt = 0u;\n{}    }}", fetch_either(&ca, &cb)).unwrap();
+        writeln!(w, "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{").unwrap();
+        w.push_str(&ca.store);
+        w.push_str(&cb.store);
+        writeln!(
+            w,
+            "        workgroupBarrier();\n        let kt = k0 + {bk}u;\n        if (kt < K) {{\n{}        }}",
+            fetch_either(&ca, &cb)
+        )
+        .unwrap();
+    } else {
+        writeln!(
+            w,
+            "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{\n        let kt = k0;\n{}",
+            fetch_either(&ca, &cb)
+        )
+        .unwrap();
+        w.push_str(&ca.store);
+        w.push_str(&cb.store);
+        writeln!(w, "        workgroupBarrier();").unwrap();
+    }
     for kk in 0..bk / 16 {
         // Fragment pointers, in vec4 units of the shared arrays.
         writeln!(w, "        {{").unwrap();

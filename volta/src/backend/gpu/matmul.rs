@@ -54,6 +54,7 @@ const COOP_LARGE: CoopTiles = CoopTiles {
     fn_: 4,
     bk: 32,
     pad: 8,
+    prefetch: true,
 };
 /// Tensor-core tiles for products too small to fill the GPU with large ones.
 const COOP_SMALL: CoopTiles = CoopTiles {
@@ -63,6 +64,7 @@ const COOP_SMALL: CoopTiles = CoopTiles {
     fn_: 2,
     bk: 32,
     pad: 8,
+    prefetch: true,
 };
 
 /// A tensor-core tile override for tuning (`None`: choose by size).
@@ -330,10 +332,12 @@ fn product_into(
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .unwrap_or_else(|| choose_coop_tiles(batch, m, n));
+        let a_k = a_load == Load::K4;
+        let b_n = b_load == Load::Outer4;
         let v = CoopVariant {
             tiles,
-            a_k: a_load == Load::K4,
-            b_n: b_load == Load::Outer4,
+            a_k,
+            b_n,
             f32_in: elem == Elem::F32,
             half_out: out_elem == Elem::F16,
         };
@@ -345,6 +349,7 @@ fn product_into(
             t.fn_,
             t.bk,
             t.pad,
+            u32::from(t.prefetch),
             u32::from(v.a_k),
             u32::from(v.b_n),
             u32::from(v.f32_in),
