@@ -158,7 +158,7 @@ fn fetch_either(a: &Copy, b: &Copy) -> String {
 fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool) -> Copy {
     // Four elements per load, held as `vec4<f16>`. (Eight per 16-byte load would
     // need shared tiles of `vec4<u32>` that fragment loads read as halves: the
-    // H100's driver loses the device on such a load, 2026-11-23.)
+    // H100's driver (580.159.04) loses the device on such a load, 2026-11-23.)
     let (per, reg_ty) = (4, "vec4<f16>");
     let q = t.len / per;
     let row4 = (t.len + pad) / per;
@@ -239,9 +239,7 @@ pub(crate) fn source(v: &CoopVariant) -> String {
     let (b_rows, b_len) = if v.b_n { (bk, bn) } else { (bn, bk) };
     // Shared tiles are arrays of `vec4<f16>`: strides and offsets of fragment
     // loads count those units.
-    let (unit, sh_ty) = (4, "vec4<f16>");
-    let (a4, b4) = ((a_len + pad) / unit, (b_len + pad) / unit);
-    let k_step = 16 / unit;
+    let (a4, b4) = ((a_len + pad) / 4, (b_len + pad) / 4);
     let mut w = String::new();
     writeln!(
         w,
@@ -251,8 +249,8 @@ enable wgpu_cooperative_matrix;
 @group(0) @binding(1) var<storage, read> a: array<{in_ty}>;
 @group(0) @binding(2) var<storage, read> b: array<{in_ty}>;
 @group(0) @binding(3) var<storage, read_write> c: array<{out_ty}>;
-var<workgroup> As: array<{sh_ty}, {}>;
-var<workgroup> Bs: array<{sh_ty}, {}>;
+var<workgroup> As: array<vec4<f16>, {}>;
+var<workgroup> Bs: array<vec4<f16>, {}>;
 var<workgroup> Cs: array<f32, {}>;
 
 @compute @workgroup_size({threads})

@@ -13,15 +13,25 @@ use crate::shape::Dims;
 use std::sync::{Arc, Mutex};
 use volta_kernels::wgsl::Elem;
 
+/// Tiles for the largest products: 256×128 per workgroup, 16×8 per thread, K
+/// steps of 8 (the best of the sweep at 2048 and 4096 on an H100, 2026-11-23).
+pub(crate) const HUGE: MatmulTiles = MatmulTiles {
+    bm: 256,
+    bn: 128,
+    bk: 8,
+    tm: 16,
+    tn: 8,
+    prefetch: true,
+};
 /// Tiles for large products: 128×128 per workgroup, 8×8 per thread, K steps of
-/// 16 (the best of the sweep at 1024–4096 on an H200, 2026-11-21).
+/// 16, the next tile fetched during the current one (second best at 2048–4096).
 pub(crate) const LARGE: MatmulTiles = MatmulTiles {
     bm: 128,
     bn: 128,
     bk: 16,
     tm: 8,
     tn: 8,
-    prefetch: false,
+    prefetch: true,
 };
 /// Tiles for mid-sized products, where 128×128 tiles would leave the GPU's cores
 /// idle: 128×64 per workgroup.
@@ -213,7 +223,8 @@ fn split_k(batch: usize, m: usize, k: usize, n: usize) -> usize {
     }
     let t = choose_tiles(batch, m, n);
     let groups = m.div_ceil(t.bm as usize) * n.div_ceil(t.bn as usize);
-    if groups >= FILL / 2 {
+    // Huge tiles are only chosen for products that fill the GPU with them.
+    if groups >= FILL / 2 || t == HUGE {
         // Half full already: a split costs more than the idle cores (2048³ ran at
         // 27.5 TFLOP/s split in two, 33.7 unsplit, H200).
         return 1;
@@ -232,10 +243,13 @@ fn split_k(batch: usize, m: usize, k: usize, n: usize) -> usize {
 /// The tiles for a product of this size (unless overridden for tuning).
 fn choose_tiles(batch: usize, m: usize, n: usize) -> MatmulTiles {
     let large_tiles = m.div_ceil(128) * n.div_ceil(128) * batch;
+    let huge_tiles = m.div_ceil(256) * n.div_ceil(128) * batch;
     if m < 256 || n < 256 {
         SMALL
     } else if large_tiles < 256 {
         MEDIUM
+    } else if huge_tiles >= 128 && m >= 2048 && n >= 2048 {
+        HUGE
     } else {
         LARGE
     }
