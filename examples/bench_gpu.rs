@@ -665,14 +665,14 @@ fn tensor_core_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
             let e = err();
             let t = time(5, per_run, || drop(ga.matmul(&gb)));
             println!(
-                "  n={n:5} {}x{} subgroups of {}x{} fragments, bk{:2} pad{:2} prefetch {:5}: {:7.2}  err {e:.1e}",
+                "  n={n:5} {}x{} subgroups of {}x{} fragments, bk{:2} pad{:2} {:8?}: {:7.2}  err {e:.1e}",
                 tiles.wm,
                 tiles.wn,
                 tiles.fm,
                 tiles.fn_,
                 tiles.bk,
                 tiles.pad,
-                tiles.prefetch,
+                tiles.staging,
                 flops / t / 1e12
             );
         }

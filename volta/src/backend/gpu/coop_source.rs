@@ -26,13 +26,33 @@ pub struct CoopTiles {
     pub bk: u32,
     /// Halves of padding at the end of each shared row (bank-conflict relief).
     pub pad: u32,
-    /// Fetch the next K tile into registers while multiplying the current one
-    /// (latency hidden within a workgroup, at the cost of registers that would
-    /// otherwise let more workgroups share a core).
-    pub prefetch: bool,
+    /// How K tiles reach shared memory.
+    pub staging: Staging,
 }
 
-const fn coop(wm: u32, wn: u32, fm: u32, fn_: u32, bk: u32, pad: u32, prefetch: bool) -> CoopTiles {
+/// How a tensor-core kernel moves K tiles into shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Staging {
+    /// Load, store, multiply: two barriers per tile, no registers held.
+    Direct,
+    /// Fetch the next tile into registers while multiplying the current one
+    /// (latency hidden within a workgroup, at the cost of registers that would
+    /// otherwise let more workgroups share a core); two barriers per tile.
+    Prefetch,
+    /// As `Prefetch`, into a second shared buffer: one barrier per tile, twice
+    /// the shared memory.
+    Double,
+}
+
+const fn coop(
+    wm: u32,
+    wn: u32,
+    fm: u32,
+    fn_: u32,
+    bk: u32,
+    pad: u32,
+    staging: Staging,
+) -> CoopTiles {
     CoopTiles {
         wm,
         wn,
@@ -40,27 +60,29 @@ const fn coop(wm: u32, wn: u32, fm: u32, fn_: u32, bk: u32, pad: u32, prefetch: 
         fn_,
         bk,
         pad,
-        prefetch,
+        staging,
     }
 }
+
+const P: Staging = Staging::Prefetch;
 
 impl CoopTiles {
     /// The configurations the GPU benchmark sweeps.
     pub const CANDIDATES: [CoopTiles; 14] = [
-        coop(2, 2, 4, 4, 32, 8, true),
-        coop(2, 2, 4, 4, 32, 8, false),
-        coop(2, 2, 4, 4, 16, 8, true),
-        coop(2, 2, 4, 4, 16, 8, false),
-        coop(2, 4, 4, 4, 32, 8, true),
-        coop(4, 2, 4, 4, 32, 8, true),
-        coop(2, 4, 4, 4, 16, 8, true),
-        coop(4, 2, 4, 4, 16, 8, false),
-        coop(2, 2, 4, 4, 32, 4, true),
-        coop(2, 2, 4, 4, 32, 16, true),
-        coop(2, 2, 2, 4, 32, 8, true),
-        coop(2, 2, 4, 2, 32, 8, true),
-        coop(4, 4, 2, 2, 32, 8, true),
-        coop(2, 2, 2, 2, 32, 8, true),
+        coop(2, 2, 4, 4, 32, 8, P),
+        coop(2, 2, 4, 4, 32, 8, Staging::Double),
+        coop(2, 2, 4, 4, 32, 8, Staging::Direct),
+        coop(2, 2, 4, 4, 16, 8, Staging::Double),
+        coop(2, 4, 4, 4, 32, 8, P),
+        coop(2, 4, 4, 4, 16, 8, Staging::Double),
+        coop(4, 2, 4, 4, 32, 8, P),
+        coop(2, 2, 4, 4, 16, 8, P),
+        coop(2, 2, 4, 4, 32, 4, P),
+        coop(2, 2, 2, 4, 32, 8, P),
+        coop(2, 2, 4, 2, 32, 8, Staging::Double),
+        coop(4, 4, 2, 2, 32, 8, P),
+        coop(4, 4, 2, 2, 16, 8, Staging::Double),
+        coop(2, 2, 2, 2, 32, 8, P),
     ];
 
     /// Rows of C per workgroup.
@@ -81,7 +103,12 @@ impl CoopTiles {
         // Either layout of a tile: rows × (contiguous + pad) halves.
         let a = (bm * (bk + self.pad)).max(bk * (bm + self.pad)) * 2;
         let b = (bn * (bk + self.pad)).max(bk * (bn + self.pad)) * 2;
-        a + b + self.subgroups() * 256 * 4
+        let buffers = if self.staging == Staging::Double {
+            2
+        } else {
+            1
+        };
+        (a + b) * buffers + self.subgroups() * 256 * 4
     }
     /// Whether the sizes fit the scheme and the device's limits (subgroups of 32).
     pub fn check(&self, max_threads: u32, max_shared: u32) -> Result<(), String> {
@@ -210,8 +237,8 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool) -> Copy {
         .unwrap();
         writeln!(
             c.store,
-            "        {}[(e / {q}u) * {row4}u + e % {q}u] = {v};",
-            t.sh
+            "        {sh}[{sh}_w + (e / {q}u) * {row4}u + e % {q}u] = {v};",
+            sh = t.sh
         )
         .unwrap();
         for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
@@ -240,6 +267,8 @@ pub(crate) fn source(v: &CoopVariant) -> String {
     // Shared tiles are arrays of `vec4<f16>`: strides and offsets of fragment
     // loads count those units.
     let (a4, b4) = ((a_len + pad) / 4, (b_len + pad) / 4);
+    let double = t.staging == Staging::Double;
+    let buffers = if double { 2 } else { 1 };
     let mut w = String::new();
     writeln!(
         w,
@@ -265,8 +294,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let sm = (sg / {wn}u) * {fm16}u; let sn = (sg % {wn}u) * {fn16}u;
     // Tiles wholly inside A, B and C load without bounds tests.
     let inside = m0 + {bm}u <= M && n0 + {bn}u <= N && K % {bk}u == 0u;",
-        a_rows * a4,
-        b_rows * b4,
+        a_rows * a4 * buffers,
+        b_rows * b4 * buffers,
         t.subgroups() * 256,
         wn = t.wn,
         fm16 = t.fm * 16,
@@ -340,7 +369,34 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let cb = copy_tile(&b_tile, threads, pad, v.f32_in);
     w.push_str(&ca.decls);
     w.push_str(&cb.decls);
-    if t.prefetch {
+    // Tiles are stored at `As_w`/`Bs_w` and fragments read at `As_r`/`Bs_r`
+    // (offsets into the shared arrays: the two buffers of `Double` swap roles).
+    if double {
+        let (a_size, b_size) = (a_rows * a4, b_rows * b4);
+        writeln!(
+            w,
+            "    var As_r = 0u; var Bs_r = 0u;
+    {{ let kt = 0u; let As_w = 0u; let Bs_w = 0u;
+{}{}{}    }}
+    workgroupBarrier();
+    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{
+        let kt = k0 + {bk}u;
+        let As_w = {a_size}u - As_r; let Bs_w = {b_size}u - Bs_r;
+        if (kt < K) {{\n{}        }}",
+            fetch_either(&ca, &cb),
+            ca.store,
+            cb.store,
+            fetch_either(&ca, &cb)
+        )
+        .unwrap();
+    } else {
+        writeln!(
+            w,
+            "    let As_r = 0u; let Bs_r = 0u; let As_w = 0u; let Bs_w = 0u;"
+        )
+        .unwrap();
+    }
+    if t.staging == Staging::Prefetch {
         writeln!(w, "    {{ let kt = 0u;\n{}    }}", fetch_either(&ca, &cb)).unwrap();
         writeln!(w, "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{").unwrap();
         w.push_str(&ca.store);
@@ -351,7 +407,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             fetch_either(&ca, &cb)
         )
         .unwrap();
-    } else {
+    } else if t.staging == Staging::Direct {
         writeln!(
             w,
             "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{\n        let kt = k0;\n{}",
@@ -379,7 +435,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             };
             writeln!(
                 w,
-                "        let ia{i} = {at}; let fa{i} = {func}<coop_mat16x16<f16, A>>(&As[ia{i}], {a4}u);"
+                "        let ia{i} = As_r + {at}; let fa{i} = {func}<coop_mat16x16<f16, A>>(&As[ia{i}], {a4}u);"
             )
             .unwrap();
         }
@@ -397,7 +453,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             };
             writeln!(
                 w,
-                "        let ib{j} = {at}; let fb{j} = {func}<coop_mat16x16<f16, B>>(&Bs[ib{j}], {b4}u);"
+                "        let ib{j} = Bs_r + {at}; let fb{j} = {func}<coop_mat16x16<f16, B>>(&Bs[ib{j}], {b4}u);"
             )
             .unwrap();
         }
@@ -412,7 +468,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         writeln!(w, "        }}").unwrap();
     }
-    writeln!(w, "        workgroupBarrier();\n    }}").unwrap();
+    if double {
+        // The next tile goes to the other buffer while this one is read.
+        writeln!(
+            w,
+            "        if (kt < K) {{\n{}{}        }}\n        workgroupBarrier();\n        As_r = As_w; Bs_r = Bs_w;\n    }}",
+            ca.store, cb.store
+        )
+        .unwrap();
+    } else {
+        writeln!(w, "        workgroupBarrier();\n    }}").unwrap();
+    }
     // Stores: straight to C when it is f32 and the tile lies inside it with rows
     // 16-byte aligned; otherwise each fragment goes through the subgroup's slice of
     // `Cs` and its lanes write the elements inside C.

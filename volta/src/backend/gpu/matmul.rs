@@ -2,7 +2,7 @@
 //! the generated kernel of `matmul_source`; products with too few output tiles to
 //! fill the GPU split their K axis.
 use super::context::Context;
-use super::coop_source::{self, CoopTiles, CoopVariant};
+use super::coop_source::{self, CoopTiles, CoopVariant, Staging};
 use super::launch::{alloc, kernel, launch, u};
 use super::matmul_source::{Load, MatmulTiles, Variant, source};
 use super::pipelines::Bindings;
@@ -64,7 +64,7 @@ const COOP_LARGE: CoopTiles = CoopTiles {
     fn_: 4,
     bk: 32,
     pad: 8,
-    prefetch: true,
+    staging: Staging::Prefetch,
 };
 /// Tensor-core tiles for products too small to fill the GPU with large ones.
 const COOP_SMALL: CoopTiles = CoopTiles {
@@ -74,7 +74,7 @@ const COOP_SMALL: CoopTiles = CoopTiles {
     fn_: 2,
     bk: 32,
     pad: 8,
-    prefetch: true,
+    staging: Staging::Prefetch,
 };
 
 /// A tensor-core tile override for tuning (`None`: choose by size).
@@ -363,7 +363,7 @@ fn product_into(
             t.fn_,
             t.bk,
             t.pad,
-            u32::from(t.prefetch),
+            t.staging as u32,
             u32::from(v.a_k),
             u32::from(v.b_n),
             u32::from(v.f32_in),

@@ -67,7 +67,7 @@ pub use buffer::GpuBuffer;
 #[cfg(feature = "gpu")]
 pub use context::GpuInfo;
 #[cfg(feature = "gpu")]
-pub use coop_source::CoopTiles;
+pub use coop_source::{CoopTiles, Staging};
 #[cfg(feature = "gpu")]
 pub use error::GpuError;
 #[cfg(feature = "gpu")]
