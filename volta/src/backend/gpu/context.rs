@@ -186,8 +186,8 @@ fn create() -> Result<Context, GpuError> {
             .then_some(a.subgroup_min_size)
             .filter(|&s| s.is_power_of_two()),
     };
-    let recorder = Recorder::new(&device, &limits);
     let pool = Pool::new(&limits);
+    let recorder = Recorder::new(&device, &limits, &pool);
     Ok(Context {
         device,
         queue,

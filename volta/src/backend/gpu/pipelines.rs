@@ -19,8 +19,8 @@ pub(crate) enum Key {
 pub(crate) struct Kernel {
     pub pipeline: wgpu::ComputePipeline,
     pub layout: wgpu::BindGroupLayout,
-    /// Number of buffers after the parameter block (binding 0).
-    pub buffers: usize,
+    /// The buffers after the parameter block (binding 0), which `layout` follows.
+    pub bindings: Bindings,
     /// What profiles call it (`Gpu::profile`).
     pub name: Arc<str>,
     /// The kernel needs the `shader-f16` feature, which the device lacks: the
@@ -29,8 +29,10 @@ pub(crate) struct Kernel {
     pub missing_f16: bool,
 }
 
-/// Binding 0 is always the read-only `u32` parameter block; then `reads` read-only
-/// storage buffers, then `writes` read-write ones.
+/// Binding 0 is always the read-only `u32` parameter block, bound at a dynamic
+/// offset (one bind group serves every dispatch over the same buffers, see
+/// `bind_groups`); then `reads` read-only storage buffers, then `writes`
+/// read-write ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Bindings {
     pub reads: usize,
@@ -99,7 +101,7 @@ impl Pipelines {
         let kernel = Arc::new(Kernel {
             pipeline,
             layout,
-            buffers: bindings.reads + bindings.writes,
+            bindings,
             name: describe(&key).into(),
             missing_f16,
         });
@@ -126,7 +128,7 @@ impl Pipelines {
                     visibility: wgpu::ShaderStages::COMPUTE,
                     ty: wgpu::BindingType::Buffer {
                         ty: wgpu::BufferBindingType::Storage { read_only },
-                        has_dynamic_offset: false,
+                        has_dynamic_offset: binding == 0,
                         min_binding_size: None,
                     },
                     count: None,
