@@ -10,9 +10,9 @@
 //! its buffers alive in wgpu, so when the pool releases buffers the bind groups over
 //! them go too ([`BindGroups::forget`], [`BindGroups::clear`]): released memory is
 //! released on the device, as [`Gpu::memory`](crate::Gpu::memory) reports.
+use super::hash::FxHashMap;
 use super::pipelines::Kernel;
 use super::pool::Pooled;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// The most bind groups kept; past it the cache starts over (a program that binds
@@ -101,7 +101,7 @@ pub(crate) fn create(
 /// Bind groups (`G`; plain names in tests) by key: the layout's two words, then
 /// `[id, offset, size]` of each binding.
 struct Cache<G> {
-    groups: HashMap<Box<[u64]>, G>,
+    groups: FxHashMap<Box<[u64]>, G>,
     /// The key being looked up (kept to reuse its allocation).
     key: Vec<u64>,
     created: u64,
@@ -110,7 +110,7 @@ struct Cache<G> {
 impl<G> Default for Cache<G> {
     fn default() -> Self {
         Cache {
-            groups: HashMap::new(),
+            groups: FxHashMap::default(),
             key: Vec::new(),
             created: 0,
         }

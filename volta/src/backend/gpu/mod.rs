@@ -30,6 +30,8 @@ mod error;
 #[cfg(feature = "gpu")]
 mod fusion;
 #[cfg(feature = "gpu")]
+mod hash;
+#[cfg(feature = "gpu")]
 mod index;
 #[cfg(feature = "gpu")]
 mod infer;

@@ -1,5 +1,5 @@
 //! Pipeline cache: each kernel (generated or hand-written variant) is compiled once.
-use std::collections::HashMap;
+use super::hash::FxHashMap;
 use std::sync::{Arc, Mutex};
 use volta_kernels::wgsl::{ElementwiseKernel, Expr, RowKernel, RowOp};
 
@@ -41,8 +41,8 @@ pub(crate) struct Bindings {
 
 #[derive(Default)]
 pub(crate) struct Pipelines {
-    kernels: Mutex<HashMap<Key, Arc<Kernel>>>,
-    layouts: Mutex<HashMap<Bindings, wgpu::BindGroupLayout>>,
+    kernels: Mutex<FxHashMap<Key, Arc<Kernel>>>,
+    layouts: Mutex<FxHashMap<Bindings, wgpu::BindGroupLayout>>,
 }
 
 impl Pipelines {
@@ -50,12 +50,12 @@ impl Pipelines {
     pub fn get(
         &self,
         device: &wgpu::Device,
-        key: Key,
+        key: &Key,
         bindings: Bindings,
         entry: &str,
         source: impl FnOnce() -> String,
     ) -> Arc<Kernel> {
-        if let Some(k) = self.lock().get(&key) {
+        if let Some(k) = self.lock().get(key) {
             return k.clone();
         }
         let layout = self.layout(device, bindings);
@@ -75,7 +75,7 @@ impl Pipelines {
         let module = unsafe {
             device.create_shader_module_trusted(
                 wgpu::ShaderModuleDescriptor {
-                    label: Some(key_label(&key)),
+                    label: Some(key_label(key)),
                     source: wgpu::ShaderSource::Wgsl(src.into()),
                 },
                 wgpu::ShaderRuntimeChecks::unchecked(),
@@ -87,7 +87,7 @@ impl Pipelines {
             immediate_size: 0,
         });
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(key_label(&key)),
+            label: Some(key_label(key)),
             layout: Some(&pipeline_layout),
             module: &module,
             entry_point: Some(entry),
@@ -102,10 +102,10 @@ impl Pipelines {
             pipeline,
             layout,
             bindings,
-            name: describe(&key).into(),
+            name: describe(key).into(),
             missing_f16,
         });
-        self.lock().insert(key, kernel.clone());
+        self.lock().insert(key.clone(), kernel.clone());
         kernel
     }
 
@@ -114,7 +114,7 @@ impl Pipelines {
         self.lock().len()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<Kernel>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FxHashMap<Key, Arc<Kernel>>> {
         self.kernels.lock().unwrap_or_else(|p| p.into_inner())
     }
 
