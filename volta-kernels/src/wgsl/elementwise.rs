@@ -227,7 +227,10 @@ impl ElementwiseKernel {
         assert_eq!(inputs.len(), self.inputs.len(), "params: input count");
         let u = |v: usize| u32::try_from(v).expect("GPU index exceeds u32");
         let lanes = if self.vector { 4 } else { 1 };
-        let mut p = vec![u(dims.iter().product::<usize>() / lanes)];
+        // At most: the count, dims, each view's offset and strides, the scalars.
+        let views = inputs.len() + 1;
+        let mut p = Vec::with_capacity(1 + self.rank + views * (1 + self.rank) + scalars.len());
+        p.push(u(dims.iter().product::<usize>() / lanes));
         p.extend(dims.iter().map(|&d| u(d)));
         if let Some(last) = p.last_mut().filter(|_| self.rank > 0) {
             *last /= lanes as u32;

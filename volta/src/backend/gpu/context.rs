@@ -197,8 +197,8 @@ fn create() -> Result<Context, GpuError> {
             .filter(|&s| s.is_power_of_two()),
         tensor_cores: tensor_cores && a.subgroup_min_size == 32 && a.subgroup_max_size == 32,
     };
-    let recorder = Recorder::new(&device, &limits);
     let pool = Pool::new(&limits);
+    let recorder = Recorder::new(&device, &limits, &pool);
     Ok(Context {
         device,
         queue,

@@ -78,7 +78,9 @@ fn write_as(
     if n == 0 {
         return;
     }
-    let mut views: Vec<Operand> = inputs.to_vec();
+    // Sized up front: the common path records many small ops.
+    let mut views: Vec<Operand> = Vec::with_capacity(inputs.len() + 1);
+    views.extend_from_slice(inputs);
     views.push(out);
     if split::needed(ctx, &views) {
         // In slices along the axis that needs the fewest.
@@ -113,12 +115,10 @@ fn write_as(
         }
         return;
     }
-    let mut strides: Vec<&[usize]> = inputs.iter().map(|(_, l)| &l.strides[..]).collect();
-    strides.push(&out.1.strides);
+    let strides: Vec<&[usize]> = views.iter().map(|(_, l)| &l.strides[..]).collect();
     let (dims, strides) = collapse(dims, &strides);
     let contiguous = Layout::contiguous(&dims).strides;
-    let mut offsets: Vec<usize> = inputs.iter().map(|(_, l)| l.offset).collect();
-    offsets.push(out.1.offset);
+    let offsets: Vec<usize> = views.iter().map(|(_, l)| l.offset).collect();
     let access: Vec<Access> = strides
         .iter()
         .map(|s| {
@@ -146,14 +146,14 @@ fn write_as(
         vector,
         launch: layout,
     };
-    let views: Vec<(usize, &[usize])> = inputs
+    let input_views: Vec<(usize, &[usize])> = inputs
         .iter()
         .zip(&strides)
         .map(|((_, l), s)| (l.offset, &s[..]))
         .collect();
     let params = k.params(
         &dims,
-        &views,
+        &input_views,
         (out.1.offset, &strides[inputs.len()]),
         scalars,
     );
@@ -161,11 +161,12 @@ fn write_as(
         reads: inputs.len(),
         writes: 1,
     };
-    let kern = kernel(ctx, Key::Elementwise(k.clone()), bindings, "main", || {
-        k.source()
-    });
-    let mut buffers: Vec<&Arc<Pooled>> = inputs.iter().map(|(b, _)| *b).collect();
-    buffers.push(out.0);
+    let key = Key::Elementwise(k);
+    let Key::Elementwise(k) = &key else {
+        unreachable!()
+    };
+    let kern = kernel(ctx, &key, bindings, "main", || k.source());
+    let buffers: Vec<&Arc<Pooled>> = views.iter().map(|(b, _)| *b).collect();
     let threads = if vector { n / 4 } else { n };
     let groups = grid(ctx, threads.div_ceil(layout.span() as usize));
     launch(ctx, &kern, &params, &buffers, groups);

@@ -39,7 +39,7 @@ fn launch_index_kernel(
 ) {
     let kern = kernel(
         ctx,
-        Key::Named(name, vec![elem as u32]),
+        &Key::Named(name, vec![elem as u32]),
         Bindings {
             reads: 2,
             writes: 2,

@@ -233,7 +233,7 @@ pub(crate) fn dequantize_rows(
     }
     let kern = kernel(
         ctx,
-        Key::Named("volta qrows", vec![shape.ty.id()]),
+        &Key::Named("volta qrows", vec![shape.ty.id()]),
         Bindings {
             reads: 2,
             writes: 1,
@@ -305,7 +305,7 @@ pub(crate) fn qmatmul(
     ];
     let kern = kernel(
         ctx,
-        Key::Named(
+        &Key::Named(
             qmatmul_name(flags),
             vec![
                 shape.ty.id(),
@@ -374,7 +374,7 @@ fn kv_write(
 ) {
     let kern = kernel(
         ctx,
-        Key::Named("volta kv_write", vec![]),
+        &Key::Named("volta kv_write", vec![]),
         Bindings {
             reads: 3,
             writes: 1,
@@ -457,7 +457,7 @@ pub(crate) fn attend(
     let entry = |name: &'static str| {
         kernel(
             ctx,
-            Key::Named(name, vec![u(d), u(tile), lanes, u32::from(shuffle)]),
+            &Key::Named(name, vec![u(d), u(tile), lanes, u32::from(shuffle)]),
             bindings,
             name.rsplit(' ').next().expect("an entry name"),
             || {

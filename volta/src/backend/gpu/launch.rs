@@ -43,7 +43,7 @@ pub(crate) fn grid(ctx: &Context, groups: usize) -> [u32; 3] {
 /// The kernel for `key`, compiled on first use.
 pub(crate) fn kernel(
     ctx: &Context,
-    key: Key,
+    key: &Key,
     bindings: Bindings,
     entry: &str,
     source: impl FnOnce() -> String,

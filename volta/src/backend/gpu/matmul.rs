@@ -414,7 +414,7 @@ fn product_into(
     ];
     let kern = kernel(
         ctx,
-        super::pipelines::Key::Named("volta matmul", key),
+        &super::pipelines::Key::Named("volta matmul", key),
         Bindings {
             reads: 2,
             writes: 1,

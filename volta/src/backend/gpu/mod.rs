@@ -18,6 +18,8 @@
 pub struct Gpu;
 
 #[cfg(feature = "gpu")]
+mod bind_groups;
+#[cfg(feature = "gpu")]
 mod buffer;
 #[cfg(feature = "gpu")]
 mod context;
@@ -29,6 +31,8 @@ mod elementwise;
 mod error;
 #[cfg(feature = "gpu")]
 mod fusion;
+#[cfg(feature = "gpu")]
+mod hash;
 #[cfg(feature = "gpu")]
 mod index;
 #[cfg(feature = "gpu")]
@@ -237,6 +241,13 @@ mod device {
                 .pool
                 .created
                 .load(std::sync::atomic::Ordering::Relaxed)
+        }
+
+        /// Number of bind groups (the buffers a kernel launch binds) created so
+        /// far; for tests and profiling. Launches over buffers bound before (the
+        /// same step again, with buffers from the pool) reuse theirs.
+        pub fn bind_groups_created() -> u64 {
+            ctx().pool.bind_groups.created()
         }
 
         /// Number of distinct kernels (pipelines) compiled so far; for tests and

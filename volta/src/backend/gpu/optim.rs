@@ -78,7 +78,7 @@ pub(crate) fn adam_step(
     ];
     let kern = kernel(
         ctx,
-        Key::Named("volta adam", vec![elem as u32]),
+        &Key::Named("volta adam", vec![elem as u32]),
         Bindings {
             reads: 4,
             writes: 3,
@@ -128,7 +128,7 @@ pub(crate) fn sgd_momentum_step(
     ];
     let kern = kernel(
         ctx,
-        Key::Named("volta sgd", vec![elem as u32]),
+        &Key::Named("volta sgd", vec![elem as u32]),
         Bindings {
             reads: 3,
             writes: 2,

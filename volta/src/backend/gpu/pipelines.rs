@@ -1,5 +1,5 @@
 //! Pipeline cache: each kernel (generated or hand-written variant) is compiled once.
-use std::collections::HashMap;
+use super::hash::FxHashMap;
 use std::sync::{Arc, Mutex};
 use volta_kernels::wgsl::{ElementwiseKernel, Expr, RowKernel, RowOp};
 
@@ -19,8 +19,8 @@ pub(crate) enum Key {
 pub(crate) struct Kernel {
     pub pipeline: wgpu::ComputePipeline,
     pub layout: wgpu::BindGroupLayout,
-    /// Number of buffers after the parameter block (binding 0).
-    pub buffers: usize,
+    /// The buffers after the parameter block (binding 0), which `layout` follows.
+    pub bindings: Bindings,
     /// What profiles call it (`Gpu::profile`).
     pub name: Arc<str>,
     /// The kernel needs the `shader-f16` feature, which the device lacks: the
@@ -29,8 +29,10 @@ pub(crate) struct Kernel {
     pub missing_f16: bool,
 }
 
-/// Binding 0 is always the read-only `u32` parameter block; then `reads` read-only
-/// storage buffers, then `writes` read-write ones.
+/// Binding 0 is always the read-only `u32` parameter block, bound at a dynamic
+/// offset (one bind group serves every dispatch over the same buffers, see
+/// `bind_groups`); then `reads` read-only storage buffers, then `writes`
+/// read-write ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Bindings {
     pub reads: usize,
@@ -39,8 +41,8 @@ pub(crate) struct Bindings {
 
 #[derive(Default)]
 pub(crate) struct Pipelines {
-    kernels: Mutex<HashMap<Key, Arc<Kernel>>>,
-    layouts: Mutex<HashMap<Bindings, wgpu::BindGroupLayout>>,
+    kernels: Mutex<FxHashMap<Key, Arc<Kernel>>>,
+    layouts: Mutex<FxHashMap<Bindings, wgpu::BindGroupLayout>>,
 }
 
 impl Pipelines {
@@ -48,12 +50,12 @@ impl Pipelines {
     pub fn get(
         &self,
         device: &wgpu::Device,
-        key: Key,
+        key: &Key,
         bindings: Bindings,
         entry: &str,
         source: impl FnOnce() -> String,
     ) -> Arc<Kernel> {
-        if let Some(k) = self.lock().get(&key) {
+        if let Some(k) = self.lock().get(key) {
             return k.clone();
         }
         let layout = self.layout(device, bindings);
@@ -73,7 +75,7 @@ impl Pipelines {
         let module = unsafe {
             device.create_shader_module_trusted(
                 wgpu::ShaderModuleDescriptor {
-                    label: Some(key_label(&key)),
+                    label: Some(key_label(key)),
                     source: wgpu::ShaderSource::Wgsl(src.into()),
                 },
                 wgpu::ShaderRuntimeChecks::unchecked(),
@@ -85,7 +87,7 @@ impl Pipelines {
             immediate_size: 0,
         });
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(key_label(&key)),
+            label: Some(key_label(key)),
             layout: Some(&pipeline_layout),
             module: &module,
             entry_point: Some(entry),
@@ -99,11 +101,11 @@ impl Pipelines {
         let kernel = Arc::new(Kernel {
             pipeline,
             layout,
-            buffers: bindings.reads + bindings.writes,
-            name: describe(&key).into(),
+            bindings,
+            name: describe(key).into(),
             missing_f16,
         });
-        self.lock().insert(key, kernel.clone());
+        self.lock().insert(key.clone(), kernel.clone());
         kernel
     }
 
@@ -112,7 +114,7 @@ impl Pipelines {
         self.lock().len()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<Kernel>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FxHashMap<Key, Arc<Kernel>>> {
         self.kernels.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -126,7 +128,7 @@ impl Pipelines {
                     visibility: wgpu::ShaderStages::COMPUTE,
                     ty: wgpu::BindingType::Buffer {
                         ty: wgpu::BufferBindingType::Storage { read_only },
-                        has_dynamic_offset: false,
+                        has_dynamic_offset: binding == 0,
                         min_binding_size: None,
                     },
                     count: None,

@@ -1,5 +1,6 @@
 //! Buffer pool: device buffers are reused by size class instead of being created
 //! and destroyed per op (allocation costs far more than a small kernel).
+use super::bind_groups::BindGroups;
 use super::context;
 use super::error::GpuError;
 use std::collections::HashMap;
@@ -59,7 +60,7 @@ impl std::fmt::Display for MemoryStats {
 
 /// Free buffers by (kind, size class).
 pub(crate) struct Pool {
-    free: Mutex<Free<wgpu::Buffer>>,
+    free: Mutex<Free<Block>>,
     max_binding: u64,
     /// Buffers created so far (a pool miss each).
     pub created: AtomicU64,
@@ -67,7 +68,14 @@ pub(crate) struct Pool {
     allocated: AtomicU64,
     /// The most bytes the pool may hold (`u64::MAX`: as many as the device gives).
     limit: AtomicU64,
+    /// Source of buffer ids ([`Pooled::id`]).
+    ids: AtomicU64,
+    /// Bind groups over the pool's buffers; a buffer's go when the pool releases it.
+    pub bind_groups: BindGroups,
 }
+
+/// A device buffer and its id.
+type Block = (u64, wgpu::Buffer);
 
 /// The free list: buffers (`B`; plain ids in tests) by (kind, size), each with
 /// the tick it was returned at, holding at most `cap` bytes.
@@ -99,12 +107,12 @@ impl<B> Free<B> {
     /// Keeps a returned buffer. Past `cap`, the least recently returned buffers
     /// are released (dropped) to make room: the sizes a program uses now (a
     /// training step's) stay cached, those of a finished phase go. Returns the
-    /// bytes released.
-    fn put(&mut self, kind: Kind, size: u64, buffer: B) -> u64 {
+    /// buffers released, with their sizes.
+    fn put(&mut self, kind: Kind, size: u64, buffer: B) -> Vec<(u64, B)> {
         if size > self.cap {
-            return size;
+            return vec![(size, buffer)];
         }
-        let mut released = 0;
+        let mut released = Vec::new();
         while self.bytes + size > self.cap {
             let oldest = self
                 .buckets
@@ -112,12 +120,13 @@ impl<B> Free<B> {
                 .filter_map(|(key, list)| list.first().map(|(tick, _)| (*tick, *key)))
                 .min_by_key(|(tick, _)| *tick);
             let Some((_, key)) = oldest else { break };
-            self.buckets
+            let (_, b) = self
+                .buckets
                 .get_mut(&key)
                 .expect("the bucket just found")
                 .remove(0);
             self.bytes -= key.1;
-            released += key.1;
+            released.push((key.1, b));
         }
         self.tick += 1;
         self.bytes += size;
@@ -136,6 +145,10 @@ impl<B> Free<B> {
 /// the memory alive until the commands using it have run.
 pub(crate) struct Pooled {
     pub buffer: wgpu::Buffer,
+    /// The buffer's identity for cached bind groups: unique for the life of the
+    /// process. `None` for a buffer that is destroyed when its handle drops,
+    /// which a cached bind group would keep alive.
+    id: Option<u64>,
     /// `None` for buffers that are not the pool's (released on drop).
     kind: Option<Kind>,
     /// A window `(offset, size)` in bytes: what kernels bind of the buffer (a
@@ -151,15 +164,25 @@ impl Pooled {
     pub fn unpooled(buffer: wgpu::Buffer) -> Self {
         Pooled {
             buffer,
+            id: None,
             kind: None,
             window: None,
             _parent: None,
         }
     }
 
-    fn lent(buffer: wgpu::Buffer, kind: Kind) -> Self {
+    /// A handle to a buffer that lives as long as the process (bind groups over
+    /// it are cached).
+    pub fn permanent(pool: &Pool, buffer: wgpu::Buffer) -> Self {
+        let mut p = Self::unpooled(buffer);
+        p.id = Some(pool.ids.fetch_add(1, Ordering::Relaxed));
+        p
+    }
+
+    fn lent((id, buffer): Block, kind: Kind) -> Self {
         Pooled {
             buffer,
+            id: Some(id),
             kind: Some(kind),
             window: None,
             _parent: None,
@@ -172,6 +195,7 @@ impl Pooled {
         debug_assert!(parent.window.is_none() && offset + size <= parent.buffer.size());
         Arc::new(Pooled {
             buffer: parent.buffer.clone(),
+            id: parent.id,
             kind: None,
             window: Some((offset, size)),
             _parent: Some(parent.clone()),
@@ -181,6 +205,13 @@ impl Pooled {
     /// Bytes a kernel binds: the window, or the whole buffer.
     pub fn bound_size(&self) -> u64 {
         self.window.map_or(self.buffer.size(), |(_, size)| size)
+    }
+
+    /// What a bind group binds, `[id, offset, size]`, when bind groups over this
+    /// buffer may be cached.
+    pub fn bound(&self) -> Option<[u64; 3]> {
+        let (offset, size) = self.window.unwrap_or((0, self.buffer.size()));
+        self.id.map(|id| [id, offset, size])
     }
 
     /// The binding of this buffer or window.
@@ -204,8 +235,8 @@ impl std::fmt::Debug for Pooled {
 
 impl Drop for Pooled {
     fn drop(&mut self) {
-        if let (Some(kind), Some(ctx)) = (self.kind, context::existing()) {
-            ctx.pool.put(kind, self.buffer.clone());
+        if let (Some(kind), Some(id), Some(ctx)) = (self.kind, self.id, context::existing()) {
+            ctx.pool.put(kind, (id, self.buffer.clone()));
         }
     }
 }
@@ -228,6 +259,8 @@ impl Pool {
             created: Default::default(),
             allocated: Default::default(),
             limit: AtomicU64::new(u64::MAX),
+            ids: AtomicU64::new(0),
+            bind_groups: BindGroups::default(),
         }
     }
 
@@ -268,7 +301,7 @@ impl Pool {
     }
 
     /// A new buffer, or `None` when the device or the pool's limit refuses it.
-    fn create(&self, device: &wgpu::Device, kind: Kind, size: u64) -> Option<wgpu::Buffer> {
+    fn create(&self, device: &wgpu::Device, kind: Kind, size: u64) -> Option<Block> {
         let limit = self.limit.load(Ordering::Relaxed);
         if self.allocated.load(Ordering::Relaxed).saturating_add(size) > limit {
             return None;
@@ -286,7 +319,7 @@ impl Pool {
         }
         self.created.fetch_add(1, Ordering::Relaxed);
         self.allocated.fetch_add(size, Ordering::Relaxed);
-        Some(buffer)
+        Some((self.ids.fetch_add(1, Ordering::Relaxed), buffer))
     }
 
     /// Caps the bytes of buffers the pool holds (lent and cached); `None` lifts the
@@ -302,7 +335,10 @@ impl Pool {
         let bytes = free.bytes;
         free.buckets.clear();
         free.bytes = 0;
+        drop(free);
         self.allocated.fetch_sub(bytes, Ordering::Relaxed);
+        // Cached bind groups would keep the released buffers alive.
+        self.bind_groups.clear();
         bytes
     }
 
@@ -313,11 +349,21 @@ impl Pool {
         (allocated, cached)
     }
 
-    fn put(&self, kind: Kind, buffer: wgpu::Buffer) {
-        let size = buffer.size();
-        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        let released = free.put(kind, size, buffer);
-        self.allocated.fetch_sub(released, Ordering::Relaxed);
+    fn put(&self, kind: Kind, block: Block) {
+        let size = block.1.size();
+        let released = self
+            .free
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .put(kind, size, block);
+        if released.is_empty() {
+            return;
+        }
+        let bytes: u64 = released.iter().map(|(size, _)| size).sum();
+        self.allocated.fetch_sub(bytes, Ordering::Relaxed);
+        // Cached bind groups would keep the released buffers alive.
+        let ids: Vec<u64> = released.iter().map(|(_, (id, _))| *id).collect();
+        self.bind_groups.forget(&ids);
     }
 }
 
@@ -332,7 +378,7 @@ mod tests {
         free.put(Kind::Storage, 400, "b");
         free.put(Kind::Storage, 100, "c");
         // 900 held: another 400 releases "a", the oldest.
-        assert_eq!(free.put(Kind::Staging, 400, "d"), 400);
+        assert_eq!(free.put(Kind::Staging, 400, "d"), [(400, "a")]);
         assert_eq!(free.bytes, 900);
         assert_eq!(free.take(Kind::Storage, 400), Some("b"));
         assert_eq!(free.take(Kind::Storage, 400), None);
@@ -346,7 +392,7 @@ mod tests {
         assert_eq!(free.take(Kind::Storage, 100), Some("c"));
         assert_eq!(free.take(Kind::Storage, 500), None);
         // Larger than the whole pool: not kept.
-        assert_eq!(free.put(Kind::Storage, 2000, "g"), 2000);
+        assert_eq!(free.put(Kind::Storage, 2000, "g"), [(2000, "g")]);
         assert_eq!(free.take(Kind::Storage, 2000), None);
     }
 

@@ -1,7 +1,8 @@
 //! Lazy, batched execution. Recording an op appends a dispatch to one open compute
 //! pass; nothing reaches the GPU until a value is read back, [`Gpu::sync`] is called
 //! or the batch fills. Each dispatch's parameters go into the batch's parameter
-//! arena (one buffer, a slice per dispatch) rather than a buffer per op.
+//! arena (one buffer, a slice per dispatch) rather than a buffer per op; bind
+//! groups bind the arena at a dynamic offset, so they are cached (`bind_groups`).
 //!
 //! Every write to a pooled buffer (kernel outputs, uploads) is recorded in this one
 //! encoder, in program order, and wgpu places a barrier wherever a buffer changes
@@ -17,10 +18,11 @@
 //! that its owner recorded, so another thread's write into it is recorded later.
 //!
 //! [`Gpu::sync`]: crate::Gpu::sync
+use super::bind_groups;
 use super::context::Context;
 use super::error::GpuError;
 use super::pipelines::Kernel;
-use super::pool::{Kind, Pooled};
+use super::pool::{Kind, Pool, Pooled};
 use super::profile::Profiler;
 use std::sync::Arc;
 
@@ -29,14 +31,22 @@ pub(crate) const MAX_DISPATCHES: usize = 256;
 /// Size of the parameter arena of a batch.
 const ARENA_BYTES: u64 = 256 * 1024;
 
+/// Bytes a bind group binds of a parameter block of `bytes` bytes: a few sizes,
+/// so that bind groups over the same buffers are shared by most kernels.
+fn param_window(bytes: usize) -> u64 {
+    (bytes.max(4) as u64).next_power_of_two().max(256)
+}
+
 pub(crate) struct Recorder {
     encoder: Option<wgpu::CommandEncoder>,
     pass: Option<wgpu::ComputePass<'static>>,
     /// Host copy of the arena, written to `arena` just before submission.
     params: Vec<u8>,
-    arena: wgpu::Buffer,
+    arena: Pooled,
     align: usize,
     dispatches: usize,
+    /// The kernel whose pipeline the open pass has set.
+    pipeline: Option<Arc<Kernel>>,
     /// Batches submitted so far (tests use it to see that batches split).
     pub submitted: u64,
     /// Dispatches and uploads recorded so far.
@@ -66,6 +76,8 @@ pub struct Graph {
 struct Launch {
     kernel: Arc<Kernel>,
     bind_group: wgpu::BindGroup,
+    /// Offset of the parameter block in the graph's parameter buffer.
+    offset: u32,
     groups: [u32; 3],
 }
 
@@ -115,7 +127,7 @@ impl Graph {
 }
 
 impl Recorder {
-    pub fn new(device: &wgpu::Device, limits: &wgpu::Limits) -> Self {
+    pub fn new(device: &wgpu::Device, limits: &wgpu::Limits, pool: &Pool) -> Self {
         let arena = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("volta params"),
             size: ARENA_BYTES,
@@ -134,12 +146,13 @@ impl Recorder {
             encoder: None,
             pass: None,
             params: Vec::new(),
-            arena,
+            arena: Pooled::permanent(pool, arena),
             align: limits.min_storage_buffer_offset_alignment.max(4) as usize,
             dispatches: 0,
+            pipeline: None,
             submitted: 0,
             recorded: 0,
-            flags: Arc::new(Pooled::unpooled(flags)),
+            flags: Arc::new(Pooled::permanent(pool, flags)),
             profiler: None,
             capture: None,
         }
@@ -155,71 +168,73 @@ impl Recorder {
         buffers: &[&Arc<Pooled>],
         groups: [u32; 3],
     ) {
-        debug_assert_eq!(buffers.len(), kernel.buffers);
+        debug_assert_eq!(
+            buffers.len(),
+            kernel.bindings.reads + kernel.bindings.writes
+        );
         let bytes: &[u8] = bytemuck::cast_slice(params);
+        let window = param_window(bytes.len());
         // Parameters go to the batch's arena, or while capturing to the graph's
         // own buffer, which replays reuse.
         let capturing = Graph::is_capturing_here(&self.capture);
-        let (param_buffer, start) = match &mut self.capture {
-            Some(graph) if capturing => {
-                let start = graph.params.len().next_multiple_of(self.align);
-                assert!(
-                    (start + bytes.len()) as u64 <= GRAPH_PARAM_BYTES,
-                    "Gpu::capture: the captured work has more than {GRAPH_PARAM_BYTES} bytes \
-                     of kernel parameters; capture a smaller step"
-                );
-                graph.params.resize(start, 0);
-                graph.params.extend_from_slice(bytes);
-                graph.buffers.extend(buffers.iter().map(|b| (*b).clone()));
-                (&graph.param_buffer, start)
-            }
-            _ => {
-                let start = self.params.len().next_multiple_of(self.align);
-                if self.dispatches >= MAX_DISPATCHES || (start + bytes.len()) as u64 > ARENA_BYTES {
-                    self.flush(ctx);
-                    return self.dispatch(ctx, kernel, params, buffers, groups);
-                }
-                self.params.resize(start, 0);
-                self.params.extend_from_slice(bytes);
-                (&self.arena, start)
-            }
-        };
-        let mut entries = vec![wgpu::BindGroupEntry {
-            binding: 0,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: param_buffer,
-                offset: start as u64,
-                size: wgpu::BufferSize::new(bytes.len().max(4) as u64),
-            }),
-        }];
-        for (i, b) in buffers.iter().enumerate() {
-            entries.push(wgpu::BindGroupEntry {
-                binding: i as u32 + 1,
-                resource: b.binding(),
-            });
-        }
-        let launch = Launch {
-            kernel: kernel.clone(),
-            bind_group: ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: None,
-                layout: &kernel.layout,
-                entries: &entries,
-            }),
-            groups,
-        };
-        self.record(ctx, &launch);
         if let Some(graph) = &mut self.capture
             && capturing
         {
-            graph.launches.push(launch);
+            let start = graph.params.len().next_multiple_of(self.align);
+            assert!(
+                start as u64 + window <= GRAPH_PARAM_BYTES,
+                "Gpu::capture: the captured work has more than {GRAPH_PARAM_BYTES} bytes \
+                 of kernel parameters; capture a smaller step"
+            );
+            graph.params.resize(start, 0);
+            graph.params.extend_from_slice(bytes);
+            graph.buffers.extend(buffers.iter().map(|b| (*b).clone()));
+            // Not cached: the graph's bind groups live as long as the graph.
+            let params = (&graph.param_buffer, window);
+            let launch = Launch {
+                kernel: kernel.clone(),
+                bind_group: bind_groups::create(&ctx.device, &kernel.layout, params, buffers),
+                offset: start as u32,
+                groups,
+            };
+            self.record(
+                ctx,
+                &launch.kernel,
+                &launch.bind_group,
+                launch.offset,
+                groups,
+            );
+            if let Some(graph) = &mut self.capture {
+                graph.launches.push(launch);
+            }
+            return;
         }
+        let start = self.params.len().next_multiple_of(self.align);
+        if self.dispatches >= MAX_DISPATCHES || start as u64 + window > ARENA_BYTES {
+            self.flush(ctx);
+            return self.dispatch(ctx, kernel, params, buffers, groups);
+        }
+        self.params.resize(start, 0);
+        self.params.extend_from_slice(bytes);
+        let bind_group =
+            ctx.pool
+                .bind_groups
+                .get(&ctx.device, kernel, (&self.arena, window), buffers);
+        self.record(ctx, kernel, &bind_group, start as u32, groups);
     }
 
     /// Records one launch: in the open compute pass, or, while profiling, in a
     /// pass of its own with a timestamp at its start and its end.
-    fn record(&mut self, ctx: &Context, l: &Launch) {
+    fn record(
+        &mut self,
+        ctx: &Context,
+        kernel: &Arc<Kernel>,
+        bind_group: &wgpu::BindGroup,
+        offset: u32,
+        groups: [u32; 3],
+    ) {
         if let Some(p) = &mut self.profiler {
-            p.batch.push(l.kernel.name.clone());
+            p.batch.push(kernel.name.clone());
             let at = 2 * (p.batch.len() as u32 - 1);
             self.pass = None;
             let encoder = self.encoder.get_or_insert_with(|| {
@@ -235,14 +250,25 @@ impl Recorder {
                     end_of_pass_write_index: Some(at + 1),
                 }),
             });
-            pass.set_pipeline(&l.kernel.pipeline);
-            pass.set_bind_group(0, &l.bind_group, &[]);
-            pass.dispatch_workgroups(l.groups[0], l.groups[1], l.groups[2]);
+            pass.set_pipeline(&kernel.pipeline);
+            pass.set_bind_group(0, bind_group, &[offset]);
+            pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
         } else {
-            let pass = self.pass(ctx);
-            pass.set_pipeline(&l.kernel.pipeline);
-            pass.set_bind_group(0, &l.bind_group, &[]);
-            pass.dispatch_workgroups(l.groups[0], l.groups[1], l.groups[2]);
+            self.open_pass(ctx);
+            // Consecutive launches of one kernel (a chain of ops) set it once.
+            let set = !self
+                .pipeline
+                .as_ref()
+                .is_some_and(|k| Arc::ptr_eq(k, kernel));
+            if set {
+                self.pipeline = Some(kernel.clone());
+            }
+            let pass = self.pass.as_mut().expect("just opened");
+            if set {
+                pass.set_pipeline(&kernel.pipeline);
+            }
+            pass.set_bind_group(0, bind_group, &[offset]);
+            pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
         }
         self.dispatches += 1;
         self.recorded += 1;
@@ -283,7 +309,7 @@ impl Recorder {
             if self.dispatches >= MAX_DISPATCHES && self.profiler.is_some() {
                 self.flush(ctx);
             }
-            self.record(ctx, l);
+            self.record(ctx, &l.kernel, &l.bind_group, l.offset, l.groups);
         }
     }
 
@@ -295,15 +321,16 @@ impl Recorder {
         })
     }
 
-    fn pass(&mut self, ctx: &Context) -> &mut wgpu::ComputePass<'static> {
+    /// Opens a compute pass unless one is open.
+    fn open_pass(&mut self, ctx: &Context) {
         if self.pass.is_none() {
             let pass = self
                 .encoder(ctx)
                 .begin_compute_pass(&wgpu::ComputePassDescriptor::default())
                 .forget_lifetime();
             self.pass = Some(pass);
+            self.pipeline = None;
         }
-        self.pass.as_mut().expect("just opened")
     }
 
     /// Submits everything recorded so far.
@@ -314,7 +341,7 @@ impl Recorder {
         }
         if let Some(encoder) = self.encoder.take() {
             if !self.params.is_empty() {
-                ctx.queue.write_buffer(&self.arena, 0, &self.params);
+                ctx.queue.write_buffer(&self.arena.buffer, 0, &self.params);
             }
             // A capture's launches so far may be in this batch.
             if let Some(g) = &self.capture

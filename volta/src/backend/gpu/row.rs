@@ -225,7 +225,9 @@ fn record(
         writes: 1,
     };
     let groups = k.groups(rows);
-    let kern = kernel(ctx, Key::Row(k.clone()), bindings, "main", || k.source());
+    let key = Key::Row(k);
+    let Key::Row(k) = &key else { unreachable!() };
+    let kern = kernel(ctx, &key, bindings, "main", || k.source());
     let mut buffers: Vec<&Arc<Pooled>> = inputs.iter().map(|(b, _)| *b).collect();
     buffers.push(out.0);
     launch(ctx, &kern, &params, &buffers, grid(ctx, groups));

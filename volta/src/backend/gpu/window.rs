@@ -31,7 +31,7 @@ fn launch_named(
 ) {
     let kern = kernel(
         ctx,
-        Key::Named(name, vec![elem as u32]),
+        &Key::Named(name, vec![elem as u32]),
         Bindings {
             reads: inputs.len(),
             writes: 1,
