@@ -371,7 +371,7 @@ fn product_into(
         ];
         let kern = kernel(
             ctx,
-            super::pipelines::Key::Named("volta matmul tensor-core", key),
+            &super::pipelines::Key::Named("volta matmul tensor-core", key),
             Bindings {
                 reads: 2,
                 writes: 1,
