@@ -1,0 +1,103 @@
+//! Products on tensor cores: `f16` products, and `f32` ones under
+//! `MatmulPrecision::Half`, match the CPU's `f32` product of the same (rounded)
+//! operands within `f16`'s error, on shapes that leave partial tiles on every
+//! edge, with transposed operands and batches. Where the adapter has no tensor
+//! cores (lavapipe in CI), `Half` is exact and `f16` products take the `f32`
+//! kernel: the same checks hold, and `Half` must equal `Full` bit for bit.
+#![cfg(feature = "gpu")]
+
+use volta::RawTensor;
+use volta::backend::gpu::MatmulPrecision;
+use volta::dtype::f16;
+use volta::prelude::*;
+
+/// `(batch, m, k, n, a transposed, b transposed)`: every axis a multiple of 4
+/// (the tensor-core kernels load vectors) but none of a tile, K not a multiple of
+/// the K step.
+#[allow(clippy::type_complexity)]
+const SHAPES: [(usize, usize, usize, usize, bool, bool); 6] = [
+    (1, 100, 72, 132, false, false),
+    (1, 36, 200, 20, true, false),
+    (1, 68, 40, 92, false, true),
+    (3, 52, 24, 44, true, true),
+    (2, 260, 136, 132, false, false),
+    // Split along K: partial products summed after.
+    (1, 64, 1024, 48, false, false),
+];
+
+fn values(n: usize, seed: u32) -> Vec<f32> {
+    // Small integers over 8: exact in f16, so the reference needs no rounding.
+    (0..n)
+        .map(|i| ((i as u32).wrapping_mul(2654435761) ^ seed) >> 7 & 0xffff)
+        .map(|v| v % 17)
+        .map(|v| (v as f32 - 8.0) / 8.0)
+        .collect()
+}
+
+/// The operands as stored (`[batch, k, m]` when transposed) and the product's
+/// operands as views.
+fn operands<D: volta::backend::Backend<E>, E: volta::dtype::Float>(
+    (batch, m, k, n, at, bt): (usize, usize, usize, usize, bool, bool),
+    a: &[E],
+    b: &[E],
+) -> (RawTensor<D, E>, RawTensor<D, E>) {
+    let a = if at {
+        RawTensor::from_vec(a.to_vec(), &[batch, k, m]).transpose_last()
+    } else {
+        RawTensor::from_vec(a.to_vec(), &[batch, m, k])
+    };
+    let b = if bt {
+        RawTensor::from_vec(b.to_vec(), &[batch, n, k]).transpose_last()
+    } else {
+        RawTensor::from_vec(b.to_vec(), &[batch, k, n])
+    };
+    (a, b)
+}
+
+/// Largest |x − reference| over the largest |reference|.
+fn rel_error(x: &[f32], reference: &[f32]) -> f32 {
+    assert_eq!(x.len(), reference.len());
+    let scale = reference.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let err = x
+        .iter()
+        .zip(reference)
+        .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+    err / scale
+}
+
+#[test]
+fn tensor_core_products_match_the_cpu_within_f16_error() {
+    let info =
+        Gpu::init().unwrap_or_else(|e| panic!("no GPU adapter (install Mesa's lavapipe): {e}"));
+    for (s, &shape) in SHAPES.iter().enumerate() {
+        let (batch, m, k, n, _, _) = shape;
+        let (a, b) = (
+            values(batch * m * k, s as u32),
+            values(batch * k * n, 99 + s as u32),
+        );
+        let (ca, cb) = operands::<Cpu, f32>(shape, &a, &b);
+        let want = ca.matmul(&cb).to_vec();
+
+        let (ga, gb) = operands::<Gpu, f32>(shape, &a, &b);
+        let full = ga.matmul(&gb).to_vec();
+        Gpu::set_matmul_precision(MatmulPrecision::Half);
+        let half = ga.matmul(&gb).to_vec();
+        Gpu::set_matmul_precision(MatmulPrecision::Full);
+        assert!(rel_error(&full, &want) < 1e-6, "{shape:?}: full precision");
+        // The operands are exact in f16 and the sums are accumulated in f32.
+        let err = rel_error(&half, &want);
+        assert!(err < 1e-5, "{shape:?}: half precision, error {err}");
+        if !info.tensor_cores {
+            assert_eq!(half, full, "{shape:?}: Half without tensor cores is Full");
+        }
+
+        if info.f16 {
+            let h = |v: &[f32]| v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>();
+            let (ha, hb) = operands::<Gpu, f16>(shape, &h(&a), &h(&b));
+            let got: Vec<f32> = ha.matmul(&hb).to_vec().iter().map(|x| x.to_f32()).collect();
+            // One rounding to f16 of each output.
+            let err = rel_error(&got, &want);
+            assert!(err < 1e-3, "{shape:?}: f16 product, error {err}");
+        }
+    }
+}
