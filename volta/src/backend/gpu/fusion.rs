@@ -583,7 +583,7 @@ impl Pending {
 
 /// `template` at every position of `dims`, with `Input(i)` reading `inputs[i]` (each
 /// of dims `dims`) and `Scalar(j)` = `scalars[j]`, as a pending buffer that pending
-/// operands were spliced into. With fusion off it is materialised at once. Every
+/// operands were spliced into. With fusion off it is recorded at once. Every
 /// buffer holds `elem` (`E`'s kernel type); pending operands of a value have its type,
 /// so trees only ever join values of one element type.
 pub(crate) fn elementwise<E>(
@@ -593,7 +593,12 @@ pub(crate) fn elementwise<E>(
     scalars: &[u32],
     dims: &[usize],
 ) -> GpuBuffer<E> {
-    let on = enabled();
+    if !enabled() {
+        // Recorded at once: no tree to build, nothing pending.
+        let ops: Vec<Operand> = inputs.iter().map(|(b, l)| (b.raw(), *l)).collect();
+        let out = map(ctx(), elem, template.clone(), &ops, scalars, dims);
+        return GpuBuffer::new(out, dims.iter().product());
+    }
     let limit = ctx().limits.max_storage_buffers_per_shader_stage as usize;
     // Two storage bindings are the parameter block and the output.
     let max_inputs = MAX_INPUTS.min(limit.saturating_sub(2));
@@ -605,7 +610,7 @@ pub(crate) fn elementwise<E>(
         .enumerate()
         .map(|(i, (buf, layout))| {
             let reserve = inputs.len() - i - 1 + usize::from(reads.is_some());
-            if let (true, Data::Pending(p)) = (on, &buf.data)
+            if let Data::Pending(p) = &buf.data
                 && let Some(e) = p.splice_into(&mut b, layout, reserve, &mut spliced, &mut reads)
             {
                 return e;
@@ -628,11 +633,7 @@ pub(crate) fn elementwise<E>(
         })),
         done: OnceLock::new(),
     });
-    let out = GpuBuffer::pending(pending, dims.iter().product());
-    if !on {
-        out.realize();
-    }
-    out
+    GpuBuffer::pending(pending, dims.iter().product())
 }
 
 /// The sum along `axis` of a buffer in memory of `in_elem` (split-K's partial
