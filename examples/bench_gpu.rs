@@ -7,7 +7,7 @@
 //! GEMM and f32 GEMM in half precision where the adapter has cooperative matrices.
 //! `--cnn` runs the LeNet rows alone, `--train` the MLP and LeNet rows, `--rows`
 //! softmax and RMSNorm, `--gemm` the GEMM rows and sweeps, `--tensor-cores` the
-//! tensor-core rows alone.
+//! tensor-core rows alone; `--defaults` skips the tuning sweeps.
 //!
 //! Byte and FLOP conventions follow `torch_peers.py`, so the figures compare
 //! directly. Every timing syncs before reading the clock, warms up first, and takes
@@ -26,6 +26,16 @@ use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
 use volta::{RawTensor, Tensor};
 use volta_examples::LeNet;
+
+/// The candidates of a tuning sweep, or none under `--defaults` (the figures of
+/// the default choices only).
+fn sweep<T>(candidates: &[T]) -> &[T] {
+    if std::env::args().any(|a| a == "--defaults") {
+        &[]
+    } else {
+        candidates
+    }
+}
 
 fn sync() {
     Gpu::sync().unwrap_or_else(|e| panic!("{e}"));
@@ -464,7 +474,7 @@ fn main() {
     };
     let min_bytes = 4.0 * n as f64 * 4.0;
     println!("\nelementwise launch sweep (relu(a*b+c) fused, GB/s of min bytes):");
-    for launch in Launch::CANDIDATES {
+    for &launch in sweep(&Launch::CANDIDATES) {
         if Gpu::set_elementwise_launch(Some(launch)).is_err() {
             continue;
         }
@@ -558,7 +568,7 @@ fn gemm_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
         let (ga, gb) = (raw(a.clone(), &[n, n]), raw(b.clone(), &[n, n]));
         let flops = 2.0 * (n as f64).powi(3);
         let per_run = (4096 / n).pow(2).clamp(2, 16);
-        for tiles in MatmulTiles::CANDIDATES {
+        for &tiles in sweep(&MatmulTiles::CANDIDATES) {
             if Gpu::set_matmul_tiles(Some(tiles)).is_err() {
                 continue;
             }
@@ -658,7 +668,7 @@ fn tensor_core_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
         let flops = 2.0 * (n as f64).powi(3);
         let per_run = (4096 / n).pow(2).clamp(2, 16);
         let err = || rel_error(&rounded(&ga.matmul(&gb).to_vec()), &reference);
-        for tiles in CoopTiles::CANDIDATES {
+        for &tiles in sweep(&CoopTiles::CANDIDATES) {
             if Gpu::set_tensor_core_tiles(Some(tiles)).is_err() {
                 continue;
             }
