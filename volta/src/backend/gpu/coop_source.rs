@@ -206,7 +206,7 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool) -> Copy {
     };
     for r in 0..reps {
         let v = format!("{}{r}", t.reg);
-        let guarded = items % threads != 0 && r == reps - 1;
+        let guarded = !items.is_multiple_of(threads) && r == reps - 1;
         writeln!(c.decls, "    var {v}: {reg_ty};").unwrap();
         for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
             writeln!(w, "        {{ let e = li + {}u;", r * threads).unwrap();
