@@ -632,6 +632,15 @@ fn gemm_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
     }
 }
 
+/// The kernels of one product and their GPU time, where timestamps are available.
+fn profile_product(product: impl FnOnce()) {
+    if let Ok(((), profile)) = Gpu::profile(product) {
+        for line in profile.to_string().lines() {
+            println!("    {line}");
+        }
+    }
+}
+
 /// Largest |x − reference| relative to the largest |reference|.
 fn rel_error(x: &[f32], reference: &[f32]) -> f64 {
     let scale = reference.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
@@ -650,6 +659,12 @@ fn tensor_core_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
     if !Gpu::init().is_ok_and(|i| i.tensor_cores) {
         println!("\nno tensor cores on this adapter: f16 products run on the f32 kernel");
         return;
+    }
+    // Diagnostic: reused pooled buffers were seen to slow these kernels 3–4×
+    // (H100, 2026-11-23); `VOLTA_BENCH_EMPTY_POOL=1` starts the rows on fresh ones.
+    if std::env::var_os("VOLTA_BENCH_EMPTY_POOL").is_some() {
+        println!("memory before: {}", Gpu::memory());
+        println!("released {} MiB", Gpu::empty_cache() >> 20);
     }
     println!("\ntensor-core f16 matmul sweep (TFLOP/s, max rel err vs f32 product):");
     for &n in sizes {
@@ -695,11 +710,13 @@ fn tensor_core_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
             "TFLOP/s",
         );
         println!("  default tiles: max rel err {:.1e}", err());
+        profile_product(|| ga.matmul(&gb).buffer().realize());
         // f32 operands on tensor cores.
         let (fa, fb) = (raw(a, &[n, n]), raw(b, &[n, n]));
         let full = fa.matmul(&fb).to_vec();
         Gpu::set_matmul_precision(MatmulPrecision::Half);
         let t = time(7, per_run, || drop(fa.matmul(&fb)));
+        profile_product(|| fa.matmul(&fb).buffer().realize());
         row(
             table,
             &format!("matmul_f32_half_precision_{n}"),
