@@ -603,6 +603,15 @@ mod tests {
     use super::*;
     use crate::{BinaryOp, UnaryOp};
 
+    /// Every way of walking a row, registers holding one `vec4` per thread and three.
+    const VARIANTS: [RowVariant; 5] = [
+        RowVariant::Serial,
+        RowVariant::Tree,
+        RowVariant::Vec4,
+        RowVariant::Registers(1),
+        RowVariant::Registers(3),
+    ];
+
     fn kernel(op: RowOp, variant: RowVariant) -> RowKernel {
         // exp(x − m) along axis 1 of a 2-D x, m broadcast along the axis.
         RowKernel {
@@ -631,13 +640,7 @@ mod tests {
             RowOp::Normalize { center: true },
             RowOp::Normalize { center: false },
         ] {
-            for variant in [
-                RowVariant::Serial,
-                RowVariant::Tree,
-                RowVariant::Vec4,
-                RowVariant::Registers(1),
-                RowVariant::Registers(3),
-            ] {
+            for variant in VARIANTS {
                 super::super::assert_valid(&kernel(op, variant).source());
             }
         }
@@ -708,13 +711,7 @@ mod tests {
         assert!(src.contains(" - mean) * rstd;"), "{src}");
         let p = layer.params(&[2, 3], 1, &[(0, &[3, 1]), (0, &[3, 1])], &[11, 22]);
         assert_eq!(&p[12..], &[11, 22]);
-        for variant in [
-            RowVariant::Serial,
-            RowVariant::Tree,
-            RowVariant::Vec4,
-            RowVariant::Registers(1),
-            RowVariant::Registers(3),
-        ] {
+        for variant in VARIANTS {
             let rms = k(false, variant).source();
             super::super::assert_valid(&rms);
             assert!(!rms.contains("mean"), "{rms}");
@@ -755,13 +752,7 @@ mod tests {
             per_row: false,
             lanes: 0,
         };
-        for variant in [
-            RowVariant::Serial,
-            RowVariant::Tree,
-            RowVariant::Vec4,
-            RowVariant::Registers(1),
-            RowVariant::Registers(3),
-        ] {
+        for variant in VARIANTS {
             let k = rms(variant);
             assert!(k.writes_rows());
             let src = k.source();
@@ -875,13 +866,7 @@ mod tests {
             RowOp::Normalize { center: true },
             RowOp::Normalize { center: false },
         ] {
-            for variant in [
-                RowVariant::Serial,
-                RowVariant::Tree,
-                RowVariant::Vec4,
-                RowVariant::Registers(1),
-                RowVariant::Registers(3),
-            ] {
+            for variant in VARIANTS {
                 for out_elem in [Elem::F16, Elem::F32] {
                     let k = RowKernel {
                         elem: Elem::F16,
