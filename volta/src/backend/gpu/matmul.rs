@@ -255,6 +255,57 @@ fn choose_tiles(batch: usize, m: usize, n: usize) -> MatmulTiles {
     }
 }
 
+/// The tensor-core kernel for a `(batch, m, n)` product of `elem` operands stored as
+/// `out_elem`, A contiguous along k (else m) and B along n (else k) as `layouts`
+/// says, and its grid.
+fn tensor_core_kernel(
+    ctx: &Context,
+    (elem, out_elem): (Elem, Elem),
+    (a_k, b_n): (bool, bool),
+    (batch, m, n): (usize, usize, usize),
+) -> (Arc<super::pipelines::Kernel>, [u32; 3]) {
+    let t = COOP_OVERRIDE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .unwrap_or_else(|| choose_coop_tiles(batch, m, n));
+    let v = CoopVariant {
+        tiles: t,
+        a_k,
+        b_n,
+        f32_in: elem == Elem::F32,
+        half_out: out_elem == Elem::F16,
+    };
+    let key = vec![
+        t.wm,
+        t.wn,
+        t.fm,
+        t.fn_,
+        t.bk,
+        t.pad,
+        t.staging as u32,
+        u32::from(a_k),
+        u32::from(b_n),
+        u32::from(v.f32_in),
+        u32::from(v.half_out),
+    ];
+    let kern = kernel(
+        ctx,
+        &super::pipelines::Key::Named("volta matmul tensor-core", key),
+        Bindings {
+            reads: 2,
+            writes: 1,
+        },
+        "main",
+        || coop_source::source(&v),
+    );
+    let groups = [
+        u(n.div_ceil(t.bn() as usize)),
+        u(m.div_ceil(t.bm() as usize)),
+        u(batch),
+    ];
+    (kern, groups)
+}
+
 /// The tensor-core tiles for a product of this size: large ones when they fill
 /// the GPU.
 fn choose_coop_tiles(batch: usize, m: usize, n: usize) -> CoopTiles {
@@ -342,48 +393,8 @@ fn product_into(
         && vectors(a_load)
         && vectors(b_load);
     if on_tensor_cores {
-        let tiles = COOP_OVERRIDE
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .unwrap_or_else(|| choose_coop_tiles(batch, m, n));
-        let a_k = a_load == Load::K4;
-        let b_n = b_load == Load::Outer4;
-        let v = CoopVariant {
-            tiles,
-            a_k,
-            b_n,
-            f32_in: elem == Elem::F32,
-            half_out: out_elem == Elem::F16,
-        };
-        let t = v.tiles;
-        let key = vec![
-            t.wm,
-            t.wn,
-            t.fm,
-            t.fn_,
-            t.bk,
-            t.pad,
-            t.staging as u32,
-            u32::from(v.a_k),
-            u32::from(v.b_n),
-            u32::from(v.f32_in),
-            u32::from(v.half_out),
-        ];
-        let kern = kernel(
-            ctx,
-            &super::pipelines::Key::Named("volta matmul tensor-core", key),
-            Bindings {
-                reads: 2,
-                writes: 1,
-            },
-            "main",
-            || coop_source::source(&v),
-        );
-        let groups = [
-            u(n.div_ceil(t.bn() as usize)),
-            u(m.div_ceil(t.bm() as usize)),
-            u(batch),
-        ];
+        let layouts = (a_load == Load::K4, b_load == Load::Outer4);
+        let (kern, groups) = tensor_core_kernel(ctx, (elem, out_elem), layouts, (batch, m, n));
         launch(ctx, &kern, &p, &[a.0, b.0, out], groups);
         return;
     }
