@@ -7,7 +7,8 @@
 //! GEMM and f32 GEMM in half precision where the adapter has cooperative matrices.
 //! `--cnn` runs the LeNet rows alone, `--train` the MLP and LeNet rows, `--rows`
 //! softmax and RMSNorm, `--gemm` the GEMM rows and sweeps, `--tensor-cores` the
-//! tensor-core rows alone; `--defaults` skips the tuning sweeps.
+//! tensor-core rows alone; `--defaults` skips the tuning sweeps; `--pool-probe`
+//! looks for pooled buffers that slow kernels down.
 //!
 //! Byte and FLOP conventions follow `torch_peers.py`, so the figures compare
 //! directly. Every timing syncs before reading the clock, warms up first, and takes
@@ -420,6 +421,10 @@ fn main() {
         record_rows(&mut Vec::new(), &mut rng);
         return;
     }
+    if std::env::args().any(|a| a == "--pool-probe") {
+        pool_probe(&mut rng);
+        return;
+    }
     if std::env::args().any(|a| a == "--tensor-cores") {
         let mut table = Vec::new();
         tensor_core_rows(&mut table, &mut rng, &[1024, 2048, 4096]);
@@ -630,6 +635,44 @@ fn gemm_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
             "TFLOP/s",
         );
     }
+}
+
+/// `--pool-probe`: which buffers make a product slow after other work has filled
+/// the pool (H100, 2026-11-23: 3–4× slower kernels until `Gpu::empty_cache`). The
+/// same f16 product is timed fresh; after f32 GEMMs (new output buffers from the
+/// pool, same operands); on operands uploaded again (into pooled buffers); and
+/// after releasing the pool.
+fn pool_probe(rng: &mut Rng) {
+    let n = 2048;
+    let half = |v: Vec<f32>| v.into_iter().map(f16::from_f32).collect::<Vec<_>>();
+    let upload = |rng: &mut Rng| {
+        (
+            RawTensor::<Gpu, f16>::from_vec(half(randn(n * n, rng)), &[n, n]),
+            RawTensor::<Gpu, f16>::from_vec(half(randn(n * n, rng)), &[n, n]),
+        )
+    };
+    let flops = 2.0 * (n as f64).powi(3);
+    let probe = |what: &str, a: &RawTensor<Gpu, f16>, b: &RawTensor<Gpu, f16>| {
+        let t = time(7, 4, || drop(a.matmul(b)));
+        println!("{what:50} {:8.1} TFLOP/s  {}", flops / t / 1e12, Gpu::memory());
+    };
+    let (a, b) = upload(rng);
+    probe("fresh", &a, &b);
+    for m in [1024, 2048, 4096, 2048, 1024] {
+        let x = raw(randn(m * m, rng), &[m, m]);
+        for _ in 0..3 {
+            drop(x.matmul(&x));
+        }
+        sync();
+    }
+    probe("after f32 GEMMs, same operands", &a, &b);
+    let (a2, b2) = upload(rng);
+    probe("after f32 GEMMs, operands uploaded again", &a2, &b2);
+    drop((a2, b2));
+    println!("released {} MiB", Gpu::empty_cache() >> 20);
+    probe("after empty_cache, same operands", &a, &b);
+    let (a3, b3) = upload(rng);
+    probe("after empty_cache, operands uploaded again", &a3, &b3);
 }
 
 /// The kernels of one product and their GPU time, where timestamps are available.
