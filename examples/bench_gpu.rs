@@ -654,7 +654,11 @@ fn pool_probe(rng: &mut Rng) {
     let flops = 2.0 * (n as f64).powi(3);
     let probe = |what: &str, a: &RawTensor<Gpu, f16>, b: &RawTensor<Gpu, f16>| {
         let t = time(7, 4, || drop(a.matmul(b)));
-        println!("{what:50} {:8.1} TFLOP/s  {}", flops / t / 1e12, Gpu::memory());
+        println!(
+            "{what:50} {:8.1} TFLOP/s  {}",
+            flops / t / 1e12,
+            Gpu::memory()
+        );
     };
     let (a, b) = upload(rng);
     probe("fresh", &a, &b);
