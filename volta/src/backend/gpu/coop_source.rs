@@ -186,9 +186,8 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool) -> Copy {
     // Four elements per load, held as `vec4<f16>`. (Eight per 16-byte load would
     // need shared tiles of `vec4<u32>` that fragment loads read as halves: the
     // H100's driver (580.159.04) loses the device on such a load, 2026-11-23.)
-    let (per, reg_ty) = (4, "vec4<f16>");
-    let q = t.len / per;
-    let row4 = (t.len + pad) / per;
+    let q = t.len / 4;
+    let row4 = (t.len + pad) / 4;
     let items = t.rows * q;
     let reps = items.div_ceil(threads);
     let mut c = Copy {
@@ -207,7 +206,7 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool) -> Copy {
     for r in 0..reps {
         let v = format!("{}{r}", t.reg);
         let guarded = !items.is_multiple_of(threads) && r == reps - 1;
-        writeln!(c.decls, "    var {v}: {reg_ty};").unwrap();
+        writeln!(c.decls, "    var {v}: vec4<f16>;").unwrap();
         for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
             writeln!(w, "        {{ let e = li + {}u;", r * threads).unwrap();
             if guarded {
@@ -216,10 +215,10 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool) -> Copy {
         }
         writeln!(
             c.fetch,
-            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * {per}u;
-        {v} = {reg_ty}();
+            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * 4u;
+        {v} = vec4<f16>();
         if (gr < {rt} && gc < {ct}) {{ {v} = {}; }}",
-            load(&format!("({} + gr * {} + gc) / {per}u", t.base, t.stride)),
+            load(&format!("({} + gr * {} + gc) / 4u", t.base, t.stride)),
             row0 = t.row0,
             col0 = t.col0,
             rt = t.rows_total,
@@ -228,9 +227,9 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool) -> Copy {
         .unwrap();
         writeln!(
             c.fetch_inside,
-            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * {per}u;
+            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * 4u;
         {v} = {};",
-            load(&format!("({} + gr * {} + gc) / {per}u", t.base, t.stride)),
+            load(&format!("({} + gr * {} + gc) / 4u", t.base, t.stride)),
             row0 = t.row0,
             col0 = t.col0,
         )

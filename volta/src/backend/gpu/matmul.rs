@@ -53,6 +53,12 @@ pub(crate) const SMALL: MatmulTiles = MatmulTiles {
     prefetch: true,
 };
 
+/// Every matmul kernel binds A and B, then C.
+const OPERANDS: Bindings = Bindings {
+    reads: 2,
+    writes: 1,
+};
+
 /// A tile override for tuning (`None`: choose by size).
 pub(crate) static OVERRIDE: Mutex<Option<MatmulTiles>> = Mutex::new(None);
 
@@ -291,10 +297,7 @@ fn tensor_core_kernel(
     let kern = kernel(
         ctx,
         &super::pipelines::Key::Named("volta matmul tensor-core", key),
-        Bindings {
-            reads: 2,
-            writes: 1,
-        },
+        OPERANDS,
         "main",
         || coop_source::source(&v),
     );
@@ -426,10 +429,7 @@ fn product_into(
     let kern = kernel(
         ctx,
         &super::pipelines::Key::Named("volta matmul", key),
-        Bindings {
-            reads: 2,
-            writes: 1,
-        },
+        OPERANDS,
         "main",
         || source(&v),
     );

@@ -319,36 +319,34 @@ mod device {
         /// Overrides the tensor-core matmul's tiles (`None` restores the size-based
         /// choice). A tuning knob, swept by the GPU benchmark.
         pub fn set_tensor_core_tiles(tiles: Option<CoopTiles>) -> Result<(), GpuError> {
-            let c = context::init()?;
-            if let Some(t) = tiles {
-                t.check(
-                    c.limits.max_compute_invocations_per_workgroup,
-                    c.limits.max_compute_workgroup_storage_size,
-                )
-                .map_err(GpuError::Validation)?;
-            }
-            *super::matmul::COOP_OVERRIDE
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()) = tiles;
-            Ok(())
+            override_tiles(&super::matmul::COOP_OVERRIDE, tiles, CoopTiles::check)
         }
 
         /// Overrides the matmul tile sizes (`None` restores the size-based choice).
         /// A tuning knob: the default choice is what the benchmarks found best.
         pub fn set_matmul_tiles(tiles: Option<MatmulTiles>) -> Result<(), GpuError> {
-            let c = context::init()?;
-            if let Some(t) = tiles {
-                t.check(
-                    c.limits.max_compute_invocations_per_workgroup,
-                    c.limits.max_compute_workgroup_storage_size,
-                )
-                .map_err(GpuError::Validation)?;
-            }
-            *super::matmul::OVERRIDE
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()) = tiles;
-            Ok(())
+            override_tiles(&super::matmul::OVERRIDE, tiles, MatmulTiles::check)
         }
+    }
+
+    /// Sets a tile override after checking it against the adapter's limits
+    /// (threads per workgroup, shared memory).
+    fn override_tiles<T>(
+        slot: &std::sync::Mutex<Option<T>>,
+        tiles: Option<T>,
+        check: fn(&T, u32, u32) -> Result<(), String>,
+    ) -> Result<(), GpuError> {
+        let c = context::init()?;
+        if let Some(t) = &tiles {
+            check(
+                t,
+                c.limits.max_compute_invocations_per_workgroup,
+                c.limits.max_compute_workgroup_storage_size,
+            )
+            .map_err(GpuError::Validation)?;
+        }
+        *slot.lock().unwrap_or_else(|p| p.into_inner()) = tiles;
+        Ok(())
     }
 
     impl Device for Gpu {
