@@ -272,20 +272,7 @@ fn cnn_rows(table: &mut Vec<String>, rng: &mut Rng) {
 /// (median of 21 runs after a warm-up, with the pool and pipelines warm).
 fn record_rows(table: &mut Vec<String>, rng: &mut Rng) {
     let small = raw(randn(64, rng), &[8, 8]);
-    let thousand = || {
-        let mut y = small.clone();
-        for i in 0..1000 {
-            y = y.scalar(
-                if i % 2 == 0 {
-                    BinaryOp::Mul
-                } else {
-                    BinaryOp::Add
-                },
-                0.999,
-            );
-        }
-        y
-    };
+    let thousand = || record_thousand(&small);
     Gpu::set_fusion(false);
     let t = time(7, 1, || drop(thousand()));
     row(
@@ -350,6 +337,23 @@ fn record_rows(table: &mut Vec<String>, rng: &mut Rng) {
     Gpu::set_fusion(true);
     let t = time(7, 1, || thousand().buffer().realize());
     row(table, "1000_small_ops_fused", t / 1000.0 * 1e6, "us/op");
+}
+
+/// 1000 dependent small ops. A function of its own so that a profiler can
+/// count the host's recording cost alone, e.g.
+/// `valgrind --tool=callgrind --toggle-collect='*record_thousand*' bench_gpu --record`.
+#[inline(never)]
+fn record_thousand(small: &RawTensor<Gpu, f32>) -> RawTensor<Gpu, f32> {
+    let mut y = small.clone();
+    for i in 0..1000 {
+        let op = if i % 2 == 0 {
+            BinaryOp::Mul
+        } else {
+            BinaryOp::Add
+        };
+        y = y.scalar(op, 0.999);
+    }
+    y
 }
 
 /// Prints and keeps a result line, with the spread of the measurement behind it.

@@ -43,7 +43,7 @@ impl BindGroups {
         let key = std::iter::once(params_binding).chain(buffers.iter().map(|b| b.bound()));
         let make = || create(device, &kernel.layout, (&params.buffer, window), buffers);
         if cache.key(layout, key) {
-            cache.get_or_insert_with(make).clone()
+            cache.get_or_insert_with(make)
         } else {
             cache.created += 1;
             make()
@@ -136,16 +136,21 @@ impl<G> Cache<G> {
         true
     }
 
-    /// The group for the key set last, made on a miss.
-    fn get_or_insert_with(&mut self, make: impl FnOnce() -> G) -> &G {
-        if !self.groups.contains_key(&self.key[..]) {
-            if self.groups.len() >= MAX_CACHED {
-                self.groups.clear();
-            }
-            self.created += 1;
-            self.groups.insert(self.key[..].into(), make());
+    /// The group for the key set last, made on a miss (one lookup on a hit).
+    fn get_or_insert_with(&mut self, make: impl FnOnce() -> G) -> G
+    where
+        G: Clone,
+    {
+        if let Some(g) = self.groups.get(&self.key[..]) {
+            return g.clone();
         }
-        &self.groups[&self.key[..]]
+        if self.groups.len() >= MAX_CACHED {
+            self.groups.clear();
+        }
+        self.created += 1;
+        let g = make();
+        self.groups.insert(self.key[..].into(), g.clone());
+        g
     }
 
     fn forget(&mut self, ids: &[u64]) {
@@ -161,7 +166,7 @@ impl<G> Cache<G> {
 mod tests {
     use super::{Cache, MAX_CACHED};
 
-    fn get<'a>(cache: &'a mut Cache<&'static str>, ids: &[u64], g: &'static str) -> &'a str {
+    fn get(cache: &mut Cache<&'static str>, ids: &[u64], g: &'static str) -> &'static str {
         assert!(cache.key([1, 1], ids.iter().map(|&id| Some([id, 0, 256]))));
         cache.get_or_insert_with(|| g)
     }

@@ -6,6 +6,7 @@ use super::pipelines::{Bindings, Key};
 use super::pool::Pooled;
 use super::split::{self, Part};
 use crate::layout::Layout;
+use smallvec::SmallVec;
 use std::sync::{Arc, Mutex};
 use volta_kernels::wgsl::{Access, Elem, ElementwiseKernel, Expr, Launch};
 
@@ -14,6 +15,9 @@ pub(crate) static LAUNCH: Mutex<Option<Launch>> = Mutex::new(None);
 
 /// A buffer and the layout through which a kernel reads it.
 pub(crate) type Operand<'a> = (&'a Arc<Pooled>, &'a Layout);
+
+/// A short list kept inline: recording a small op allocates nothing per view.
+pub(crate) type Small<T> = SmallVec<[T; 4]>;
 
 /// `expr` over `inputs` (all with dims `dims`) into a new contiguous buffer; every
 /// buffer holds `elem`.
@@ -78,9 +82,8 @@ fn write_as(
     if n == 0 {
         return;
     }
-    // Sized up front: the common path records many small ops.
-    let mut views: Vec<Operand> = Vec::with_capacity(inputs.len() + 1);
-    views.extend_from_slice(inputs);
+    // Inline lists: the common path records many small ops.
+    let mut views: Small<Operand> = inputs.iter().copied().collect();
     views.push(out);
     if split::needed(ctx, &views) {
         // In slices along the axis that needs the fewest.
@@ -115,11 +118,11 @@ fn write_as(
         }
         return;
     }
-    let strides: Vec<&[usize]> = views.iter().map(|(_, l)| &l.strides[..]).collect();
+    let strides: Small<&[usize]> = views.iter().map(|(_, l)| &l.strides[..]).collect();
     let (dims, strides) = collapse(dims, &strides);
     let contiguous = Layout::contiguous(&dims).strides;
-    let offsets: Vec<usize> = views.iter().map(|(_, l)| l.offset).collect();
-    let access: Vec<Access> = strides
+    let offsets: Small<usize> = views.iter().map(|(_, l)| l.offset).collect();
+    let access: Small<Access> = strides
         .iter()
         .map(|s| {
             if s[..] == contiguous[..] {
@@ -146,7 +149,7 @@ fn write_as(
         vector,
         launch: layout,
     };
-    let input_views: Vec<(usize, &[usize])> = inputs
+    let input_views: Small<(usize, &[usize])> = inputs
         .iter()
         .zip(&strides)
         .map(|((_, l), s)| (l.offset, &s[..]))
@@ -166,7 +169,7 @@ fn write_as(
         unreachable!()
     };
     let kern = kernel(ctx, &key, bindings, "main", || k.source());
-    let buffers: Vec<&Arc<Pooled>> = views.iter().map(|(b, _)| *b).collect();
+    let buffers: Small<&Arc<Pooled>> = views.iter().map(|(b, _)| *b).collect();
     let threads = if vector { n / 4 } else { n };
     let groups = grid(ctx, threads.div_ceil(layout.span() as usize));
     launch(ctx, &kern, &params, &buffers, groups);
@@ -175,7 +178,7 @@ fn write_as(
 /// Whether four elements per thread can move as `vec4`s: the innermost dim is a
 /// multiple of 4 and every view either walks it with stride 1 from an aligned start
 /// (outer strides aligned too) or broadcasts it (stride 0).
-fn vectorizable(dims: &[usize], strides: &[Vec<usize>], offsets: &[usize]) -> bool {
+fn vectorizable(dims: &[usize], strides: &[Small<usize>], offsets: &[usize]) -> bool {
     let Some(&inner) = dims.last() else {
         return false;
     };
@@ -200,9 +203,12 @@ pub(crate) fn fill(ctx: &Context, elem: Elem, len: usize, value: u32) -> Arc<Poo
 
 /// Drops size-1 axes and merges adjacent axes that every stride list walks as one,
 /// so that most kernels index with rank 1 or 2.
-pub(crate) fn collapse(dims: &[usize], strides: &[&[usize]]) -> (Vec<usize>, Vec<Vec<usize>>) {
-    let mut cd: Vec<usize> = Vec::new();
-    let mut cs: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
+pub(crate) fn collapse(
+    dims: &[usize],
+    strides: &[&[usize]],
+) -> (Small<usize>, Small<Small<usize>>) {
+    let mut cd: Small<usize> = Small::new();
+    let mut cs: Small<Small<usize>> = (0..strides.len()).map(|_| Small::new()).collect();
     for (a, &d) in dims.iter().enumerate() {
         if d == 1 {
             continue;
@@ -234,11 +240,20 @@ mod tests {
     #[test]
     fn collapses_contiguous_and_keeps_permuted() {
         let (d, s) = collapse(&[2, 3, 4], &[&[12, 4, 1], &[12, 4, 1]]);
-        assert_eq!((d, s), (vec![24], vec![vec![1], vec![1]]));
+        assert_eq!(
+            (&d[..], &s[0][..], &s[1][..]),
+            (&[24][..], &[1][..], &[1][..])
+        );
         // A transposed input blocks merging; a broadcast axis merges with its kind.
         let (d, s) = collapse(&[3, 1, 2], &[&[1, 9, 3], &[2, 2, 1]]);
-        assert_eq!((d, s), (vec![3, 2], vec![vec![1, 3], vec![2, 1]]));
+        assert_eq!(
+            (&d[..], &s[0][..], &s[1][..]),
+            (&[3, 2][..], &[1, 3][..], &[2, 1][..])
+        );
         let (d, s) = collapse(&[2, 3], &[&[0, 0], &[3, 1]]);
-        assert_eq!((d, s), (vec![6], vec![vec![0], vec![1]]));
+        assert_eq!(
+            (&d[..], &s[0][..], &s[1][..]),
+            (&[6][..], &[0][..], &[1][..])
+        );
     }
 }

@@ -35,7 +35,7 @@
 //! waits for the GPU.
 use super::buffer::{Data, GpuBuffer};
 use super::context::ctx;
-use super::elementwise::{Operand, map};
+use super::elementwise::{Operand, Small, map};
 use super::pool::Pooled;
 use super::row;
 use crate::layout::Layout;
@@ -588,15 +588,15 @@ impl Pending {
 /// so trees only ever join values of one element type.
 pub(crate) fn elementwise<E>(
     elem: Elem,
-    template: &Expr,
+    template: Expr,
     inputs: &[(&GpuBuffer<E>, &Layout)],
     scalars: &[u32],
     dims: &[usize],
 ) -> GpuBuffer<E> {
     if !enabled() {
         // Recorded at once: no tree to build, nothing pending.
-        let ops: Vec<Operand> = inputs.iter().map(|(b, l)| (b.raw(), *l)).collect();
-        let out = map(ctx(), elem, template.clone(), &ops, scalars, dims);
+        let ops: Small<Operand> = inputs.iter().map(|(b, l)| (b.raw(), *l)).collect();
+        let out = map(ctx(), elem, template, &ops, scalars, dims);
         return GpuBuffer::new(out, dims.iter().product());
     }
     let limit = ctx().limits.max_storage_buffers_per_shader_stage as usize;
@@ -621,7 +621,7 @@ pub(crate) fn elementwise<E>(
             })
         })
         .collect();
-    let fused = b.finish(template, &args, scalars);
+    let fused = b.finish(&template, &args, scalars);
     let pending = Arc::new(Pending {
         elem,
         dims: Dims::new(dims),

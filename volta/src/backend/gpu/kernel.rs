@@ -29,6 +29,6 @@ impl KernelBackend for Gpu {
             .dims;
         let bits: Vec<u32> = scalars.iter().map(|s| s.to_bits()).collect();
         let call = Expr::call_on_inputs(def, partial);
-        elementwise(Elem::F32, &call, tensors, &bits, dims)
+        elementwise(Elem::F32, call, tensors, &bits, dims)
     }
 }

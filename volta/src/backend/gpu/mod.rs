@@ -416,7 +416,7 @@ mod device {
         inputs: &[(&GpuBuffer<E>, &Layout)],
         scalars: &[u32],
     ) -> GpuBuffer<E> {
-        fusion::elementwise(elem, &expr, inputs, scalars, &inputs[0].1.dims)
+        fusion::elementwise(elem, expr, inputs, scalars, &inputs[0].1.dims)
     }
 
     /// The float backend for element type `$t` stored as `$elem` (every kernel

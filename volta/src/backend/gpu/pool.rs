@@ -3,7 +3,7 @@
 use super::bind_groups::BindGroups;
 use super::context;
 use super::error::GpuError;
-use std::collections::HashMap;
+use super::hash::FxHashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -80,7 +80,7 @@ type Block = (u64, wgpu::Buffer);
 /// The free list: buffers (`B`; plain ids in tests) by (kind, size), each with
 /// the tick it was returned at, holding at most `cap` bytes.
 struct Free<B> {
-    buckets: HashMap<(Kind, u64), Vec<(u64, B)>>,
+    buckets: FxHashMap<(Kind, u64), Vec<(u64, B)>>,
     bytes: u64,
     cap: u64,
     /// Counts returns, to find the least recently returned buffer.
@@ -90,7 +90,7 @@ struct Free<B> {
 impl<B> Free<B> {
     fn new(cap: u64) -> Self {
         Free {
-            buckets: HashMap::new(),
+            buckets: FxHashMap::default(),
             bytes: 0,
             cap,
             tick: 0,
