@@ -6,7 +6,8 @@
 //! (the `model!` below, batch 128, Adam); fused rows also unfused; tensor-core f16
 //! GEMM and f32 GEMM in half precision where the adapter has cooperative matrices.
 //! `--cnn` runs the LeNet rows alone, `--train` the MLP and LeNet rows, `--rows`
-//! softmax and RMSNorm, `--gemm` the GEMM rows and sweeps, `--tensor-cores` the
+//! softmax and RMSNorm, `--gemm` the GEMM rows and sweeps (`--gemm-f32` without
+//! the tensor-core ones), `--tensor-cores` the
 //! tensor-core rows alone; `--defaults` skips the tuning sweeps; `--pool-probe`
 //! looks for pooled buffers that slow kernels down.
 //!
@@ -381,6 +382,14 @@ fn row_op_rows(table: &mut Vec<String>, rng: &mut Rng, quick: bool) {
         x.binary(BinaryOp::Mul, &inv.expand(&[r, r]))
             .binary(BinaryOp::Mul, &w.expand(&[r, r]))
     };
+    let rms_unweighted = || {
+        let ms = x.binary(BinaryOp::Mul, &x).mean_axis(1);
+        let inv = ms
+            .scalar(BinaryOp::Add, 1e-6)
+            .unary(UnaryOp::Sqrt)
+            .unary(UnaryOp::Recip);
+        x.binary(BinaryOp::Mul, &inv.expand(&[r, r]))
+    };
     let row_bytes = 2.0 * (r * r) as f64 * 4.0;
     for fusion in [true, false] {
         Gpu::set_fusion(fusion);
@@ -399,6 +408,12 @@ fn row_op_rows(table: &mut Vec<String>, rng: &mut Rng, quick: bool) {
             row_bytes / t / 1e9,
             "GB/s",
         );
+        if fusion {
+            // Diagnostic: the same kernel without the weight, which every row
+            // reads again (where the two differ, the weight's loads cost).
+            let t = time(7, PER_SYNC, || rms_unweighted().buffer().realize());
+            println!("  rmsnorm without weight: {:.1} GB/s", row_bytes / t / 1e9);
+        }
     }
     Gpu::set_fusion(true);
     drop((x, w));
@@ -432,6 +447,10 @@ fn main() {
     if std::env::args().any(|a| a == "--tensor-cores") {
         let mut table = Vec::new();
         tensor_core_rows(&mut table, &mut rng, &[1024, 2048, 4096]);
+        return;
+    }
+    if std::env::args().any(|a| a == "--gemm-f32") {
+        gemm_rows(&mut Vec::new(), &mut rng, &[1024, 2048, 4096]);
         return;
     }
     if std::env::args().any(|a| a == "--gemm") {
@@ -588,13 +607,13 @@ fn gemm_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
             };
             let t = time(5, per_run, || drop(ga.matmul(&gb)));
             println!(
-                "  n={n:5} bm{:3} bn{:3} bk{:2} tm{:2} tn{} prefetch {:5}: {:7.2}{err}",
+                "  n={n:5} bm{:3} bn{:3} bk{:2} tm{:2} tn{} {:8?}: {:7.2}{err}",
                 tiles.bm,
                 tiles.bn,
                 tiles.bk,
                 tiles.tm,
                 tiles.tn,
-                tiles.prefetch,
+                tiles.staging,
                 flops / t / 1e12
             );
         }

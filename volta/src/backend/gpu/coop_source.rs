@@ -9,6 +9,7 @@
 //! contiguous axis, so the copy is a straight vector copy and the fragment load picks
 //! the row- or column-major form. The next tile is fetched into registers while the
 //! current one is multiplied. Edges are zero-filled on load and masked on store.
+use super::matmul_source::Staging;
 use std::fmt::Write;
 
 /// One compiled tensor-core variant.
@@ -28,20 +29,6 @@ pub struct CoopTiles {
     pub pad: u32,
     /// How K tiles reach shared memory.
     pub staging: Staging,
-}
-
-/// How a tensor-core kernel moves K tiles into shared memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Staging {
-    /// Load, store, multiply: two barriers per tile, no registers held.
-    Direct,
-    /// Fetch the next tile into registers while multiplying the current one
-    /// (latency hidden within a workgroup, at the cost of registers that would
-    /// otherwise let more workgroups share a core); two barriers per tile.
-    Prefetch,
-    /// As `Prefetch`, into a second shared buffer: one barrier per tile, twice
-    /// the shared memory.
-    Double,
 }
 
 const fn coop(

@@ -5,6 +5,20 @@
 //! operand loads are `vec4` when the operand's contiguous axis allows it.
 use std::fmt::Write;
 
+/// How a matmul kernel moves K tiles of its operands into shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Staging {
+    /// Load, store, multiply: two barriers per tile, no registers held.
+    Direct,
+    /// Fetch the next tile into registers while multiplying the current one
+    /// (latency hidden within a workgroup, at the cost of registers that would
+    /// otherwise let more workgroups share a core); two barriers per tile.
+    Prefetch,
+    /// As `Prefetch`, into a second shared buffer: one barrier per tile, twice
+    /// the shared memory.
+    Double,
+}
+
 /// Tile sizes of the GPU matmul (a tuning knob; see
 /// [`Gpu::set_matmul_tiles`](crate::Gpu::set_matmul_tiles)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -19,38 +33,55 @@ pub struct MatmulTiles {
     pub tm: u32,
     /// Columns per thread (a multiple of 4).
     pub tn: u32,
-    /// Fetch the next K tile into registers while multiplying the current one.
-    pub prefetch: bool,
+    /// How K tiles reach shared memory.
+    pub staging: Staging,
 }
 
-const fn tiles(bm: u32, bn: u32, bk: u32, tm: u32, tn: u32, prefetch: bool) -> MatmulTiles {
+const fn tiles(bm: u32, bn: u32, bk: u32, tm: u32, tn: u32, staging: Staging) -> MatmulTiles {
     MatmulTiles {
         bm,
         bn,
         bk,
         tm,
         tn,
-        prefetch,
+        staging,
     }
 }
 
+const P: Staging = Staging::Prefetch;
+const D: Staging = Staging::Direct;
+const DOUBLE: Staging = Staging::Double;
+
 impl MatmulTiles {
     /// The configurations the GPU benchmark sweeps (and the parity tests check).
-    pub const CANDIDATES: [MatmulTiles; 13] = [
-        tiles(128, 128, 8, 8, 8, true),
-        tiles(128, 128, 8, 8, 8, false),
-        tiles(128, 128, 16, 8, 8, true),
-        tiles(128, 128, 16, 8, 8, false),
-        tiles(128, 128, 32, 8, 8, true),
-        tiles(64, 64, 8, 4, 4, true),
-        tiles(64, 64, 8, 4, 4, false),
-        tiles(64, 64, 16, 8, 8, true),
-        tiles(128, 64, 16, 8, 8, true),
-        tiles(64, 128, 8, 4, 8, true),
-        tiles(256, 128, 8, 16, 8, true),
-        tiles(256, 128, 16, 16, 8, false),
-        tiles(64, 128, 16, 4, 8, false),
+    pub const CANDIDATES: [MatmulTiles; 17] = [
+        tiles(128, 128, 8, 8, 8, P),
+        tiles(128, 128, 8, 8, 8, D),
+        tiles(128, 128, 16, 8, 8, P),
+        tiles(128, 128, 16, 8, 8, D),
+        tiles(128, 128, 32, 8, 8, P),
+        tiles(64, 64, 8, 4, 4, P),
+        tiles(64, 64, 8, 4, 4, D),
+        tiles(64, 64, 16, 8, 8, P),
+        tiles(128, 64, 16, 8, 8, P),
+        tiles(64, 128, 8, 4, 8, P),
+        tiles(256, 128, 8, 16, 8, P),
+        tiles(256, 128, 16, 16, 8, D),
+        tiles(64, 128, 16, 4, 8, D),
+        tiles(256, 128, 8, 16, 8, DOUBLE),
+        tiles(256, 128, 16, 16, 8, DOUBLE),
+        tiles(128, 128, 8, 8, 8, DOUBLE),
+        tiles(128, 128, 16, 8, 8, DOUBLE),
     ];
+
+    /// Shared-memory copies of each operand tile.
+    fn buffers(&self) -> u32 {
+        if self.staging == Staging::Double {
+            2
+        } else {
+            1
+        }
+    }
 
     /// Threads per workgroup.
     pub fn threads(&self) -> u32 {
@@ -67,7 +98,7 @@ impl MatmulTiles {
             && self.bm.is_multiple_of(self.tm)
             && self.bn.is_multiple_of(self.tn)
             && self.threads() <= max_threads
-            && (self.bm + self.bn) * self.bk * 4 <= max_shared;
+            && (self.bm + self.bn) * self.bk * 4 * self.buffers() <= max_shared;
         if ok {
             Ok(())
         } else {
@@ -124,6 +155,8 @@ struct Operand<'a> {
     /// offset, first outer index of the tile, outer length, outer and k strides.
     src: &'a str,
     sh: &'a str,
+    /// Where the tile being stored starts in `sh` (a second buffer when double).
+    st: &'a str,
     reg: &'a str,
     base: &'a str,
     outer0: &'a str,
@@ -160,6 +193,7 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
         bo,
         src,
         sh,
+        st,
         reg,
         base,
         outer0,
@@ -219,7 +253,11 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
                     ld(format!("({base} + gk * {s_k} + go) / 4u"))
                 )
                 .unwrap();
-                writeln!(t.store, "        {sh}[(e / {q}u) * {q}u + e % {q}u] = {v};").unwrap();
+                writeln!(
+                    t.store,
+                    "        {sh}[{st} + (e / {q}u) * {q}u + e % {q}u] = {v};"
+                )
+                .unwrap();
             }
             Load::K4 => {
                 let k4 = bk / 4;
@@ -240,7 +278,7 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
                 .unwrap();
                 writeln!(
                     t.store,
-                    "        let o = e / {k4}u; let si = (e % {k4}u) * {q4}u + o / 4u; let comp = o % 4u;
+                    "        let o = e / {k4}u; let si = {st} + (e % {k4}u) * {q4}u + o / 4u; let comp = o % 4u;
         {sh}[si][comp] = {v}.x; {sh}[si + {q}u][comp] = {v}.y;
         {sh}[si + {q2}u][comp] = {v}.z; {sh}[si + {q3}u][comp] = {v}.w;",
                     q4 = 4 * q,
@@ -272,7 +310,7 @@ fn load_tile(op: &Operand, threads: u32, bk: u32) -> TileLoad {
                 .unwrap();
                 writeln!(
                     t.store,
-                    "        let o = {o}; {sh}[({kk}) * {q}u + o / 4u][o % 4u] = {v};"
+                    "        let o = {o}; {sh}[{st} + ({kk}) * {q}u + o / 4u][o % 4u] = {v};"
                 )
                 .unwrap();
             }
@@ -325,8 +363,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         ty_(v.a.is_vec(), v.half),
         ty_(v.b.is_vec(), v.half),
         ty_(v.c_vec, v.half_out),
-        bk * bm / 4,
-        bk * bn / 4,
+        bk * bm / 4 * t.buffers(),
+        bk * bn / 4 * t.buffers(),
     )
     .unwrap();
     for i in 0..tm {
@@ -341,6 +379,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             bo: bm,
             src: "a",
             sh: "As",
+            st: "a_st",
             reg: "ra",
             base: "a_base",
             outer0: "m0",
@@ -358,6 +397,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             bo: bn,
             src: "b",
             sh: "Bs",
+            st: "b_st",
             reg: "rb",
             base: "b_base",
             outer0: "n0",
@@ -370,40 +410,71 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     );
     w.push_str(&a_tile.decls);
     w.push_str(&b_tile.decls);
-    if t.prefetch {
-        // Registers hold the next tile while the current one is multiplied.
-        writeln!(
-            w,
-            "    {{ let kt = 0u;
+    let (a_size, b_size) = (bk * bm / 4, bk * bn / 4);
+    match t.staging {
+        Staging::Prefetch => {
+            // Registers hold the next tile while the current one is multiplied.
+            writeln!(
+                w,
+                "    let a_st = 0u; let b_st = 0u; let a_rd = 0u; let b_rd = 0u;
+    {{ let kt = 0u;
 {}    }}",
-            a_tile.fetch_either(&b_tile)
-        )
-        .unwrap();
-        writeln!(w, "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{").unwrap();
-        w.push_str(&a_tile.store);
-        w.push_str(&b_tile.store);
-        writeln!(
-            w,
-            "        workgroupBarrier();\n        let kt = k0 + {bk}u;\n        if (kt < K) {{\n{}        }}",
-            a_tile.fetch_either(&b_tile)
-        )
-        .unwrap();
-    } else {
-        writeln!(
-            w,
-            "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{\n        let kt = k0;"
-        )
-        .unwrap();
-        w.push_str(&a_tile.fetch_either(&b_tile));
-        w.push_str(&a_tile.store);
-        w.push_str(&b_tile.store);
-        writeln!(w, "        workgroupBarrier();").unwrap();
+                a_tile.fetch_either(&b_tile)
+            )
+            .unwrap();
+            writeln!(w, "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{").unwrap();
+            w.push_str(&a_tile.store);
+            w.push_str(&b_tile.store);
+            writeln!(
+                w,
+                "        workgroupBarrier();\n        let kt = k0 + {bk}u;\n        if (kt < K) {{\n{}        }}",
+                a_tile.fetch_either(&b_tile)
+            )
+            .unwrap();
+        }
+        Staging::Direct => {
+            writeln!(
+                w,
+                "    let a_st = 0u; let b_st = 0u; let a_rd = 0u; let b_rd = 0u;
+    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{\n        let kt = k0;"
+            )
+            .unwrap();
+            w.push_str(&a_tile.fetch_either(&b_tile));
+            w.push_str(&a_tile.store);
+            w.push_str(&b_tile.store);
+            writeln!(w, "        workgroupBarrier();").unwrap();
+        }
+        Staging::Double => {
+            // The first tile into buffer 0; then each step fetches the next tile,
+            // multiplies the current buffer and stores into the other: the one
+            // barrier per step orders both.
+            writeln!(
+                w,
+                "    {{ let kt = 0u;
+{}    }}
+    {{ let a_st = 0u; let b_st = 0u;
+{}{}    }}
+    workgroupBarrier();
+    var cur = 0u;
+    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{
+        let kt = k0 + {bk}u;
+        let more = kt < K;
+        if (more) {{
+{}        }}
+        let a_rd = cur * {a_size}u; let b_rd = cur * {b_size}u;",
+                a_tile.fetch_either(&b_tile),
+                a_tile.store,
+                b_tile.store,
+                a_tile.fetch_either(&b_tile)
+            )
+            .unwrap();
+        }
     }
     for kk in 0..bk {
         for bi in 0..tm / 4 {
             writeln!(
                 w,
-                "        let a{kk}_{bi} = As[{}u + ty];",
+                "        let a{kk}_{bi} = As[a_rd + {}u + ty];",
                 kk * bm / 4 + bi * (bm / tm)
             )
             .unwrap();
@@ -411,7 +482,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for bj in 0..tn / 4 {
             writeln!(
                 w,
-                "        let b{kk}_{bj} = Bs[{}u + tx];",
+                "        let b{kk}_{bj} = Bs[b_rd + {}u + tx];",
                 kk * bn / 4 + bj * (bn / tn)
             )
             .unwrap();
@@ -429,6 +500,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 }
             }
         }
+    }
+    if t.staging == Staging::Double {
+        writeln!(
+            w,
+            "        if (more) {{\n        let a_st = (1u - cur) * {a_size}u; let b_st = (1u - cur) * {b_size}u;\n{}{}        }}\n        cur = 1u - cur;",
+            a_tile.store, b_tile.store
+        )
+        .unwrap();
     }
     writeln!(w, "        workgroupBarrier();\n    }}").unwrap();
     // An f32 accumulator as C's element type.

@@ -71,7 +71,7 @@ pub use buffer::GpuBuffer;
 #[cfg(feature = "gpu")]
 pub use context::GpuInfo;
 #[cfg(feature = "gpu")]
-pub use coop_source::{CoopTiles, Staging};
+pub use coop_source::CoopTiles;
 #[cfg(feature = "gpu")]
 pub use error::GpuError;
 #[cfg(feature = "gpu")]
@@ -79,7 +79,7 @@ pub use infer::GpuQuantized;
 #[cfg(feature = "gpu")]
 pub use matmul::MatmulPrecision;
 #[cfg(feature = "gpu")]
-pub use matmul_source::MatmulTiles;
+pub use matmul_source::{MatmulTiles, Staging};
 #[cfg(feature = "gpu")]
 pub use pool::MemoryStats;
 #[cfg(feature = "gpu")]
