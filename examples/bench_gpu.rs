@@ -409,10 +409,13 @@ fn row_op_rows(table: &mut Vec<String>, rng: &mut Rng, quick: bool) {
             "GB/s",
         );
         if fusion {
-            // Diagnostic: the same kernel without the weight, which every row
-            // reads again (where the two differ, the weight's loads cost).
+            // Diagnostics: the same kernel without the weight, which every row
+            // reads again (where the two differ, the weight's loads cost), and
+            // the GPU time of each kernel.
             let t = time(7, PER_SYNC, || rms_unweighted().buffer().realize());
             println!("  rmsnorm without weight: {:.1} GB/s", row_bytes / t / 1e9);
+            profile_product(|| rms().buffer().realize());
+            profile_product(|| x.softmax(1).buffer().realize());
         }
     }
     Gpu::set_fusion(true);

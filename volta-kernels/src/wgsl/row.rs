@@ -292,8 +292,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         };
         // Registers holding the row (`Registers`): the first pass fills them.
         let filled = std::cell::Cell::new(false);
+        // Inputs that only an epilogue reads (a norm's weight) are not held: the
+        // pass that writes the row loads them, and the registers go to occupancy.
+        let hold = |i: usize| held > 0 && wide(i) && self.expr.any_input(|j| j == i);
         for j in 0..held {
-            for i in (0..n_in).filter(|&i| wide(i)) {
+            for i in (0..n_in).filter(|&i| hold(i)) {
                 writeln!(w, "    var r{i}_{j} = vec4<f32>();").unwrap();
             }
         }
@@ -327,7 +330,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                         (true, false) => format!("b{i}"),
                     };
                     let load = self.elem.load(&format!("src{i}[{at}]"), wide(i));
-                    if held > 0 && wide(i) {
+                    if hold(i) {
                         if filled.get() {
                             writeln!(w, "        let x{i} = r{i}_{j};").unwrap();
                         } else {
@@ -769,6 +772,16 @@ mod tests {
         assert!(src.contains("dst[b2 / 4u + k] = vec4<f32>("), "{src}");
         // Two inputs and the output: scalars after 2 + 2 + 3·(2 + 2).
         assert_eq!(rms(RowVariant::Tree).scalars_at(), 16);
+        // Rows in registers: x (which the sum reads) is held; the weight, read
+        // by the epilogue only, is loaded where the row is written.
+        let src = rms(RowVariant::Registers(2)).source();
+        assert!(src.contains("var r0_1 = vec4<f32>();"), "{src}");
+        assert!(!src.contains("var r1_"), "{src}");
+        let write = src.rfind("let x0 = r0_1;").unwrap();
+        assert!(
+            src[write..].contains("let x1 = src1[b1 / 4u + k];"),
+            "{src}"
+        );
     }
 
     #[test]
