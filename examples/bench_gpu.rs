@@ -598,7 +598,8 @@ fn gemm_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
         let (a, b) = (randn(n * n, rng), randn(n * n, rng));
         let (ga, gb) = (raw(a.clone(), &[n, n]), raw(b.clone(), &[n, n]));
         let flops = 2.0 * (n as f64).powi(3);
-        let per_run = (4096 / n).pow(2).clamp(2, 16);
+        // At least 8 products per sync: a sync (20–50 µs) is 4–10% of one f16 4096³.
+        let per_run = (4096 / n).pow(2).clamp(8, 64);
         for &tiles in sweep(&MatmulTiles::CANDIDATES) {
             if Gpu::set_matmul_tiles(Some(tiles)).is_err() {
                 continue;
@@ -754,7 +755,8 @@ fn tensor_core_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
             RawTensor::<Gpu, f16>::from_vec(bh, &[n, n]),
         );
         let flops = 2.0 * (n as f64).powi(3);
-        let per_run = (4096 / n).pow(2).clamp(2, 16);
+        // At least 8 products per sync: a sync (20–50 µs) is 4–10% of one f16 4096³.
+        let per_run = (4096 / n).pow(2).clamp(8, 64);
         let err = || rel_error(&rounded(&ga.matmul(&gb).to_vec()), &reference);
         for &tiles in sweep(&CoopTiles::CANDIDATES) {
             if Gpu::set_tensor_core_tiles(Some(tiles)).is_err() {

@@ -2,11 +2,14 @@
 # Issue 12's figures in one call on the GPU machine: the tensor-core tests (release
 # test binaries), bench_gpu with its default choices, the tensor-core sweep,
 # PyTorch on the same workloads (torch_peers.py, gemm_peers.py) and the
-# language-model rows on a placeholder-weight GGUF.
+# language-model rows on a placeholder-weight GGUF. The GPU's clocks, power and
+# throttle reasons are logged every 0.5 s meanwhile (smi.csv).
 # Carry .device/{gl,gpu-env.sh,bin,sk,torch_peers.py}.
 set -u
 source .device/gpu-env.sh >/dev/null
 date -u
+nvidia-smi --query-gpu=timestamp,utilization.gpu,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv -lms 500 > "$OUT/smi.csv" 2>&1 &
+smi=$!
 for f in bench_gpu bench_llm test_f16 test_gpu_tensor_cores; do
   gunzip -c .device/bin/$f.gz > ~/$f && chmod +x ~/$f
 done
@@ -18,3 +21,4 @@ PYTHONUNBUFFERED=1 timeout 60 python3 scripts/device/gemm_peers.py > "$OUT/gemm_
 python3 scripts/device/gguf_skeleton.py .device/sk/header.bin ~/model.gguf
 timeout 60 ~/bench_llm --model ~/model.gguf --device gpu --prompt 512 --tokens 128 --runs 5 > "$OUT/llm.txt" 2>&1
 date -u
+kill $smi

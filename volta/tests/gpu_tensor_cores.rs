@@ -11,12 +11,14 @@ use volta::backend::gpu::MatmulPrecision;
 use volta::dtype::f16;
 use volta::prelude::*;
 
-/// `(batch, m, k, n, a transposed, b transposed)`: every axis a multiple of 4
-/// (the tensor-core kernels load vectors) but none of a tile, K not a multiple of
-/// the K step.
+/// `(batch, m, k, n, a transposed, b transposed)`: every contiguous axis a
+/// multiple of 4 (the tensor-core kernels load vectors) but none of a tile, K not
+/// a multiple of the K step; some of 8 (16-byte loads of f16), some not; N not a
+/// multiple of 4 once (C stored by elements).
 #[allow(clippy::type_complexity)]
-const SHAPES: [(usize, usize, usize, usize, bool, bool); 6] = [
+const SHAPES: [(usize, usize, usize, usize, bool, bool); 7] = [
     (1, 100, 72, 132, false, false),
+    (1, 40, 64, 30, false, true),
     (1, 36, 200, 20, true, false),
     (1, 68, 40, 92, false, true),
     (3, 52, 24, 44, true, true),

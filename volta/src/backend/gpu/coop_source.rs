@@ -131,6 +131,11 @@ pub(crate) struct CoopVariant {
     pub f32_in: bool,
     /// C holds `f16`; otherwise `f32`.
     pub half_out: bool,
+    /// `f16` operands move eight halves per 16-byte load (offsets, strides and the
+    /// contiguous extents are multiples of 8); otherwise four per 8-byte load.
+    pub wide: bool,
+    /// An `f16` C is written four halves at a time (N a multiple of 4).
+    pub c_vec: bool,
 }
 
 /// One operand's shared tile: `rows × len` halves stored row by row, `len`
@@ -169,10 +174,11 @@ fn fetch_either(a: &Copy, b: &Copy) -> String {
     )
 }
 
-fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool) -> Copy {
-    // Four elements per load, held as `vec4<f16>`. (Eight per 16-byte load would
-    // need shared tiles of `vec4<u32>` that fragment loads read as halves: the
-    // H100's driver (580.159.04) loses the device on such a load, 2026-11-23.)
+fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool, wide: bool) -> Copy {
+    if wide {
+        return copy_tile_wide(t, threads, pad);
+    }
+    // Four elements per load, held as `vec4<f16>`.
     let q = t.len / 4;
     let row4 = (t.len + pad) / 4;
     let items = t.rows * q;
@@ -237,6 +243,74 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool) -> Copy {
     c
 }
 
+/// [`copy_tile`] of `f16` operands eight halves (16 bytes) per load, held as
+/// `vec4<u32>` and stored to the shared tile, still `vec4<f16>`, as two halves
+/// (unpacked through `f32`, exactly: naga 30 mistypes `bitcast`s that change the
+/// component count).
+/// (Shared tiles of `vec4<u32>` that fragment loads read as halves would save the
+/// split, but the H100's driver (580.159.04) loses the device on such a load,
+/// 2026-11-23.)
+fn copy_tile_wide(t: &Tile, threads: u32, pad: u32) -> Copy {
+    let q = t.len / 8;
+    let row4 = (t.len + pad) / 4;
+    let items = t.rows * q;
+    let reps = items.div_ceil(threads);
+    let mut c = Copy {
+        decls: String::new(),
+        fetch: String::new(),
+        fetch_inside: String::new(),
+        store: String::new(),
+    };
+    for r in 0..reps {
+        let v = format!("{}{r}", t.reg);
+        let guarded = !items.is_multiple_of(threads) && r == reps - 1;
+        writeln!(c.decls, "    var {v}: vec4<u32>;").unwrap();
+        for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
+            writeln!(w, "        {{ let e = li + {}u;", r * threads).unwrap();
+            if guarded {
+                writeln!(w, "        if (e < {items}u) {{").unwrap();
+            }
+        }
+        let at = format!("({} + gr * {} + gc) / 8u", t.base, t.stride);
+        writeln!(
+            c.fetch,
+            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * 8u;
+        {v} = vec4<u32>();
+        if (gr < {rt} && gc < {ct}) {{ {v} = {src}[{at}]; }}",
+            row0 = t.row0,
+            col0 = t.col0,
+            rt = t.rows_total,
+            ct = t.cols_total,
+            src = t.src,
+        )
+        .unwrap();
+        writeln!(
+            c.fetch_inside,
+            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * 8u;
+        {v} = {src}[{at}];",
+            row0 = t.row0,
+            col0 = t.col0,
+            src = t.src,
+        )
+        .unwrap();
+        writeln!(
+            c.store,
+            "        let si = {sh}_w + (e / {q}u) * {row4}u + (e % {q}u) * 2u;
+        {sh}[si] = vec4<f16>(vec4<f32>(unpack2x16float({v}.x), unpack2x16float({v}.y)));
+        {sh}[si + 1u] = vec4<f16>(vec4<f32>(unpack2x16float({v}.z), unpack2x16float({v}.w)));",
+            sh = t.sh
+        )
+        .unwrap();
+        for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
+            if guarded {
+                writeln!(w, "        }}").unwrap();
+            }
+            writeln!(w, "        }}").unwrap();
+        }
+    }
+    c
+}
+
 /// The kernel's WGSL. Parameters and grid as for the SIMT matmul
 /// (`matmul_source::source`): `p = [M, N, K, a_off, a_sb, a_sm, a_sk, b_off, b_sb,
 /// b_sk, b_sn]`, grid `(⌈N/bn⌉, ⌈M/bm⌉, batch)`, C contiguous. Offsets, batch
@@ -245,8 +319,16 @@ pub(crate) fn source(v: &CoopVariant) -> String {
     let t = v.tiles;
     let (bm, bn, bk, pad) = (t.bm(), t.bn(), t.bk, t.pad);
     let threads = t.subgroups() * 32;
-    let in_ty = if v.f32_in { "vec4<f32>" } else { "vec4<f16>" };
-    let out_ty = if v.half_out { "f16" } else { "f32" };
+    let in_ty = match (v.f32_in, v.wide) {
+        (true, _) => "vec4<f32>",
+        (false, true) => "vec4<u32>",
+        (false, false) => "vec4<f16>",
+    };
+    let out_ty = match (v.half_out, v.c_vec) {
+        (true, true) => "vec4<f16>",
+        (true, false) => "f16",
+        (false, _) => "f32",
+    };
     // Shared layouts: (rows, contiguous length) of each tile.
     let (a_rows, a_len) = if v.a_k { (bm, bk) } else { (bk, bm) };
     let (b_rows, b_len) = if v.b_n { (bk, bn) } else { (bn, bk) };
@@ -351,8 +433,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             len: b_len,
         }
     };
-    let ca = copy_tile(&a_tile, threads, pad, v.f32_in);
-    let cb = copy_tile(&b_tile, threads, pad, v.f32_in);
+    let wide = v.wide && !v.f32_in;
+    let ca = copy_tile(&a_tile, threads, pad, v.f32_in, wide);
+    let cb = copy_tile(&b_tile, threads, pad, v.f32_in, wide);
     w.push_str(&ca.decls);
     w.push_str(&cb.decls);
     // Tiles are stored at `As_w`/`Bs_w` and fragments read at `As_r`/`Bs_r`
@@ -488,6 +571,33 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         writeln!(w, "        return;\n    }}").unwrap();
     }
+    if v.half_out && v.c_vec {
+        // Each fragment through the subgroup's slice of `Cs`, then to C as
+        // `vec4<f16>`s (a lane writes 8 bytes where it wrote 2).
+        for i in 0..t.fm {
+            for j in 0..t.fn_ {
+                writeln!(
+                    w,
+                    "    {{ let at = sg * 256u; coopStoreT(acc{i}_{j}, &Cs[at], 16u); }}
+    workgroupBarrier();
+    for (var e = lane; e < 64u; e += lanes) {{
+        let gm = m0 + sm + {}u + e / 4u; let gn = n0 + sn + {}u + (e % 4u) * 4u;
+        if (gm < M && gn < N) {{
+            let at = sg * 256u + e * 4u;
+            c[((z * M + gm) * N + gn) / 4u] =
+                vec4<f16>(vec4<f32>(Cs[at], Cs[at + 1u], Cs[at + 2u], Cs[at + 3u]));
+        }}
+    }}
+    workgroupBarrier();",
+                    i * 16,
+                    j * 16
+                )
+                .unwrap();
+            }
+        }
+        writeln!(w, "}}").unwrap();
+        return w;
+    }
     let conv = if v.half_out { "f16" } else { "" };
     for i in 0..t.fm {
         for j in 0..t.fn_ {
@@ -501,7 +611,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }}
     workgroupBarrier();",
                 i * 16,
-                j * 16
+                j * 16,
             )
             .unwrap();
         }
@@ -522,13 +632,15 @@ mod tests {
         use wgpu::naga;
         for tiles in CoopTiles::CANDIDATES {
             tiles.check(1024, 48 * 1024).unwrap();
-            for bits in 0..16u32 {
+            for bits in 0..64u32 {
                 let v = CoopVariant {
                     tiles,
                     a_k: bits & 1 != 0,
                     b_n: bits & 2 != 0,
                     f32_in: bits & 4 != 0,
                     half_out: bits & 8 != 0,
+                    wide: bits & 16 != 0,
+                    c_vec: bits & 32 != 0,
                 };
                 let src = source(&v);
                 let module = naga::front::wgsl::parse_str(&src)

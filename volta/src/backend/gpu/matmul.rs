@@ -268,7 +268,7 @@ fn choose_tiles(batch: usize, m: usize, n: usize) -> MatmulTiles {
 fn tensor_core_kernel(
     ctx: &Context,
     (elem, out_elem): (Elem, Elem),
-    (a_k, b_n): (bool, bool),
+    (a_k, b_n, wide): (bool, bool, bool),
     (batch, m, n): (usize, usize, usize),
 ) -> (Arc<super::pipelines::Kernel>, [u32; 3]) {
     let t = COOP_OVERRIDE
@@ -281,6 +281,8 @@ fn tensor_core_kernel(
         b_n,
         f32_in: elem == Elem::F32,
         half_out: out_elem == Elem::F16,
+        wide: wide && elem == Elem::F16,
+        c_vec: n.is_multiple_of(4),
     };
     let key = vec![
         t.wm,
@@ -294,6 +296,8 @@ fn tensor_core_kernel(
         u32::from(b_n),
         u32::from(v.f32_in),
         u32::from(v.half_out),
+        u32::from(v.wide),
+        u32::from(v.c_vec),
     ];
     let kern = kernel(
         ctx,
@@ -397,7 +401,20 @@ fn product_into(
         && vectors(a_load)
         && vectors(b_load);
     if on_tensor_cores {
-        let layouts = (a_load == Load::K4, b_load == Load::Outer4);
+        let (a_k, b_n) = (a_load == Load::K4, b_load == Load::Outer4);
+        // Eight halves per load where every row of both operands starts on a
+        // 16-byte boundary and their contiguous extents are whole loads.
+        let eights = |v: &[usize]| v.iter().all(|x| x.is_multiple_of(8));
+        let wide = eights(&if a_k {
+            [k, la.offset, a_sb, a_sm]
+        } else {
+            [m, la.offset, a_sb, a_sk]
+        }) && eights(&if b_n {
+            [n, lb.offset, b_sb, b_sk]
+        } else {
+            [k, lb.offset, b_sb, b_sn]
+        });
+        let layouts = (a_k, b_n, wide);
         let (kern, groups) = tensor_core_kernel(ctx, (elem, out_elem), layouts, (batch, m, n));
         launch(ctx, &kern, &p, &[a.0, b.0, out], groups);
         return;
