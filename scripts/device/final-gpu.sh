@@ -15,7 +15,8 @@ for f in bench_gpu bench_llm test_f16 test_gpu_tensor_cores; do
 done
 { ~/test_gpu_tensor_cores; ~/test_f16 --test-threads=1; } 2>&1 | grep -E "^test |test result" | tee "$OUT/tests.txt"
 timeout 300 ~/bench_gpu --defaults > "$OUT/bench_gpu.txt" 2>&1
-timeout 120 ~/bench_gpu --tensor-cores > "$OUT/tensor_cores.txt" 2>&1
+timeout 60 ~/bench_gpu --record > "$OUT/record.txt" 2>&1
+timeout 200 ~/bench_gpu --tensor-cores > "$OUT/tensor_cores.txt" 2>&1
 PYTHONUNBUFFERED=1 timeout 150 python3 .device/torch_peers.py > "$OUT/torch.txt" 2>&1
 PYTHONUNBUFFERED=1 timeout 60 python3 scripts/device/gemm_peers.py > "$OUT/gemm_torch.txt" 2>&1
 python3 scripts/device/gguf_skeleton.py .device/sk/header.bin ~/model.gguf
