@@ -68,22 +68,27 @@ fn time_runs(runs: usize, per_run: usize, mut f: impl FnMut()) -> Vec<f64> {
     }
     let created = Gpu::buffers_created();
     let compiled = Gpu::pipelines_compiled();
-    let mut ts: Vec<f64> = (0..runs)
+    // Each run's time, and the part of it spent recording (before the sync).
+    let mut runs_: Vec<(f64, f64)> = (0..runs)
         .map(|_| {
             let t = Instant::now();
             for _ in 0..per_run {
                 f();
             }
+            let recorded = t.elapsed().as_secs_f64();
             sync();
-            t.elapsed().as_secs_f64() / per_run as f64
+            let total = t.elapsed().as_secs_f64();
+            (total / per_run as f64, recorded / total)
         })
         .collect();
-    ts.sort_by(f64::total_cmp);
+    runs_.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let ts: Vec<f64> = runs_.iter().map(|r| r.0).collect();
     let median = ts[ts.len() / 2];
     *LAST_TIMING.lock().unwrap() = Some(Spread {
         runs,
         low: ts[0] / median - 1.0,
         high: ts[ts.len() - 1] / median - 1.0,
+        recording: [runs_[0].1, runs_[ts.len() / 2].1, runs_[ts.len() - 1].1],
         created: Gpu::buffers_created() - created,
         compiled: Gpu::pipelines_compiled() - compiled,
     });
@@ -96,6 +101,9 @@ struct Spread {
     /// Fastest and slowest run relative to the median (−0.02 = 2% faster).
     low: f64,
     high: f64,
+    /// The share of the fastest, the median and the slowest run spent recording
+    /// (the host's part, before the sync): where a slow run's time went.
+    recording: [f64; 3],
     /// Buffers the pool created during the timed runs.
     created: u64,
     /// Pipelines compiled during the timed runs.
@@ -110,6 +118,11 @@ impl std::fmt::Display for Spread {
             self.low * 100.0,
             self.high * 100.0,
             self.runs
+        )?;
+        let [fast, median, slow] = self.recording.map(|r| r * 100.0);
+        write!(
+            f,
+            "; recording {fast:.0}/{median:.0}/{slow:.0}% of fastest/median/slowest"
         )?;
         if self.created > 0 {
             write!(f, "; ALLOCATED {} buffers while timing", self.created)?;
