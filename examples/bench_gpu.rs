@@ -478,6 +478,11 @@ fn main() {
         };
         gemm_rows(&mut table, &mut rng, sizes);
         tensor_core_rows(&mut table, &mut rng, sizes);
+        println!(
+            "\nmatmul tuning {}: {} product classes timed (Gpu::set_autotune)",
+            if Gpu::autotune().unwrap_or(false) { "on" } else { "off" },
+            Gpu::matmul_classes_tuned()
+        );
         println!("\n== volta on {} ({}) ==", info.name, info.backend);
         for line in &table {
             println!("{line}");

@@ -4,6 +4,7 @@ use super::error::GpuError;
 use super::pipelines::Pipelines;
 use super::pool::Pool;
 use super::recorder::Recorder;
+use super::tuning::Tuning;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// What [`Gpu::init`](crate::Gpu::init) found: the adapter and the limits of note.
@@ -83,6 +84,8 @@ pub(crate) struct Context {
     pub recorder: Mutex<Recorder>,
     pub pool: Pool,
     pub pipelines: Pipelines,
+    /// Matmul tiles tuned on this adapter (`tuning`).
+    pub tuning: Tuning,
 }
 
 static CONTEXT: OnceLock<Result<Context, GpuError>> = OnceLock::new();
@@ -181,6 +184,7 @@ fn create() -> Result<Context, GpuError> {
     });
 
     let a = adapter.get_info();
+    let tuning = Tuning::new(a.device_type);
     let info = GpuInfo {
         name: a.name,
         backend: format!("{:?}", a.backend),
@@ -209,6 +213,7 @@ fn create() -> Result<Context, GpuError> {
         recorder: Mutex::new(recorder),
         pool,
         pipelines: Pipelines::default(),
+        tuning,
     })
 }
 

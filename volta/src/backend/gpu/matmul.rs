@@ -8,6 +8,7 @@ use super::matmul_source::{Load, MatmulTiles, Staging, Variant, source};
 use super::pipelines::Bindings;
 use super::pool::Pooled;
 use super::split::{self, Part};
+use super::tuning::Class;
 use crate::layout::Layout;
 use crate::shape::Dims;
 use std::sync::{Arc, Mutex};
@@ -419,44 +420,54 @@ fn product_into(
         launch(ctx, &kern, &p, &[a.0, b.0, out], groups);
         return;
     }
-    let tiles = OVERRIDE
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .unwrap_or_else(|| choose_tiles(batch, m, n));
-    let v = Variant {
-        tiles,
-        a: a_load,
-        b: b_load,
-        c_vec: n.is_multiple_of(4),
-        half: elem == Elem::F16,
-        half_out: out_elem == Elem::F16,
+    // One launch of the generated kernel with `tiles`.
+    let run = |tiles: MatmulTiles| {
+        let v = Variant {
+            tiles,
+            a: a_load,
+            b: b_load,
+            c_vec: n.is_multiple_of(4),
+            half: elem == Elem::F16,
+            half_out: out_elem == Elem::F16,
+        };
+        let key = vec![
+            tiles.bm,
+            tiles.bn,
+            tiles.bk,
+            tiles.tm,
+            tiles.tn,
+            tiles.staging as u32,
+            a_load as u32,
+            b_load as u32,
+            u32::from(v.c_vec),
+            u32::from(v.half),
+            u32::from(v.half_out),
+        ];
+        let kern = kernel(
+            ctx,
+            &super::pipelines::Key::Named("volta matmul", key),
+            OPERANDS,
+            "main",
+            || source(&v),
+        );
+        let groups = [
+            u(n.div_ceil(tiles.bn as usize)),
+            u(m.div_ceil(tiles.bm as usize)),
+            u(batch),
+        ];
+        launch(ctx, &kern, &p, &[a.0, b.0, out], groups);
     };
-    let key = vec![
-        tiles.bm,
-        tiles.bn,
-        tiles.bk,
-        tiles.tm,
-        tiles.tn,
-        tiles.staging as u32,
-        a_load as u32,
-        b_load as u32,
-        u32::from(v.c_vec),
-        u32::from(v.half),
-        u32::from(v.half_out),
-    ];
-    let kern = kernel(
-        ctx,
-        &super::pipelines::Key::Named("volta matmul", key),
-        OPERANDS,
-        "main",
-        || source(&v),
-    );
-    let groups = [
-        u(n.div_ceil(tiles.bn as usize)),
-        u(m.div_ceil(tiles.bm as usize)),
-        u(batch),
-    ];
-    launch(ctx, &kern, &p, &[a.0, b.0, out], groups);
+    let overridden = *OVERRIDE.lock().unwrap_or_else(|p| p.into_inner());
+    let tiles = overridden.unwrap_or_else(|| {
+        let class = Class::new(
+            (batch, m, k, n),
+            (a_load as u32, b_load as u32),
+            (elem == Elem::F16, out_elem == Elem::F16),
+        );
+        ctx.tuning
+            .tiles(ctx, class, choose_tiles(batch, m, n), &run)
+    });
+    run(tiles);
 }
 
 #[cfg(test)]

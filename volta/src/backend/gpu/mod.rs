@@ -64,6 +64,8 @@ mod split;
 #[cfg(feature = "gpu")]
 mod transfer;
 #[cfg(feature = "gpu")]
+mod tuning;
+#[cfg(feature = "gpu")]
 mod window;
 
 #[cfg(feature = "gpu")]
@@ -320,6 +322,32 @@ mod device {
         /// choice). A tuning knob, swept by the GPU benchmark.
         pub fn set_tensor_core_tiles(tiles: Option<CoopTiles>) -> Result<(), GpuError> {
             override_tiles(&super::matmul::COOP_OVERRIDE, tiles, CoopTiles::check)
+        }
+
+        /// Turns matmul tuning on or off. On (the default on GPUs; off on CPU
+        /// adapters such as lavapipe; `VOLTA_AUTOTUNE=0` or `1` overrides both), the
+        /// first product of each class (sizes rounded up to powers of two, operand
+        /// layouts, element types) times every tile candidate on the adapter and
+        /// keeps the fastest, like cuDNN's benchmark mode: that waits for the GPU
+        /// once per class, in the first training step. Winners are kept on disk per
+        /// adapter and driver (in `$VOLTA_CACHE_DIR`, else `$XDG_CACHE_HOME/volta`,
+        /// else `~/.cache/volta`), so later runs skip the timing. Off, tiles are
+        /// chosen by size (the H100's sweep winners). [`Gpu::set_matmul_tiles`]
+        /// overrides both.
+        pub fn set_autotune(on: bool) -> Result<(), GpuError> {
+            context::init()?.tuning.set_enabled(on);
+            Ok(())
+        }
+
+        /// Whether matmul tuning is on (see [`Gpu::set_autotune`]).
+        pub fn autotune() -> Result<bool, GpuError> {
+            Ok(context::init()?.tuning.enabled())
+        }
+
+        /// Product classes this process tuned by timing (not read from the disk
+        /// cache): each cost one wait for the GPU.
+        pub fn matmul_classes_tuned() -> u64 {
+            context::init().map_or(0, |c| c.tuning.tuned())
         }
 
         /// Overrides the matmul tile sizes (`None` restores the size-based choice).
