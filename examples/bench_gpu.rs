@@ -9,7 +9,8 @@
 //! softmax and RMSNorm, `--gemm` the GEMM rows and sweeps (`--gemm-f32` without
 //! the tensor-core ones), `--tensor-cores` the
 //! tensor-core rows alone; `--defaults` skips the tuning sweeps; `--pool-probe`
-//! looks for pooled buffers that slow kernels down.
+//! looks for pooled buffers that slow kernels down, `--first-use-probe` for
+//! products that run slowly right after their pipeline is created.
 //!
 //! Byte and FLOP conventions follow `torch_peers.py`, so the figures compare
 //! directly. Every timing syncs before reading the clock, warms up first, and takes
@@ -456,6 +457,10 @@ fn main() {
         record_rows(&mut Vec::new(), &mut rng);
         return;
     }
+    if std::env::args().any(|a| a == "--first-use-probe") {
+        first_use_probe(&mut rng);
+        return;
+    }
     if std::env::args().any(|a| a == "--pool-probe") {
         pool_probe(&mut rng);
         return;
@@ -480,7 +485,11 @@ fn main() {
         tensor_core_rows(&mut table, &mut rng, sizes);
         println!(
             "\nmatmul tuning {}: {} product classes timed (Gpu::set_autotune)",
-            if Gpu::autotune().unwrap_or(false) { "on" } else { "off" },
+            if Gpu::autotune().unwrap_or(false) {
+                "on"
+            } else {
+                "off"
+            },
             Gpu::matmul_classes_tuned()
         );
         println!("\n== volta on {} ({}) ==", info.name, info.backend);
@@ -722,6 +731,57 @@ fn pool_probe(rng: &mut Rng) {
     probe("after empty_cache, same operands", &a, &b);
     let (a3, b3) = upload(rng);
     probe("after empty_cache, operands uploaded again", &a3, &b3);
+}
+
+/// `--first-use-probe`: products right after their pipeline is created, timed
+/// every 0.25 s for 12 s (first processes on a fresh H100 ran some tensor-core
+/// rows 4× slower than later processes did).
+fn first_use_probe(rng: &mut Rng) {
+    let start = Instant::now();
+    let half = |v: Vec<f32>| v.into_iter().map(f16::from_f32).collect::<Vec<_>>();
+    let n = 2048;
+    let (a, b) = (
+        RawTensor::<Gpu, f16>::from_vec(half(randn(n * n, rng)), &[n, n]),
+        RawTensor::<Gpu, f16>::from_vec(half(randn(n * n, rng)), &[n, n]),
+    );
+    let (fa, fb) = (
+        raw(randn(n * n, rng), &[n, n]),
+        raw(randn(n * n, rng), &[n, n]),
+    );
+    let flops = 2.0 * (n as f64).powi(3);
+    for (what, precision) in [
+        ("f16", MatmulPrecision::Full),
+        ("f32 half", MatmulPrecision::Half),
+    ] {
+        Gpu::set_matmul_precision(precision);
+        let product = || match precision {
+            MatmulPrecision::Full => drop(a.matmul(&b)),
+            MatmulPrecision::Half => drop(fa.matmul(&fb)),
+        };
+        let created = Instant::now();
+        product();
+        sync();
+        println!(
+            "{what}: first product (with pipeline creation) {:.1} ms",
+            created.elapsed().as_secs_f64() * 1e3
+        );
+        while created.elapsed().as_secs_f64() < 12.0 {
+            let t = Instant::now();
+            for _ in 0..8 {
+                product();
+            }
+            sync();
+            let per = t.elapsed().as_secs_f64() / 8.0;
+            println!(
+                "  {what} {n}² at {:6.2} s since creation ({:6.2} s since start): {:7.1} TFLOP/s",
+                created.elapsed().as_secs_f64(),
+                start.elapsed().as_secs_f64(),
+                flops / per / 1e12
+            );
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+    }
+    Gpu::set_matmul_precision(MatmulPrecision::Full);
 }
 
 /// The kernels of one product and their GPU time, where timestamps are available.
