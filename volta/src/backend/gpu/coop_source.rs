@@ -174,87 +174,27 @@ fn fetch_either(a: &Copy, b: &Copy) -> String {
     )
 }
 
+/// A tile's copy, each thread moving whole loads: four elements per load, held as
+/// `vec4<f16>` (`f32` operands rounded on the way), or with `wide` eight `f16`s per
+/// 16-byte load, held as `vec4<u32>` and stored to the (still `vec4<f16>`) shared
+/// tile as two halves, unpacked through `f32`, exactly. (Shared tiles of `vec4<u32>`
+/// that fragment loads read as halves would save the unpacking, but the H100's
+/// driver (580.159.04) loses the device on such a load, 2026-11-23; and naga 30
+/// mistypes the `bitcast`s that change the component count.)
 fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool, wide: bool) -> Copy {
-    if wide {
-        return copy_tile_wide(t, threads, pad);
-    }
-    // Four elements per load, held as `vec4<f16>`.
-    let q = t.len / 4;
+    let per = if wide { 8 } else { 4 };
+    let q = t.len / per;
     let row4 = (t.len + pad) / 4;
     let items = t.rows * q;
     let reps = items.div_ceil(threads);
-    let mut c = Copy {
-        decls: String::new(),
-        fetch: String::new(),
-        fetch_inside: String::new(),
-        store: String::new(),
-    };
+    let held = if wide { "vec4<u32>" } else { "vec4<f16>" };
     let load = |at: &str| {
-        if f32_in {
+        if f32_in && !wide {
             format!("vec4<f16>({}[{at}])", t.src)
         } else {
             format!("{}[{at}]", t.src)
         }
     };
-    for r in 0..reps {
-        let v = format!("{}{r}", t.reg);
-        let guarded = !items.is_multiple_of(threads) && r == reps - 1;
-        writeln!(c.decls, "    var {v}: vec4<f16>;").unwrap();
-        for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
-            writeln!(w, "        {{ let e = li + {}u;", r * threads).unwrap();
-            if guarded {
-                writeln!(w, "        if (e < {items}u) {{").unwrap();
-            }
-        }
-        writeln!(
-            c.fetch,
-            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * 4u;
-        {v} = vec4<f16>();
-        if (gr < {rt} && gc < {ct}) {{ {v} = {}; }}",
-            load(&format!("({} + gr * {} + gc) / 4u", t.base, t.stride)),
-            row0 = t.row0,
-            col0 = t.col0,
-            rt = t.rows_total,
-            ct = t.cols_total,
-        )
-        .unwrap();
-        writeln!(
-            c.fetch_inside,
-            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * 4u;
-        {v} = {};",
-            load(&format!("({} + gr * {} + gc) / 4u", t.base, t.stride)),
-            row0 = t.row0,
-            col0 = t.col0,
-        )
-        .unwrap();
-        writeln!(
-            c.store,
-            "        {sh}[{sh}_w + (e / {q}u) * {row4}u + e % {q}u] = {v};",
-            sh = t.sh
-        )
-        .unwrap();
-        for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
-            if guarded {
-                writeln!(w, "        }}").unwrap();
-            }
-            writeln!(w, "        }}").unwrap();
-        }
-    }
-    c
-}
-
-/// [`copy_tile`] of `f16` operands eight halves (16 bytes) per load, held as
-/// `vec4<u32>` and stored to the shared tile, still `vec4<f16>`, as two halves
-/// (unpacked through `f32`, exactly: naga 30 mistypes `bitcast`s that change the
-/// component count).
-/// (Shared tiles of `vec4<u32>` that fragment loads read as halves would save the
-/// split, but the H100's driver (580.159.04) loses the device on such a load,
-/// 2026-11-23.)
-fn copy_tile_wide(t: &Tile, threads: u32, pad: u32) -> Copy {
-    let q = t.len / 8;
-    let row4 = (t.len + pad) / 4;
-    let items = t.rows * q;
-    let reps = items.div_ceil(threads);
     let mut c = Copy {
         decls: String::new(),
         fetch: String::new(),
@@ -264,43 +204,48 @@ fn copy_tile_wide(t: &Tile, threads: u32, pad: u32) -> Copy {
     for r in 0..reps {
         let v = format!("{}{r}", t.reg);
         let guarded = !items.is_multiple_of(threads) && r == reps - 1;
-        writeln!(c.decls, "    var {v}: vec4<u32>;").unwrap();
+        writeln!(c.decls, "    var {v}: {held};").unwrap();
         for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
             writeln!(w, "        {{ let e = li + {}u;", r * threads).unwrap();
             if guarded {
                 writeln!(w, "        if (e < {items}u) {{").unwrap();
             }
         }
-        let at = format!("({} + gr * {} + gc) / 8u", t.base, t.stride);
+        let at = load(&format!("({} + gr * {} + gc) / {per}u", t.base, t.stride));
+        let index = format!(
+            "        let gr = {} + e / {q}u; let gc = {} + (e % {q}u) * {per}u;",
+            t.row0, t.col0
+        );
         writeln!(
             c.fetch,
-            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * 8u;
-        {v} = vec4<u32>();
-        if (gr < {rt} && gc < {ct}) {{ {v} = {src}[{at}]; }}",
-            row0 = t.row0,
-            col0 = t.col0,
-            rt = t.rows_total,
-            ct = t.cols_total,
-            src = t.src,
+            "{index}
+        {v} = {held}();
+        if (gr < {} && gc < {}) {{ {v} = {at}; }}",
+            t.rows_total, t.cols_total,
         )
         .unwrap();
-        writeln!(
-            c.fetch_inside,
-            "        let gr = {row0} + e / {q}u; let gc = {col0} + (e % {q}u) * 8u;
-        {v} = {src}[{at}];",
-            row0 = t.row0,
-            col0 = t.col0,
-            src = t.src,
-        )
-        .unwrap();
-        writeln!(
-            c.store,
-            "        let si = {sh}_w + (e / {q}u) * {row4}u + (e % {q}u) * 2u;
-        {sh}[si] = vec4<f16>(vec4<f32>(unpack2x16float({v}.x), unpack2x16float({v}.y)));
-        {sh}[si + 1u] = vec4<f16>(vec4<f32>(unpack2x16float({v}.z), unpack2x16float({v}.w)));",
-            sh = t.sh
-        )
-        .unwrap();
+        writeln!(c.fetch_inside, "{index}\n        {v} = {at};").unwrap();
+        let sh = t.sh;
+        if wide {
+            let half = |a: &str, b: &str| {
+                format!("vec4<f16>(vec4<f32>(unpack2x16float({v}.{a}), unpack2x16float({v}.{b})))")
+            };
+            writeln!(
+                c.store,
+                "        let si = {sh}_w + (e / {q}u) * {row4}u + (e % {q}u) * 2u;
+        {sh}[si] = {};
+        {sh}[si + 1u] = {};",
+                half("x", "y"),
+                half("z", "w")
+            )
+            .unwrap();
+        } else {
+            writeln!(
+                c.store,
+                "        {sh}[{sh}_w + (e / {q}u) * {row4}u + e % {q}u] = {v};"
+            )
+            .unwrap();
+        }
         for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
             if guarded {
                 writeln!(w, "        }}").unwrap();
