@@ -45,7 +45,8 @@ fn sync() {
 }
 
 /// Median seconds per call of `f` (called `per_run` times per timed run, `runs`
-/// runs), after warming up on `f` itself for at least [`WARM_UP`] seconds.
+/// runs), after [`heat`] and warming up on `f` itself for at least [`WARM_UP`]
+/// seconds.
 ///
 /// The warm-up is by duration because an idle GPU lowers its clocks within a
 /// second and raises them only under sustained load: an H200 was seen at a
@@ -60,6 +61,11 @@ fn time(runs: usize, per_run: usize, f: impl FnMut()) -> f64 {
 /// and the buffers created while timing (after the warm-up: a row that allocates
 /// then measures the allocator too) are noted for the next [`row`].
 fn time_runs(runs: usize, per_run: usize, mut f: impl FnMut()) -> Vec<f64> {
+    // First use compiles pipelines and tunes products, seconds in which the GPU
+    // idles and clocks down: done before the heat.
+    f();
+    sync();
+    heat();
     let start = Instant::now();
     while start.elapsed().as_secs_f64() < WARM_UP {
         for _ in 0..per_run {
@@ -94,6 +100,32 @@ fn time_runs(runs: usize, per_run: usize, mut f: impl FnMut()) -> Vec<f64> {
         compiled: Gpu::pipelines_compiled() - compiled,
     });
     ts
+}
+
+/// Seconds of full load before each measurement's warm-up (see [`heat`]).
+const HEAT: f64 = 1.0;
+
+/// Keeps the GPU fully busy for [`HEAT`] seconds with 2048² products: an H100 left
+/// nearly idle for a few seconds (pipeline compilation, tuning, host-side data
+/// preparation, error checks) drops its SM clock from 1980 to 345 MHz, and a
+/// measurement's own light or bursty work does not always bring it back
+/// (BENCHMARKS-GPU.md, session 9).
+fn heat() {
+    thread_local! {
+        static LOAD: RawTensor<Gpu, f32> = RawTensor::from_vec(vec![0.5; 2048 * 2048], &[2048, 2048]);
+    }
+    LOAD.with(|x| {
+        // Compiled (and tuned) before the clock starts.
+        drop(x.matmul(x));
+        sync();
+        let start = Instant::now();
+        while start.elapsed().as_secs_f64() < HEAT {
+            for _ in 0..8 {
+                drop(x.matmul(x));
+            }
+            sync();
+        }
+    });
 }
 
 /// How the timed runs of the last measurement spread around their median.
