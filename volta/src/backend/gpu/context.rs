@@ -202,7 +202,7 @@ fn create() -> Result<Context, GpuError> {
         tensor_cores: tensor_cores && a.subgroup_min_size == 32 && a.subgroup_max_size == 32,
     };
     let pool = Pool::new(&limits);
-    let recorder = Recorder::new(&device, &limits, &pool);
+    let recorder = Recorder::new(&device, &queue, &limits, &pool);
     Ok(Context {
         device,
         queue,

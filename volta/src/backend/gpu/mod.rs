@@ -4,8 +4,10 @@
 //! programs mixing `Cpu` and `Gpu` tensors are still rejected at compile time.
 //!
 //! The runtime is lazy: recording an op appends a dispatch to a batch (one command
-//! encoder, one compute pass) that is submitted when a value is read back,
-//! [`Gpu::sync`] is called, or the batch fills. Buffers come from a size-class pool,
+//! encoder, one compute pass). A thread of its own submits batches while the
+//! program records the next: a batch goes when that thread has nothing left to
+//! submit (so the GPU starts at once) or when it fills; a read-back or
+//! [`Gpu::sync`] submits what remains and waits. Buffers come from a size-class pool,
 //! pipelines are compiled once, and errors raised while work runs are reported at
 //! the next sync point. Elementwise chains fuse into one generated kernel (see
 //! `Gpu::set_fusion`), and `#[kernel]` functions join those chains. The GPU
@@ -61,6 +63,8 @@ mod replay;
 mod row;
 #[cfg(feature = "gpu")]
 mod split;
+#[cfg(feature = "gpu")]
+mod submit;
 #[cfg(feature = "gpu")]
 mod transfer;
 #[cfg(feature = "gpu")]
@@ -217,14 +221,26 @@ mod device {
             }
         }
 
-        /// Number of batches submitted so far (each read-back or full batch submits
-        /// one); for tests and profiling.
+        /// Number of batches submitted so far (a read-back submits one; while
+        /// recording, a batch goes whenever the GPU is about to run out of work
+        /// or the batch is full); for tests and profiling.
         pub fn batches_submitted() -> u64 {
             ctx()
                 .recorder
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .submitted
+        }
+
+        /// Number of times the host has waited for the GPU so far (read-backs,
+        /// [`Gpu::sync`], and the first product of a size class while tuning); a
+        /// training step that keeps this unchanged never stalls the host.
+        pub fn host_waits() -> u64 {
+            ctx()
+                .recorder
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .waits
         }
 
         /// Number of kernel dispatches and uploads recorded so far; for profiling.

@@ -1,6 +1,7 @@
 //! Lazy, batched execution. Recording an op appends a dispatch to one open compute
-//! pass; nothing reaches the GPU until a value is read back, [`Gpu::sync`] is called
-//! or the batch fills. Each dispatch's parameters go into the batch's parameter
+//! pass. The batch goes to the submitting thread (`submit`) when that thread is
+//! idle or the batch fills, and is submitted on the spot when a value is read
+//! back or [`Gpu::sync`] is called. Each dispatch's parameters go into the batch's parameter
 //! arena (one buffer, a slice per dispatch) rather than a buffer per op; bind
 //! groups bind the arena at a dynamic offset, so they are cached (`bind_groups`).
 //!
@@ -24,6 +25,7 @@ use super::error::GpuError;
 use super::pipelines::Kernel;
 use super::pool::{Kind, Pool, Pooled};
 use super::profile::Profiler;
+use super::submit::{Batch, Submitter};
 use std::sync::Arc;
 
 /// Dispatches per submitted batch.
@@ -51,6 +53,8 @@ pub(crate) struct Recorder {
     pub submitted: u64,
     /// Dispatches and uploads recorded so far.
     pub recorded: u64,
+    /// Times the host waited for the GPU (read-backs and sync points).
+    pub waits: u64,
     /// Error flags that kernels raise (e.g. an out-of-range gather index).
     pub flags: Arc<Pooled>,
     /// Set while `Gpu::profile` runs: every dispatch is timed.
@@ -58,6 +62,8 @@ pub(crate) struct Recorder {
     /// Set while `Gpu::capture` runs: the dispatches of the capturing thread are
     /// also kept for replays (other threads record as usual meanwhile).
     pub capture: Option<Graph>,
+    /// Submits full batches while the next one is recorded.
+    submitter: Submitter,
 }
 
 /// Launches kept for replay (`Gpu::capture`): each with its own bind group over a
@@ -127,7 +133,12 @@ impl Graph {
 }
 
 impl Recorder {
-    pub fn new(device: &wgpu::Device, limits: &wgpu::Limits, pool: &Pool) -> Self {
+    pub fn new(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        limits: &wgpu::Limits,
+        pool: &Pool,
+    ) -> Self {
         let arena = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("volta params"),
             size: ARENA_BYTES,
@@ -152,9 +163,11 @@ impl Recorder {
             pipeline: None,
             submitted: 0,
             recorded: 0,
+            waits: 0,
             flags: Arc::new(Pooled::permanent(pool, flags)),
             profiler: None,
             capture: None,
+            submitter: Submitter::new(queue),
         }
     }
 
@@ -211,7 +224,7 @@ impl Recorder {
         }
         let start = self.params.len().next_multiple_of(self.align);
         if self.dispatches >= MAX_DISPATCHES || start as u64 + window > ARENA_BYTES {
-            self.flush(ctx);
+            self.hand_over(ctx);
             return self.dispatch(ctx, kernel, params, buffers, groups);
         }
         self.params.resize(start, 0);
@@ -272,6 +285,13 @@ impl Recorder {
         }
         self.dispatches += 1;
         self.recorded += 1;
+        // Keep the GPU fed: when the submitting thread has nothing left, what is
+        // recorded goes at once, and while it is busy, launches gather into the
+        // next batch (so batches grow to what submitting them costs). While
+        // profiling, batches stay whole (their timestamps are resolved per batch).
+        if self.profiler.is_none() && self.submitter.idle() {
+            self.hand_over(ctx);
+        }
     }
 
     /// Whether the calling thread is capturing.
@@ -292,6 +312,7 @@ impl Recorder {
     /// Stops capturing. The captured work is recorded and runs with the batch.
     pub fn end_capture(&mut self, ctx: &Context) -> Option<Graph> {
         let graph = self.capture.take()?;
+        self.submitter.wait();
         ctx.queue
             .write_buffer(&graph.param_buffer, 0, &graph.params);
         Some(graph)
@@ -307,7 +328,7 @@ impl Recorder {
         for l in &graph.launches {
             // Staging memory and timestamp slots are per batch.
             if self.dispatches >= MAX_DISPATCHES && self.profiler.is_some() {
-                self.flush(ctx);
+                self.hand_over(ctx);
             }
             self.record(ctx, &l.kernel, &l.bind_group, l.offset, l.groups);
         }
@@ -333,34 +354,52 @@ impl Recorder {
         }
     }
 
-    /// Submits everything recorded so far.
+    /// Submits everything recorded so far, on this thread, after the batches
+    /// handed over before it: when this returns, a wait on the device covers it.
     pub fn flush(&mut self, ctx: &Context) {
+        if let Some(batch) = self.take_batch(ctx) {
+            self.submitter.submit(batch);
+        } else {
+            self.submitter.wait();
+        }
+    }
+
+    /// Hands a full batch to the submitting thread and goes on recording.
+    fn hand_over(&mut self, ctx: &Context) {
+        if let Some(batch) = self.take_batch(ctx) {
+            self.submitter.hand_over(batch);
+        }
+    }
+
+    /// Ends the open batch: its commands, and the parameter writes they read.
+    fn take_batch(&mut self, ctx: &Context) -> Option<Batch> {
         self.pass = None;
         if let (Some(p), Some(encoder)) = (&mut self.profiler, &mut self.encoder) {
             p.resolve(ctx, encoder);
         }
-        if let Some(encoder) = self.encoder.take() {
-            if !self.params.is_empty() {
-                ctx.queue.write_buffer(&self.arena.buffer, 0, &self.params);
-            }
-            // A capture's launches so far may be in this batch.
-            if let Some(g) = &self.capture
-                && !g.params.is_empty()
-            {
-                ctx.queue.write_buffer(&g.param_buffer, 0, &g.params);
-            }
-            ctx.queue.submit([encoder.finish()]);
-            self.submitted += 1;
-        }
-        self.params.clear();
+        let capacity = self.params.capacity();
+        let params = std::mem::replace(&mut self.params, Vec::with_capacity(capacity));
         self.dispatches = 0;
+        let encoder = self.encoder.take()?;
+        let mut writes = Vec::new();
+        if !params.is_empty() {
+            writes.push((self.arena.buffer.clone(), params));
+        }
+        // A capture's launches so far may be in this batch.
+        if let Some(g) = &self.capture
+            && !g.params.is_empty()
+        {
+            writes.push((g.param_buffer.clone(), g.params.clone()));
+        }
+        self.submitted += 1;
+        Some(Batch { encoder, writes })
     }
 
     /// Records the copy of a [`stage`]d upload into `dst`, in order with the
     /// kernels around it.
     pub fn upload(&mut self, ctx: &Context, staging: &wgpu::Buffer, dst: &Pooled) {
         if self.dispatches >= MAX_DISPATCHES {
-            self.flush(ctx);
+            self.hand_over(ctx);
         }
         self.encoder(ctx)
             .copy_buffer_to_buffer(staging, 0, &dst.buffer, 0, staging.size());
@@ -391,6 +430,7 @@ impl Recorder {
         }
         encoder.copy_buffer_to_buffer(&flags.buffer, 0, &staging.buffer, bytes, 16);
         self.flush(ctx);
+        self.waits += 1;
         staging
     }
 }

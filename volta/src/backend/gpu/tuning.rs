@@ -186,10 +186,11 @@ fn wait(ctx: &Context) -> Option<()> {
     if ctx.check_lost().is_err() {
         return None;
     }
-    ctx.recorder
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .flush(ctx);
+    {
+        let mut recorder = ctx.recorder.lock().unwrap_or_else(|p| p.into_inner());
+        recorder.flush(ctx);
+        recorder.waits += 1;
+    }
     ctx.device
         .poll(wgpu::PollType::wait_indefinitely())
         .ok()

@@ -1,0 +1,139 @@
+//! Submission off the recording thread. wgpu-core does most of its work for a
+//! batch when the encoder is finished (validation, usage tracking, barriers, the
+//! driver's commands): about a microsecond per dispatch, more than Volta spends
+//! recording one. A batch that fills while a program records is handed to the
+//! submitting thread, which writes its parameters, finishes and submits it while
+//! the program records the next one, as a CUDA launch returns before the driver
+//! has done its part.
+//!
+//! Order: one thread submits handed-over batches in the order they came, and the
+//! recorder hands over and submits only under its lock. A sync point first waits
+//! until every handed-over batch is submitted, then submits its own batch on the
+//! calling thread (no wake-up on the read-back path), so the queue sees batches,
+//! and the parameter writes before each, exactly in recording order. Where threads
+//! are unavailable (or the thread is gone) batches are submitted inline.
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+
+/// A finished recording: the buffer writes its kernels read, then its commands.
+pub(crate) struct Batch {
+    pub encoder: wgpu::CommandEncoder,
+    pub writes: Vec<(wgpu::Buffer, Vec<u8>)>,
+}
+
+impl Batch {
+    fn submit(self, queue: &wgpu::Queue) {
+        for (buffer, bytes) in &self.writes {
+            queue.write_buffer(buffer, 0, bytes);
+        }
+        queue.submit([self.encoder.finish()]);
+    }
+}
+
+/// What the submitting thread has done, for waiters.
+#[derive(Default)]
+struct Progress {
+    /// Batches submitted by the thread so far.
+    submitted: AtomicU64,
+    /// Set when the thread ends (its channel closed, or wgpu panicked in it).
+    stopped: AtomicBool,
+    lock: Mutex<()>,
+    changed: Condvar,
+}
+
+impl Progress {
+    fn notify(&self) {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.changed.notify_all();
+    }
+}
+
+pub(crate) struct Submitter {
+    queue: wgpu::Queue,
+    thread: Option<mpsc::Sender<Batch>>,
+    handed: u64,
+    progress: Arc<Progress>,
+}
+
+impl Submitter {
+    pub fn new(queue: &wgpu::Queue) -> Self {
+        let progress = Arc::new(Progress::default());
+        let (tx, rx) = mpsc::channel::<Batch>();
+        let (worker_queue, worker_progress) = (queue.clone(), progress.clone());
+        let thread = std::thread::Builder::new()
+            .name("volta-submit".into())
+            .spawn(move || {
+                // Marks the thread stopped even if wgpu panics in it, so that
+                // waiters return and later batches are submitted inline.
+                struct Stopped(Arc<Progress>);
+                impl Drop for Stopped {
+                    fn drop(&mut self) {
+                        self.0.stopped.store(true, Ordering::Release);
+                        self.0.notify();
+                    }
+                }
+                let _stopped = Stopped(worker_progress.clone());
+                for batch in rx {
+                    batch.submit(&worker_queue);
+                    worker_progress.submitted.fetch_add(1, Ordering::Release);
+                    worker_progress.notify();
+                }
+            })
+            .ok()
+            .map(|_| tx);
+        Submitter {
+            queue: queue.clone(),
+            thread,
+            handed: 0,
+            progress,
+        }
+    }
+
+    /// Whether every handed-over batch is submitted: the GPU is then about to
+    /// run out of work, and what is recorded should follow at once.
+    pub fn idle(&self) -> bool {
+        self.thread.is_some() && self.done()
+    }
+
+    fn done(&self) -> bool {
+        self.progress.submitted.load(Ordering::Acquire) >= self.handed
+            || self.progress.stopped.load(Ordering::Acquire)
+    }
+
+    /// Submits `batch` on the submitting thread; the caller goes on recording.
+    pub fn hand_over(&mut self, batch: Batch) {
+        let Some(tx) = &self.thread else {
+            return batch.submit(&self.queue);
+        };
+        match tx.send(batch) {
+            Ok(()) => self.handed += 1,
+            Err(mpsc::SendError(batch)) => {
+                self.thread = None;
+                self.wait();
+                batch.submit(&self.queue);
+            }
+        }
+    }
+
+    /// Submits `batch` now, after every batch handed over before it.
+    pub fn submit(&mut self, batch: Batch) {
+        self.wait();
+        batch.submit(&self.queue);
+    }
+
+    /// Waits until every handed-over batch is submitted.
+    pub fn wait(&self) {
+        if self.done() {
+            return;
+        }
+        let mut guard = self.progress.lock.lock().unwrap_or_else(|p| p.into_inner());
+        while !self.done() {
+            guard = self
+                .progress
+                .changed
+                .wait(guard)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
