@@ -20,6 +20,9 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
     let g = GPU.lock().unwrap_or_else(|p| p.into_inner());
     // A test that failed with fusion off must not leave it off for the next one.
     Gpu::set_fusion(true);
+    // Kernel and wait counts here are the program's own: tuning (on by default
+    // on GPUs, `gpu_autotune.rs` tests it) would add its timing runs.
+    Gpu::set_autotune(false).expect("a GPU");
     g
 }
 

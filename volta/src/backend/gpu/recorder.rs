@@ -27,9 +27,24 @@ use super::pool::{Kind, Pool, Pooled};
 use super::profile::Profiler;
 use super::submit::{Batch, Submitter};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Dispatches per submitted batch.
 pub(crate) const MAX_DISPATCHES: usize = 256;
+/// How long a batch gathers launches before it goes to an idle submitting
+/// thread: each submission costs the GPU a pause (a parameter upload and a
+/// barrier before the batch), which launches recorded within this time share.
+const SUBMIT_AFTER: Duration = Duration::from_micros(50);
+
+/// [`SUBMIT_AFTER`], or `VOLTA_SUBMIT_AFTER_US` (microseconds; for measuring
+/// the policy, e.g. a large value submits only full batches and at sync points).
+fn submit_after() -> Duration {
+    std::env::var("VOLTA_SUBMIT_AFTER_US")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .map_or(SUBMIT_AFTER, Duration::from_micros)
+}
+
 /// Size of the parameter arena of a batch.
 const ARENA_BYTES: u64 = 256 * 1024;
 
@@ -64,6 +79,10 @@ pub(crate) struct Recorder {
     pub capture: Option<Graph>,
     /// Submits full batches while the next one is recorded.
     submitter: Submitter,
+    /// When the open batch recorded its first command.
+    opened: Instant,
+    /// How long a batch gathers launches before it may go early.
+    submit_after: Duration,
 }
 
 /// Launches kept for replay (`Gpu::capture`): each with its own bind group over a
@@ -168,6 +187,8 @@ impl Recorder {
             profiler: None,
             capture: None,
             submitter: Submitter::new(queue),
+            opened: Instant::now(),
+            submit_after: submit_after(),
         }
     }
 
@@ -285,11 +306,15 @@ impl Recorder {
         }
         self.dispatches += 1;
         self.recorded += 1;
-        // Keep the GPU fed: when the submitting thread has nothing left, what is
-        // recorded goes at once, and while it is busy, launches gather into the
-        // next batch (so batches grow to what submitting them costs). While
-        // profiling, batches stay whole (their timestamps are resolved per batch).
-        if self.profiler.is_none() && self.submitter.idle() {
+        // Keep the GPU fed: once a batch has gathered launches for a while and
+        // the submitting thread has nothing left, the batch goes. While that
+        // thread is busy, launches gather into the next batch, so batches grow
+        // to what submitting them costs. While profiling, batches stay whole
+        // (their timestamps are resolved per batch).
+        if self.profiler.is_none()
+            && self.submitter.idle()
+            && self.opened.elapsed() >= self.submit_after
+        {
             self.hand_over(ctx);
         }
     }
@@ -336,6 +361,9 @@ impl Recorder {
 
     fn encoder(&mut self, ctx: &Context) -> &mut wgpu::CommandEncoder {
         self.pass = None; // a pass must end before the encoder records anything else
+        if self.encoder.is_none() {
+            self.opened = Instant::now();
+        }
         self.encoder.get_or_insert_with(|| {
             ctx.device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
