@@ -5,9 +5,9 @@
 //!
 //! The runtime is lazy: recording an op appends a dispatch to a batch (one command
 //! encoder, one compute pass). A thread of its own submits batches while the
-//! program records the next: a batch goes when that thread has nothing left to
-//! submit (so the GPU starts at once) or when it fills; a read-back or
-//! [`Gpu::sync`] submits what remains and waits. Buffers come from a size-class pool,
+//! program records the next: a batch goes when it fills, or once it has gathered
+//! launches for 50 µs while that thread is idle (so the GPU starts while the
+//! program records); a read-back or [`Gpu::sync`] submits what remains and waits. Buffers come from a size-class pool,
 //! pipelines are compiled once, and errors raised while work runs are reported at
 //! the next sync point. Elementwise chains fuse into one generated kernel (see
 //! `Gpu::set_fusion`), and `#[kernel]` functions join those chains. The GPU
@@ -222,8 +222,8 @@ mod device {
         }
 
         /// Number of batches submitted so far (a read-back submits one; while
-        /// recording, a batch goes whenever the GPU is about to run out of work
-        /// or the batch is full); for tests and profiling.
+        /// recording, a batch goes when it is full or has gathered launches for
+        /// 50 µs while the submitting thread is idle); for tests and profiling.
         pub fn batches_submitted() -> u64 {
             ctx()
                 .recorder

@@ -1,7 +1,8 @@
 //! Lazy, batched execution. Recording an op appends a dispatch to one open compute
-//! pass. The batch goes to the submitting thread (`submit`) when that thread is
-//! idle or the batch fills, and is submitted on the spot when a value is read
-//! back or [`Gpu::sync`] is called. Each dispatch's parameters go into the batch's parameter
+//! pass. The batch goes to the submitting thread (`submit`) when it is full, or
+//! once it has gathered launches for [`SUBMIT_AFTER`] while that thread is idle
+//! (so the GPU starts while the program records), and is submitted on the spot
+//! when a value is read back or [`Gpu::sync`] is called. Each dispatch's parameters go into the batch's parameter
 //! arena (one buffer, a slice per dispatch) rather than a buffer per op; bind
 //! groups bind the arena at a dynamic offset, so they are cached (`bind_groups`).
 //!
@@ -77,7 +78,7 @@ pub(crate) struct Recorder {
     /// Set while `Gpu::capture` runs: the dispatches of the capturing thread are
     /// also kept for replays (other threads record as usual meanwhile).
     pub capture: Option<Graph>,
-    /// Submits full batches while the next one is recorded.
+    /// Submits batches while the next one is recorded.
     submitter: Submitter,
     /// When the open batch recorded its first command.
     opened: Instant,
@@ -389,6 +390,9 @@ impl Recorder {
             self.submitter.submit(batch);
         } else {
             self.submitter.wait();
+        }
+        if let Some(failure) = self.submitter.take_failure() {
+            ctx.report(GpuError::Validation(failure));
         }
     }
 

@@ -1,10 +1,10 @@
 //! Submission off the recording thread. wgpu-core does most of its work for a
 //! batch when the encoder is finished (validation, usage tracking, barriers, the
 //! driver's commands): about a microsecond per dispatch, more than Volta spends
-//! recording one. A batch that fills while a program records is handed to the
-//! submitting thread, which writes its parameters, finishes and submits it while
-//! the program records the next one, as a CUDA launch returns before the driver
-//! has done its part.
+//! recording one. The recorder hands batches to the submitting thread, which
+//! writes their parameters, finishes and submits them while the program records
+//! the next, as a CUDA launch returns before the driver has done its part. (When
+//! a batch goes is the recorder's choice: full, or early to keep the GPU fed.)
 //!
 //! Order: one thread submits handed-over batches in the order they came, and the
 //! recorder hands over and submits only under its lock. A sync point first waits
@@ -38,6 +38,9 @@ struct Progress {
     submitted: AtomicU64,
     /// Set when the thread ends (its channel closed, or wgpu panicked in it).
     stopped: AtomicBool,
+    /// What wgpu panicked with, if it did: the batch and those behind it were
+    /// not submitted, which the next sync point reports.
+    panic: Mutex<Option<String>>,
     lock: Mutex<()>,
     changed: Condvar,
 }
@@ -75,7 +78,21 @@ impl Submitter {
                 }
                 let _stopped = Stopped(worker_progress.clone());
                 for batch in rx {
-                    batch.submit(&worker_queue);
+                    let submitted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        batch.submit(&worker_queue)
+                    }));
+                    if let Err(panic) = submitted {
+                        let message = panic
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_else(|| "a panic without a message".into());
+                        *worker_progress
+                            .panic
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner()) = Some(message);
+                        break;
+                    }
                     worker_progress.submitted.fetch_add(1, Ordering::Release);
                     worker_progress.notify();
                 }
@@ -90,8 +107,7 @@ impl Submitter {
         }
     }
 
-    /// Whether every handed-over batch is submitted: the GPU is then about to
-    /// run out of work, and what is recorded should follow at once.
+    /// Whether every handed-over batch is submitted (the thread waits for work).
     pub fn idle(&self) -> bool {
         self.thread.is_some() && self.done()
     }
@@ -135,5 +151,22 @@ impl Submitter {
                 .wait(guard)
                 .unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// Once, after wgpu panicked on the submitting thread: what it said, and
+    /// how many recorded batches were lost with it.
+    pub fn take_failure(&mut self) -> Option<String> {
+        let panic = self
+            .progress
+            .panic
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()?;
+        let lost = self.handed - self.progress.submitted.load(Ordering::Acquire);
+        Some(format!(
+            "wgpu panicked while submitting recorded work ({panic}); {lost} batch(es) \
+             of kernels were not run, so values computed since the last sync point \
+             are invalid"
+        ))
     }
 }
