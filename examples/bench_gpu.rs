@@ -10,7 +10,8 @@
 //! the tensor-core ones), `--tensor-cores` the
 //! tensor-core rows alone; `--defaults` skips the tuning sweeps; `--pool-probe`
 //! looks for pooled buffers that slow kernels down, `--first-use-probe` for
-//! products that run slowly right after their pipeline is created.
+//! products that run slowly right after their pipeline is created, `--probe` times
+//! tiles given in the environment (see [`probe`]).
 //!
 //! Byte and FLOP conventions follow `torch_peers.py`, so the figures compare
 //! directly. Every timing syncs before reading the clock, warms up first, and takes
@@ -497,6 +498,10 @@ fn main() {
         pool_probe(&mut rng);
         return;
     }
+    if std::env::args().any(|a| a == "--probe") {
+        probe(&mut rng);
+        return;
+    }
     if std::env::args().any(|a| a == "--tensor-cores") {
         let mut table = Vec::new();
         tensor_core_rows(&mut table, &mut rng, &[1024, 2048, 4096]);
@@ -670,12 +675,13 @@ fn gemm_rows(table: &mut Vec<String>, rng: &mut Rng, sizes: &[usize]) {
             };
             let t = time(5, per_run, || drop(ga.matmul(&gb)));
             println!(
-                "  n={n:5} bm{:3} bn{:3} bk{:2} tm{:2} tn{} {:8?}: {:7.2}{err}",
+                "  n={n:5} bm{:3} bn{:3} bk{:2} tm{:2} tn{:2} warp{} {:8?}: {:7.2}{err}",
                 tiles.bm,
                 tiles.bn,
                 tiles.bk,
                 tiles.tm,
                 tiles.tn,
+                tiles.warp_cols,
                 tiles.staging,
                 flops / t / 1e12
             );
@@ -947,4 +953,109 @@ fn mlp_diagnostics(rng: &mut Rng) {
     }
     Gpu::set_fusion(true);
     Gpu::set_matmul_split_k(true);
+}
+
+/// `--probe`: square products with tiles that need not be candidates, to try new
+/// ones without rebuilding: `VOLTA_PROBE_F32` lists f32 tiles as
+/// `bm,bn,bk,tm,tn,S,warp_cols;…` (S: P prefetch, D direct, W double),
+/// `VOLTA_PROBE_COOP` tensor-core tiles as `wm,wn,fm,fn,bk,pad,S;…`, at the sizes in
+/// `VOLTA_PROBE_SIZES` (default 2048,4096). Each is checked against the default
+/// tiles' result.
+fn probe(rng: &mut Rng) {
+    use volta::backend::gpu::Staging;
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    let sizes: Vec<usize> = var("VOLTA_PROBE_SIZES")
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![2048, 4096]
+    } else {
+        sizes
+    };
+    let staging = |s: &str| match s {
+        "P" => Staging::Prefetch,
+        "D" => Staging::Direct,
+        _ => Staging::Double,
+    };
+    // Numbers, one letter for the staging, then numbers again.
+    let specs = |k: &str| -> Vec<(Vec<u32>, Staging)> {
+        var(k)
+            .split(';')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                let f: Vec<&str> = s.split(',').map(str::trim).collect();
+                let at = f
+                    .iter()
+                    .position(|x| x.parse::<u32>().is_err())
+                    .unwrap_or_else(|| panic!("{k}: no staging letter in `{s}`"));
+                let nums = f[..at].iter().chain(&f[at + 1..]);
+                let nums = nums.map(|x| x.parse().unwrap_or_else(|_| panic!("{k}: `{s}`")));
+                (nums.collect(), staging(f[at]))
+            })
+            .collect()
+    };
+    let f32_specs = specs("VOLTA_PROBE_F32");
+    let coop_specs = specs("VOLTA_PROBE_COOP");
+    for &n in &sizes {
+        let (a, b) = (randn(n * n, rng), randn(n * n, rng));
+        let flops = 2.0 * (n as f64).powi(3);
+        let per_run = (4096 / n).pow(2).clamp(8, 64);
+        let (ga, gb) = (raw(a.clone(), &[n, n]), raw(b.clone(), &[n, n]));
+        let reference = ga.matmul(&gb).to_vec();
+        for (v, st) in &f32_specs {
+            let tiles = MatmulTiles {
+                bm: v[0],
+                bn: v[1],
+                bk: v[2],
+                tm: v[3],
+                tn: v[4],
+                staging: *st,
+                warp_cols: v.get(5).copied().unwrap_or(0),
+            };
+            if let Err(e) = Gpu::set_matmul_tiles(Some(tiles)) {
+                println!("  skip {tiles:?}: {e}");
+                continue;
+            }
+            let e = rel_error(&ga.matmul(&gb).to_vec(), &reference);
+            let t = time(5, per_run, || drop(ga.matmul(&gb)));
+            println!(
+                "f32 n={n} {v:?} {st:?}: {:7.2}  err {e:.1e}",
+                flops / t / 1e12
+            );
+        }
+        Gpu::set_matmul_tiles(None).unwrap();
+        if coop_specs.is_empty() {
+            continue;
+        }
+        let half = |v: &[f32]| v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>();
+        let (ha, hb) = (
+            RawTensor::<Gpu, f16>::from_vec(half(&a), &[n, n]),
+            RawTensor::<Gpu, f16>::from_vec(half(&b), &[n, n]),
+        );
+        let hreference: Vec<f32> = ha.matmul(&hb).to_vec().iter().map(|x| x.to_f32()).collect();
+        for (v, st) in &coop_specs {
+            let tiles = CoopTiles {
+                wm: v[0],
+                wn: v[1],
+                fm: v[2],
+                fn_: v[3],
+                bk: v[4],
+                pad: v[5],
+                staging: *st,
+            };
+            if let Err(e) = Gpu::set_tensor_core_tiles(Some(tiles)) {
+                println!("  skip {tiles:?}: {e}");
+                continue;
+            }
+            let got: Vec<f32> = ha.matmul(&hb).to_vec().iter().map(|x| x.to_f32()).collect();
+            let e = rel_error(&got, &hreference);
+            let t = time(5, per_run, || drop(ha.matmul(&hb)));
+            println!(
+                "f16 n={n} {v:?} {st:?}: {:7.2}  err {e:.1e}",
+                flops / t / 1e12
+            );
+        }
+        Gpu::set_tensor_core_tiles(None).unwrap();
+    }
 }

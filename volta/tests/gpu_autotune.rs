@@ -43,7 +43,7 @@ fn products_tune_once_per_class_and_cache_the_winner() {
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     let text = std::fs::read_to_string(&files[0]).unwrap();
-    assert!(text.starts_with("volta-matmul-tuning 1\n"), "{text}");
+    assert!(text.starts_with("volta-matmul-tuning 2\n"), "{text}");
     assert_eq!(text.lines().count(), 3, "{text}");
     Gpu::set_autotune(false).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();

@@ -14,26 +14,18 @@ use crate::shape::Dims;
 use std::sync::{Arc, Mutex};
 use volta_kernels::wgsl::Elem;
 
-/// Tiles for the largest products: 256×128 per workgroup, 16×8 per thread, K
-/// steps of 8 (the best of the sweep at 2048 and 4096 on an H100, 2026-11-23).
-pub(crate) const HUGE: MatmulTiles = MatmulTiles {
-    bm: 256,
+/// Tiles for large products: 128×128 per workgroup, 16×8 per thread in 8×4
+/// blocks of 32 threads, K steps of 8, prefetched (the best of the sweep at 2048
+/// and 4096 on an H100, 2026-11-24: 45.3 TFLOP/s at 4096², against 42.5 for the
+/// earlier 256×128 tiles).
+pub(crate) const LARGE: MatmulTiles = MatmulTiles {
+    bm: 128,
     bn: 128,
     bk: 8,
     tm: 16,
     tn: 8,
     staging: Staging::Prefetch,
-};
-/// Tiles for large products: 128×128 per workgroup, 8×8 per thread, K steps of
-/// 16, double-buffered shared tiles (4–5% over prefetching into one at 2048 and
-/// 4096, on a par with `HUGE`; H100, 2026-11-23).
-pub(crate) const LARGE: MatmulTiles = MatmulTiles {
-    bm: 128,
-    bn: 128,
-    bk: 16,
-    tm: 8,
-    tn: 8,
-    staging: Staging::Double,
+    warp_cols: 8,
 };
 /// Tiles for mid-sized products, where 128×128 tiles would leave the GPU's cores
 /// idle: 128×64 per workgroup.
@@ -44,6 +36,7 @@ pub(crate) const MEDIUM: MatmulTiles = MatmulTiles {
     tm: 8,
     tn: 8,
     staging: Staging::Prefetch,
+    warp_cols: 0,
 };
 /// Tiles for small products: 64×64 per workgroup, 4×4 per thread.
 pub(crate) const SMALL: MatmulTiles = MatmulTiles {
@@ -53,6 +46,7 @@ pub(crate) const SMALL: MatmulTiles = MatmulTiles {
     tm: 4,
     tn: 4,
     staging: Staging::Prefetch,
+    warp_cols: 0,
 };
 
 /// Every matmul kernel binds A and B, then C.
@@ -231,8 +225,7 @@ fn split_k(batch: usize, m: usize, k: usize, n: usize) -> usize {
     }
     let t = choose_tiles(batch, m, n);
     let groups = m.div_ceil(t.bm as usize) * n.div_ceil(t.bn as usize);
-    // Huge tiles are only chosen for products that fill the GPU with them.
-    if groups >= FILL / 2 || t == HUGE {
+    if groups >= FILL / 2 {
         // Half full already: a split costs more than the idle cores (2048³ ran at
         // 27.5 TFLOP/s split in two, 33.7 unsplit, H200).
         return 1;
@@ -251,13 +244,10 @@ fn split_k(batch: usize, m: usize, k: usize, n: usize) -> usize {
 /// The tiles for a product of this size (unless overridden for tuning).
 fn choose_tiles(batch: usize, m: usize, n: usize) -> MatmulTiles {
     let large_tiles = m.div_ceil(128) * n.div_ceil(128) * batch;
-    let huge_tiles = m.div_ceil(256) * n.div_ceil(128) * batch;
     if m < 256 || n < 256 {
         SMALL
     } else if large_tiles < 256 {
         MEDIUM
-    } else if huge_tiles >= 128 && m >= 2048 && n >= 2048 {
-        HUGE
     } else {
         LARGE
     }
@@ -437,6 +427,7 @@ fn product_into(
             tiles.tm,
             tiles.tn,
             tiles.staging as u32,
+            tiles.warp_cols,
             a_load as u32,
             b_load as u32,
             u32::from(v.c_vec),

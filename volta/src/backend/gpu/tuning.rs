@@ -55,7 +55,10 @@ impl Class {
 }
 
 /// Bumped when the file's lines or the candidates' meaning change.
-const FORMAT: &str = "volta-matmul-tuning 1";
+const FORMAT: &str = "volta-matmul-tuning 2";
+/// The first line of every version of the format: a file of another version was
+/// tuned over other candidates, and is tuned again and replaced without a warning.
+const FORMAT_FAMILY: &str = "volta-matmul-tuning ";
 
 /// Tuned tiles: those found or read so far, and where they are kept.
 pub(crate) struct Tuning {
@@ -226,6 +229,10 @@ impl State {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
             Err(e) => return self.warn(path, &e.to_string()),
         };
+        let first = text.lines().next().unwrap_or_default();
+        if first != FORMAT && first.starts_with(FORMAT_FAMILY) {
+            return;
+        }
         match parse(&text) {
             Ok(winners) => self.winners.extend(winners),
             Err(e) => self.warn(path, &e),
@@ -260,13 +267,13 @@ impl State {
 }
 
 /// The file's text: the format line, then one line per class,
-/// `m k n batched a_load b_load half half_out = bm bn bk tm tn staging`.
+/// `m k n batched a_load b_load half half_out = bm bn bk tm tn staging warp_cols`.
 pub(crate) fn render(winners: &FxHashMap<Class, MatmulTiles>) -> String {
     let mut lines: Vec<String> = winners
         .iter()
         .map(|(c, t)| {
             format!(
-                "{} {} {} {} {} {} {} {} = {} {} {} {} {} {}",
+                "{} {} {} {} {} {} {} {} = {} {} {} {} {} {} {}",
                 c.m,
                 c.k,
                 c.n,
@@ -280,7 +287,8 @@ pub(crate) fn render(winners: &FxHashMap<Class, MatmulTiles>) -> String {
                 t.bk,
                 t.tm,
                 t.tn,
-                t.staging as u32
+                t.staging as u32,
+                t.warp_cols
             )
         })
         .collect();
@@ -307,7 +315,8 @@ pub(crate) fn parse(text: &str) -> Result<FxHashMap<Class, MatmulTiles>, String>
         let (c, t) = (nums(class)?, nums(tiles)?);
         let [m, k, n, batched, a_load, b_load, half, half_out]: [usize; 8] =
             c[..].try_into().map_err(|_| bad())?;
-        let [bm, bn, bk, tm, tn, staging]: [usize; 6] = t[..].try_into().map_err(|_| bad())?;
+        let [bm, bn, bk, tm, tn, staging, warp_cols]: [usize; 7] =
+            t[..].try_into().map_err(|_| bad())?;
         let staging = [Staging::Direct, Staging::Prefetch, Staging::Double]
             .into_iter()
             .find(|s| *s as usize == staging)
@@ -319,6 +328,7 @@ pub(crate) fn parse(text: &str) -> Result<FxHashMap<Class, MatmulTiles>, String>
             tm: tm as u32,
             tn: tn as u32,
             staging,
+            warp_cols: warp_cols as u32,
         };
         if !MatmulTiles::CANDIDATES.contains(&tiles) {
             return Err(format!("line {}: {tiles:?} is not a candidate", i + 2));
@@ -360,7 +370,7 @@ mod tests {
         winners.insert(class(100), MatmulTiles::CANDIDATES[3]);
         winners.insert(class(1000), MatmulTiles::CANDIDATES[13]);
         let text = render(&winners);
-        assert!(text.starts_with("volta-matmul-tuning 1\n"), "{text}");
+        assert!(text.starts_with("volta-matmul-tuning 2\n"), "{text}");
         assert_eq!(parse(&text).unwrap(), winners);
     }
 
@@ -377,6 +387,15 @@ mod tests {
         state.save(&path);
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(parse(&text).unwrap(), state.winners);
+        // A file of another version of the format: tuned again, no warning.
+        std::fs::write(
+            &dir.join("old.txt"),
+            "volta-matmul-tuning 1\n1 2 3 0 1 0 0 0 = 64 64 8 4 4 1\n",
+        )
+        .unwrap();
+        let mut old = State::default();
+        old.load(&dir.join("old.txt"));
+        assert!(!old.warned && old.winners.is_empty());
         // Read back by a new process's state.
         let mut again = State::default();
         again.load(&path);
@@ -398,15 +417,15 @@ mod tests {
                 .unwrap_err()
                 .contains("not a")
         );
-        let head = "volta-matmul-tuning 1\n";
+        let head = "volta-matmul-tuning 2\n";
         let err = parse(&format!("{head}128 512 64 0 1 0 0 0 = 64 64\n")).unwrap_err();
         assert!(err.contains("line 2"), "{err}");
-        let err = parse(&format!("{head}\n128 x 64 0 1 0 0 0 = 64 64 8 4 4 1\n")).unwrap_err();
+        let err = parse(&format!("{head}\n128 x 64 0 1 0 0 0 = 64 64 8 4 4 1 0\n")).unwrap_err();
         assert!(err.contains("line 3"), "{err}");
         // Tiles that are not a candidate (a file from another version, or edited).
-        let err = parse(&format!("{head}128 512 64 0 1 0 0 0 = 64 64 8 4 4 2\n")).unwrap_err();
+        let err = parse(&format!("{head}128 512 64 0 1 0 0 0 = 64 64 8 4 4 2 0\n")).unwrap_err();
         assert!(err.contains("not a candidate"), "{err}");
-        let err = parse(&format!("{head}128 512 64 0 1 0 0 0 = 64 64 8 4 4 7\n")).unwrap_err();
+        let err = parse(&format!("{head}128 512 64 0 1 0 0 0 = 64 64 8 4 4 7 0\n")).unwrap_err();
         assert!(err.contains("line 2"), "{err}");
     }
 }
