@@ -389,7 +389,7 @@ mod tests {
         assert_eq!(parse(&text).unwrap(), state.winners);
         // A file of another version of the format: tuned again, no warning.
         std::fs::write(
-            &dir.join("old.txt"),
+            dir.join("old.txt"),
             "volta-matmul-tuning 1\n1 2 3 0 1 0 0 0 = 64 64 8 4 4 1\n",
         )
         .unwrap();
