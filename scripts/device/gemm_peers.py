@@ -1,5 +1,6 @@
 """PyTorch (eager, f32, TF32 off) on the GEMM shapes of bench_gpu's `--gemm` rows
-that torch_peers.py lacks: the MLP training step's products and a batched one."""
+that torch_peers.py lacks (the MLP training step's products, a batched one, f16), and
+the f32 squares again, for calls that run only the GEMM rows."""
 import torch
 
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -38,3 +39,7 @@ for n in (1024, 2048, 4096):
     a = torch.randn(n, n, device=dev, dtype=torch.float16)
     b = torch.randn(n, n, device=dev, dtype=torch.float16)
     print(f"{'matmul_f16_' + str(n):40s} {2 * n**3 / timeit(lambda: a @ b) / 1e12:12.3f} TFLOP/s", flush=True)
+for n in (1024, 2048, 4096):
+    a = torch.randn(n, n, device=dev)
+    b = torch.randn(n, n, device=dev)
+    print(f"{'matmul_f32_' + str(n):40s} {2 * n**3 / timeit(lambda: a @ b) / 1e12:12.3f} TFLOP/s", flush=True)
