@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Session 12 probe 7 (branch probe3): the tensor-core kernel with every workgroup
+# holding live, real data in its prefetch registers but fetching nothing in the loop
+# (VOLTA_X_NOLOAD=5; results wrong), against no registers held (1) and the real fetch.
+set -u
+source .device/gpu-env.sh >/dev/null
+mkdir -p ~/o; rm -rf ~/o/*
+gunzip -c .device/bin/bench_gpu.gz > ~/bench_gpu && chmod +x ~/bench_gpu
+date -u > ~/o/dates.txt
+C="2,2,4,4,32,8,P;2,2,4,4,16,8,P;2,4,4,4,32,8,P"
+probe() { # name, env...
+  local name=$1; shift
+  env "$@" timeout 120 ~/bench_gpu --probe > ~/o/$name.txt 2>&1
+  echo "== $name ($*)"; grep -E "^f(16|32) n=|skip|panic|rror" ~/o/$name.txt | head -30
+}
+export VOLTA_PROBE_SIZES=4096,2048
+probe base VOLTA_PROBE_COOP="$C"
+probe live VOLTA_X_NOLOAD=5 VOLTA_PROBE_COOP="$C"
+probe noload1 VOLTA_X_NOLOAD=1 VOLTA_PROBE_COOP="$C"
+date -u >> ~/o/dates.txt
+tar czf "$OUT/out.tgz" -C ~/o .
