@@ -223,13 +223,28 @@ impl ElementwiseKernel {
         output: (usize, &[usize]),
         scalars: &[u32],
     ) -> Vec<u32> {
+        let mut p = Vec::new();
+        self.params_into(&mut p, dims, inputs, output, scalars);
+        p
+    }
+
+    /// [`params`](Self::params) appended to `p` (a caller recording many launches
+    /// reuses one buffer).
+    pub fn params_into(
+        &self,
+        p: &mut Vec<u32>,
+        dims: &[usize],
+        inputs: &[(usize, &[usize])],
+        output: (usize, &[usize]),
+        scalars: &[u32],
+    ) {
         assert_eq!(dims.len(), self.rank, "params: rank mismatch");
         assert_eq!(inputs.len(), self.inputs.len(), "params: input count");
         let u = |v: usize| u32::try_from(v).expect("GPU index exceeds u32");
         let lanes = if self.vector { 4 } else { 1 };
         // At most: the count, dims, each view's offset and strides, the scalars.
         let views = inputs.len() + 1;
-        let mut p = Vec::with_capacity(1 + self.rank + views * (1 + self.rank) + scalars.len());
+        p.reserve(1 + self.rank + views * (1 + self.rank) + scalars.len());
         p.push(u(dims.iter().product::<usize>() / lanes));
         p.extend(dims.iter().map(|&d| u(d)));
         if let Some(last) = p.last_mut().filter(|_| self.rank > 0) {
@@ -247,7 +262,6 @@ impl ElementwiseKernel {
         }
         push(self.output, output);
         p.extend_from_slice(scalars);
-        p
     }
 
     /// The WGSL source, entry point `main`.

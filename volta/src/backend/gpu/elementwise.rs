@@ -6,7 +6,7 @@ use super::pipelines::{Bindings, Key};
 use super::pool::Pooled;
 use super::split::{self, Part};
 use crate::layout::Layout;
-use smallvec::SmallVec;
+use smallvec::{SmallVec, smallvec};
 use std::sync::{Arc, Mutex};
 use volta_kernels::wgsl::{Access, Elem, ElementwiseKernel, Expr, Launch};
 
@@ -118,22 +118,26 @@ fn write_as(
         }
         return;
     }
-    let strides: Small<&[usize]> = views.iter().map(|(_, l)| &l.strides[..]).collect();
-    let (dims, strides) = collapse(dims, &strides);
+    // Most launches read and write whole contiguous buffers: one flat index space,
+    // without collapsing axes view by view.
+    let (dims, strides) = if views.iter().all(|(_, l)| l.is_contiguous()) {
+        let flat: Small<usize> = smallvec![n];
+        (flat.clone(), views.iter().map(|_| smallvec![1]).collect())
+    } else {
+        let strides: Small<&[usize]> = views.iter().map(|(_, l)| &l.strides[..]).collect();
+        collapse(dims, &strides)
+    };
     let contiguous = Layout::contiguous(&dims).strides;
     let offsets: Small<usize> = views.iter().map(|(_, l)| l.offset).collect();
-    let access: Small<Access> = strides
-        .iter()
-        .map(|s| {
-            if s[..] == contiguous[..] {
-                Access::Contiguous
-            } else if s.last() == Some(&0) {
-                Access::Broadcast
-            } else {
-                Access::Strided
-            }
-        })
-        .collect();
+    let access = |s: &Small<usize>| {
+        if s[..] == contiguous[..] {
+            Access::Contiguous
+        } else if s.last() == Some(&0) {
+            Access::Broadcast
+        } else {
+            Access::Strided
+        }
+    };
     let vector = vectorizable(&dims, &strides, &offsets);
     let layout = LAUNCH
         .lock()
@@ -143,8 +147,8 @@ fn write_as(
         rank: dims.len(),
         elem,
         out_elem,
-        inputs: access[..inputs.len()].to_vec(),
-        output: access[inputs.len()],
+        inputs: strides[..inputs.len()].iter().map(access).collect(),
+        output: access(&strides[inputs.len()]),
         expr,
         vector,
         launch: layout,
@@ -154,7 +158,12 @@ fn write_as(
         .zip(&strides)
         .map(|((_, l), s)| (l.offset, &s[..]))
         .collect();
-    let params = k.params(
+    // One parameter buffer per thread, reused (taken, so a nested launch gets its own).
+    thread_local!(static PARAMS: std::cell::Cell<Vec<u32>> = const { std::cell::Cell::new(Vec::new()) });
+    let mut params = PARAMS.take();
+    params.clear();
+    k.params_into(
+        &mut params,
         &dims,
         &input_views,
         (out.1.offset, &strides[inputs.len()]),
@@ -173,6 +182,7 @@ fn write_as(
     let threads = if vector { n / 4 } else { n };
     let groups = grid(ctx, threads.div_ceil(layout.span() as usize));
     launch(ctx, &kern, &params, &buffers, groups);
+    PARAMS.set(params);
 }
 
 /// Whether four elements per thread can move as `vec4`s: the innermost dim is a
