@@ -7,7 +7,7 @@
 # tests-llm.sh's. Carry .device/{gl,gpu-env.sh,bin,torch_peers.py}.
 set -u
 source .device/gpu-env.sh >/dev/null
-mkdir -p ~/o
+mkdir -p ~/o; rm -rf ~/o/*
 date -u > ~/o/dates.txt
 nvidia-smi --query-gpu=timestamp,utilization.gpu,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv -lms 500 > ~/o/smi.csv 2>&1 &
 smi=$!
