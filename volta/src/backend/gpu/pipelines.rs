@@ -60,6 +60,7 @@ impl Pipelines {
         }
         let layout = self.layout(device, bindings);
         let mut src = source();
+        dump(key, &src, self.lock().len());
         let missing_f16 = src.starts_with("enable f16;")
             && !device.features().contains(wgpu::Features::SHADER_F16);
         if missing_f16 {
@@ -142,6 +143,37 @@ impl Pipelines {
                 })
             })
             .clone()
+    }
+}
+
+/// With `VOLTA_DUMP_WGSL=DIR`, each kernel's source is written to `DIR` as it is
+/// compiled (`examples/shader_stats.rs` reads them to ask the driver for register
+/// counts). A failed write is reported on stderr: dumping is a debugging aid.
+fn dump(key: &Key, src: &str, index: usize) {
+    let Some(dir) = std::env::var_os("VOLTA_DUMP_WGSL") else {
+        return;
+    };
+    let params = match key {
+        Key::Named(_, p) => p.iter().map(|v| format!("-{v}")).collect(),
+        _ => String::new(),
+    };
+    // Runs of other characters become one `_`: `matmul-128-128-8`, `softmax_rows_of_relu_x0`.
+    let mut name = String::new();
+    for c in format!("{index:03}-{}{params}", describe(key)).chars() {
+        if c.is_ascii_alphanumeric() || c == '-' {
+            name.push(c);
+        } else if !name.ends_with('_') {
+            name.push('_');
+        }
+    }
+    name.truncate(120);
+    let path = std::path::Path::new(&dir).join(format!("{name}.wgsl"));
+    let written = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, src));
+    if let Err(e) = written {
+        eprintln!(
+            "volta: VOLTA_DUMP_WGSL: cannot write {}: {e}",
+            path.display()
+        );
     }
 }
 
