@@ -959,17 +959,26 @@ fn mlp_diagnostics(rng: &mut Rng) {
 /// ones without rebuilding: `VOLTA_PROBE_F32` lists f32 tiles as
 /// `bm,bn,bk,tm,tn,S,warp_cols;…` (S: P prefetch, D direct, W double),
 /// `VOLTA_PROBE_COOP` tensor-core tiles as `wm,wn,fm,fn,bk,pad,S;…`, at the sizes in
-/// `VOLTA_PROBE_SIZES` (default 2048,4096). Each is checked against the default
-/// tiles' result.
+/// `VOLTA_PROBE_SIZES` (`n` for n×n×n, `MxKxN` for others; default 2048,4096). Each
+/// is checked against the default tiles' result; `default` in a list times the
+/// tiles Volta picks itself.
 fn probe(rng: &mut Rng) {
     use volta::backend::gpu::Staging;
     let var = |k: &str| std::env::var(k).unwrap_or_default();
-    let sizes: Vec<usize> = var("VOLTA_PROBE_SIZES")
+    // `n` for an n×n×n product, `MxKxN` for any other.
+    let sizes: Vec<[usize; 3]> = var("VOLTA_PROBE_SIZES")
         .split(',')
-        .filter_map(|s| s.trim().parse().ok())
+        .filter_map(|s| {
+            let d: Vec<usize> = s.split('x').filter_map(|d| d.trim().parse().ok()).collect();
+            match d[..] {
+                [n] => Some([n, n, n]),
+                [m, k, n] => Some([m, k, n]),
+                _ => None,
+            }
+        })
         .collect();
     let sizes = if sizes.is_empty() {
-        vec![2048, 4096]
+        vec![[2048; 3], [4096; 3]]
     } else {
         sizes
     };
@@ -978,12 +987,16 @@ fn probe(rng: &mut Rng) {
         "D" => Staging::Direct,
         _ => Staging::Double,
     };
-    // Numbers, one letter for the staging, then numbers again.
-    let specs = |k: &str| -> Vec<(Vec<u32>, Staging)> {
+    // Numbers, one letter for the staging, then numbers again; `default` for the
+    // tiles Volta chooses itself (None).
+    let specs = |k: &str| -> Vec<Option<(Vec<u32>, Staging)>> {
         var(k)
             .split(';')
             .filter(|s| !s.trim().is_empty())
             .map(|s| {
+                if s.trim() == "default" {
+                    return None;
+                }
                 let f: Vec<&str> = s.split(',').map(str::trim).collect();
                 let at = f
                     .iter()
@@ -991,20 +1004,21 @@ fn probe(rng: &mut Rng) {
                     .unwrap_or_else(|| panic!("{k}: no staging letter in `{s}`"));
                 let nums = f[..at].iter().chain(&f[at + 1..]);
                 let nums = nums.map(|x| x.parse().unwrap_or_else(|_| panic!("{k}: `{s}`")));
-                (nums.collect(), staging(f[at]))
+                Some((nums.collect(), staging(f[at])))
             })
             .collect()
     };
     let f32_specs = specs("VOLTA_PROBE_F32");
     let coop_specs = specs("VOLTA_PROBE_COOP");
-    for &n in &sizes {
-        let (a, b) = (randn(n * n, rng), randn(n * n, rng));
-        let flops = 2.0 * (n as f64).powi(3);
-        let per_run = (4096 / n).pow(2).clamp(8, 64);
-        let (ga, gb) = (raw(a.clone(), &[n, n]), raw(b.clone(), &[n, n]));
+    for &[m, k, n] in &sizes {
+        let (a, b) = (randn(m * k, rng), randn(k * n, rng));
+        let flops = 2.0 * (m * k * n) as f64;
+        let per_run = ((4096f64.powi(3) / (m * k * n) as f64) as usize).clamp(8, 64);
+        let (ga, gb) = (raw(a.clone(), &[m, k]), raw(b.clone(), &[k, n]));
+        let shape = format!("{m}x{k}x{n}");
         let reference = ga.matmul(&gb).to_vec();
-        for (v, st) in &f32_specs {
-            let tiles = MatmulTiles {
+        for spec in &f32_specs {
+            let tiles = spec.as_ref().map(|(v, st)| MatmulTiles {
                 bm: v[0],
                 bn: v[1],
                 bk: v[2],
@@ -1012,15 +1026,16 @@ fn probe(rng: &mut Rng) {
                 tn: v[4],
                 staging: *st,
                 warp_cols: v.get(5).copied().unwrap_or(0),
-            };
-            if let Err(e) = Gpu::set_matmul_tiles(Some(tiles)) {
+            });
+            if let Err(e) = Gpu::set_matmul_tiles(tiles) {
                 println!("  skip {tiles:?}: {e}");
                 continue;
             }
             let e = rel_error(&ga.matmul(&gb).to_vec(), &reference);
             let t = time(5, per_run, || drop(ga.matmul(&gb)));
             println!(
-                "f32 n={n} {v:?} {st:?}: {:7.2}  err {e:.1e}",
+                "f32 {shape} {}: {:7.2}  err {e:.1e}",
+                label(spec),
                 flops / t / 1e12
             );
         }
@@ -1030,12 +1045,12 @@ fn probe(rng: &mut Rng) {
         }
         let half = |v: &[f32]| v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>();
         let (ha, hb) = (
-            RawTensor::<Gpu, f16>::from_vec(half(&a), &[n, n]),
-            RawTensor::<Gpu, f16>::from_vec(half(&b), &[n, n]),
+            RawTensor::<Gpu, f16>::from_vec(half(&a), &[m, k]),
+            RawTensor::<Gpu, f16>::from_vec(half(&b), &[k, n]),
         );
         let hreference: Vec<f32> = ha.matmul(&hb).to_vec().iter().map(|x| x.to_f32()).collect();
-        for (v, st) in &coop_specs {
-            let tiles = CoopTiles {
+        for spec in &coop_specs {
+            let tiles = spec.as_ref().map(|(v, st)| CoopTiles {
                 wm: v[0],
                 wn: v[1],
                 fm: v[2],
@@ -1043,8 +1058,8 @@ fn probe(rng: &mut Rng) {
                 bk: v[4],
                 pad: v[5],
                 staging: *st,
-            };
-            if let Err(e) = Gpu::set_tensor_core_tiles(Some(tiles)) {
+            });
+            if let Err(e) = Gpu::set_tensor_core_tiles(tiles) {
                 println!("  skip {tiles:?}: {e}");
                 continue;
             }
@@ -1052,10 +1067,19 @@ fn probe(rng: &mut Rng) {
             let e = rel_error(&got, &hreference);
             let t = time(5, per_run, || drop(ha.matmul(&hb)));
             println!(
-                "f16 n={n} {v:?} {st:?}: {:7.2}  err {e:.1e}",
+                "f16 {shape} {}: {:7.2}  err {e:.1e}",
+                label(spec),
                 flops / t / 1e12
             );
         }
         Gpu::set_tensor_core_tiles(None).unwrap();
+    }
+}
+
+/// A probe row's name: its numbers and staging, or `default`.
+fn label(spec: &Option<(Vec<u32>, volta::backend::gpu::Staging)>) -> String {
+    match spec {
+        Some((v, st)) => format!("{v:?} {st:?}"),
+        None => "default".into(),
     }
 }

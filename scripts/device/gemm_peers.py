@@ -43,3 +43,8 @@ for n in (1024, 2048, 4096):
     a = torch.randn(n, n, device=dev)
     b = torch.randn(n, n, device=dev)
     print(f"{'matmul_f32_' + str(n):40s} {2 * n**3 / timeit(lambda: a @ b) / 1e12:12.3f} TFLOP/s", flush=True)
+# llama.cpp's test-backend-ops perf shape (its MUL_MAT m=4096, n=512, k=14336): C is
+# 4096×512, A 4096×14336, in f16.
+a = torch.randn(4096, 14336, device=dev, dtype=torch.float16)
+b = torch.randn(14336, 512, device=dev, dtype=torch.float16)
+print(f"{'matmul_f16_4096x14336x512':40s} {2 * 4096 * 14336 * 512 / timeit(lambda: a @ b) / 1e12:12.3f} TFLOP/s", flush=True)
