@@ -961,7 +961,8 @@ fn mlp_diagnostics(rng: &mut Rng) {
 /// `VOLTA_PROBE_COOP` tensor-core tiles as `wm,wn,fm,fn,bk,pad,S;…`, at the sizes in
 /// `VOLTA_PROBE_SIZES` (`n` for n×n×n, `MxKxN` for others; default 2048,4096). Each
 /// is checked against the default tiles' result; `default` in a list times the
-/// tiles Volta picks itself.
+/// tiles Volta picks itself, and `VOLTA_PROBE_SPLIT=0` keeps products from
+/// splitting K.
 fn probe(rng: &mut Rng) {
     use volta::backend::gpu::Staging;
     let var = |k: &str| std::env::var(k).unwrap_or_default();
@@ -1008,6 +1009,10 @@ fn probe(rng: &mut Rng) {
             })
             .collect()
     };
+    // `VOLTA_PROBE_SPLIT=0`: products never split K (`Gpu::set_matmul_split_k`).
+    let split = var("VOLTA_PROBE_SPLIT") != "0";
+    Gpu::set_matmul_split_k(split);
+    println!("split-K {}", if split { "on" } else { "off" });
     let f32_specs = specs("VOLTA_PROBE_F32");
     let coop_specs = specs("VOLTA_PROBE_COOP");
     for &[m, k, n] in &sizes {

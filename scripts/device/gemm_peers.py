@@ -48,3 +48,6 @@ for n in (1024, 2048, 4096):
 a = torch.randn(4096, 14336, device=dev, dtype=torch.float16)
 b = torch.randn(14336, 512, device=dev, dtype=torch.float16)
 print(f"{'matmul_f16_4096x14336x512':40s} {2 * 4096 * 14336 * 512 / timeit(lambda: a @ b) / 1e12:12.3f} TFLOP/s", flush=True)
+a = torch.randn(512, 4096, device=dev, dtype=torch.float16)
+b = torch.randn(4096, 4096, device=dev, dtype=torch.float16)
+print(f"{'matmul_f16_512x4096x4096':40s} {2 * 512 * 4096 * 4096 / timeit(lambda: a @ b) / 1e12:12.3f} TFLOP/s", flush=True)

@@ -125,6 +125,11 @@ fn aligned(vals: &[usize]) -> bool {
 const FILL: usize = 512;
 /// Shortest K slice a split leaves to each workgroup.
 const MIN_SLICE: usize = 128;
+/// The same on tensor cores, where a short slice is a few K steps of a kernel
+/// that needs many to pay for its start (H100, 2026-11-25, f16: 1024³ unsplit
+/// on small tiles 97 TFLOP/s, split 8 ways 31; 4096×14336×512 split 4 ways 202,
+/// unsplit 92).
+const COOP_MIN_SLICE: usize = 1024;
 
 /// A product, or the partial products of its K slices ([`matmul`]).
 pub(crate) enum Product {
@@ -149,7 +154,9 @@ pub(crate) fn matmul(
     if split::needed(ctx, &[a, b]) {
         return Product::Done(in_slices(ctx, elem, a, b));
     }
-    let splits = split_k(batch, m, k, n);
+    let tensor_cores =
+        ctx.info.tensor_cores && (elem == Elem::F16 || precision() == MatmulPrecision::Half);
+    let splits = split_k(batch, m, k, n, tensor_cores);
     if splits == 1 {
         return Product::Done(product(ctx, (elem, elem), a, b));
     }
@@ -217,23 +224,40 @@ fn in_slices(
 /// Into how many K slices to split a product: 1 unless it is a single product
 /// whose output tiles fill less than half of [`FILL`] and whose K is long; then the smallest
 /// power of two that brings the workgroups up to [`FILL`], keeping slices of at
-/// least [`MIN_SLICE`] that are multiples of 4 (for `vec4` loads).
-fn split_k(batch: usize, m: usize, k: usize, n: usize) -> usize {
-    let overridden = OVERRIDE.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+/// least [`MIN_SLICE`] that are multiples of 4 (for `vec4` loads). Products on
+/// `tensor_cores` count the large tensor-core tiles, which the slices then use,
+/// and keep slices of [`COOP_MIN_SLICE`].
+fn split_k(batch: usize, m: usize, k: usize, n: usize, tensor_cores: bool) -> usize {
+    let overridden = OVERRIDE.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+        || (tensor_cores
+            && COOP_OVERRIDE
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some());
     if batch != 1 || overridden || !SPLIT_K.load(std::sync::atomic::Ordering::Relaxed) {
         return 1;
     }
-    let t = choose_tiles(batch, m, n);
-    let groups = m.div_ceil(t.bm as usize) * n.div_ceil(t.bn as usize);
+    let (bm, bn) = if tensor_cores {
+        (COOP_LARGE.bm(), COOP_LARGE.bn())
+    } else {
+        let t = choose_tiles(batch, m, n);
+        (t.bm, t.bn)
+    };
+    let groups = m.div_ceil(bm as usize) * n.div_ceil(bn as usize);
     if groups >= FILL / 2 {
         // Half full already: a split costs more than the idle cores (2048³ ran at
         // 27.5 TFLOP/s split in two, 33.7 unsplit, H200).
         return 1;
     }
+    let min_slice = if tensor_cores {
+        COOP_MIN_SLICE
+    } else {
+        MIN_SLICE
+    };
     let mut splits = 1;
     while groups * splits < FILL {
         let next = splits * 2;
-        if !k.is_multiple_of(next) || k / next < MIN_SLICE || !(k / next).is_multiple_of(4) {
+        if !k.is_multiple_of(next) || k / next < min_slice || !(k / next).is_multiple_of(4) {
             break;
         }
         splits = next;
@@ -467,17 +491,28 @@ mod tests {
 
     #[test]
     fn splits_k_only_when_tiles_cannot_fill_the_gpu() {
+        let f32 = |b, m, k, n| split_k(b, m, k, n, false);
         // The MLP benchmark's products: 512×1024 outputs split 8 ways, a 10-wide
         // output as far as 128-long slices allow.
-        assert_eq!(split_k(1, 512, 1024, 1024), 8);
-        assert_eq!(split_k(1, 512, 1024, 10), 8);
-        assert_eq!(split_k(1, 20, 512, 12), 4);
+        assert_eq!(f32(1, 512, 1024, 1024), 8);
+        assert_eq!(f32(1, 512, 1024, 10), 8);
+        assert_eq!(f32(1, 20, 512, 12), 4);
         // Enough tiles, a batch, a short K, or slices that are not 4-aligned.
-        assert_eq!(split_k(1, 4096, 4096, 4096), 1);
-        assert_eq!(split_k(1, 2048, 2048, 2048), 1);
-        assert_eq!(split_k(1, 1024, 1024, 1024), 4);
-        assert_eq!(split_k(2, 20, 512, 12), 1);
-        assert_eq!(split_k(1, 20, 128, 12), 1);
-        assert_eq!(split_k(1, 33, 260, 9), 1);
+        assert_eq!(f32(1, 4096, 4096, 4096), 1);
+        assert_eq!(f32(1, 2048, 2048, 2048), 1);
+        assert_eq!(f32(1, 1024, 1024, 1024), 4);
+        assert_eq!(f32(2, 20, 512, 12), 1);
+        assert_eq!(f32(1, 20, 128, 12), 1);
+        assert_eq!(f32(1, 33, 260, 9), 1);
+        // Tensor cores count their 128×128 tiles: 4096×512 outputs make 128 of
+        // them (256 of the f32 kernel's 128×64), so a K of 14336 splits 4 ways.
+        let tc = |b, m, k, n| split_k(b, m, k, n, true);
+        assert_eq!(f32(1, 4096, 14336, 512), 1);
+        assert_eq!(tc(1, 4096, 14336, 512), 4);
+        assert_eq!(tc(1, 512, 4096, 4096), 4);
+        assert_eq!(tc(1, 2048, 2048, 2048), 1);
+        // Slices of at least 1024 on tensor cores.
+        assert_eq!(tc(1, 1024, 1024, 1024), 1);
+        assert_eq!(tc(1, 64, 2048, 48), 2);
     }
 }
