@@ -131,6 +131,12 @@ const MIN_SLICE: usize = 128;
 /// unsplit 92).
 const COOP_MIN_SLICE: usize = 1024;
 
+/// Whether products of `elem` go to tensor cores (when both operands load as
+/// vectors): `f16` ones, and `f32` ones in half precision, on adapters that have them.
+fn for_tensor_cores(ctx: &Context, elem: Elem) -> bool {
+    ctx.info.tensor_cores && (elem == Elem::F16 || precision() == MatmulPrecision::Half)
+}
+
 /// A product, or the partial products of its K slices ([`matmul`]).
 pub(crate) enum Product {
     /// The product, `(batch, m, n)`.
@@ -154,9 +160,7 @@ pub(crate) fn matmul(
     if split::needed(ctx, &[a, b]) {
         return Product::Done(in_slices(ctx, elem, a, b));
     }
-    let tensor_cores =
-        ctx.info.tensor_cores && (elem == Elem::F16 || precision() == MatmulPrecision::Half);
-    let splits = split_k(batch, m, k, n, tensor_cores);
+    let splits = split_k(batch, m, k, n, for_tensor_cores(ctx, elem));
     if splits == 1 {
         return Product::Done(product(ctx, (elem, elem), a, b));
     }
@@ -411,10 +415,7 @@ fn product_into(
     // Tensor cores take f16 products, and f32 ones in half precision, when both
     // operands load as vectors.
     let vectors = |l: Load| matches!(l, Load::K4 | Load::Outer4);
-    let on_tensor_cores = ctx.info.tensor_cores
-        && (elem == Elem::F16 || precision() == MatmulPrecision::Half)
-        && vectors(a_load)
-        && vectors(b_load);
+    let on_tensor_cores = for_tensor_cores(ctx, elem) && vectors(a_load) && vectors(b_load);
     if on_tensor_cores {
         let (a_k, b_n) = (a_load == Load::K4, b_load == Load::Outer4);
         // Eight halves per load where every row of both operands starts on a
