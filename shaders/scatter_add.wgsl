@@ -4,7 +4,9 @@
 //
 // p: [0] outputs, [1] rank, [2] axis, [3] output axis length, [4] idx axis length,
 //    [5] idx offset, [6] src offset, [7..13] output dims, [13..19] idx strides,
-//    [19..25] src strides.
+//    [19..25] src strides, [25] the output axis position this launch starts at
+//    (a slice of a result larger than one binding), [26] the axis length of the
+//    whole result. Indices outside this launch's rows are another launch's.
 // The element type: f32, or f16 in the variant the runtime derives (`with_elem`).
 alias T = f32;
 
@@ -32,7 +34,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let c = rem % d;
         rem /= d;
         if (ua == axis) {
-            t = c;
+            t = c + p[25];
         } else {
             ii += c * p[13u + ua];
             si += c * p[19u + ua];
@@ -45,7 +47,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let k = idx[ii + j * istep];
         if (k == t) {
             acc += f32(src[si + j * sstep]);
-        } else if (k >= p[3]) {
+        } else if (k >= p[26]) {
             atomicOr(&flags[0], 1u);
         }
     }

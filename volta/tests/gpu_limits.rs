@@ -2,7 +2,9 @@
 //!
 //! - Tensors larger than one binding (lavapipe binds at most 128 MiB of a buffer to
 //!   a kernel; NVIDIA 2 GiB): ops work in slices, each binding a window of every
-//!   operand, and match the CPU. Each tensor here is just over 128 MiB.
+//!   operand, and match the CPU — elementwise chains and copies, reductions (full
+//!   ones too), softmax, matmul, gather, scatter-add, convolution windows and the
+//!   optimiser steps. Each tensor here is just over 128 MiB.
 //! - Work that needs more workgroups than one grid dimension allows (65,535 on
 //!   every adapter): the launch spreads them over a second dimension. Each case
 //!   crosses the limit: 70,000 rows of a row kernel, 17M elements of an elementwise
@@ -164,25 +166,117 @@ fn matmul_and_gather_past_the_binding_limit() {
 }
 
 #[test]
+fn full_reductions_past_the_binding_limit() {
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    limit();
+    let (rows, cols) = (N / 4096, 4096);
+    let (c, g) = both(values(rows * cols), &[rows, cols]);
+    // A fused chain reduced to one value: the single row is longer than a
+    // binding, so it is reduced in chunks that fit, then the chunks combined.
+    let chain = |x: &RawTensor<Gpu, f32>| {
+        x.unary(UnaryOp::Relu)
+            .scalar(BinaryOp::Mul, 2.0)
+            .reduce_all(ReduceOp::Sum)
+    };
+    let want: f64 = c.to_vec().iter().map(|&v| 2.0 * f64::from(v.max(0.0))).sum();
+    let got = chain(&g).to_vec()[0];
+    assert!(
+        (f64::from(got) - want).abs() <= 1e-4 * want.abs(),
+        "sum_all {got} vs {want}"
+    );
+    let mean = g.reduce_all(ReduceOp::Sum).to_vec()[0] / (rows * cols) as f32;
+    let want_mean = c.to_vec().iter().map(|&v| f64::from(v)).sum::<f64>() / (rows * cols) as f64;
+    assert!((f64::from(mean) - want_mean).abs() < 1e-5, "mean {mean} vs {want_mean}");
+    for op in [ReduceOp::Max, ReduceOp::Min] {
+        let (gv, cv) = (g.reduce_all(op).to_vec(), c.reduce_all(op).to_vec());
+        assert_eq!(gv, cv, "{op:?} of every element");
+    }
+}
+
+#[test]
+fn windows_scatter_and_optimiser_steps_past_the_binding_limit() {
+    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let limit = limit() as usize;
+    // im2col of a batch whose columns pass the limit, and its adjoint reading them.
+    let batch = limit / (64 * 64 * 9 * 4) + 1;
+    let (c, g) = both(values(batch * 64 * 64), &[batch, 1, 64, 64]);
+    let win = volta::Window2d {
+        padding: [1, 1],
+        ..volta::Window2d::square(3)
+    };
+    let (cc, gc) = (c.unfold2d(win, 0.0), g.unfold2d(win, 0.0));
+    assert!(gc.layout().numel() * 4 > limit, "the columns must pass the limit");
+    close(&gc.to_vec(), &cc.to_vec(), 0.0, "unfold2d");
+    close(
+        &gc.fold2d(win, [64, 64]).to_vec(),
+        &cc.fold2d(win, [64, 64]).to_vec(),
+        1e-6,
+        "fold2d",
+    );
+
+    // Scatter-add into a result larger than one binding.
+    let rows = limit / 4 / 64 + 1;
+    let ids: Vec<u32> = (0..8 * 64).map(|i| ((i * 7919) % rows) as u32).collect();
+    let src = values(8 * 64);
+    let cs = RawTensor::<Cpu, f32>::from_vec(src.clone(), &[8, 64]);
+    let gs = RawTensor::<Gpu, f32>::from_vec(src, &[8, 64]);
+    let ci = RawTensor::<Cpu, u32>::from_vec(ids.clone(), &[8, 64]);
+    let gi = RawTensor::<Gpu, u32>::from_vec(ids, &[8, 64]);
+    close(
+        &gs.scatter_add(&[rows, 64], 0, &gi).to_vec(),
+        &cs.scatter_add(&[rows, 64], 0, &ci).to_vec(),
+        0.0,
+        "scatter_add",
+    );
+
+    // Optimiser steps over a parameter larger than one binding, read at an offset.
+    use volta::backend::Layout;
+    use volta::optim::{AdamStep, SgdStep};
+    fn steps<D: volta::Backend<f32>>(n: usize) -> Vec<Vec<f32>> {
+        let p = RawTensor::<D, f32>::from_vec(values(n + 3), &[n + 3]).narrow(0, 3, n);
+        let g = RawTensor::<D, f32>::from_vec(values(n), &[n]).scalar(BinaryOp::Mul, 0.5);
+        let hyper = AdamStep::at_step(0.01, (0.9, 0.999), 1e-8, 0.05, true, 2);
+        let v = g.binary(BinaryOp::Mul, &g);
+        let (p2, m2, v2) = D::adam_step(p.view(), g.view(), Some((g.view(), v.view())), &hyper);
+        let sgd = SgdStep {
+            lr: 0.01,
+            momentum: 0.9,
+            weight_decay: 0.01,
+            nesterov: true,
+        };
+        let (s2, b2) = D::sgd_step(p.view(), g.view(), None, &sgd);
+        let flat = Layout::contiguous(&[n]);
+        [p2, m2, v2, s2, b2.expect("momentum")]
+            .iter()
+            .map(|b| D::to_vec(b, &flat))
+            .collect()
+    }
+    let (cpu, gpu) = (steps::<Cpu>(N), steps::<Gpu>(N));
+    for (i, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+        close(g, c, 1e-5, &format!("optimiser output {i}"));
+    }
+}
+
+#[test]
 fn an_op_that_cannot_slice_says_so_when_recorded() {
     let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
     let limit = limit();
-    // Scatter-add into a result larger than one binding: its kernel cannot slice.
-    let rows = (limit as usize / 4 / 64) + 1;
-    let src = RawTensor::<Gpu, f32>::from_vec(vec![1.0; 64], &[1, 64]);
-    let idx = RawTensor::<Gpu, u32>::from_vec(vec![3; 64], &[1, 64]);
-    match src.scatter_add(&[rows, 64], 0, &idx).try_to_vec() {
+    // Softmax over one row longer than a binding: each output needs the whole
+    // row at once, so no slicing helps.
+    let (_, g) = both(values(N), &[N]);
+    match g.softmax(0).try_to_vec() {
         Err(volta::backend::gpu::GpuError::TooLarge {
             op,
             bytes,
             limit: l,
         }) => {
-            assert!(op.contains("scatter"), "{op}");
+            assert!(op.contains("row"), "{op}");
             assert!(bytes > l && l == limit, "{bytes} {l}");
         }
         other => panic!("expected TooLarge, got {:?}", other.map(|v| v.len())),
     }
     // The next op runs as usual.
+    let src = RawTensor::<Gpu, f32>::from_vec(vec![1.0; 64], &[1, 64]);
     assert_eq!(src.to_vec().len(), 64);
 }
 

@@ -2,11 +2,27 @@
 use super::{Gradients, Op, no_grad};
 use crate::backend::Backend;
 use crate::dtype::Float;
-use crate::tensor::{RawTensor, TensorId};
+use crate::shape::{Scalar, Shape};
+use crate::tensor::{RawTensor, Tensor, TensorId};
 use std::collections::HashSet;
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
 
 type T<D, E> = RawTensor<D, E>;
+
+// `Tensor::backward` is defined here rather than beside the other tensor
+// methods: the tensor layer stays below autograd, which walks its graph.
+impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
+    /// Computes the gradient of this scalar with respect to every tracked tensor it
+    /// depends on. Consumes the loss: the graph is freed once no tensor needs it.
+    ///
+    /// Calling it on a non-scalar tensor is a compile error.
+    pub fn backward(self) -> Gradients<D, E>
+    where
+        S: Scalar,
+    {
+        backward(self.into_raw())
+    }
+}
 /// Each input of an op, with its gradient.
 type InputGrads<'a, D, E> = Vec<(&'a T<D, E>, T<D, E>)>;
 

@@ -13,7 +13,6 @@ mod gradients;
 mod op;
 
 pub use anomaly::detect_anomaly;
-pub(crate) use backward::backward;
 pub use grad_mode::{NoGradGuard, grad_enabled, no_grad};
 pub use gradients::Gradients;
 pub(crate) use op::{CustomBackward, Op};

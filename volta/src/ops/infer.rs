@@ -3,25 +3,8 @@
 use crate::backend::InferenceBackend;
 use crate::backend::infer::QFusion;
 use crate::layout::Layout;
-use crate::tensor::{QTensor, RawTensor};
+use crate::tensor::{QMATMUL_GEMV_ROWS, QMatmulOptions, QTensor, RawTensor};
 use volta_kernels::{BinaryOp, UnaryOp};
-
-/// Rows of `x` above which a quantised matmul dequantises the whole weight and
-/// runs the dense GEMM (prefill); at or below, it reads blocks in its loads.
-pub const QMATMUL_GEMV_ROWS: usize = 8;
-
-/// What [`RawTensor::qmatmul`] fuses around the product (see
-/// [`QFusion`] for the order): an RMS-norm prologue, a SwiGLU and a residual
-/// epilogue.
-#[derive(Default)]
-pub struct QMatmulOptions<'a, D: InferenceBackend> {
-    /// RMS-normalise each row of `x` first and scale it by this `(k,)` tensor.
-    pub norm: Option<(&'a RawTensor<D, f32>, f32)>,
-    /// `silu(y[:, ..n/2]) · y[:, n/2..]`.
-    pub glu: bool,
-    /// Add this tensor (the result's dims) to the result.
-    pub add: Option<&'a RawTensor<D, f32>>,
-}
 
 impl<D: InferenceBackend> RawTensor<D, f32> {
     /// `self · wᵀ` for `self` of dims `(m, k)` and a quantised `w` of `(n, k)`, with

@@ -6,16 +6,14 @@ mod raw;
 
 pub use create::FromArray;
 
-pub use crate::ops::infer::{QMATMUL_GEMV_ROWS, QMatmulOptions};
-pub use quant::QTensor;
+pub use quant::{QMATMUL_GEMV_ROWS, QMatmulOptions, QTensor};
 pub use raw::{RawTensor, TensorId};
 
-use crate::autograd::Gradients;
 use crate::backend::cpu::Cpu;
 use crate::backend::{Backend, Cast, Device, Memory};
 use crate::dtype::{Element, Float};
 use crate::layout::Layout;
-use crate::shape::{Scalar, Shape, ShapeError};
+use crate::shape::{Shape, ShapeError};
 
 /// An n-dimensional array whose shape `S` and device `D` are part of its type.
 ///
@@ -99,6 +97,11 @@ impl<S: Shape, D: Device + Memory<E>, E: Element> Tensor<S, D, E> {
     /// The untyped tensor underneath.
     pub fn raw(&self) -> &RawTensor<D, E> {
         &self.raw
+    }
+
+    /// The untyped tensor, taking this one.
+    pub(crate) fn into_raw(self) -> RawTensor<D, E> {
+        self.raw
     }
     /// This tensor's id (gradients are keyed by it).
     pub fn id(&self) -> TensorId {
@@ -215,18 +218,5 @@ impl<D: Device + Memory<E>, E: Element> Tensor<(), D, E> {
     /// [`try_to_vec`](Tensor::try_to_vec)).
     pub fn try_item(&self) -> Result<E, <D as Memory<E>>::Error> {
         Ok(self.try_to_vec()?[0])
-    }
-}
-
-impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
-    /// Computes the gradient of this scalar with respect to every tracked tensor it
-    /// depends on. Consumes the loss: the graph is freed once no tensor needs it.
-    ///
-    /// Calling it on a non-scalar tensor is a compile error.
-    pub fn backward(self) -> Gradients<D, E>
-    where
-        S: Scalar,
-    {
-        crate::autograd::backward(self.raw)
     }
 }

@@ -1,7 +1,8 @@
 //! `Gpu`'s capture and replay of recorded work (see [`Replay`]).
 use super::Gpu;
-use super::context::ctx;
-use super::recorder::{Graph, stage};
+use super::device::rt;
+use super::runtime::recorder::Graph;
+use super::runtime::transfer::stage;
 use crate::backend::{Buf, Replay};
 
 /// Kernel launches captured by [`Replay::capture`] on the GPU, with their bind
@@ -34,8 +35,8 @@ impl Replay for Gpu {
     /// # Panics
     /// Inside another capture or `Gpu::profile`, or when `f` reads a value back.
     fn capture<R>(f: impl FnOnce() -> R) -> (R, Option<GpuGraph>) {
-        let c = ctx();
-        let recorder = || c.recorder.lock().unwrap_or_else(|p| p.into_inner());
+        let c = rt();
+        let recorder = || c.recorder();
         assert!(
             !recorder().is_capturing_here(),
             "Gpu::capture cannot run inside Gpu::capture"
@@ -43,31 +44,25 @@ impl Replay for Gpu {
         // One capture at a time: another thread's waits for this one to end.
         static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-        recorder().begin_capture(c);
+        recorder().begin_capture(&c.gpu);
         // Capturing stops even if `f` panics.
         struct Stop;
         impl Drop for Stop {
             fn drop(&mut self) {
-                let c = ctx();
-                c.recorder
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .end_capture(c);
+                let c = rt();
+                c.recorder().end_capture(&c.gpu);
             }
         }
         let stop = Stop;
         let out = f();
-        let graph = recorder().end_capture(c).map(GpuGraph);
+        let graph = recorder().end_capture(&c.gpu).map(GpuGraph);
         drop(stop); // nothing left to stop
         (out, graph)
     }
 
     fn replay(graph: &GpuGraph) {
-        let c = ctx();
-        c.recorder
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .replay(c, &graph.0);
+        let c = rt();
+        c.recorder().replay(&c.gpu, &graph.0);
     }
 
     fn overwrite(buf: &mut Buf<Self, u32>, data: &[u32]) {
@@ -80,12 +75,9 @@ impl Replay for Gpu {
         if data.is_empty() {
             return;
         }
-        let c = ctx();
+        let c = rt();
         let dst = buf.raw().clone();
         let staging = stage(c, bytemuck::cast_slice(data));
-        c.recorder
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .upload(c, &staging, &dst);
+        c.recorder().upload(&c.gpu, &staging, &dst);
     }
 }

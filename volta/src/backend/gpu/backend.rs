@@ -1,0 +1,380 @@
+//! `Gpu` as a backend: each tensor-level op of the `Backend` traits mapped to a
+//! kernel family (`kernels`), through fusion for elementwise and row ops. Shape
+//! logic and autograd live above, shared with the CPU; this file only chooses
+//! kernels.
+use super::Gpu;
+use super::device::{self, rt, state};
+use super::fusion::{self, GpuBuffer};
+use super::kernels::elementwise::{convert, fill, map, write};
+use super::kernels::infer::{self, GpuQuantized};
+use super::kernels::{index, matmul, optim, window};
+use super::runtime::Runtime;
+use super::runtime::error::GpuError;
+use super::runtime::launch::alloc;
+use super::runtime::transfer;
+use crate::backend::infer::{AttnShape, QFusion, QShape};
+use crate::backend::{AdamStep, Backend, Buf, Cast, Device, Memory, SgdStep, View};
+use crate::dtype::f16;
+use crate::layout::Layout;
+use volta_kernels::wgsl::{Elem, Expr, RowOp};
+use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
+
+impl Device for Gpu {
+    const NAME: &'static str = "Gpu";
+}
+
+/// Reads a view back: a strided view is made contiguous on the device first.
+fn download<E: bytemuck::Pod>(
+    rt: &Runtime,
+    buf: &GpuBuffer<E>,
+    layout: &Layout,
+    elem: Elem,
+) -> Result<Vec<E>, GpuError> {
+    let n = layout.numel();
+    if n == 0 || layout.is_contiguous() {
+        return transfer::download(rt, buf.raw(), layout.offset, n);
+    }
+    let packed = map(
+        rt,
+        elem,
+        Expr::input(0),
+        &[(buf.raw(), layout)],
+        &[],
+        &layout.dims,
+    );
+    transfer::download(rt, &packed, 0, n)
+}
+
+macro_rules! memory {
+    ($t:ty, $elem:expr) => {
+        // Keeps rustc's "other types implement" list (which would quote this
+        // macro) out of the error for an unsupported element type.
+        #[diagnostic::do_not_recommend]
+        impl Memory<$t> for Gpu {
+            type Buffer = GpuBuffer<$t>;
+            fn from_vec(data: Vec<$t>) -> Self::Buffer {
+                GpuBuffer::new(transfer::upload(rt(), &data), data.len())
+            }
+            fn full(len: usize, value: $t) -> Self::Buffer {
+                GpuBuffer::new(fill(rt(), $elem, len, value.scalar_bits()), len)
+            }
+            type Error = GpuError;
+            fn try_to_vec(buf: &Self::Buffer, layout: &Layout) -> Result<Vec<$t>, GpuError> {
+                download(&device::init()?.rt, buf, layout, $elem)
+            }
+            fn contiguous(buf: &Self::Buffer, layout: &Layout) -> Self::Buffer {
+                let c = rt();
+                let out = map(
+                    c,
+                    $elem,
+                    Expr::input(0),
+                    &[(buf.raw(), layout)],
+                    &[],
+                    &layout.dims,
+                );
+                GpuBuffer::new(out, layout.numel())
+            }
+        }
+    };
+}
+/// A host scalar as a kernel reads it from the parameter block: `u32` as is,
+/// floats as `f32` bits (an `f16` widens exactly).
+trait Bits {
+    fn scalar_bits(self) -> u32;
+}
+impl Bits for u32 {
+    fn scalar_bits(self) -> u32 {
+        self
+    }
+}
+impl Bits for f32 {
+    fn scalar_bits(self) -> u32 {
+        self.to_bits()
+    }
+}
+impl Bits for f16 {
+    fn scalar_bits(self) -> u32 {
+        self.to_f32().to_bits()
+    }
+}
+memory!(f32, Elem::F32);
+memory!(f16, Elem::F16);
+memory!(u32, Elem::U32);
+
+/// `expr` over same-dims views of `elem`: a pending value (see `fusion`).
+fn elementwise<E>(
+    elem: Elem,
+    expr: Expr,
+    inputs: &[(&GpuBuffer<E>, &Layout)],
+    scalars: &[u32],
+) -> GpuBuffer<E> {
+    fusion::elementwise(rt(), elem, expr, inputs, scalars, &inputs[0].1.dims)
+}
+
+/// The float backend for element type `$t` stored as `$elem` (every kernel
+/// computes in `f32`).
+macro_rules! float_backend {
+    ($t:ty, $elem:expr) => {
+        impl Backend<$t> for Gpu {
+            fn unary(op: UnaryOp, x: View<Self, $t>) -> Buf<Self, $t> {
+                elementwise($elem, Expr::input(0).unary(op), &[x], &[])
+            }
+            fn binary(op: BinaryOp, a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
+                elementwise(
+                    $elem,
+                    Expr::input(0).binary(op, Expr::input(1)),
+                    &[a, b],
+                    &[],
+                )
+            }
+            fn binary_scalar(op: BinaryOp, x: View<Self, $t>, scalar: $t) -> Buf<Self, $t> {
+                let e = Expr::input(0).binary(op, Expr::scalar(0));
+                elementwise($elem, e, &[x], &[scalar.scalar_bits()])
+            }
+            fn reduce(op: ReduceOp, x: View<Self, $t>, axis: usize) -> Buf<Self, $t> {
+                fusion::rows(rt(), $elem, RowOp::Reduce(op), x, axis, &[])
+            }
+            fn softmax(x: View<Self, $t>, axis: usize, log: bool) -> Buf<Self, $t> {
+                let op = if log {
+                    RowOp::LogSoftmax
+                } else {
+                    RowOp::Softmax
+                };
+                fusion::rows(rt(), $elem, op, x, axis, &[])
+            }
+            fn matmul(a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
+                let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];
+                let (a, b) = ((a.0.raw(), a.1), (b.0.raw(), b.1));
+                let s = state();
+                match matmul::matmul(&s.rt, &s.tuning, $elem, a, b) {
+                    matmul::Product::Done(out) => GpuBuffer::new(out, len),
+                    // The sum of split-K's partial products is a pending
+                    // reduction: the product's consumer can run in its kernel.
+                    matmul::Product::Partials(p, dims) => {
+                        fusion::rows_of(rt(), Elem::F32, $elem, (p, Layout::contiguous(&dims)), 0)
+                    }
+                }
+            }
+            fn pad(x: View<Self, $t>, pads: &[(usize, usize)], value: $t) -> Buf<Self, $t> {
+                let c = rt();
+                let dims: Vec<usize> =
+                    x.1.dims
+                        .iter()
+                        .zip(pads)
+                        .map(|(d, (b, a))| d + b + a)
+                        .collect();
+                let out_layout = Layout::contiguous(&dims);
+                let n = out_layout.numel();
+                let out = fill(c, $elem, n, value.scalar_bits());
+                let region = Layout {
+                    dims: x.1.dims,
+                    strides: out_layout.strides,
+                    offset: pads
+                        .iter()
+                        .zip(out_layout.strides.iter())
+                        .map(|((b, _), s)| b * s)
+                        .sum(),
+                };
+                write(
+                    c,
+                    $elem,
+                    Expr::input(0),
+                    &[(x.0.raw(), x.1)],
+                    &[],
+                    (&out, &region),
+                );
+                GpuBuffer::new(out, n)
+            }
+            fn cat(parts: &[View<Self, $t>], axis: usize) -> Buf<Self, $t> {
+                let c = rt();
+                let mut dims = parts[0].1.dims;
+                dims[axis] = parts.iter().map(|(_, l)| l.dims[axis]).sum();
+                let out_layout = Layout::contiguous(&dims);
+                let n = out_layout.numel();
+                let out = alloc(c, n * $elem.size());
+                let mut start = 0;
+                for (buf, l) in parts {
+                    let region = Layout {
+                        dims: l.dims,
+                        strides: out_layout.strides,
+                        offset: start * out_layout.strides[axis],
+                    };
+                    write(
+                        c,
+                        $elem,
+                        Expr::input(0),
+                        &[(buf.raw(), l)],
+                        &[],
+                        (&out, &region),
+                    );
+                    start += l.dims[axis];
+                }
+                GpuBuffer::new(out, n)
+            }
+            fn select(cond: View<Self, $t>, a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
+                let e = Expr::input(0).select(Expr::input(1), Expr::input(2));
+                elementwise($elem, e, &[cond, a, b], &[])
+            }
+            fn gather(x: View<Self, $t>, axis: usize, idx: View<Self, u32>) -> Buf<Self, $t> {
+                let out = index::gather(rt(), $elem, (x.0.raw(), x.1), axis, (idx.0.raw(), idx.1));
+                GpuBuffer::new(out, idx.1.numel())
+            }
+            fn scatter_add(
+                dims: &[usize],
+                axis: usize,
+                idx: View<Self, u32>,
+                src: View<Self, $t>,
+            ) -> Buf<Self, $t> {
+                let out = index::scatter_add(
+                    rt(),
+                    $elem,
+                    dims,
+                    axis,
+                    (idx.0.raw(), idx.1),
+                    (src.0.raw(), src.1),
+                );
+                GpuBuffer::new(out, dims.iter().product())
+            }
+            fn unfold2d(x: View<Self, $t>, win: &Window2d, pad_value: $t) -> Buf<Self, $t> {
+                let (out, len) =
+                    window::unfold2d(rt(), $elem, (x.0.raw(), x.1), win, f32::from(pad_value));
+                GpuBuffer::new(out, len)
+            }
+            fn fold2d(cols: View<Self, $t>, win: &Window2d, input_hw: [usize; 2]) -> Buf<Self, $t> {
+                let (out, len) = window::fold2d(rt(), $elem, (cols.0.raw(), cols.1), win, input_hw);
+                GpuBuffer::new(out, len)
+            }
+            fn normalize(x: View<Self, $t>, axis: usize, center: bool, eps: $t) -> Buf<Self, $t> {
+                let op = RowOp::Normalize { center };
+                fusion::rows(rt(), $elem, op, x, axis, &[eps.scalar_bits()])
+            }
+            fn uniform(len: usize, seed: u64) -> Buf<Self, $t> {
+                GpuBuffer::new(window::uniform(rt(), $elem, len, seed), len)
+            }
+            fn adam_step(
+                p: View<Self, $t>,
+                g: View<Self, $t>,
+                moments: Option<(View<Self, $t>, View<Self, $t>)>,
+                hyper: &AdamStep,
+            ) -> (Buf<Self, $t>, Buf<Self, $t>, Buf<Self, $t>) {
+                // Pending inputs (a gradient still a fused expression) are recorded first.
+                let moments = moments.map(|(m, v)| ((m.0.raw(), m.1), (v.0.raw(), v.1)));
+                let (p2, m2, v2) = optim::adam_step(
+                    rt(),
+                    $elem,
+                    (p.0.raw(), p.1),
+                    (g.0.raw(), g.1),
+                    moments,
+                    &hyper.constants(),
+                );
+                let n = p.1.numel();
+                (
+                    GpuBuffer::new(p2, n),
+                    GpuBuffer::new(m2, n),
+                    GpuBuffer::new(v2, n),
+                )
+            }
+            fn sgd_step(
+                p: View<Self, $t>,
+                g: View<Self, $t>,
+                momentum_buffer: Option<View<Self, $t>>,
+                hyper: &SgdStep,
+            ) -> (Buf<Self, $t>, Option<Buf<Self, $t>>) {
+                let k = hyper.constants::<f32>();
+                if k.momentum.is_none() {
+                    // No state: an elementwise expression, pending like any other, so it
+                    // fuses into its consumer. p − (g + λ·p)·lr.
+                    let mut grad = Expr::input(1);
+                    let mut scalars = vec![k.lr.to_bits()];
+                    if let Some(l2) = k.l2 {
+                        let decay = Expr::input(0).binary(BinaryOp::Mul, Expr::scalar(1));
+                        grad = grad.binary(BinaryOp::Add, decay);
+                        scalars.push(l2.to_bits());
+                    }
+                    let e = Expr::input(0)
+                        .binary(BinaryOp::Sub, grad.binary(BinaryOp::Mul, Expr::scalar(0)));
+                    return (elementwise($elem, e, &[p, g], &scalars), None);
+                }
+                let buf = momentum_buffer.map(|b| (b.0.raw(), b.1));
+                let (p2, b2) = optim::sgd_momentum_step(
+                    rt(),
+                    $elem,
+                    (p.0.raw(), p.1),
+                    (g.0.raw(), g.1),
+                    buf,
+                    &k,
+                );
+                let n = p.1.numel();
+                (GpuBuffer::new(p2, n), Some(GpuBuffer::new(b2, n)))
+            }
+        }
+    };
+}
+float_backend!(f32, Elem::F32);
+float_backend!(f16, Elem::F16);
+
+macro_rules! cast {
+    ($from:ty, $to:ty, $elems:expr) => {
+        impl Cast<$from, $to> for Gpu {
+            fn cast(x: View<Self, $from>) -> Buf<Self, $to> {
+                let c = rt();
+                let input = (x.0.raw(), x.1);
+                let out = convert(c, $elems, Expr::input(0), &[input], &[], &x.1.dims);
+                GpuBuffer::new(out, x.1.numel())
+            }
+        }
+    };
+}
+cast!(f32, f16, (Elem::F32, Elem::F16));
+cast!(f16, f32, (Elem::F16, Elem::F32));
+cast!(f32, f32, (Elem::F32, Elem::F32));
+cast!(f16, f16, (Elem::F16, Elem::F16));
+
+impl crate::backend::InferenceBackend for Gpu {
+    type Quantized = GpuQuantized;
+    fn upload_quantized(shape: &QShape, bytes: &[u8]) -> Self::Quantized {
+        infer::upload(rt(), shape, bytes)
+    }
+    fn dequantize_rows(
+        w: &Self::Quantized,
+        shape: &QShape,
+        ids: View<Self, u32>,
+    ) -> Buf<Self, f32> {
+        let (out, n) = infer::dequantize_rows(rt(), w, shape, Some((ids.0.raw(), ids.1)));
+        GpuBuffer::new(out, n)
+    }
+    fn dequantize(w: &Self::Quantized, shape: &QShape) -> Buf<Self, f32> {
+        let (out, n) = infer::dequantize_rows(rt(), w, shape, None);
+        GpuBuffer::new(out, n)
+    }
+    fn qmatmul(
+        x: View<Self, f32>,
+        w: &Self::Quantized,
+        shape: &QShape,
+        fusion: QFusion<'_, Self>,
+    ) -> Buf<Self, f32> {
+        let norm = fusion.norm.map(|(v, eps)| ((v.0.raw(), v.1), eps));
+        let add = fusion.add.map(|v| (v.0.raw(), v.1));
+        let (out, n) = infer::qmatmul(rt(), (x.0.raw(), x.1), w, shape, norm, fusion.glu, add);
+        GpuBuffer::new(out, n)
+    }
+    fn attend(
+        qkv: View<Self, f32>,
+        rope: View<Self, f32>,
+        pos: View<Self, u32>,
+        cache: &mut Buf<Self, f32>,
+        shape: &AttnShape,
+        max_len: usize,
+    ) -> Buf<Self, f32> {
+        let (out, n) = infer::attend(
+            rt(),
+            (qkv.0.raw(), qkv.1),
+            (rope.0.raw(), rope.1),
+            (pos.0.raw(), pos.1),
+            cache.raw(),
+            shape,
+            max_len,
+        );
+        GpuBuffer::new(out, n)
+    }
+}

@@ -1,0 +1,335 @@
+//! The device layer: the state of the one `Gpu` device (its runtime and the
+//! matmul tiles tuned on it), opened on first use, and `Gpu`'s public API.
+//!
+//! This is the only place that holds the state in a global: the layers below
+//! take the runtime as an argument, and pending values keep the one they were
+//! recorded on.
+use super::kernels::elementwise;
+use super::kernels::matmul::coop::CoopTiles;
+use super::kernels::matmul::tiled::MatmulTiles;
+use super::kernels::matmul::tuning::Tuning;
+use super::kernels::matmul::{self, MatmulPrecision};
+use super::runtime::Runtime;
+use super::runtime::device::GpuInfo;
+use super::runtime::error::GpuError;
+use super::runtime::pool::MemoryStats;
+use super::runtime::profile::{Profile, Profiler};
+use super::runtime::submit::Submission;
+use super::runtime::transfer;
+use super::{Gpu, fusion};
+use std::sync::OnceLock;
+use volta_kernels::wgsl::Launch;
+
+/// Everything the `Gpu` device holds.
+pub(crate) struct State {
+    /// The runtime over the opened adapter.
+    pub rt: Runtime,
+    /// Matmul tiles tuned on this adapter.
+    pub tuning: Tuning,
+}
+
+static STATE: OnceLock<Result<State, GpuError>> = OnceLock::new();
+
+/// The device's state, opened on first use.
+pub(crate) fn init() -> Result<&'static State, GpuError> {
+    STATE
+        .get_or_init(|| {
+            let rt = Runtime::open(Submission::from_env())?;
+            let tuning = Tuning::new(&rt.gpu.info);
+            Ok(State { rt, tuning })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The state for an op on a `Gpu` tensor: there is no CPU fallback, so failing to
+/// open the device is fatal, with the reason and the remedy.
+pub(crate) fn state() -> &'static State {
+    match init() {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The runtime for an op on a `Gpu` tensor (see [`state`]).
+pub(crate) fn rt() -> &'static Runtime {
+    &state().rt
+}
+
+/// The state if the device was opened.
+fn existing() -> Option<&'static State> {
+    STATE.get().and_then(|s| s.as_ref().ok())
+}
+
+impl Gpu {
+    /// Opens the GPU (once per process) and describes the adapter.
+    /// Ops on `Gpu` tensors call it implicitly and panic with the error's text
+    /// when it fails; call it first to handle [`GpuError::NoAdapter`] yourself.
+    pub fn init() -> Result<GpuInfo, GpuError> {
+        init().map(|s| s.rt.gpu.info.clone())
+    }
+
+    /// Destroys the device as a driver reset would, for testing how a program
+    /// handles [`GpuError::DeviceLost`]: from then on every sync point and
+    /// read-back returns that error (the process must restart to use the GPU
+    /// again).
+    #[doc(hidden)]
+    pub fn simulate_device_loss() {
+        if let Ok(c) = init() {
+            let _ =
+                c.rt.gpu
+                    .lost
+                    .set("simulated by Gpu::simulate_device_loss".into());
+            c.rt.gpu.device.destroy();
+        }
+    }
+
+    /// Submits all recorded work, waits for it, and reports any error raised
+    /// since the last sync point (validation, out of memory, device lost,
+    /// out-of-range indices).
+    pub fn sync() -> Result<(), GpuError> {
+        transfer::sync(&init()?.rt)
+    }
+
+    /// Runs `f` and measures on the GPU, with timestamp queries, the time of
+    /// every kernel it records. Work recorded before is synced first and not
+    /// counted; values `f` leaves pending (unrealized fused chains) are not
+    /// computed, so realize or read what you want measured inside `f`.
+    ///
+    /// ```no_run
+    /// use volta::prelude::*;
+    /// let x = Tensor::<Rank2<512, 512>, Gpu>::ones();
+    /// let (y, profile) = Gpu::profile(|| x.matmul(&x).relu().sum_all().item())?;
+    /// println!("{profile}"); // GPU µs, calls and share per kernel
+    /// # Ok::<(), volta::backend::gpu::GpuError>(())
+    /// ```
+    ///
+    /// Each dispatch runs in a compute pass of its own while profiling, so the
+    /// total can exceed the time of the same work unprofiled. Errors with
+    /// [`GpuError::Unsupported`] when the adapter has no timestamp queries.
+    pub fn profile<R>(f: impl FnOnce() -> R) -> Result<(R, Profile), GpuError> {
+        let c = &init()?.rt;
+        transfer::sync(c)?;
+        let profiler = Profiler::new(&c.gpu)?;
+        if c.recorder().profiler.replace(profiler).is_some() {
+            panic!("Gpu::profile called inside Gpu::profile");
+        }
+        // Profiling stops even if `f` panics.
+        struct Stop<'a>(&'a Runtime);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.recorder().profiler = None;
+            }
+        }
+        let stop = Stop(c);
+        let out = f();
+        let synced = transfer::sync(c);
+        let profiler = c.recorder().profiler.take().expect("profiling");
+        drop(stop);
+        synced?;
+        Ok((out, profiler.finish(&c.gpu)?))
+    }
+
+    /// Releases the device memory of Volta's buffer pool (buffers no tensor
+    /// holds, kept for reuse) and returns how many bytes that was; like
+    /// PyTorch's `torch.cuda.empty_cache()`. Useful between phases of a
+    /// program: releasing large buffers takes the driver time, which a full
+    /// pool would otherwise spend, one eviction at a time, in the next phase.
+    pub fn empty_cache() -> u64 {
+        existing().map_or(0, |s| {
+            let bytes = s.rt.pool.clear();
+            // wgpu destroys dropped buffers when it next polls the device
+            // (after the GPU is done with them): do it now rather than in the
+            // next phase's first steps. A lost device reports at the next sync.
+            let _ = s.rt.gpu.device.poll(wgpu::PollType::wait_indefinitely());
+            bytes
+        })
+    }
+
+    /// Caps the device memory Volta's buffer pool may hold (buffers lent to
+    /// tensors and cached), like PyTorch's
+    /// `torch.cuda.set_per_process_memory_fraction`; `None` lifts the cap. An
+    /// allocation past it first releases the cache and retries, then reports
+    /// [`GpuError::OutOfMemory`] at the next sync point.
+    pub fn set_memory_limit(bytes: Option<u64>) {
+        if let Ok(c) = init() {
+            c.rt.pool.set_limit(bytes);
+        }
+    }
+
+    /// Device memory held by Volta's buffer pool: what tensors use and what
+    /// is cached for reuse (PyTorch's `memory_allocated`/`memory_reserved`
+    /// split). A training loop's figures stay flat once its sizes are cached.
+    pub fn memory() -> MemoryStats {
+        let (reserved, cached) = existing().map_or((0, 0), |s| s.rt.pool.usage());
+        MemoryStats {
+            reserved_bytes: reserved,
+            cached_bytes: cached,
+            buffers_created: existing().map_or(0, |s| s.rt.pool.created()),
+        }
+    }
+
+    /// Number of batches submitted so far (a read-back submits one; while
+    /// recording, a batch goes when it is full or has gathered launches for
+    /// 50 µs while the submitting thread is idle); for tests and profiling.
+    pub fn batches_submitted() -> u64 {
+        rt().recorder().submitted
+    }
+
+    /// Number of times the host has waited for the GPU so far (read-backs,
+    /// [`Gpu::sync`], and the first product of a size class while tuning); a
+    /// training step that keeps this unchanged never stalls the host.
+    pub fn host_waits() -> u64 {
+        rt().recorder().waits
+    }
+
+    /// Number of kernel dispatches and uploads recorded so far; for profiling.
+    pub fn dispatches_recorded() -> u64 {
+        rt().recorder().recorded
+    }
+
+    /// Number of device buffers created so far (the others came from Volta's
+    /// buffer pool); for tests and profiling.
+    pub fn buffers_created() -> u64 {
+        rt().pool.created()
+    }
+
+    /// Number of bind groups (the buffers a kernel launch binds) created so
+    /// far; for tests and profiling. Launches over buffers bound before (the
+    /// same step again, with buffers from the pool) reuse theirs.
+    pub fn bind_groups_created() -> u64 {
+        rt().pool.bind_groups().created()
+    }
+
+    /// Number of distinct kernels (pipelines) compiled so far; for tests and
+    /// profiling. A fused chain compiles once per structure and access pattern:
+    /// new scalar values (a learning rate, a `#[scalar]` argument) reuse it.
+    pub fn pipelines_compiled() -> usize {
+        rt().pipelines.compiled()
+    }
+
+    /// Turns the fusion of elementwise chains on (the default) or off, for ops
+    /// recorded from now on. With fusion on, an elementwise op returns a pending
+    /// value that later elementwise ops fold into their own kernel, so
+    /// `relu(a * b + c)` is one kernel that reads each input once and writes once;
+    /// reductions, softmax and normalisation compute such a value in their
+    /// loads, and it is written to memory when something needs it there (a
+    /// matmul, a copy, a read-back, [`GpuBuffer::realize`]). Results agree with
+    /// fusion off up to f32 rounding (for `f16` tensors, up to the rounding of
+    /// intermediates, which a fused chain keeps in `f32`); turning it off helps
+    /// to profile single ops.
+    pub fn set_fusion(on: bool) {
+        fusion::set_enabled(on);
+    }
+
+    /// Whether elementwise chains fuse (see [`Gpu::set_fusion`]).
+    pub fn fusion() -> bool {
+        fusion::enabled()
+    }
+
+    /// Overrides how elementwise kernels lay out their threads (`None` restores
+    /// [`Launch::DEFAULT`]). A tuning knob, swept by the GPU benchmark.
+    pub fn set_elementwise_launch(launch: Option<Launch>) -> Result<(), GpuError> {
+        let c = init()?;
+        if let Some(l) = launch
+            && (l.units == 0
+                || l.workgroup == 0
+                || l.workgroup > c.rt.gpu.limits.max_compute_invocations_per_workgroup
+                || l.workgroup > c.rt.gpu.limits.max_compute_workgroup_size_x)
+        {
+            return Err(GpuError::Validation(format!(
+                "elementwise launch {l:?} does not fit this adapter"
+            )));
+        }
+        *elementwise::LAUNCH
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = launch;
+        Ok(())
+    }
+
+    /// Lets products with too few output tiles to fill the GPU split their K
+    /// axis (on by default). A tuning switch for benchmarks.
+    pub fn set_matmul_split_k(on: bool) {
+        matmul::SPLIT_K.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How `f32` products compute from now on: [`MatmulPrecision::Full`] (the
+    /// default) or, on adapters with tensor cores ([`GpuInfo::tensor_cores`]),
+    /// [`MatmulPrecision::Half`]: operands rounded to `f16`, products
+    /// accumulated in `f32` — like PyTorch's `set_float32_matmul_precision`.
+    /// Without tensor cores, `Half` computes as `Full`.
+    pub fn set_matmul_precision(precision: MatmulPrecision) {
+        matmul::set_precision(precision);
+    }
+
+    /// The precision set by [`Gpu::set_matmul_precision`].
+    pub fn matmul_precision() -> MatmulPrecision {
+        matmul::precision()
+    }
+
+    /// Overrides the tensor-core matmul's tiles (`None` restores the size-based
+    /// choice). A tuning knob, swept by the GPU benchmark.
+    pub fn set_tensor_core_tiles(tiles: Option<CoopTiles>) -> Result<(), GpuError> {
+        override_tiles(&matmul::COOP_OVERRIDE, tiles, CoopTiles::check)
+    }
+
+    /// Turns matmul tuning on or off. On (the default on GPUs; off on CPU
+    /// adapters such as lavapipe; `VOLTA_AUTOTUNE=0` or `1` overrides both), the
+    /// first product of each class (sizes rounded up to powers of two, operand
+    /// layouts, element types) times every tile candidate on the adapter and
+    /// keeps the fastest, like cuDNN's benchmark mode: that waits for the GPU
+    /// once per class, in the first training step. Winners are kept on disk per
+    /// adapter and driver (in `$VOLTA_CACHE_DIR`, else `$XDG_CACHE_HOME/volta`,
+    /// else `~/.cache/volta`), so later runs skip the timing. Off, tiles are
+    /// chosen by size (the H100's sweep winners). [`Gpu::set_matmul_tiles`]
+    /// overrides both.
+    pub fn set_autotune(on: bool) -> Result<(), GpuError> {
+        init()?.tuning.set_enabled(on);
+        Ok(())
+    }
+
+    /// How recorded batches reach the GPU's queue: a submitting thread
+    /// ([`Submission::Thread`], the default) or the recording thread itself
+    /// ([`Submission::Inline`]: the default on wasm32, or with
+    /// `VOLTA_SUBMIT=inline`).
+    pub fn submission() -> Result<Submission, GpuError> {
+        Ok(init()?.rt.recorder().submission())
+    }
+
+    /// Whether matmul tuning is on (see [`Gpu::set_autotune`]).
+    pub fn autotune() -> Result<bool, GpuError> {
+        Ok(init()?.tuning.enabled())
+    }
+
+    /// Product classes this process tuned by timing (not read from the disk
+    /// cache): each cost one wait for the GPU.
+    pub fn matmul_classes_tuned() -> u64 {
+        init().map_or(0, |s| s.tuning.tuned())
+    }
+
+    /// Overrides the matmul tile sizes (`None` restores the size-based choice).
+    /// A tuning knob: the default choice is what the benchmarks found best.
+    pub fn set_matmul_tiles(tiles: Option<MatmulTiles>) -> Result<(), GpuError> {
+        override_tiles(&matmul::OVERRIDE, tiles, MatmulTiles::check)
+    }
+}
+
+/// Sets a tile override after checking it against the adapter's limits
+/// (threads per workgroup, shared memory).
+fn override_tiles<T>(
+    slot: &std::sync::Mutex<Option<T>>,
+    tiles: Option<T>,
+    check: fn(&T, u32, u32) -> Result<(), String>,
+) -> Result<(), GpuError> {
+    let c = init()?;
+    if let Some(t) = &tiles {
+        check(
+            t,
+            c.rt.gpu.limits.max_compute_invocations_per_workgroup,
+            c.rt.gpu.limits.max_compute_workgroup_storage_size,
+        )
+        .map_err(GpuError::Validation)?;
+    }
+    *slot.lock().unwrap_or_else(|p| p.into_inner()) = tiles;
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! Fusion of elementwise chains, invisible above the backend.
+//!
+//! A GPU elementwise op (unary, binary, scalar, select, user kernel) does not
+//! dispatch: it returns a *pending* buffer, an [`Expr`] over buffers already in
+//! memory (each with the layout it is read through) and run-time scalars. An
+//! elementwise consumer that reads a pending operand through a plain layout (offset
+//! 0, row-major, the operand's dims, or any dims when every input of the operand is
+//! itself row-major) splices the operand's tree into its own instead of reading
+//! memory; equal (buffer, layout) inputs are bound once, so `x * x` reads `x` once.
+//! A row kernel (reduction, softmax, normalisation) reading a pending operand
+//! through a plain layout computes the operand's tree in its loads ([`rows`]).
+//! A consumer may also read a pending operand *broadcast* (`bias.expand(..)`): the
+//! operand's leaves are then read with zero strides on the broadcast axes.
+//!
+//! Row ops are pending too, so fusion also crosses a reduction: an elementwise
+//! consumer of a row op's value (RMSNorm's `x · rsqrt(mean(x²) + eps) · w`, a
+//! LayerNorm's affine `n · w + b`, `softmax(x) · mask`) reads it as
+//! `Input(ROW_VALUE)` ([`RowRead`]), and when the consumer runs over the row op's
+//! own dims and nothing else holds the row op, both are one row kernel with the
+//! consumer as its epilogue (`RowKernel::epilogue`). Otherwise the row op is
+//! recorded on its own and read from memory.
+//! Every other consumer (matmul, pad and concat, gather and scatter, window ops,
+//! copies, read-backs, strided reads, row kernels over views) *materialises* the
+//! operand: its fused kernel is recorded once and the result memoised. Trees stop
+//! growing at [`MAX_NODES`] nodes or [`MAX_INPUTS`] inputs: the operand is then
+//! materialised and read as one input.
+//!
+//! When a pending buffer is materialised, the pending buffers spliced into it that
+//! something still holds (an optimiser's state, a tensor kept for backward) are
+//! materialised too, so a value carried from step to step is not recomputed from an
+//! ever longer history of inputs.
+//!
+//! Pipelines are cached by tree structure and access pattern (`pipelines::Key`);
+//! scalars are parameters, so a new learning rate reuses the pipeline. Nothing here
+//! waits for the GPU.
+mod buffer;
+mod builder;
+mod pending;
+
+pub use buffer::GpuBuffer;
+
+use super::kernels::elementwise::map;
+use super::kernels::{Operand, Small};
+use super::runtime::Runtime;
+use super::runtime::pool::Pooled;
+use crate::layout::Layout;
+use crate::shape::Dims;
+use buffer::Data;
+use builder::{Builder, Fused, MAX_INPUTS, MAX_NODES};
+use pending::{Leaf, Pending, RowSpec, Source};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use volta_kernels::ReduceOp;
+use volta_kernels::wgsl::{Elem, Expr, RowOp};
+
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Whether elementwise ops fuse (on unless turned off).
+pub(crate) fn enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// Turns fusion on or off for the ops recorded from now on.
+pub(crate) fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// `template` at every position of `dims`, with `Input(i)` reading `inputs[i]` (each
+/// of dims `dims`) and `Scalar(j)` = `scalars[j]`, as a pending buffer that pending
+/// operands were spliced into. With fusion off it is recorded at once. Every
+/// buffer holds `elem` (`E`'s kernel type); pending operands of a value have its type,
+/// so trees only ever join values of one element type.
+pub(crate) fn elementwise<E>(
+    rt: &'static Runtime,
+    elem: Elem,
+    template: Expr,
+    inputs: &[(&GpuBuffer<E>, &Layout)],
+    scalars: &[u32],
+    dims: &[usize],
+) -> GpuBuffer<E> {
+    if !enabled() {
+        // Recorded at once: no tree to build, nothing pending.
+        let ops: Small<Operand> = inputs.iter().map(|(b, l)| (b.raw(), *l)).collect();
+        let out = map(rt, elem, template, &ops, scalars, dims);
+        return GpuBuffer::new(out, dims.iter().product());
+    }
+    let limit = rt.gpu.limits.max_storage_buffers_per_shader_stage as usize;
+    // Two storage bindings are the parameter block and the output.
+    let max_inputs = MAX_INPUTS.min(limit.saturating_sub(2));
+    let mut b = Builder::new(MAX_NODES.saturating_sub(template.nodes()), max_inputs);
+    let mut spliced = Vec::new();
+    let mut reads = None;
+    let args: Vec<Expr> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, (buf, layout))| {
+            let reserve = inputs.len() - i - 1 + usize::from(reads.is_some());
+            if let Data::Pending(p) = &buf.data
+                && let Some(e) = p.splice_into(&mut b, layout, reserve, &mut spliced, &mut reads)
+            {
+                return e;
+            }
+            b.leaf(Leaf {
+                buf: buf.raw().clone(),
+                layout: **layout,
+            })
+        })
+        .collect();
+    let fused = b.finish(&template, &args, scalars);
+    let pending = Arc::new(Pending {
+        rt,
+        elem,
+        dims: Dims::new(dims),
+        source: Mutex::new(Some(Source {
+            fused,
+            spliced,
+            row: None,
+            reads,
+        })),
+        done: OnceLock::new(),
+    });
+    GpuBuffer::pending(pending, dims.iter().product())
+}
+
+/// The sum along `axis` of a buffer in memory of `in_elem` (split-K's partial
+/// products), as a pending reduction of `elem` values (see [`rows`]).
+pub(crate) fn rows_of<E>(
+    rt: &'static Runtime,
+    in_elem: Elem,
+    elem: Elem,
+    (buf, layout): (Arc<Pooled>, Layout),
+    axis: usize,
+) -> GpuBuffer<E> {
+    let fused = Fused {
+        expr: Expr::input(0),
+        leaves: vec![Leaf { buf, layout }],
+        scalars: Vec::new(),
+    };
+    pending_row(
+        rt,
+        (in_elem, elem),
+        fused,
+        RowOp::Reduce(ReduceOp::Sum),
+        axis,
+        layout.dims,
+        &[],
+    )
+}
+
+/// A pending row op over `fused` (leaves of `in_elem`), its value of `elem`
+/// (recorded at once with fusion off).
+fn pending_row<E>(
+    rt: &'static Runtime,
+    (in_elem, elem): (Elem, Elem),
+    fused: Fused<Leaf>,
+    op: RowOp,
+    axis: usize,
+    over: Dims,
+    op_scalars: &[u32],
+) -> GpuBuffer<E> {
+    let mut dims = over;
+    if !op.writes_rows() {
+        dims[axis] = 1;
+    }
+    let pending = Arc::new(Pending {
+        rt,
+        elem,
+        dims,
+        source: Mutex::new(Some(Source {
+            fused,
+            spliced: Vec::new(),
+            row: Some(RowSpec {
+                op,
+                axis,
+                over,
+                in_elem,
+                op_scalars: op_scalars.to_vec(),
+            }),
+            reads: None,
+        })),
+        done: OnceLock::new(),
+    });
+    let out = GpuBuffer::pending(pending, dims.numel());
+    if !enabled() {
+        out.realize();
+    }
+    out
+}
+
+/// `op` over each row along `axis` of `x` (a reduction, keep-dim, softmax or
+/// normalisation), with the op's own run-time scalars `op_scalars` (raw `f32`
+/// bits, [`RowOp::scalars`] of them), as a pending value: recorded when something
+/// reads it from memory, or as the prologue of an elementwise consumer's kernel
+/// (see the module's notes). A pending `x` is computed in the row kernel's loads
+/// rather than materialised, and stays pending for its other consumers:
+/// recomputing it there costs reads of its inputs (often one full-size tensor and
+/// some broadcast ones), while materialising costs a write and a read. With fusion
+/// off the row kernel is recorded at once.
+pub(crate) fn rows<E>(
+    rt: &'static Runtime,
+    elem: Elem,
+    op: RowOp,
+    x: (&GpuBuffer<E>, &Layout),
+    axis: usize,
+    op_scalars: &[u32],
+) -> GpuBuffer<E> {
+    debug_assert_eq!(op_scalars.len(), op.scalars());
+    let (buf, layout) = x;
+    let on = enabled();
+    let fused = match (on, &buf.data) {
+        (true, Data::Pending(p)) => p.fused_view(layout),
+        _ => None,
+    }
+    .unwrap_or_else(|| Fused {
+        expr: Expr::input(0),
+        leaves: vec![Leaf {
+            buf: buf.raw().clone(),
+            layout: *layout,
+        }],
+        scalars: Vec::new(),
+    });
+    pending_row(rt, (elem, elem), fused, op, axis, layout.dims, op_scalars)
+}

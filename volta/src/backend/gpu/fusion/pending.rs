@@ -1,0 +1,428 @@
+//! Pending values: what an elementwise or row op computes, kept as a tree until a
+//! consumer splices it into its own kernel or needs it in memory.
+use super::builder::{Builder, Fused, MAX_INPUTS, ROW_VALUE, index_of};
+use crate::backend::gpu::kernels::elementwise::map;
+use crate::backend::gpu::kernels::{Operand, rows as row, slices};
+use crate::backend::gpu::runtime::Runtime;
+use crate::backend::gpu::runtime::pool::Pooled;
+use crate::layout::Layout;
+use crate::shape::Dims;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use volta_kernels::wgsl::{Elem, Expr, RowOp};
+
+/// A buffer in memory and the layout an expression reads it through.
+#[derive(Clone, Debug)]
+pub(crate) struct Leaf {
+    pub(crate) buf: Arc<Pooled>,
+    pub(crate) layout: Layout,
+}
+
+impl PartialEq for Leaf {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.buf, &other.buf)
+            && self.layout.offset == other.layout.offset
+            && self.layout.dims[..] == other.layout.dims[..]
+            && self.layout.strides[..] == other.layout.strides[..]
+    }
+}
+
+/// What a pending buffer is computed from, until it is materialised.
+pub(crate) struct Source {
+    /// The value's tree; with `row`, the tree of the elements the row op reads.
+    pub(crate) fused: Fused<Leaf>,
+    /// Pending buffers spliced into this one, directly or through others.
+    pub(crate) spliced: Vec<Weak<Pending>>,
+    /// Set when the value is a row op's (a reduction, softmax, normalisation).
+    pub(crate) row: Option<RowSpec>,
+    /// The pending row op that `fused` reads as `Input(ROW_VALUE)`, if any.
+    pub(crate) reads: Option<RowRead>,
+}
+
+/// A row op over `fused`'s elements at every position of `over`, along `axis`.
+#[derive(Clone)]
+pub(crate) struct RowSpec {
+    pub(crate) op: RowOp,
+    pub(crate) axis: usize,
+    pub(crate) over: Dims,
+    /// The element type the op reads (its value has the pending buffer's).
+    pub(crate) in_elem: Elem,
+    /// The op's own run-time scalars ([`RowOp::scalars`]).
+    pub(crate) op_scalars: Vec<u32>,
+}
+
+impl RowSpec {
+    /// The reduced dims: `over` with the axis set to 1.
+    fn reduced(&self) -> Dims {
+        let mut d = self.over;
+        d[self.axis] = 1;
+        d
+    }
+
+    /// A reduction's consumer over the reduced dims (once per row), its leaves
+    /// re-read over `over` with stride 0 along the axis: when the consumer
+    /// (`dims`) reads the value as the plain array it is, and runs over the
+    /// reduced dims themselves or over them without the axis (a matmul's
+    /// `[1, m, n]` read as `[m, n]`).
+    fn per_row_leaves(&self, leaves: &[Leaf], read: &Layout, dims: &Dims) -> Option<Vec<Leaf>> {
+        let reduced = self.reduced();
+        let plain = read.offset == 0 && read.is_contiguous() && read.numel() == reduced.numel();
+        if !matches!(self.op, RowOp::Reduce(_)) || !plain {
+            return None;
+        }
+        let squeezed: Vec<usize> = (0..reduced.len())
+            .filter(|&a| a != self.axis)
+            .map(|a| reduced[a])
+            .collect();
+        let insert = if dims[..] == reduced[..] {
+            false
+        } else if dims[..] == squeezed[..] {
+            true
+        } else {
+            return None;
+        };
+        let relay = |l: &Layout| {
+            let (mut d, mut st) = (l.dims.to_vec(), l.strides.to_vec());
+            if insert {
+                d.insert(self.axis, 1);
+                st.insert(self.axis, 0);
+            }
+            d[self.axis] = self.over[self.axis];
+            st[self.axis] = 0;
+            Layout {
+                dims: Dims::new(&d),
+                strides: Dims::new(&st),
+                offset: l.offset,
+            }
+        };
+        Some(
+            leaves
+                .iter()
+                .map(|l| Leaf {
+                    buf: l.buf.clone(),
+                    layout: relay(&l.layout),
+                })
+                .collect(),
+        )
+    }
+
+    /// How a consumer running over `over` reads the op's value when it fuses: as
+    /// the op writes it (rows), or a reduction's value broadcast along the axis.
+    fn fused_read(&self) -> Layout {
+        let mut out = Layout::contiguous(&self.over);
+        if !self.op.writes_rows() {
+            let mut dims = self.over;
+            dims[self.axis] = 1;
+            out = Layout::contiguous(&dims);
+            out.dims = self.over;
+            out.strides[self.axis] = 0;
+        }
+        out
+    }
+}
+
+/// How a spliced operand's leaves (of its dims) are read at its consumer's
+/// positions.
+pub(crate) enum Relay {
+    /// As they are (the consumer reads the operand plainly).
+    Same,
+    /// Reshaped to the consumer's dims (contiguous ones): the index spaces match
+    /// element for element only when every leaf is row-major too.
+    Reshaped(Layout),
+    /// Broadcast: the operand's length-1 axes spread over the consumer's.
+    Broadcast { from: Dims, to: Dims },
+}
+
+impl Relay {
+    /// A leaf's layout at the consumer's positions (`None`: it cannot be re-read).
+    fn apply(&self, l: &Layout) -> Option<Layout> {
+        match self {
+            Relay::Same => Some(*l),
+            Relay::Reshaped(flat) => l.is_contiguous().then_some(Layout {
+                offset: l.offset,
+                ..*flat
+            }),
+            Relay::Broadcast { from, to } => {
+                let mut r = *l;
+                r.dims = *to;
+                for a in 0..to.len() {
+                    if from[a] != to[a] {
+                        r.strides[a] = 0;
+                    }
+                }
+                Some(r)
+            }
+        }
+    }
+}
+
+/// A tree's read of a pending row op's value: `Input(ROW_VALUE)` through `layout`
+/// (the value's memory layout as the tree's positions see it).
+#[derive(Clone)]
+pub(crate) struct RowRead {
+    value: Arc<Pending>,
+    layout: Layout,
+}
+
+impl RowRead {
+    fn same(&self, other: &RowRead) -> bool {
+        Arc::ptr_eq(&self.value, &other.value) && self.layout == other.layout
+    }
+
+    /// `f` reading the row op's value from memory (recorded now if pending): one
+    /// more leaf in place of `Input(ROW_VALUE)`.
+    fn in_memory(&self, f: Fused<Leaf>) -> Fused<Leaf> {
+        let mut leaves = f.leaves;
+        let leaf = Leaf {
+            buf: self.value.materialise().clone(),
+            layout: self.layout,
+        };
+        let at = index_of(&mut leaves, leaf);
+        let expr = f.expr.substitute(
+            &|i| Expr::input(if i == ROW_VALUE { at } else { i }),
+            &Expr::scalar,
+        );
+        Fused {
+            expr,
+            leaves,
+            scalars: f.scalars,
+        }
+    }
+}
+
+/// The value of an elementwise op, not recorded yet.
+pub(crate) struct Pending {
+    /// The runtime that records it.
+    pub(crate) rt: &'static Runtime,
+    /// The element type of the value and of every leaf.
+    pub(crate) elem: Elem,
+    pub(crate) dims: Dims,
+    pub(crate) source: Mutex<Option<Source>>,
+    pub(crate) done: OnceLock<Arc<Pooled>>,
+}
+
+impl Pending {
+    /// The memory holding the value, recording its kernel on first use.
+    pub fn materialise(&self) -> &Arc<Pooled> {
+        self.done.get_or_init(|| {
+            let source = self
+                .source
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .expect("a pending buffer has its source until it is materialised");
+            for held in source.spliced.iter().filter_map(Weak::upgrade) {
+                held.materialise();
+            }
+            let f = source.fused;
+            if let Some(spec) = source.row {
+                let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+                let scalars = [&spec.op_scalars[..], &f.scalars].concat();
+                let elems = (spec.in_elem, self.elem);
+                let expr = f.expr;
+                return row::rows(
+                    self.rt, elems, spec.op, expr, None, &ops, &scalars, &spec.over, spec.axis,
+                );
+            }
+            match source.reads {
+                Some(read) => self.with_row_value(f, read),
+                None => {
+                    let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+                    map(self.rt, self.elem, f.expr, &ops, &f.scalars, &self.dims)
+                }
+            }
+        })
+    }
+
+    /// Records a tree that reads a row op's value: the row op with this tree as its
+    /// epilogue when they fit one kernel and nothing else holds the row op (else it
+    /// would run twice), or else the row op on its own, read from memory. The tree
+    /// runs over the row op's own dims (the value broadcast along the row, or the
+    /// rows it writes) or, for a reduction, over the reduced dims (once per row).
+    fn with_row_value(&self, f: Fused<Leaf>, read: RowRead) -> Arc<Pooled> {
+        let c = self.rt;
+        let alone = Arc::strong_count(&read.value) == 1;
+        if let (true, Some((spec, rf))) = (alone, read.value.row_source()) {
+            let fused = if spec.over[..] == self.dims[..] && read.layout == spec.fused_read() {
+                Some((f.leaves.clone(), false))
+            } else {
+                spec.per_row_leaves(&f.leaves, &read.layout, &self.dims)
+                    .map(|l| (l, true))
+            };
+            if let Some((mut leaves, per_row)) = fused {
+                let at: Vec<usize> = rf
+                    .leaves
+                    .iter()
+                    .map(|l| index_of(&mut leaves, l.clone()))
+                    .collect();
+                let n_in = leaves.len();
+                let limit = c.gpu.limits.max_storage_buffers_per_shader_stage as usize;
+                let ops: Vec<Operand> = leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+                let out_bytes = (self.dims.numel() * self.elem.size()) as u64;
+                // Tensors past a binding's size are left to the kernels that slice.
+                let fits = n_in + 2 <= limit.min(MAX_INPUTS + 2)
+                    && !slices::needed(c, &ops)
+                    && out_bytes <= c.gpu.limits.max_storage_buffer_binding_size;
+                if fits {
+                    let body = rf.expr.substitute(&|i| Expr::input(at[i]), &Expr::scalar);
+                    let skip = rf.scalars.len();
+                    let epilogue = f.expr.substitute(
+                        &|i| Expr::input(if i == ROW_VALUE { n_in } else { i }),
+                        &|j| Expr::scalar(skip + j),
+                    );
+                    let scalars = [&spec.op_scalars[..], &rf.scalars, &f.scalars].concat();
+                    return row::rows(
+                        c,
+                        (spec.in_elem, self.elem),
+                        spec.op,
+                        body,
+                        Some((&epilogue, per_row)),
+                        &ops,
+                        &scalars,
+                        &spec.over,
+                        spec.axis,
+                    );
+                }
+            }
+        }
+        let f = read.in_memory(f);
+        let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+        map(c, self.elem, f.expr, &ops, &f.scalars, &self.dims)
+    }
+
+    /// The row op and the tree it reads, while it is pending.
+    fn row_source(&self) -> Option<(RowSpec, Fused<Leaf>)> {
+        if self.is_materialised() {
+            return None;
+        }
+        let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+        let s = guard.as_ref()?;
+        Some((s.row.clone()?, s.fused.clone()))
+    }
+
+    /// The expression computing this value, if it is still pending and read
+    /// through `layout` as the plain row-major array it is.
+    pub(crate) fn fused_view(&self, layout: &Layout) -> Option<Fused<Leaf>> {
+        if !self.read_plainly(layout) || layout.dims[..] != self.dims[..] {
+            return None;
+        }
+        let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+        let s = guard.as_ref().filter(|s| s.row.is_none())?;
+        Some(match &s.reads {
+            Some(read) => read.in_memory(s.fused.clone()),
+            None => s.fused.clone(),
+        })
+    }
+
+    /// Whether `layout` reads this value as the row-major array it is (possibly
+    /// reshaped): offset 0, contiguous, every element once.
+    fn read_plainly(&self, layout: &Layout) -> bool {
+        layout.offset == 0 && layout.is_contiguous() && layout.numel() == self.dims.numel()
+    }
+
+    /// Whether its kernel has been recorded.
+    pub fn is_materialised(&self) -> bool {
+        self.done.get().is_some()
+    }
+
+    /// Splices this value into `b`'s tree if it is read through `layout` (whose dims
+    /// are the consumer's) as a plain row-major array, possibly reshaped, or
+    /// broadcast, and still pending. A row op's value becomes `Input(ROW_VALUE)`
+    /// and the consumer's [`RowRead`] (one per consumer; `reads`).
+    pub(crate) fn splice_into(
+        self: &Arc<Self>,
+        b: &mut Builder<Leaf>,
+        layout: &Layout,
+        reserve: usize,
+        spliced: &mut Vec<Weak<Pending>>,
+        reads: &mut Option<RowRead>,
+    ) -> Option<Expr> {
+        let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+        let source = guard.as_ref()?;
+        if source.row.is_some() {
+            // Read from memory if fusion does not happen: one input in either case.
+            let read = RowRead {
+                value: self.clone(),
+                layout: *layout,
+            };
+            let free = b.has_room_for(1 + reserve);
+            return match reads {
+                Some(r) if r.same(&read) => Some(Expr::input(ROW_VALUE)),
+                None if free => {
+                    *reads = Some(read);
+                    Some(Expr::input(ROW_VALUE))
+                }
+                _ => None,
+            };
+        }
+        // How each leaf (of this value's dims) is read at the consumer's positions.
+        let relay = if self.read_plainly(layout) {
+            if layout.dims[..] == self.dims[..] {
+                Relay::Same
+            } else {
+                Relay::Reshaped(Layout::contiguous(&layout.dims))
+            }
+        } else if self.broadcast_by(layout) {
+            Relay::Broadcast {
+                from: self.dims,
+                to: layout.dims,
+            }
+        } else {
+            return None;
+        };
+        let leaves: Option<Vec<Leaf>> = source
+            .fused
+            .leaves
+            .iter()
+            .map(|l| {
+                relay.apply(&l.layout).map(|layout| Leaf {
+                    buf: l.buf.clone(),
+                    layout,
+                })
+            })
+            .collect();
+        let row_read = match &source.reads {
+            Some(r) => Some(RowRead {
+                value: r.value.clone(),
+                layout: relay.apply(&r.layout)?,
+            }),
+            None => None,
+        };
+        // One row value per consumer; it takes an input of its own.
+        let extra = match (&row_read, &*reads) {
+            (Some(r), Some(mine)) if !r.same(mine) => return None,
+            (Some(_), None) => 1,
+            _ => 0,
+        };
+        let relaid = Fused {
+            expr: source.fused.expr.clone(),
+            leaves: leaves?,
+            scalars: source.fused.scalars.clone(),
+        };
+        let expr = b.splice(&relaid, reserve + extra)?;
+        if let Some(r) = row_read {
+            *reads = Some(r);
+        }
+        for w in source.spliced.iter().chain([&Arc::downgrade(self)]) {
+            if !spliced.iter().any(|s| s.ptr_eq(w)) {
+                spliced.push(w.clone());
+            }
+        }
+        Some(expr)
+    }
+
+    /// Whether `layout` reads this value broadcast to more dims: offset 0, each
+    /// axis either the value's own (row-major strides) or a length-1 axis spread
+    /// with stride 0.
+    fn broadcast_by(&self, layout: &Layout) -> bool {
+        let own = Layout::contiguous(&self.dims);
+        layout.offset == 0
+            && layout.dims.len() == self.dims.len()
+            && (0..self.dims.len()).all(|a| {
+                if layout.dims[a] == self.dims[a] {
+                    self.dims[a] == 1 || layout.strides[a] == own.strides[a]
+                } else {
+                    self.dims[a] == 1 && layout.strides[a] == 0
+                }
+            })
+    }
+}

@@ -1,0 +1,615 @@
+//! WGSL generation for the tensor-core matmul: 16×16×16 cooperative matrices
+//! (`f16` operands, `f32` accumulation) on adapters that expose them.
+//!
+//! A workgroup of `wm × wn` subgroups computes a `bm × bn` tile of C (`bm = wm·fm·16`,
+//! `bn = wn·fn·16`); each subgroup holds `fm × fn` accumulator matrices. K is walked
+//! `bk` at a time: the workgroup copies both operand tiles into shared memory (8-byte
+//! `vec4<f16>` loads, converted from `f32` in the mixed-precision mode), and each
+//! subgroup loads its fragments from there. Shared tiles keep the operand's own
+//! contiguous axis, so the copy is a straight vector copy and the fragment load picks
+//! the row- or column-major form. The next tile is fetched into registers while the
+//! current one is multiplied. Edges are zero-filled on load and masked on store.
+use super::tiled::Staging;
+use std::fmt::Write;
+
+/// One compiled tensor-core variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CoopTiles {
+    /// Subgroups along M and along N.
+    pub wm: u32,
+    /// Subgroups along N.
+    pub wn: u32,
+    /// 16×16 fragments per subgroup along M.
+    pub fm: u32,
+    /// 16×16 fragments per subgroup along N.
+    pub fn_: u32,
+    /// K step per shared-memory tile (a multiple of 16).
+    pub bk: u32,
+    /// Halves of padding at the end of each shared row (bank-conflict relief).
+    pub pad: u32,
+    /// How K tiles reach shared memory.
+    pub staging: Staging,
+}
+
+const fn coop(
+    wm: u32,
+    wn: u32,
+    fm: u32,
+    fn_: u32,
+    bk: u32,
+    pad: u32,
+    staging: Staging,
+) -> CoopTiles {
+    CoopTiles {
+        wm,
+        wn,
+        fm,
+        fn_,
+        bk,
+        pad,
+        staging,
+    }
+}
+
+const P: Staging = Staging::Prefetch;
+
+impl CoopTiles {
+    /// The configurations the GPU benchmark sweeps.
+    pub const CANDIDATES: [CoopTiles; 14] = [
+        coop(2, 2, 4, 4, 32, 8, P),
+        coop(2, 2, 4, 4, 32, 8, Staging::Double),
+        coop(2, 2, 4, 4, 32, 8, Staging::Direct),
+        coop(2, 2, 4, 4, 16, 8, Staging::Double),
+        coop(2, 4, 4, 4, 32, 8, P),
+        coop(2, 4, 4, 4, 16, 8, Staging::Double),
+        coop(4, 2, 4, 4, 32, 8, P),
+        coop(2, 2, 4, 4, 16, 8, P),
+        coop(2, 2, 4, 4, 32, 4, P),
+        coop(2, 2, 2, 4, 32, 8, P),
+        coop(2, 2, 4, 2, 32, 8, Staging::Double),
+        coop(4, 4, 2, 2, 32, 8, P),
+        coop(4, 4, 2, 2, 16, 8, Staging::Double),
+        coop(2, 2, 2, 2, 32, 8, P),
+    ];
+
+    /// Rows of C per workgroup.
+    pub fn bm(&self) -> u32 {
+        self.wm * self.fm * 16
+    }
+    /// Columns of C per workgroup.
+    pub fn bn(&self) -> u32 {
+        self.wn * self.fn_ * 16
+    }
+    /// Subgroups per workgroup.
+    pub fn subgroups(&self) -> u32 {
+        self.wm * self.wn
+    }
+    /// Bytes of shared memory the kernel declares.
+    pub fn shared_bytes(&self) -> u32 {
+        let (bm, bn, bk) = (self.bm(), self.bn(), self.bk);
+        // Either layout of a tile: rows × (contiguous + pad) halves.
+        let a = (bm * (bk + self.pad)).max(bk * (bm + self.pad)) * 2;
+        let b = (bn * (bk + self.pad)).max(bk * (bn + self.pad)) * 2;
+        let buffers = if self.staging == Staging::Double {
+            2
+        } else {
+            1
+        };
+        (a + b) * buffers + self.subgroups() * 256 * 4
+    }
+    /// Whether the sizes fit the scheme and the device's limits (subgroups of 32).
+    pub fn check(&self, max_threads: u32, max_shared: u32) -> Result<(), String> {
+        let ok = self.wm > 0
+            && self.wn > 0
+            && self.fm > 0
+            && self.fn_ > 0
+            && self.bk > 0
+            && self.bk.is_multiple_of(16)
+            && self.pad.is_multiple_of(4)
+            && self.subgroups() * 32 <= max_threads
+            && self.shared_bytes() <= max_shared;
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "tensor-core tiles {self:?}: need bk a multiple of 16, pad a multiple of 4, \
+                 at most {max_threads} threads and {max_shared} bytes of shared memory"
+            ))
+        }
+    }
+}
+
+/// A tensor-core kernel: tiles, operand layouts and element types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct CoopVariant {
+    pub tiles: CoopTiles,
+    /// A is contiguous along k (row-major `m × k`); otherwise along m.
+    pub a_k: bool,
+    /// B is contiguous along n (row-major `k × n`); otherwise along k.
+    pub b_n: bool,
+    /// A and B hold `f32`, rounded to `f16` on their way into shared memory.
+    pub f32_in: bool,
+    /// C holds `f16`; otherwise `f32`.
+    pub half_out: bool,
+    /// `f16` operands move eight halves per 16-byte load (offsets, strides and the
+    /// contiguous extents are multiples of 8); otherwise four per 8-byte load.
+    pub wide: bool,
+    /// An `f16` C is written four halves at a time (N a multiple of 4).
+    pub c_vec: bool,
+}
+
+/// One operand's shared tile: `rows × len` halves stored row by row, `len`
+/// contiguous in global memory as well.
+struct Tile<'a> {
+    src: &'a str,
+    sh: &'a str,
+    reg: &'a str,
+    base: &'a str,
+    /// First global row and column of the tile, and the operand's extents.
+    row0: &'a str,
+    col0: &'a str,
+    rows_total: &'a str,
+    cols_total: &'a str,
+    /// Global stride between rows (in elements).
+    stride: &'a str,
+    rows: u32,
+    len: u32,
+}
+
+/// Register declarations, the global fetch of a tile, and its store to shared
+/// memory (split so the next fetch overlaps the current multiply).
+struct Copy {
+    decls: String,
+    fetch: String,
+    /// The fetch of a tile inside the operand: no bounds tests.
+    fetch_inside: String,
+    store: String,
+}
+
+/// Both operands' fetches, picked by the workgroup-uniform `inside`.
+fn fetch_either(a: &Copy, b: &Copy) -> String {
+    format!(
+        "        if (inside) {{\n{}{}        }} else {{\n{}{}        }}\n",
+        a.fetch_inside, b.fetch_inside, a.fetch, b.fetch
+    )
+}
+
+/// A tile's copy, each thread moving whole loads: four elements per load, held as
+/// `vec4<f16>` (`f32` operands rounded on the way), or with `wide` eight `f16`s per
+/// 16-byte load, held as `vec4<u32>` and stored to the (still `vec4<f16>`) shared
+/// tile as two halves, unpacked through `f32`, exactly. (Shared tiles of `vec4<u32>`
+/// that fragment loads read as halves would save the unpacking, but the H100's
+/// driver (580.159.04) loses the device on such a load, 2026-11-23; and naga 30
+/// mistypes the `bitcast`s that change the component count.)
+fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool, wide: bool) -> Copy {
+    let per = if wide { 8 } else { 4 };
+    let q = t.len / per;
+    let row4 = (t.len + pad) / 4;
+    let items = t.rows * q;
+    let reps = items.div_ceil(threads);
+    let held = if wide { "vec4<u32>" } else { "vec4<f16>" };
+    let load = |at: &str| {
+        if f32_in && !wide {
+            format!("vec4<f16>({}[{at}])", t.src)
+        } else {
+            format!("{}[{at}]", t.src)
+        }
+    };
+    let mut c = Copy {
+        decls: String::new(),
+        fetch: String::new(),
+        fetch_inside: String::new(),
+        store: String::new(),
+    };
+    for r in 0..reps {
+        let v = format!("{}{r}", t.reg);
+        let guarded = !items.is_multiple_of(threads) && r == reps - 1;
+        writeln!(c.decls, "    var {v}: {held};").unwrap();
+        for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
+            writeln!(w, "        {{ let e = li + {}u;", r * threads).unwrap();
+            if guarded {
+                writeln!(w, "        if (e < {items}u) {{").unwrap();
+            }
+        }
+        let at = load(&format!("({} + gr * {} + gc) / {per}u", t.base, t.stride));
+        let index = format!(
+            "        let gr = {} + e / {q}u; let gc = {} + (e % {q}u) * {per}u;",
+            t.row0, t.col0
+        );
+        writeln!(
+            c.fetch,
+            "{index}
+        {v} = {held}();
+        if (gr < {} && gc < {}) {{ {v} = {at}; }}",
+            t.rows_total, t.cols_total,
+        )
+        .unwrap();
+        writeln!(c.fetch_inside, "{index}\n        {v} = {at};").unwrap();
+        let sh = t.sh;
+        if wide {
+            let half = |a: &str, b: &str| {
+                format!("vec4<f16>(vec4<f32>(unpack2x16float({v}.{a}), unpack2x16float({v}.{b})))")
+            };
+            writeln!(
+                c.store,
+                "        let si = {sh}_w + (e / {q}u) * {row4}u + (e % {q}u) * 2u;
+        {sh}[si] = {};
+        {sh}[si + 1u] = {};",
+                half("x", "y"),
+                half("z", "w")
+            )
+            .unwrap();
+        } else {
+            writeln!(
+                c.store,
+                "        {sh}[{sh}_w + (e / {q}u) * {row4}u + e % {q}u] = {v};"
+            )
+            .unwrap();
+        }
+        for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
+            if guarded {
+                writeln!(w, "        }}").unwrap();
+            }
+            writeln!(w, "        }}").unwrap();
+        }
+    }
+    c
+}
+
+/// The kernel's WGSL. Parameters and grid as for the SIMT matmul
+/// (`tiled::source`): `p = [M, N, K, a_off, a_sb, a_sm, a_sk, b_off, b_sb,
+/// b_sk, b_sn]`, grid `(⌈N/bn⌉, ⌈M/bm⌉, batch)`, C contiguous. Offsets, batch
+/// strides and the strides across the contiguous axes must be multiples of 4.
+pub(crate) fn source(v: &CoopVariant) -> String {
+    let t = v.tiles;
+    let (bm, bn, bk, pad) = (t.bm(), t.bn(), t.bk, t.pad);
+    let threads = t.subgroups() * 32;
+    let in_ty = match (v.f32_in, v.wide) {
+        (true, _) => "vec4<f32>",
+        (false, true) => "vec4<u32>",
+        (false, false) => "vec4<f16>",
+    };
+    let out_ty = match (v.half_out, v.c_vec) {
+        (true, true) => "vec4<f16>",
+        (true, false) => "f16",
+        (false, _) => "f32",
+    };
+    // Shared layouts: (rows, contiguous length) of each tile.
+    let (a_rows, a_len) = if v.a_k { (bm, bk) } else { (bk, bm) };
+    let (b_rows, b_len) = if v.b_n { (bk, bn) } else { (bn, bk) };
+    // Shared tiles are arrays of `vec4<f16>`: strides and offsets of fragment
+    // loads count those units.
+    let (a4, b4) = ((a_len + pad) / 4, (b_len + pad) / 4);
+    let double = t.staging == Staging::Double;
+    let buffers = if double { 2 } else { 1 };
+    let mut w = String::new();
+    writeln!(
+        w,
+        "enable f16;
+enable wgpu_cooperative_matrix;
+@group(0) @binding(0) var<storage, read> p: array<u32>;
+@group(0) @binding(1) var<storage, read> a: array<{in_ty}>;
+@group(0) @binding(2) var<storage, read> b: array<{in_ty}>;
+@group(0) @binding(3) var<storage, read_write> c: array<{out_ty}>;
+var<workgroup> As: array<vec4<f16>, {}>;
+var<workgroup> Bs: array<vec4<f16>, {}>;
+var<workgroup> Cs: array<f32, {}>;
+
+@compute @workgroup_size({threads})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32,
+        @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32,
+        @builtin(subgroup_size) lanes: u32) {{
+    let M = p[0]; let N = p[1]; let K = p[2];
+    let z = wid.z;
+    let m0 = wid.y * {bm}u; let n0 = wid.x * {bn}u;
+    let a_base = p[3] + z * p[4]; let a_sm = p[5]; let a_sk = p[6];
+    let b_base = p[7] + z * p[8]; let b_sk = p[9]; let b_sn = p[10];
+    let sm = (sg / {wn}u) * {fm16}u; let sn = (sg % {wn}u) * {fn16}u;
+    // Tiles wholly inside A, B and C load without bounds tests.
+    let inside = m0 + {bm}u <= M && n0 + {bn}u <= N && K % {bk}u == 0u;",
+        a_rows * a4 * buffers,
+        b_rows * b4 * buffers,
+        t.subgroups() * 256,
+        wn = t.wn,
+        fm16 = t.fm * 16,
+        fn16 = t.fn_ * 16,
+    )
+    .unwrap();
+    for i in 0..t.fm {
+        for j in 0..t.fn_ {
+            writeln!(w, "    var acc{i}_{j} = coop_mat16x16<f32, C>();").unwrap();
+        }
+    }
+    let a_tile = if v.a_k {
+        Tile {
+            src: "a",
+            sh: "As",
+            reg: "ra",
+            base: "a_base",
+            row0: "m0",
+            col0: "kt",
+            rows_total: "M",
+            cols_total: "K",
+            stride: "a_sm",
+            rows: a_rows,
+            len: a_len,
+        }
+    } else {
+        Tile {
+            src: "a",
+            sh: "As",
+            reg: "ra",
+            base: "a_base",
+            row0: "kt",
+            col0: "m0",
+            rows_total: "K",
+            cols_total: "M",
+            stride: "a_sk",
+            rows: a_rows,
+            len: a_len,
+        }
+    };
+    let b_tile = if v.b_n {
+        Tile {
+            src: "b",
+            sh: "Bs",
+            reg: "rb",
+            base: "b_base",
+            row0: "kt",
+            col0: "n0",
+            rows_total: "K",
+            cols_total: "N",
+            stride: "b_sk",
+            rows: b_rows,
+            len: b_len,
+        }
+    } else {
+        Tile {
+            src: "b",
+            sh: "Bs",
+            reg: "rb",
+            base: "b_base",
+            row0: "n0",
+            col0: "kt",
+            rows_total: "N",
+            cols_total: "K",
+            stride: "b_sn",
+            rows: b_rows,
+            len: b_len,
+        }
+    };
+    let wide = v.wide && !v.f32_in;
+    let ca = copy_tile(&a_tile, threads, pad, v.f32_in, wide);
+    let cb = copy_tile(&b_tile, threads, pad, v.f32_in, wide);
+    w.push_str(&ca.decls);
+    w.push_str(&cb.decls);
+    // Tiles are stored at `As_w`/`Bs_w` and fragments read at `As_r`/`Bs_r`
+    // (offsets into the shared arrays: the two buffers of `Double` swap roles).
+    if double {
+        let (a_size, b_size) = (a_rows * a4, b_rows * b4);
+        writeln!(
+            w,
+            "    var As_r = 0u; var Bs_r = 0u;
+    {{ let kt = 0u; let As_w = 0u; let Bs_w = 0u;
+{}{}{}    }}
+    workgroupBarrier();
+    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{
+        let kt = k0 + {bk}u;
+        let As_w = {a_size}u - As_r; let Bs_w = {b_size}u - Bs_r;
+        if (kt < K) {{\n{}        }}",
+            fetch_either(&ca, &cb),
+            ca.store,
+            cb.store,
+            fetch_either(&ca, &cb)
+        )
+        .unwrap();
+    } else {
+        writeln!(
+            w,
+            "    let As_r = 0u; let Bs_r = 0u; let As_w = 0u; let Bs_w = 0u;"
+        )
+        .unwrap();
+    }
+    if t.staging == Staging::Prefetch {
+        writeln!(w, "    {{ let kt = 0u;\n{}    }}", fetch_either(&ca, &cb)).unwrap();
+        writeln!(w, "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{").unwrap();
+        w.push_str(&ca.store);
+        w.push_str(&cb.store);
+        writeln!(
+            w,
+            "        workgroupBarrier();\n        let kt = k0 + {bk}u;\n        if (kt < K) {{\n{}        }}",
+            fetch_either(&ca, &cb)
+        )
+        .unwrap();
+    } else if t.staging == Staging::Direct {
+        writeln!(
+            w,
+            "    for (var k0 = 0u; k0 < K; k0 += {bk}u) {{\n        let kt = k0;\n{}",
+            fetch_either(&ca, &cb)
+        )
+        .unwrap();
+        w.push_str(&ca.store);
+        w.push_str(&cb.store);
+        writeln!(w, "        workgroupBarrier();").unwrap();
+    }
+    for kk in 0..bk / 16 {
+        // Fragment pointers, in vec4 units of the shared arrays.
+        writeln!(w, "        {{").unwrap();
+        for i in 0..t.fm {
+            let (at, func) = if v.a_k {
+                (
+                    format!("(sm + {}u) * {a4}u + {}u", i * 16, kk * 4),
+                    "coopLoadT",
+                )
+            } else {
+                (
+                    format!("{}u + (sm + {}u) / 4u", kk * 16 * a4, i * 16),
+                    "coopLoad",
+                )
+            };
+            writeln!(
+                w,
+                "        let ia{i} = As_r + {at}; let fa{i} = {func}<coop_mat16x16<f16, A>>(&As[ia{i}], {a4}u);"
+            )
+            .unwrap();
+        }
+        for j in 0..t.fn_ {
+            let (at, func) = if v.b_n {
+                (
+                    format!("{}u + (sn + {}u) / 4u", kk * 16 * b4, j * 16),
+                    "coopLoadT",
+                )
+            } else {
+                (
+                    format!("(sn + {}u) * {b4}u + {}u", j * 16, kk * 4),
+                    "coopLoad",
+                )
+            };
+            writeln!(
+                w,
+                "        let ib{j} = Bs_r + {at}; let fb{j} = {func}<coop_mat16x16<f16, B>>(&Bs[ib{j}], {b4}u);"
+            )
+            .unwrap();
+        }
+        for i in 0..t.fm {
+            for j in 0..t.fn_ {
+                writeln!(
+                    w,
+                    "        acc{i}_{j} = coopMultiplyAdd(fa{i}, fb{j}, acc{i}_{j});"
+                )
+                .unwrap();
+            }
+        }
+        writeln!(w, "        }}").unwrap();
+    }
+    if double {
+        // The next tile goes to the other buffer while this one is read.
+        writeln!(
+            w,
+            "        if (kt < K) {{\n{}{}        }}\n        workgroupBarrier();\n        As_r = As_w; Bs_r = Bs_w;\n    }}",
+            ca.store, cb.store
+        )
+        .unwrap();
+    } else {
+        writeln!(w, "        workgroupBarrier();\n    }}").unwrap();
+    }
+    // Stores: straight to C when it is f32 and the tile lies inside it with rows
+    // 16-byte aligned; otherwise each fragment goes through the subgroup's slice of
+    // `Cs` and its lanes write the elements inside C.
+    if !v.half_out {
+        writeln!(
+            w,
+            "    if (m0 + {bm}u <= M && n0 + {bn}u <= N && N % 4u == 0u) {{
+        let row = z * M + m0 + sm;"
+        )
+        .unwrap();
+        for i in 0..t.fm {
+            for j in 0..t.fn_ {
+                writeln!(
+                    w,
+                    "        {{ let at = (row + {}u) * N + n0 + sn + {}u; coopStoreT(acc{i}_{j}, &c[at], N); }}",
+                    i * 16,
+                    j * 16
+                )
+                .unwrap();
+            }
+        }
+        writeln!(w, "        return;\n    }}").unwrap();
+    }
+    if v.half_out && v.c_vec {
+        // Each fragment through the subgroup's slice of `Cs`, then to C as
+        // `vec4<f16>`s (a lane writes 8 bytes where it wrote 2).
+        for i in 0..t.fm {
+            for j in 0..t.fn_ {
+                writeln!(
+                    w,
+                    "    {{ let at = sg * 256u; coopStoreT(acc{i}_{j}, &Cs[at], 16u); }}
+    workgroupBarrier();
+    for (var e = lane; e < 64u; e += lanes) {{
+        let gm = m0 + sm + {}u + e / 4u; let gn = n0 + sn + {}u + (e % 4u) * 4u;
+        if (gm < M && gn < N) {{
+            let at = sg * 256u + e * 4u;
+            c[((z * M + gm) * N + gn) / 4u] =
+                vec4<f16>(vec4<f32>(Cs[at], Cs[at + 1u], Cs[at + 2u], Cs[at + 3u]));
+        }}
+    }}
+    workgroupBarrier();",
+                    i * 16,
+                    j * 16
+                )
+                .unwrap();
+            }
+        }
+        writeln!(w, "}}").unwrap();
+        return w;
+    }
+    let conv = if v.half_out { "f16" } else { "" };
+    for i in 0..t.fm {
+        for j in 0..t.fn_ {
+            writeln!(
+                w,
+                "    {{ let at = sg * 256u; coopStoreT(acc{i}_{j}, &Cs[at], 16u); }}
+    workgroupBarrier();
+    for (var e = lane; e < 256u; e += lanes) {{
+        let gm = m0 + sm + {}u + e / 16u; let gn = n0 + sn + {}u + e % 16u;
+        if (gm < M && gn < N) {{ c[(z * M + gm) * N + gn] = {conv}(Cs[sg * 256u + e]); }}
+    }}
+    workgroupBarrier();",
+                i * 16,
+                j * 16,
+            )
+            .unwrap();
+        }
+    }
+    writeln!(w, "}}").unwrap();
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every candidate, layout and element mode parses, validates and translates
+    /// to SPIR-V (lavapipe has no cooperative matrices, so the GPU tests cannot
+    /// compile these; the GPU benchmark checks their results).
+    #[test]
+    fn every_variant_validates_and_translates() {
+        use wgpu::naga;
+        for tiles in CoopTiles::CANDIDATES {
+            tiles.check(1024, 48 * 1024).unwrap();
+            for bits in 0..64u32 {
+                let v = CoopVariant {
+                    tiles,
+                    a_k: bits & 1 != 0,
+                    b_n: bits & 2 != 0,
+                    f32_in: bits & 4 != 0,
+                    half_out: bits & 8 != 0,
+                    wide: bits & 16 != 0,
+                    c_vec: bits & 32 != 0,
+                };
+                let src = source(&v);
+                let module = naga::front::wgsl::parse_str(&src)
+                    .unwrap_or_else(|e| panic!("{v:?}:\n{}\n{src}", e.emit_to_string(&src)));
+                let info = naga::valid::Validator::new(
+                    naga::valid::ValidationFlags::all(),
+                    naga::valid::Capabilities::all(),
+                )
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{v:?}:\n{}\n{src}", e.emit_to_string(&src)));
+                // As the runtime compiles them: without bounds checks.
+                let unchecked = naga::proc::BoundsCheckPolicy::Unchecked;
+                let options = naga::back::spv::Options {
+                    bounds_check_policies: naga::proc::BoundsCheckPolicies {
+                        index: unchecked,
+                        buffer: unchecked,
+                        image_load: unchecked,
+                        binding_array: unchecked,
+                    },
+                    ..Default::default()
+                };
+                naga::back::spv::write_vec(&module, &info, &options, None)
+                    .unwrap_or_else(|e| panic!("{v:?}: {e}"));
+            }
+        }
+    }
+}

@@ -1,0 +1,527 @@
+//! Batched matmul on strided rank-3 views: picks tiles and load modes, then runs
+//! the generated kernel of `tiled` (or `coop` on tensor cores); products with too few output tiles to
+//! fill the GPU split their K axis.
+pub(crate) mod coop;
+pub(crate) mod tiled;
+pub(crate) mod tuning;
+
+use super::elementwise::copy;
+use super::slices::{self, Part};
+use crate::backend::gpu::runtime::Runtime;
+use crate::backend::gpu::runtime::launch::{alloc, kernel, launch, u};
+use crate::backend::gpu::runtime::pipelines::{Bindings, Kernel, Key};
+use crate::backend::gpu::runtime::pool::Pooled;
+use crate::layout::Layout;
+use crate::shape::Dims;
+use coop::{CoopTiles, CoopVariant};
+use std::sync::{Arc, Mutex};
+use tiled::{Load, MatmulTiles, Staging, Variant, source};
+use tuning::{Class, Tuning};
+use volta_kernels::wgsl::Elem;
+
+/// Tiles for large products: 128×128 per workgroup, 16×8 per thread in 8×4
+/// blocks of 32 threads, K steps of 8, prefetched (the best of the sweep at 2048
+/// and 4096 on an H100, 2026-11-24: 45.3 TFLOP/s at 4096², against 42.5 for the
+/// earlier 256×128 tiles).
+pub(crate) const LARGE: MatmulTiles = MatmulTiles {
+    bm: 128,
+    bn: 128,
+    bk: 8,
+    tm: 16,
+    tn: 8,
+    staging: Staging::Prefetch,
+    warp_cols: 8,
+};
+/// Tiles for mid-sized products, where 128×128 tiles would leave the GPU's cores
+/// idle: 128×64 per workgroup.
+pub(crate) const MEDIUM: MatmulTiles = MatmulTiles {
+    bm: 128,
+    bn: 64,
+    bk: 16,
+    tm: 8,
+    tn: 8,
+    staging: Staging::Prefetch,
+    warp_cols: 0,
+};
+/// Tiles for small products: 64×64 per workgroup, 4×4 per thread.
+pub(crate) const SMALL: MatmulTiles = MatmulTiles {
+    bm: 64,
+    bn: 64,
+    bk: 8,
+    tm: 4,
+    tn: 4,
+    staging: Staging::Prefetch,
+    warp_cols: 0,
+};
+
+/// Every matmul kernel binds A and B, then C.
+const OPERANDS: Bindings = Bindings {
+    reads: 2,
+    writes: 1,
+};
+
+/// A tile override for tuning (`None`: choose by size).
+pub(crate) static OVERRIDE: Mutex<Option<MatmulTiles>> = Mutex::new(None);
+
+/// Tensor-core tiles for large products: 2×2 subgroups of 4×4 fragments.
+const COOP_LARGE: CoopTiles = CoopTiles {
+    wm: 2,
+    wn: 2,
+    fm: 4,
+    fn_: 4,
+    bk: 32,
+    pad: 8,
+    staging: Staging::Prefetch,
+};
+/// Tensor-core tiles for products too small to fill the GPU with large ones.
+const COOP_SMALL: CoopTiles = CoopTiles {
+    wm: 2,
+    wn: 2,
+    fm: 2,
+    fn_: 2,
+    bk: 32,
+    pad: 8,
+    staging: Staging::Prefetch,
+};
+
+/// A tensor-core tile override for tuning (`None`: choose by size).
+pub(crate) static COOP_OVERRIDE: Mutex<Option<CoopTiles>> = Mutex::new(None);
+
+/// How `f32` products compute on the GPU ([`Gpu::set_matmul_precision`]).
+///
+/// [`Gpu::set_matmul_precision`]: crate::Gpu::set_matmul_precision
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MatmulPrecision {
+    /// `f32` operands and arithmetic (CUDA cores).
+    #[default]
+    Full,
+    /// Operands rounded to `f16` on tensor cores, products accumulated in `f32`:
+    /// several times faster, with a relative error near `f16`'s 2⁻¹¹ per operand.
+    Half,
+}
+
+static HALF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub(crate) fn set_precision(p: MatmulPrecision) {
+    HALF.store(
+        p == MatmulPrecision::Half,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+pub(crate) fn precision() -> MatmulPrecision {
+    if HALF.load(std::sync::atomic::Ordering::Relaxed) {
+        MatmulPrecision::Half
+    } else {
+        MatmulPrecision::Full
+    }
+}
+
+/// Whether products may split K (a tuning switch, on by default).
+pub(crate) static SPLIT_K: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+fn aligned(vals: &[usize]) -> bool {
+    vals.iter().all(|v| v.is_multiple_of(4))
+}
+
+/// Workgroups a product should launch at least: fewer output tiles than this
+/// leave most of a large GPU's cores idle (an H200 has 132), so the K axis is
+/// split instead (see [`split_k`]).
+const FILL: usize = 512;
+/// Shortest K slice a split leaves to each workgroup.
+const MIN_SLICE: usize = 128;
+/// The same on tensor cores, where a short slice is a few K steps of a kernel
+/// that needs many to pay for its start (H100, 2026-11-25, f16: 1024³ unsplit
+/// on small tiles 97 TFLOP/s, split 8 ways 31; 4096×14336×512 split 4 ways 202,
+/// unsplit 92).
+const COOP_MIN_SLICE: usize = 1024;
+
+/// Whether products of `elem` go to tensor cores (when both operands load as
+/// vectors): `f16` ones, and `f32` ones in half precision, on adapters that have them.
+fn for_tensor_cores(rt: &Runtime, elem: Elem) -> bool {
+    rt.gpu.info.tensor_cores && (elem == Elem::F16 || precision() == MatmulPrecision::Half)
+}
+
+/// A product, or the partial products of its K slices ([`matmul`]).
+pub(crate) enum Product {
+    /// The product, `(batch, m, n)`.
+    Done(Arc<Pooled>),
+    /// Split-K's partial products, `(splits, m, n)` in `f32`: their sum along
+    /// axis 0 is the product (batch 1).
+    Partials(Arc<Pooled>, [usize; 3]),
+}
+
+/// `(batch, m, k) × (batch, k, n)` of two strided views of `elem` (`F32` or `F16`;
+/// products accumulate in `f32`), leaving split-K's sum of partial products to the
+/// caller (a pending reduction, so the product's consumer can run in its kernel:
+/// `fusion::rows_of`).
+pub(crate) fn matmul(
+    rt: &Runtime,
+    tuning: &Tuning,
+    elem: Elem,
+    a: (&Arc<Pooled>, &Layout),
+    b: (&Arc<Pooled>, &Layout),
+) -> Product {
+    let (batch, m, k, n) = (a.1.dims[0], a.1.dims[1], a.1.dims[2], b.1.dims[2]);
+    if slices::needed(rt, &[a, b]) {
+        return Product::Done(in_slices(rt, tuning, elem, a, b));
+    }
+    let splits = split_k(batch, m, k, n, for_tensor_cores(rt, elem));
+    if splits == 1 {
+        return Product::Done(product(rt, tuning, (elem, elem), a, b));
+    }
+    // Split-K: K as `splits` batches of slices (pure strides: no copies), one
+    // partial product per slice, then their sum.
+    let slice = k / splits;
+    let view = |l: &Layout, dims: [usize; 3], k_axis: usize| Layout {
+        dims: Dims::new(&dims),
+        strides: Dims::new(&[slice * l.strides[k_axis], l.strides[1], l.strides[2]]),
+        offset: l.offset,
+    };
+    let sa = view(a.1, [splits, m, slice], 2);
+    let sb = view(b.1, [splits, slice, n], 1);
+    // The partial products stay in f32 until their sum is rounded.
+    let partials = product(rt, tuning, (elem, Elem::F32), (a.0, &sa), (b.0, &sb));
+    Product::Partials(partials, [splits, m, n])
+}
+
+/// A product with an operand larger than one binding, in slices of the batch, of
+/// the rows of `a` or of the columns of `b` (whichever takes the fewest), each
+/// binding windows of the operands and of the result.
+fn in_slices(
+    rt: &Runtime,
+    tuning: &Tuning,
+    elem: Elem,
+    a: (&Arc<Pooled>, &Layout),
+    b: (&Arc<Pooled>, &Layout),
+) -> Arc<Pooled> {
+    let (batch, m, n) = (a.1.dims[0], a.1.dims[1], b.1.dims[2]);
+    let out = alloc(rt, batch * m * n * elem.size());
+    let out_layout = Layout::contiguous(&[batch, m, n]);
+    let part = |view, axis, exact| Part {
+        view,
+        axis,
+        exact,
+        elem,
+    };
+    let o = (&out, &out_layout);
+    // (a's axis, b's axis, the result's axis, the sliced length)
+    let choices = [
+        (Some(0), Some(0), 0, batch),
+        (Some(1), None, 1, m),
+        (None, Some(2), 2, n),
+    ];
+    let best = choices
+        .iter()
+        .filter(|c| c.3 > 1)
+        .filter_map(|&(sa, sb, so, len)| {
+            let parts = [
+                part(a, sa, false),
+                part(b, sb, false),
+                part(o, Some(so), true),
+            ];
+            slices::slice_len(rt, &parts, len).map(|per| (parts, len, per))
+        })
+        .min_by_key(|(_, len, per)| len.div_ceil(*per));
+    match best {
+        Some((parts, len, per)) => slices::by_slices(rt, &parts, (len, per), copy, |ops, _, _| {
+            product_into(rt, tuning, (elem, elem), ops[0], ops[1], ops[2].0);
+        }),
+        None => rt.report(slices::too_large(rt, "matmul", &[a, b], elem.size())),
+    }
+    out
+}
+
+/// Into how many K slices to split a product: 1 unless it is a single product
+/// whose output tiles fill less than half of [`FILL`] and whose K is long; then the smallest
+/// power of two that brings the workgroups up to [`FILL`], keeping slices of at
+/// least [`MIN_SLICE`] that are multiples of 4 (for `vec4` loads). Products on
+/// `tensor_cores` count the large tensor-core tiles, which the slices then use,
+/// and keep slices of [`COOP_MIN_SLICE`].
+fn split_k(batch: usize, m: usize, k: usize, n: usize, tensor_cores: bool) -> usize {
+    let overridden = OVERRIDE.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+        || (tensor_cores
+            && COOP_OVERRIDE
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some());
+    if batch != 1 || overridden || !SPLIT_K.load(std::sync::atomic::Ordering::Relaxed) {
+        return 1;
+    }
+    let (bm, bn) = if tensor_cores {
+        (COOP_LARGE.bm(), COOP_LARGE.bn())
+    } else {
+        let t = choose_tiles(batch, m, n);
+        (t.bm, t.bn)
+    };
+    let groups = m.div_ceil(bm as usize) * n.div_ceil(bn as usize);
+    if groups >= FILL / 2 {
+        // Half full already: a split costs more than the idle cores (2048³ ran at
+        // 27.5 TFLOP/s split in two, 33.7 unsplit, H200).
+        return 1;
+    }
+    let min_slice = if tensor_cores {
+        COOP_MIN_SLICE
+    } else {
+        MIN_SLICE
+    };
+    let mut splits = 1;
+    while groups * splits < FILL {
+        let next = splits * 2;
+        if !k.is_multiple_of(next) || k / next < min_slice || !(k / next).is_multiple_of(4) {
+            break;
+        }
+        splits = next;
+    }
+    splits
+}
+
+/// The tiles for a product of this size (unless overridden for tuning).
+fn choose_tiles(batch: usize, m: usize, n: usize) -> MatmulTiles {
+    let large_tiles = m.div_ceil(128) * n.div_ceil(128) * batch;
+    if m < 256 || n < 256 {
+        SMALL
+    } else if large_tiles < 256 {
+        MEDIUM
+    } else {
+        LARGE
+    }
+}
+
+/// The tensor-core kernel for a `(batch, m, n)` product of `elem` operands stored as
+/// `out_elem`, A contiguous along k (else m) and B along n (else k) as `layouts`
+/// says, and its grid.
+fn tensor_core_kernel(
+    rt: &Runtime,
+    (elem, out_elem): (Elem, Elem),
+    (a_k, b_n, wide): (bool, bool, bool),
+    (batch, m, n): (usize, usize, usize),
+) -> (Arc<Kernel>, [u32; 3]) {
+    let t = COOP_OVERRIDE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .unwrap_or_else(|| choose_coop_tiles(batch, m, n));
+    let v = CoopVariant {
+        tiles: t,
+        a_k,
+        b_n,
+        f32_in: elem == Elem::F32,
+        half_out: out_elem == Elem::F16,
+        wide: wide && elem == Elem::F16,
+        c_vec: n.is_multiple_of(4),
+    };
+    let key = vec![
+        t.wm,
+        t.wn,
+        t.fm,
+        t.fn_,
+        t.bk,
+        t.pad,
+        t.staging as u32,
+        u32::from(a_k),
+        u32::from(b_n),
+        u32::from(v.f32_in),
+        u32::from(v.half_out),
+        u32::from(v.wide),
+        u32::from(v.c_vec),
+    ];
+    let kern = kernel(
+        rt,
+        &Key::Named("volta matmul tensor-core", key),
+        OPERANDS,
+        "main",
+        || coop::source(&v),
+    );
+    let groups = [
+        u(n.div_ceil(t.bn() as usize)),
+        u(m.div_ceil(t.bm() as usize)),
+        u(batch),
+    ];
+    (kern, groups)
+}
+
+/// The tensor-core tiles for a product of this size: large ones when they fill
+/// the GPU.
+fn choose_coop_tiles(batch: usize, m: usize, n: usize) -> CoopTiles {
+    let large = COOP_LARGE;
+    let groups = m.div_ceil(large.bm() as usize) * n.div_ceil(large.bn() as usize) * batch;
+    if groups >= FILL / 2 {
+        large
+    } else {
+        COOP_SMALL
+    }
+}
+
+/// One launch of the generated kernel: operands of `elem`, the product stored as
+/// `out_elem`.
+fn product(
+    rt: &Runtime,
+    tuning: &Tuning,
+    (elem, out_elem): (Elem, Elem),
+    a: (&Arc<Pooled>, &Layout),
+    b: (&Arc<Pooled>, &Layout),
+) -> Arc<Pooled> {
+    let (batch, m, n) = (a.1.dims[0], a.1.dims[1], b.1.dims[2]);
+    let out = alloc(rt, batch * m * n * out_elem.size());
+    product_into(rt, tuning, (elem, out_elem), a, b, &out);
+    out
+}
+
+/// [`product`] into `out` (contiguous, from its binding's start).
+fn product_into(
+    rt: &Runtime,
+    tuning: &Tuning,
+    (elem, out_elem): (Elem, Elem),
+    a: (&Arc<Pooled>, &Layout),
+    b: (&Arc<Pooled>, &Layout),
+    out: &Arc<Pooled>,
+) {
+    let (la, lb) = (a.1, b.1);
+    let (batch, m, k, n) = (la.dims[0], la.dims[1], la.dims[2], lb.dims[2]);
+    if batch * m * n == 0 {
+        return;
+    }
+    // A batch of one has no batch stride to respect.
+    let sb = |l: &Layout| if batch == 1 { 0 } else { l.strides[0] };
+    let (a_sb, a_sm, a_sk) = (sb(la), la.strides[1], la.strides[2]);
+    let (b_sb, b_sk, b_sn) = (sb(lb), lb.strides[1], lb.strides[2]);
+    let a_load = if a_sk == 1 && aligned(&[k, la.offset, a_sb, a_sm]) {
+        Load::K4
+    } else if a_sm == 1 && aligned(&[m, la.offset, a_sb, a_sk]) {
+        Load::Outer4
+    } else if a_sk == 1 {
+        Load::ScalarK
+    } else {
+        Load::ScalarOuter
+    };
+    let b_load = if b_sn == 1 && aligned(&[n, lb.offset, b_sb, b_sk]) {
+        Load::Outer4
+    } else if b_sk == 1 && aligned(&[k, lb.offset, b_sb, b_sn]) {
+        Load::K4
+    } else if b_sk == 1 {
+        Load::ScalarK
+    } else {
+        Load::ScalarOuter
+    };
+    let p = [
+        u(m),
+        u(n),
+        u(k),
+        u(la.offset),
+        u(a_sb),
+        u(a_sm),
+        u(a_sk),
+        u(lb.offset),
+        u(b_sb),
+        u(b_sk),
+        u(b_sn),
+    ];
+    let max = rt.gpu.limits.max_compute_workgroups_per_dimension as usize;
+    assert!(
+        batch <= max,
+        "GPU matmul: a batch of {batch} exceeds the grid limit {max}"
+    );
+    // Tensor cores take f16 products, and f32 ones in half precision, when both
+    // operands load as vectors.
+    let vectors = |l: Load| matches!(l, Load::K4 | Load::Outer4);
+    let on_tensor_cores = for_tensor_cores(rt, elem) && vectors(a_load) && vectors(b_load);
+    if on_tensor_cores {
+        let (a_k, b_n) = (a_load == Load::K4, b_load == Load::Outer4);
+        // Eight halves per load where every row of both operands starts on a
+        // 16-byte boundary and their contiguous extents are whole loads.
+        let eights = |v: &[usize]| v.iter().all(|x| x.is_multiple_of(8));
+        let wide = eights(&if a_k {
+            [k, la.offset, a_sb, a_sm]
+        } else {
+            [m, la.offset, a_sb, a_sk]
+        }) && eights(&if b_n {
+            [n, lb.offset, b_sb, b_sk]
+        } else {
+            [k, lb.offset, b_sb, b_sn]
+        });
+        let layouts = (a_k, b_n, wide);
+        let (kern, groups) = tensor_core_kernel(rt, (elem, out_elem), layouts, (batch, m, n));
+        launch(rt, &kern, &p, &[a.0, b.0, out], groups);
+        return;
+    }
+    // One launch of the generated kernel with `tiles`.
+    let run = |tiles: MatmulTiles| {
+        let v = Variant {
+            tiles,
+            a: a_load,
+            b: b_load,
+            c_vec: n.is_multiple_of(4),
+            half: elem == Elem::F16,
+            half_out: out_elem == Elem::F16,
+        };
+        let key = vec![
+            tiles.bm,
+            tiles.bn,
+            tiles.bk,
+            tiles.tm,
+            tiles.tn,
+            tiles.staging as u32,
+            tiles.warp_cols,
+            a_load as u32,
+            b_load as u32,
+            u32::from(v.c_vec),
+            u32::from(v.half),
+            u32::from(v.half_out),
+        ];
+        let kern = kernel(
+            rt,
+            &Key::Named("volta matmul", key),
+            OPERANDS,
+            "main",
+            || source(&v),
+        );
+        let groups = [
+            u(n.div_ceil(tiles.bn as usize)),
+            u(m.div_ceil(tiles.bm as usize)),
+            u(batch),
+        ];
+        launch(rt, &kern, &p, &[a.0, b.0, out], groups);
+    };
+    let overridden = *OVERRIDE.lock().unwrap_or_else(|p| p.into_inner());
+    let tiles = overridden.unwrap_or_else(|| {
+        let class = Class::new(
+            (batch, m, k, n),
+            (a_load as u32, b_load as u32),
+            (elem == Elem::F16, out_elem == Elem::F16),
+        );
+        tuning.tiles(rt, class, choose_tiles(batch, m, n), &run)
+    });
+    run(tiles);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_k;
+
+    #[test]
+    fn splits_k_only_when_tiles_cannot_fill_the_gpu() {
+        let f32 = |b, m, k, n| split_k(b, m, k, n, false);
+        // The MLP benchmark's products: 512×1024 outputs split 8 ways, a 10-wide
+        // output as far as 128-long slices allow.
+        assert_eq!(f32(1, 512, 1024, 1024), 8);
+        assert_eq!(f32(1, 512, 1024, 10), 8);
+        assert_eq!(f32(1, 20, 512, 12), 4);
+        // Enough tiles, a batch, a short K, or slices that are not 4-aligned.
+        assert_eq!(f32(1, 4096, 4096, 4096), 1);
+        assert_eq!(f32(1, 2048, 2048, 2048), 1);
+        assert_eq!(f32(1, 1024, 1024, 1024), 4);
+        assert_eq!(f32(2, 20, 512, 12), 1);
+        assert_eq!(f32(1, 20, 128, 12), 1);
+        assert_eq!(f32(1, 33, 260, 9), 1);
+        // Tensor cores count their 128×128 tiles: 4096×512 outputs make 128 of
+        // them (256 of the f32 kernel's 128×64), so a K of 14336 splits 4 ways.
+        let tc = |b, m, k, n| split_k(b, m, k, n, true);
+        assert_eq!(f32(1, 4096, 14336, 512), 1);
+        assert_eq!(tc(1, 4096, 14336, 512), 4);
+        assert_eq!(tc(1, 512, 4096, 4096), 4);
+        assert_eq!(tc(1, 2048, 2048, 2048), 1);
+        // Slices of at least 1024 on tensor cores.
+        assert_eq!(tc(1, 1024, 1024, 1024), 1);
+        assert_eq!(tc(1, 64, 2048, 48), 2);
+    }
+}

@@ -1,0 +1,33 @@
+//! The kernel families: each turns an op on views of device buffers into WGSL
+//! launches through the runtime, and knows nothing of tensors, autograd or
+//! fusion. A family's source generators live beside its launcher.
+//!
+//! - `elementwise`: maps, zips, fills, casts and strided copies (generated);
+//!   the copy between layouts that other families use to place results.
+//! - `rows`: reductions, softmax and normalisation along an axis (generated).
+//! - `matmul`: register-tiled (`tiled`) and tensor-core (`coop`) products,
+//!   split-K, and the tiles tuned per adapter (`tuning`).
+//! - `index`: gather and scatter-add. `window`: im2col and its adjoint, random
+//!   fills. `optim`: the fused SGD-momentum and Adam steps. `infer`: quantised
+//!   matmul, dequantisation and the language model's attention.
+//! - `slices`: running any of them in slices when an operand is larger than one
+//!   binding; it imports no kernel.
+pub(crate) mod elementwise;
+pub(crate) mod index;
+pub(crate) mod infer;
+pub(crate) mod matmul;
+pub(crate) mod optim;
+pub(crate) mod rows;
+pub(crate) mod slices;
+pub(crate) mod window;
+
+use crate::backend::gpu::runtime::pool::Pooled;
+use crate::layout::Layout;
+use smallvec::SmallVec;
+use std::sync::Arc;
+
+/// A buffer and the layout through which a kernel reads or writes it.
+pub(crate) type Operand<'a> = (&'a Arc<Pooled>, &'a Layout);
+
+/// A short list kept inline: recording a small op allocates nothing per view.
+pub(crate) type Small<T> = SmallVec<[T; 4]>;

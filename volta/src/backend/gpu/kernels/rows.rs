@@ -1,0 +1,244 @@
+//! Row kernels along one axis (reductions, softmax, normalisation) of an
+//! elementwise expression of some operands, through the `volta-kernels` row-kernel
+//! generator. A plain reduction is the expression `Input(0)`; fusion passes a
+//! pending producer's expression so that it is computed in the loads (see
+//! `fusion::rows`).
+use super::Operand;
+use super::elementwise::{copy, map};
+use super::slices::{self, Part};
+use crate::backend::gpu::runtime::Runtime;
+use crate::backend::gpu::runtime::launch::{alloc, grid, kernel, launch};
+use crate::backend::gpu::runtime::pipelines::{Bindings, Key};
+use crate::backend::gpu::runtime::pool::Pooled;
+use crate::layout::Layout;
+use std::sync::Arc;
+use volta_kernels::wgsl::{Elem, Expr, RowKernel, RowOp, RowVariant};
+use volta_kernels::{BinaryOp, ReduceOp};
+
+/// `op` over each row along `axis` of `expr` evaluated at every position of
+/// `dims`, reading `inputs` (each viewed with dims `dims`) and `scalars` (raw `f32`
+/// bits: the op's own [`RowOp::scalars`] first, then the expression's). The result
+/// is contiguous: dims `dims` with the axis set to 1 for a reduction, `dims` for
+/// softmax, normalisation and any op with an `epilogue` (see
+/// [`RowKernel::epilogue`]: an elementwise consumer of the op's value, whose
+/// scalars follow `scalars`) unless it runs per row ([`RowKernel::per_row`], the
+/// flag beside it). The inputs hold `elem`, the output `out_elem` (the
+/// kernel computes in `f32`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rows(
+    rt: &Runtime,
+    (elem, out_elem): (Elem, Elem),
+    op: RowOp,
+    expr: Expr,
+    epilogue: Option<(&Expr, bool)>,
+    inputs: &[Operand],
+    scalars: &[u32],
+    dims: &[usize],
+    axis: usize,
+) -> Arc<Pooled> {
+    let n = dims[axis];
+    let rows: usize = (0..dims.len())
+        .filter(|&a| a != axis)
+        .map(|a| dims[a])
+        .product();
+    let writes_rows = op.writes_rows() || epilogue.is_some_and(|(_, per_row)| !per_row);
+    let len = if writes_rows { rows * n } else { rows };
+    let out = alloc(rt, len * out_elem.size());
+    if rows == 0 || (writes_rows && n == 0) {
+        return out;
+    }
+    let mut out_dims = Layout::contiguous(dims);
+    if !writes_rows {
+        out_dims = Layout::contiguous(&{
+            let mut d = dims.to_vec();
+            d[axis] = 1;
+            d
+        });
+    }
+    let mut views: Vec<Operand> = inputs.to_vec();
+    views.push((&out, &out_dims));
+    if slices::needed(rt, &views) {
+        // In slices of rows: along an axis other than the reduced one, the
+        // output sliced with them (a reduction's output has no offset parameter).
+        let parts = |a: usize| -> Vec<Part> {
+            (0..views.len())
+                .map(|i| Part {
+                    view: views[i],
+                    axis: Some(a),
+                    exact: i == inputs.len() && !writes_rows,
+                    elem: if i < inputs.len() { elem } else { out_elem },
+                })
+                .collect()
+        };
+        let best = (0..dims.len())
+            .filter(|&a| a != axis && dims[a] > 1)
+            .filter_map(|a| slices::slice_len(rt, &parts(a), dims[a]).map(|k| (a, k)))
+            .min_by_key(|&(a, k)| dims[a].div_ceil(k));
+        match best {
+            Some((a, k)) => slices::by_slices(rt, &parts(a), (dims[a], k), copy, |ops, _, len| {
+                let (ins, out) = ops.split_at(inputs.len());
+                let mut sub = dims.to_vec();
+                sub[a] = len;
+                let sub_rows = (elem, out_elem);
+                record(
+                    rt,
+                    sub_rows,
+                    op,
+                    expr.clone(),
+                    epilogue,
+                    ins,
+                    scalars,
+                    &sub,
+                    axis,
+                    out[0],
+                );
+            }),
+            None => match op {
+                // Each output reads more than a binding holds: reduce chunks of
+                // the axis that fit, each bound as windows, then combine them.
+                RowOp::Reduce(r) if n > 1 && epilogue.is_none() => {
+                    let chunks: Vec<Part> = inputs
+                        .iter()
+                        .map(|&view| Part {
+                            view,
+                            axis: Some(axis),
+                            exact: false,
+                            elem,
+                        })
+                        .collect();
+                    if let Some(k) = slices::slice_len(rt, &chunks, n) {
+                        let combine = match r {
+                            ReduceOp::Sum => BinaryOp::Add,
+                            ReduceOp::Max => BinaryOp::Max,
+                            ReduceOp::Min => BinaryOp::Min,
+                        };
+                        let both = Expr::input(0).binary(combine, Expr::input(1));
+                        let mut total: Option<Arc<Pooled>> = None;
+                        slices::by_slices(rt, &chunks, (n, k), copy, |ins, _, len| {
+                            let mut sub = dims.to_vec();
+                            sub[axis] = len;
+                            let part = self::rows(
+                                rt,
+                                (elem, out_elem),
+                                op,
+                                expr.clone(),
+                                None,
+                                ins,
+                                scalars,
+                                &sub,
+                                axis,
+                            );
+                            total = Some(match total.take() {
+                                None => part,
+                                Some(t) => {
+                                    let pair = [(&t, &out_dims), (&part, &out_dims)];
+                                    map(rt, out_elem, both.clone(), &pair, &[], &out_dims.dims)
+                                }
+                            });
+                        });
+                        return total.expect("an axis longer than 1 has a chunk");
+                    }
+                    rt.report(slices::too_large(rt, "row kernel", &views, elem.size()));
+                }
+                _ => rt.report(slices::too_large(rt, "row kernel", &views, elem.size())),
+            },
+        }
+        return out;
+    }
+    record(
+        rt,
+        (elem, out_elem),
+        op,
+        expr,
+        epilogue,
+        inputs,
+        scalars,
+        dims,
+        axis,
+        (&out, &out_dims),
+    );
+    out
+}
+
+/// Records the row kernel writing `out` (contiguous: the reduced dims, or `dims`
+/// for an op that writes rows).
+#[allow(clippy::too_many_arguments)]
+fn record(
+    rt: &Runtime,
+    (elem, out_elem): (Elem, Elem),
+    op: RowOp,
+    expr: Expr,
+    epilogue: Option<(&Expr, bool)>,
+    inputs: &[Operand],
+    scalars: &[u32],
+    dims: &[usize],
+    axis: usize,
+    out: Operand,
+) {
+    let writes_rows = op.writes_rows() || epilogue.is_some_and(|(_, per_row)| !per_row);
+    let n = dims[axis];
+    let rows: usize = (0..dims.len())
+        .filter(|&a| a != axis)
+        .map(|a| dims[a])
+        .product();
+    let mut views: Vec<Operand> = inputs.to_vec();
+    if writes_rows {
+        views.push(out);
+    }
+    let axis_stride = |(_, l): &Operand| if n == 1 { 0 } else { l.strides[axis] };
+    // A tree pays off on long axes; a thread per row reads coalesced when the axis
+    // is not the innermost and there are many rows.
+    let tree = n >= 32 && (views.iter().all(|v| axis_stride(v) <= 1) || rows < 4096);
+    // Rows that start on a vec4 boundary move four elements at a time; inputs
+    // broadcast along the axis are read once per row.
+    let vec4 = tree
+        && n.is_multiple_of(4)
+        && views.iter().all(|v| match axis_stride(v) {
+            0 => true,
+            1 => {
+                v.1.offset.is_multiple_of(4)
+                    && (0..dims.len())
+                        .all(|a| a == axis || dims[a] == 1 || v.1.strides[a].is_multiple_of(4))
+            }
+            _ => false,
+        })
+        && (!writes_rows || axis_stride(&views[inputs.len()]) == 1);
+    let variant = match (vec4, tree) {
+        (true, _) => RowVariant::vec4_for(n),
+        (false, true) => RowVariant::Tree,
+        (false, false) => RowVariant::Serial,
+    };
+    let k = RowKernel {
+        op,
+        rank: dims.len(),
+        axis_broadcast: inputs.iter().map(|v| vec4 && axis_stride(v) == 0).collect(),
+        expr,
+        variant,
+        elem,
+        out_elem,
+        epilogue: epilogue.map(|(e, _)| e.clone()),
+        per_row: epilogue.is_some_and(|(_, per_row)| per_row),
+        lanes: rt
+            .gpu
+            .info
+            .subgroup_size
+            .filter(|&s| s >= 4)
+            .map_or(0, |s| s.min(32)),
+    };
+    let params_views: Vec<(usize, &[usize])> = views
+        .iter()
+        .map(|(_, l)| (l.offset, &l.strides[..]))
+        .collect();
+    let params = k.params(dims, axis, &params_views, scalars);
+    let bindings = Bindings {
+        reads: inputs.len(),
+        writes: 1,
+    };
+    let groups = k.groups(rows);
+    let key = Key::Row(k);
+    let Key::Row(k) = &key else { unreachable!() };
+    let kern = kernel(rt, &key, bindings, "main", || k.source());
+    let mut buffers: Vec<&Arc<Pooled>> = inputs.iter().map(|(b, _)| *b).collect();
+    buffers.push(out.0);
+    launch(rt, &kern, &params, &buffers, grid(rt, groups));
+}

@@ -1,0 +1,271 @@
+//! The bottom of the runtime: the adapter, the wgpu device and queue, what the
+//! adapter offers ([`GpuInfo`]), and the slot where errors raised while work runs
+//! wait for the next sync point.
+use super::error::GpuError;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// What [`Gpu::init`](crate::Gpu::init) found: the adapter and the limits of note.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuInfo {
+    /// Adapter name, e.g. "NVIDIA H200" or "llvmpipe (LLVM 15.0.6, 256 bits)".
+    pub name: String,
+    /// Graphics API wgpu drives it through (Vulkan, Metal, Dx12, …).
+    pub backend: String,
+    /// Discrete, integrated, virtual or CPU.
+    pub device_type: String,
+    /// Driver name and version, when the driver reports them.
+    pub driver: String,
+    /// Largest storage buffer one binding can address, in bytes.
+    pub max_storage_buffer_binding_size: u64,
+    /// Workgroup (shared) memory per workgroup, in bytes.
+    pub max_workgroup_storage_size: u32,
+    /// Threads per workgroup.
+    pub max_invocations_per_workgroup: u32,
+    /// The optional features Volta enabled (subgroups, f16, timestamps, cooperative
+    /// matrices) that this adapter supports. The environment variable
+    /// `VOLTA_GPU_DISABLE` (comma-separated names, e.g. `shader-f16`) leaves some
+    /// off, to test how a program behaves on adapters without them.
+    pub features: Vec<&'static str>,
+    /// Whether `Gpu` computes on `f16` tensors (the adapter's `shader-f16` feature).
+    /// Without it, uploading and reading `f16` data work, but the first `f16`
+    /// kernel reports [`GpuError::Unsupported`] at the next sync point
+    /// ([`Gpu::sync`](crate::Gpu::sync) or a read-back, which then panics with it).
+    pub f16: bool,
+    /// The smallest subgroup (warp) the adapter runs, when Volta uses subgroup
+    /// operations (the `subgroup` feature): kernels reduce across that many lanes
+    /// without shared memory.
+    pub subgroup_size: Option<u32>,
+    /// Whether products of `f16` operands run on tensor cores: the adapter has
+    /// 16×16×16 cooperative matrices with `f16` operands and `f32` accumulation,
+    /// and 32-lane subgroups. Also what [`MatmulPrecision::Half`] needs.
+    ///
+    /// [`MatmulPrecision::Half`]: crate::backend::gpu::MatmulPrecision::Half
+    pub tensor_cores: bool,
+}
+
+impl std::fmt::Display for GpuInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}, {}, driver {:?}); max storage binding {} MiB, workgroup memory {} KiB, \
+             {} threads/workgroup; features: {}",
+            self.name,
+            self.backend,
+            self.device_type,
+            self.driver,
+            self.max_storage_buffer_binding_size >> 20,
+            self.max_workgroup_storage_size >> 10,
+            self.max_invocations_per_workgroup,
+            if self.features.is_empty() {
+                "none".to_string()
+            } else {
+                self.features.join(", ")
+            }
+        )
+    }
+}
+
+/// The opened device: everything above it in the runtime records onto it.
+pub(crate) struct GpuDevice {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: GpuInfo,
+    pub limits: wgpu::Limits,
+    /// The first asynchronous error (validation, out of memory, device lost), kept
+    /// until the next sync point reports it.
+    pub error: Arc<Mutex<Option<GpuError>>>,
+    /// Set once the device is lost: every later sync point and read-back
+    /// returns [`GpuError::DeviceLost`] with this reason, without touching the
+    /// device (whose callbacks may never come).
+    pub lost: Arc<OnceLock<String>>,
+}
+
+/// Optional features Volta uses when the adapter has them.
+const WANTED: [(wgpu::Features, &str); 4] = [
+    (wgpu::Features::SUBGROUP, "subgroup"),
+    (wgpu::Features::SHADER_F16, "shader-f16"),
+    (wgpu::Features::TIMESTAMP_QUERY, "timestamp-query"),
+    (
+        wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+        "cooperative-matrix",
+    ),
+];
+
+impl GpuDevice {
+    /// Opens the adapter wgpu prefers for high performance, with every optional
+    /// feature of [`WANTED`] it has and its own limits (wgpu's defaults cap
+    /// bindings at 128 MiB and shared memory at 16 KiB).
+    pub fn open() -> Result<GpuDevice, GpuError> {
+        quiet_device_select();
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        }))
+        .map_err(|_| GpuError::NoAdapter)?;
+        let available = adapter.features();
+        let disabled = std::env::var("VOLTA_GPU_DISABLE").unwrap_or_default();
+        let disabled: Vec<&str> = disabled.split(',').map(str::trim).collect();
+        let mut features = wgpu::Features::empty();
+        let mut names = Vec::new();
+        for (f, name) in WANTED {
+            if available.contains(f) && !disabled.contains(&name) {
+                features |= f;
+                names.push(name);
+            }
+        }
+        let experimental = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+            // SAFETY: cooperative matrices are only used by kernels that the parity
+            // tests cover; wgpu asks for this token to acknowledge the feature is new.
+            unsafe { wgpu::ExperimentalFeatures::enabled() }
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        };
+        let tensor_cores = features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+            && features.contains(wgpu::Features::SHADER_F16)
+            && features.contains(wgpu::Features::SUBGROUP)
+            && has_f16_coop_16(&adapter);
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("volta"),
+            required_features: features,
+            required_limits: limits.clone(),
+            experimental_features: experimental,
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| GpuError::RequestDevice(e.to_string()))?;
+
+        let error: Arc<Mutex<Option<GpuError>>> = Arc::default();
+        let sink = error.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            let e = match e {
+                wgpu::Error::OutOfMemory { .. } => GpuError::OutOfMemory {
+                    requested: None,
+                    in_use: 0,
+                    limit: None,
+                },
+                wgpu::Error::Validation { description, .. } => GpuError::Validation(description),
+                wgpu::Error::Internal { description, .. } => GpuError::Validation(description),
+            };
+            record(&sink, e);
+        }));
+        let lost: Arc<OnceLock<String>> = Arc::default();
+        let flag = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            if reason != wgpu::DeviceLostReason::Destroyed {
+                let _ = flag.set(message);
+            }
+        });
+
+        let a = adapter.get_info();
+        let info = GpuInfo {
+            name: a.name,
+            backend: format!("{:?}", a.backend),
+            device_type: format!("{:?}", a.device_type),
+            driver: format!("{} {}", a.driver, a.driver_info).trim().to_string(),
+            max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
+            max_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
+            max_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+            features: names,
+            f16: features.contains(wgpu::Features::SHADER_F16),
+            subgroup_size: features
+                .contains(wgpu::Features::SUBGROUP)
+                .then_some(a.subgroup_min_size)
+                .filter(|&s| s.is_power_of_two()),
+            tensor_cores: tensor_cores && a.subgroup_min_size == 32 && a.subgroup_max_size == 32,
+        };
+        Ok(GpuDevice {
+            device,
+            queue,
+            info,
+            limits,
+            error,
+            lost,
+        })
+    }
+}
+
+/// Keeps Mesa's device-selection layer (an implicit Vulkan layer that only
+/// orders adapters for displays) from probing for a Wayland display where no
+/// session exists: it prints `error: XDG_RUNTIME_DIR is invalid or not set` on
+/// every instance, an error a compute program can neither act on nor avoid. The
+/// layer's documented switch, `NODEVICE_SELECT=1`, is set only then, and only
+/// when the user has not set it either way.
+fn quiet_device_select() {
+    let session = std::env::var_os("XDG_RUNTIME_DIR")
+        .is_some_and(|d| std::path::Path::new(&d).is_dir());
+    if cfg!(target_os = "linux") && !session && std::env::var_os("NODEVICE_SELECT").is_none() {
+        // SAFETY: called once per process, while the device is opened under
+        // `device::init`'s `OnceLock`, before the runtime starts its submitting
+        // thread; a thread of the program that reads the environment at this
+        // very moment could see it change, as with any `setenv`.
+        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
+    }
+}
+
+/// Whether the adapter multiplies 16×16×16 `f16` cooperative matrices into `f32`.
+fn has_f16_coop_16(adapter: &wgpu::Adapter) -> bool {
+    use wgpu::CooperativeScalarType as S;
+    adapter.cooperative_matrix_properties().iter().any(|p| {
+        (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == S::F16 && p.cr_type == S::F32
+    })
+}
+
+/// Keeps the first error: later ones are usually its consequences.
+fn record(sink: &Mutex<Option<GpuError>>, e: GpuError) {
+    let mut slot = sink.lock().unwrap_or_else(|p| p.into_inner());
+    slot.get_or_insert(e);
+}
+
+impl GpuDevice {
+    /// Keeps `e` for the next sync point (unless an earlier error is pending).
+    pub fn report(&self, e: GpuError) {
+        record(&self.error, e);
+    }
+
+    /// The loss of the device, once it happened: it is never taken.
+    pub fn check_lost(&self) -> Result<(), GpuError> {
+        match self.lost.get() {
+            Some(reason) => Err(GpuError::DeviceLost(reason.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes the pending asynchronous error, if any (a lost device first).
+    pub fn take_error(&self) -> Result<(), GpuError> {
+        self.check_lost()?;
+        match self.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// How long a read-back polls before it blocks.
+const SPIN: std::time::Duration = std::time::Duration::from_millis(2);
+
+impl GpuDevice {
+    /// Waits for a `map_async` callback. Short waits (a loss read at the end of a
+    /// step) poll without sleeping: a blocking wait parks the thread, and waking it
+    /// costs more than a small kernel. Long waits block after [`SPIN`].
+    pub fn wait_for_map(
+        &self,
+        rx: &std::sync::mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+    ) -> Result<Result<(), wgpu::BufferAsyncError>, GpuError> {
+        let lost = |e: wgpu::PollError| GpuError::ReadBack(e.to_string());
+        let start = std::time::Instant::now();
+        while start.elapsed() < SPIN {
+            self.device.poll(wgpu::PollType::Poll).map_err(lost)?;
+            if let Ok(r) = rx.try_recv() {
+                return Ok(r);
+            }
+            std::hint::spin_loop();
+        }
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(lost)?;
+        rx.recv().map_err(|e| GpuError::ReadBack(e.to_string()))
+    }
+}
