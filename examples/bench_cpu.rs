@@ -4,44 +4,30 @@
 //! ```text
 //! cargo run --release --example bench_cpu [-- --size 1024 --runs 15]
 //! ```
+use clap::Parser;
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
 use volta::prelude::*;
+use volta_examples::cli::positive;
 
 const WARMUP: usize = 3;
 
-fn parse_args() -> Result<(usize, usize), String> {
-    let (mut size, mut runs) = (1024, 15);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let target = match arg.as_str() {
-            "--size" => &mut size,
-            "--runs" => &mut runs,
-            _ => {
-                return Err(format!(
-                    "unexpected argument `{arg}` (usage: [--size N] [--runs R])"
-                ));
-            }
-        };
-        let value = args.next().ok_or(format!("`{arg}` needs a value"))?;
-        *target = value
-            .parse()
-            .ok()
-            .filter(|&v| v > 0)
-            .ok_or(format!("`{arg}` needs a positive integer, got `{value}`"))?;
-    }
-    Ok((size, runs))
+/// Times an f32 GEMM through `Tensor::matmul` on the CPU: the median of `--runs`
+/// timed products after warm-up, in GFLOP/s.
+#[derive(Debug, Parser)]
+#[command(name = "bench_cpu", args_override_self = true)]
+struct Args {
+    /// The product's side: N×N times N×N.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = positive())]
+    size: usize,
+    /// Timed products (after warm-up); the median is reported.
+    #[arg(long, value_name = "R", default_value_t = 15, value_parser = positive())]
+    runs: usize,
 }
 
 fn main() -> ExitCode {
-    let (n, runs) = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("bench_cpu: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let Args { size: n, runs } = Args::parse();
     let mut rng = Rng::seed(1);
     let shape = (n, n);
     let a = Tensor::<(usize, usize)>::randn_shaped(shape, &mut rng);
@@ -82,4 +68,23 @@ fn main() -> ExitCode {
     );
     println!("volta_gflops={gflops:.2}");
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `scripts/bench_cpu_gemm.sh` runs `bench_cpu --size N --runs R`.
+    #[test]
+    fn the_command_line_parses_and_documents_every_option() {
+        volta_examples::cli::assert_documented::<Args>();
+        let parse = |argv: &str| Args::try_parse_from(argv.split_whitespace());
+        let a = parse("bench_cpu").unwrap();
+        assert_eq!((a.size, a.runs), (1024, 15));
+        let a = parse("bench_cpu --size 256 --runs 3").unwrap();
+        assert_eq!((a.size, a.runs), (256, 3));
+        for bad in ["--size 0", "--runs x", "--size", "--sizes 3", "7"] {
+            assert!(parse(&format!("bench_cpu {bad}")).is_err(), "{bad}");
+        }
+    }
 }

@@ -20,6 +20,8 @@
 //! ```text
 //! cargo run --release -p volta-examples --features gpu --example bench_gpu [-- --quick]
 //! ```
+use clap::Parser;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use volta::backend::Replay;
 use volta::backend::gpu::{CoopTiles, Launch, MatmulPrecision, MatmulTiles};
@@ -31,10 +33,67 @@ use volta::prelude::*;
 use volta::{RawTensor, Tensor};
 use volta_examples::LeNet;
 
+/// The GPU benchmark table (all rows by default; at most one of the section flags
+/// picks a section). Every timing syncs before reading the clock, warms up first,
+/// and takes the median of several runs.
+#[derive(Debug, Parser)]
+#[command(name = "bench_gpu", args_override_self = true)]
+#[command(group = clap::ArgGroup::new("section").multiple(false))]
+struct Args {
+    /// Smaller problems (software GPUs, CI): 1M-element chains, 512² rows, 256 and
+    /// 512 GEMMs.
+    #[arg(long)]
+    quick: bool,
+    /// Skip the tuning sweeps: the figures of the default choices only.
+    #[arg(long)]
+    defaults: bool,
+    /// Section: the MLP step with fusion and split-K each on and off (wall, host
+    /// recording and GPU time, buffers created).
+    #[arg(long, group = "section")]
+    mlp: bool,
+    /// Section: softmax and RMSNorm over rows of 4096², fused and unfused.
+    #[arg(long, group = "section")]
+    rows: bool,
+    /// Section: dispatch overhead, recording and replay of 1000 small ops.
+    #[arg(long, group = "section")]
+    record: bool,
+    /// Section: products timed every 0.25 s for 12 s right after their pipeline
+    /// is created.
+    #[arg(long, group = "section")]
+    first_use_probe: bool,
+    /// Section: looks for pooled buffers that slow kernels down.
+    #[arg(long, group = "section")]
+    pool_probe: bool,
+    /// Section: times the tiles listed in VOLTA_PROBE_F32 / VOLTA_PROBE_COOP at the
+    /// sizes in VOLTA_PROBE_SIZES (`n` or `MxKxN`, comma-separated; default
+    /// 2048,4096); VOLTA_PROBE_SPLIT=0 keeps products from splitting K.
+    #[arg(long, group = "section")]
+    probe: bool,
+    /// Section: the tensor-core rows alone (f16 GEMM and f32 GEMM in half
+    /// precision, with the tile sweep).
+    #[arg(long, group = "section")]
+    tensor_cores: bool,
+    /// Section: the f32 GEMM rows and tile sweeps alone.
+    #[arg(long, group = "section")]
+    gemm_f32: bool,
+    /// Section: the GEMM rows and sweeps, f32 and tensor-core.
+    #[arg(long, group = "section")]
+    gemm: bool,
+    /// Section: the LeNet training step alone.
+    #[arg(long, group = "section")]
+    cnn: bool,
+    /// Section: the MLP and LeNet training steps.
+    #[arg(long, group = "section")]
+    train: bool,
+}
+
+/// `--defaults`: the tuning sweeps are skipped.
+static SKIP_SWEEPS: AtomicBool = AtomicBool::new(false);
+
 /// The candidates of a tuning sweep, or none under `--defaults` (the figures of
 /// the default choices only).
 fn sweep<T>(candidates: &[T]) -> &[T] {
-    if std::env::args().any(|a| a == "--defaults") {
+    if SKIP_SWEEPS.load(Ordering::Relaxed) {
         &[]
     } else {
         candidates
@@ -470,48 +529,49 @@ fn row_op_rows(table: &mut Vec<String>, rng: &mut Rng, quick: bool) {
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let mlp_only = std::env::args().any(|a| a == "--mlp");
+    let args = Args::parse();
+    SKIP_SWEEPS.store(args.defaults, Ordering::Relaxed);
+    let quick = args.quick;
     let info = Gpu::init().unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(1)
     });
     println!("adapter: {info}");
     let mut rng = Rng::seed(0);
-    if mlp_only {
+    if args.mlp {
         mlp_diagnostics(&mut rng);
         return;
     }
-    if std::env::args().any(|a| a == "--rows") {
+    if args.rows {
         row_op_rows(&mut Vec::new(), &mut rng, quick);
         return;
     }
-    if std::env::args().any(|a| a == "--record") {
+    if args.record {
         record_rows(&mut Vec::new(), &mut rng);
         return;
     }
-    if std::env::args().any(|a| a == "--first-use-probe") {
+    if args.first_use_probe {
         first_use_probe(&mut rng);
         return;
     }
-    if std::env::args().any(|a| a == "--pool-probe") {
+    if args.pool_probe {
         pool_probe(&mut rng);
         return;
     }
-    if std::env::args().any(|a| a == "--probe") {
+    if args.probe {
         probe(&mut rng);
         return;
     }
-    if std::env::args().any(|a| a == "--tensor-cores") {
+    if args.tensor_cores {
         let mut table = Vec::new();
         tensor_core_rows(&mut table, &mut rng, &[1024, 2048, 4096]);
         return;
     }
-    if std::env::args().any(|a| a == "--gemm-f32") {
+    if args.gemm_f32 {
         gemm_rows(&mut Vec::new(), &mut rng, &[1024, 2048, 4096]);
         return;
     }
-    if std::env::args().any(|a| a == "--gemm") {
+    if args.gemm {
         let mut table = Vec::new();
         let sizes: &[usize] = if quick {
             &[256, 512]
@@ -535,12 +595,12 @@ fn main() {
         }
         return;
     }
-    if std::env::args().any(|a| a == "--cnn") {
+    if args.cnn {
         let mut table = Vec::new();
         cnn_rows(&mut table, &mut rng);
         return;
     }
-    if std::env::args().any(|a| a == "--train") {
+    if args.train {
         let mut table = Vec::new();
         mlp_rows(&mut table, &mut rng);
         cnn_rows(&mut table, &mut rng);
@@ -1086,5 +1146,48 @@ fn label(spec: &Option<(Vec<u32>, volta::backend::gpu::Staging)>) -> String {
     match spec {
         Some((v, st)) => format!("{v:?} {st:?}"),
         None => "default".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(argv: &str) -> Result<Args, clap::Error> {
+        Args::try_parse_from(argv.split_whitespace())
+    }
+
+    /// Every way `scripts/` and the docs run it parses to the flags it names.
+    #[test]
+    fn the_command_line_parses_and_documents_every_option() {
+        volta_examples::cli::assert_documented::<Args>();
+        let a = parse("bench_gpu").unwrap();
+        assert!(!(a.quick || a.defaults || a.gemm || a.probe));
+        let a = parse("bench_gpu --gemm --defaults").unwrap();
+        assert!(a.gemm && a.defaults && !a.gemm_f32);
+        let a = parse("bench_gpu --quick --rows").unwrap();
+        assert!(a.quick && a.rows);
+        for (argv, flag) in [
+            ("--defaults", (|a: &Args| a.defaults) as fn(&Args) -> bool),
+            ("--mlp", |a| a.mlp),
+            ("--rows", |a| a.rows),
+            ("--record", |a| a.record),
+            ("--first-use-probe", |a| a.first_use_probe),
+            ("--pool-probe", |a| a.pool_probe),
+            ("--probe", |a| a.probe),
+            ("--tensor-cores", |a| a.tensor_cores),
+            ("--gemm-f32", |a| a.gemm_f32),
+            ("--gemm", |a| a.gemm),
+            ("--cnn", |a| a.cnn),
+            ("--train", |a| a.train),
+            ("--quick", |a| a.quick),
+        ] {
+            let a = parse(&format!("bench_gpu {argv}")).unwrap_or_else(|e| panic!("{argv}: {e}"));
+            assert!(flag(&a), "{argv}");
+        }
+        // Two sections, or anything else, is clap's error.
+        assert!(parse("bench_gpu --gemm --train").is_err());
+        assert!(parse("bench_gpu --probe 2048").is_err());
+        assert!(parse("bench_gpu --tensor-core").is_err());
     }
 }

@@ -23,14 +23,17 @@ use volta::backend::{InferenceBackend, Replay};
 use volta::io::gguf::Gguf;
 use volta::models::llama::SmolLM2_135M;
 
+/// SmolLM2's prefill and decode speed, in the shapes of llama.cpp's `llama-bench`
+/// (`pp512`, `tg128`): each figure the median of `--runs` runs after warming up.
 #[derive(Parser)]
+#[command(name = "bench_llm", args_override_self = true)]
 struct Args {
     /// The GGUF file.
     #[arg(long)]
     model: PathBuf,
-    /// `cpu` or `gpu`.
-    #[arg(long, default_value = "gpu")]
-    device: String,
+    /// Where to run.
+    #[arg(long, value_enum, default_value_t = Device::Gpu)]
+    device: Device,
     /// Prompt tokens of the prefill rows (0: none).
     #[arg(long, default_value_t = 512)]
     prompt: usize,
@@ -38,13 +41,22 @@ struct Args {
     #[arg(long, default_value_t = 128)]
     tokens: usize,
     /// Timed runs per row (after warming up).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = volta_examples::cli::positive())]
     runs: usize,
     /// GPU only: also print the GPU time of each kernel of one decode step (a
     /// replay, at position 64) and of one prefill of `--prompt` tokens, from
     /// timestamp queries.
     #[arg(long)]
     profile: bool,
+}
+
+/// The `--device` choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Device {
+    /// The CPU backend.
+    Cpu,
+    /// The wgpu backend (builds with the `gpu` feature, on by default).
+    Gpu,
 }
 
 /// Decoding before the timed runs (at least one run).
@@ -156,17 +168,20 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let result = Gguf::open(&args.model)
         .map_err(|e| e.to_string())
-        .and_then(|gguf| match args.device.as_str() {
-            "cpu" => run::<volta::Cpu>(&args, &gguf),
+        .and_then(|gguf| match args.device {
+            Device::Cpu => run::<volta::Cpu>(&args, &gguf),
             #[cfg(feature = "gpu")]
-            "gpu" => run::<volta::Gpu>(&args, &gguf).and_then(|()| {
+            Device::Gpu => run::<volta::Gpu>(&args, &gguf).and_then(|()| {
                 if args.profile {
                     profile(&gguf, args.prompt)
                 } else {
                     Ok(())
                 }
             }),
-            other => Err(format!("unknown device `{other}` (cpu or gpu)")),
+            #[cfg(not(feature = "gpu"))]
+            Device::Gpu => {
+                Err("this build has no GPU backend (build with the `gpu` feature)".into())
+            }
         });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -174,5 +189,33 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The invocations of `scripts/device/*.sh` parse as they did.
+    #[test]
+    fn the_command_line_parses_and_documents_every_option() {
+        volta_examples::cli::assert_documented::<Args>();
+        let parse = |argv: &str| Args::try_parse_from(argv.split_whitespace());
+        let a = parse("bench_llm --model m.gguf").unwrap();
+        assert_eq!(
+            (a.device, a.prompt, a.tokens, a.runs, a.profile),
+            (Device::Gpu, 512, 128, 5, false)
+        );
+        let a =
+            parse("bench_llm --model m --device gpu --prompt 512 --tokens 128 --runs 1 --profile")
+                .unwrap();
+        assert_eq!((a.device, a.runs, a.profile), (Device::Gpu, 1, true));
+        let a = parse("bench_llm --device cpu --prompt 0 --tokens 64 --runs 3 --model m").unwrap();
+        assert_eq!(
+            (a.device, a.prompt, a.tokens, a.runs),
+            (Device::Cpu, 0, 64, 3)
+        );
+        assert!(parse("bench_llm --model m --device tpu").is_err());
+        assert!(parse("bench_llm --device cpu").is_err());
     }
 }

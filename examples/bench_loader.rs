@@ -18,6 +18,8 @@
 //! ```
 //! `--quick` (for CI and software GPUs): 2048 samples, batch 8, 4 steps, 2 runs.
 //! `--cpu`: only the CPU loader rows.
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 use std::process::ExitCode;
 use std::time::Instant;
 use volta::data::batching::Exact;
@@ -25,13 +27,49 @@ use volta::data::{DataLoader, Labelled};
 use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
 use volta_examples::LeNet;
+use volta_examples::cli::positive;
 
 /// One MNIST-shaped sample.
 type Image = Rank3<1, 28, 28>;
 /// Bytes of one sample's features.
 const SAMPLE_BYTES: f64 = (28 * 28 * 4) as f64;
 
-#[derive(Clone, Copy, Debug)]
+/// Data-loader benchmark: batches/s of `volta::data::DataLoader` alone (CPU and GPU,
+/// with and without the prefetch thread), and the GPU time of a LeNet Adam step on a
+/// pre-uploaded batch vs fed by the loader. The dataset is synthetic MNIST-shaped
+/// 1×28×28 samples.
+#[derive(Debug, Parser)]
+#[command(name = "bench_loader", args_override_self = true)]
+struct Args {
+    /// For CI and software GPUs: 2048 samples, batch 8, 4 steps, 2 runs (options
+    /// given beside it still apply).
+    #[arg(long)]
+    quick: bool,
+    /// Samples per batch [default: 128; 8 with --quick].
+    #[arg(long, value_parser = batch_sizes())]
+    batch: Option<usize>,
+    /// Synthetic samples in the dataset [default: 60000; 2048 with --quick].
+    #[arg(long, value_name = "N", value_parser = positive())]
+    samples: Option<usize>,
+    /// Batches per run of the step rows [default: 200; 4 with --quick].
+    #[arg(long, value_name = "N", value_parser = positive())]
+    steps: Option<usize>,
+    /// Timed runs per row, after a warm-up run [default: 5; 2 with --quick].
+    #[arg(long, value_name = "N", value_parser = positive())]
+    runs: Option<usize>,
+    /// Only the CPU loader rows.
+    #[arg(long)]
+    cpu: bool,
+}
+
+/// The batch sizes `main` instantiates (`--batch`'s choices).
+fn batch_sizes() -> impl clap::builder::TypedValueParser<Value = usize> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["8", "32", "64", "128", "256"])
+        .map(|b| b.parse::<usize>().expect("each choice is a number"))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Settings {
     samples: usize,
     batch: usize,
@@ -40,51 +78,32 @@ struct Settings {
     cpu_only: bool,
 }
 
-fn parse_args() -> Result<Settings, String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let mut s = if quick {
-        Settings {
-            samples: 2048,
-            batch: 8,
-            steps: 4,
-            runs: 2,
-            cpu_only: false,
-        }
-    } else {
-        Settings {
-            samples: 60_000,
-            batch: 128,
-            steps: 200,
-            runs: 5,
-            cpu_only: false,
-        }
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = |name: &str| -> Result<usize, String> {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .filter(|&v: &usize| v > 0)
-                .ok_or_else(|| format!("{name} needs a positive integer"))
+impl Args {
+    /// The settings: `--quick`'s or the full defaults, then the options given.
+    fn settings(&self) -> Result<Settings, clap::Error> {
+        let (samples, batch, steps, runs) = if self.quick {
+            (2048, 8, 4, 2)
+        } else {
+            (60_000, 128, 200, 5)
         };
-        match a.as_str() {
-            "--quick" => {}
-            "--cpu" => s.cpu_only = true,
-            "--batch" => s.batch = value("--batch")?,
-            "--samples" => s.samples = value("--samples")?,
-            "--steps" => s.steps = value("--steps")?,
-            "--runs" => s.runs = value("--runs")?,
-            other => return Err(format!("unknown argument `{other}`")),
+        let s = Settings {
+            samples: self.samples.unwrap_or(samples),
+            batch: self.batch.unwrap_or(batch),
+            steps: self.steps.unwrap_or(steps),
+            runs: self.runs.unwrap_or(runs),
+            cpu_only: self.cpu,
+        };
+        if s.samples < s.batch {
+            return Err(Args::command().error(
+                ErrorKind::ArgumentConflict,
+                format!(
+                    "--samples {} is fewer than one batch of {}",
+                    s.samples, s.batch
+                ),
+            ));
         }
+        Ok(s)
     }
-    if s.samples < s.batch {
-        return Err(format!(
-            "--samples {} is fewer than one batch of {}",
-            s.samples, s.batch
-        ));
-    }
-    Ok(s)
 }
 
 fn synthetic(n: usize, rng: &mut Rng) -> Labelled {
@@ -260,13 +279,7 @@ fn run<const B: usize>(s: &Settings, data: &Labelled) -> Table {
 }
 
 fn main() -> ExitCode {
-    let s = match parse_args() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("bench_loader: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let s = Args::parse().settings().unwrap_or_else(|e| e.exit());
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "bench_loader: {} synthetic 1×28×28 samples, batch {}, {} steps per run, median of {} \
@@ -280,14 +293,64 @@ fn main() -> ExitCode {
         64 => run::<64>(&s, &data),
         128 => run::<128>(&s, &data),
         256 => run::<256>(&s, &data),
-        other => {
-            eprintln!("bench_loader: --batch {other}: choose 8, 32, 64, 128 or 256");
-            return ExitCode::from(2);
-        }
+        other => unreachable!("--batch {other} is not one of its choices"),
     };
     println!("\n{:44} {:>12} {:10} note", "row", "value", "unit");
     for line in &table.0 {
         println!("{line}");
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(argv: &str) -> Result<Settings, clap::Error> {
+        Args::try_parse_from(argv.split_whitespace())?.settings()
+    }
+
+    #[test]
+    fn the_command_line_parses_and_documents_every_option() {
+        volta_examples::cli::assert_documented::<Args>();
+        let full = Settings {
+            samples: 60_000,
+            batch: 128,
+            steps: 200,
+            runs: 5,
+            cpu_only: false,
+        };
+        assert_eq!(settings("bench_loader").unwrap(), full);
+        let quick = Settings {
+            samples: 2048,
+            batch: 8,
+            steps: 4,
+            runs: 2,
+            cpu_only: false,
+        };
+        assert_eq!(settings("bench_loader --quick").unwrap(), quick);
+        // Options override the defaults of `--quick`, before it or after it.
+        assert_eq!(
+            settings("bench_loader --batch 32 --quick --runs 3 --cpu").unwrap(),
+            Settings {
+                batch: 32,
+                runs: 3,
+                cpu_only: true,
+                ..quick
+            }
+        );
+        assert_eq!(
+            settings("bench_loader --samples 1000 --steps 7").unwrap(),
+            Settings {
+                samples: 1000,
+                steps: 7,
+                ..full
+            }
+        );
+        let err = settings("bench_loader --samples 100 --batch 128").unwrap_err();
+        assert!(err.to_string().contains("fewer than one batch"), "{err}");
+        for bad in ["--batch 100", "--steps 0", "--runs", "--fast"] {
+            assert!(settings(&format!("bench_loader {bad}")).is_err(), "{bad}");
+        }
+    }
 }

@@ -1,10 +1,13 @@
-//! Command-line options shared by the examples.
-use std::fmt;
+//! Command-line options shared by the examples (clap's derive API, as the main job's).
+use clap::CommandFactory;
+use clap::builder::RangedU64ValueParser;
+use std::path::PathBuf;
 
 /// The device an example runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum DeviceChoice {
-    /// A hardware GPU when one is present, else the CPU (the default).
+    /// A hardware GPU when one is present, else the CPU.
+    #[default]
     Auto,
     /// The CPU backend.
     Cpu,
@@ -12,54 +15,40 @@ pub enum DeviceChoice {
     Gpu,
 }
 
-/// A command line the examples do not understand.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ArgError {
-    /// `--device` names no known device.
-    UnknownDevice(String),
-    /// An option that needs a value came last.
-    MissingValue(&'static str),
-    /// An argument no example accepts.
-    Unexpected(String),
+/// `[--device auto|cpu|gpu]` (also `--device=gpu`), `auto` by default: flatten it
+/// into an example's arguments with `#[command(flatten)]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::Args)]
+pub struct DeviceArg {
+    /// Where to run: `auto` takes a hardware GPU when there is one, else the CPU;
+    /// `gpu` takes any adapter (software ones such as lavapipe included).
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Auto)]
+    pub device: DeviceChoice,
 }
 
-impl fmt::Display for ArgError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ArgError::UnknownDevice(d) => {
-                write!(f, "unknown device `{d}`: expected `auto`, `cpu` or `gpu`")
-            }
-            ArgError::MissingValue(opt) => write!(f, "`{opt}` needs a value"),
-            ArgError::Unexpected(a) => {
-                write!(
-                    f,
-                    "unexpected argument `{a}` (usage: [--device auto|cpu|gpu])"
-                )
-            }
+/// `[--data PATH]`: the digits file, by default the bundled one found at run time
+/// (see [`crate::find_digits`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, clap::Args)]
+pub struct DataArg {
+    /// The digits file (gzip CSV, 64 pixels then the label per line) [default:
+    /// data/digits.csv.gz in the current folder or the nearest folder above it, else
+    /// in the executable's folder or above it].
+    #[arg(long, value_name = "PATH")]
+    pub data: Option<PathBuf>,
+}
+
+impl DataArg {
+    /// `--data`, else the bundled file; the error names the paths tried.
+    pub fn path(&self) -> Result<PathBuf, crate::NotFound> {
+        match &self.data {
+            Some(path) => Ok(path.clone()),
+            None => crate::find_digits(),
         }
     }
 }
 
-impl std::error::Error for ArgError {}
-
-/// Parses `[--device auto|cpu|gpu]` (also `--device=gpu`); the default is `auto`.
-pub fn parse_device<I: IntoIterator<Item = String>>(args: I) -> Result<DeviceChoice, ArgError> {
-    let mut device = DeviceChoice::Auto;
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let value = match arg.strip_prefix("--device") {
-            Some("") => args.next().ok_or(ArgError::MissingValue("--device"))?,
-            Some(rest) if rest.starts_with('=') => rest[1..].to_string(),
-            _ => return Err(ArgError::Unexpected(arg)),
-        };
-        device = match value.as_str() {
-            "auto" => DeviceChoice::Auto,
-            "cpu" => DeviceChoice::Cpu,
-            "gpu" => DeviceChoice::Gpu,
-            _ => return Err(ArgError::UnknownDevice(value)),
-        };
-    }
-    Ok(device)
+/// A value parser for a positive count (`1..`), as a `usize`.
+pub fn positive() -> RangedU64ValueParser<usize> {
+    RangedU64ValueParser::new().range(1..)
 }
 
 /// Resolves `auto`: the GPU when a hardware adapter is present (software adapters
@@ -77,12 +66,43 @@ pub fn resolve(choice: DeviceChoice) -> DeviceChoice {
     }
 }
 
+/// Checks an example's command line for its tests: clap's own consistency checks,
+/// and a help line for every option, each listed by `--help`.
+pub fn assert_documented<P: CommandFactory>() {
+    let command = P::command();
+    command.clone().debug_assert();
+    let help = command.clone().render_long_help().to_string();
+    for arg in command.get_arguments() {
+        let name = match (arg.get_long(), arg.get_value_names()) {
+            (Some(long), _) => format!("--{long}"),
+            (None, Some([value, ..])) => format!("<{value}>"),
+            (None, _) => format!("<{}>", arg.get_id().as_str().to_uppercase()),
+        };
+        assert!(arg.get_help().is_some(), "{name} has no help line");
+        assert!(
+            help.contains(&name),
+            "`--help` does not list {name}:\n{help}"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+    use clap::error::ErrorKind;
 
-    fn parse(args: &[&str]) -> Result<DeviceChoice, ArgError> {
-        parse_device(args.iter().map(|s| s.to_string()))
+    /// A command line of `--device` alone.
+    #[derive(Debug, Parser)]
+    struct Only {
+        #[command(flatten)]
+        device: DeviceArg,
+    }
+
+    fn parse(args: &[&str]) -> Result<DeviceChoice, ErrorKind> {
+        Only::try_parse_from(std::iter::once("example").chain(args.iter().copied()))
+            .map(|o| o.device.device)
+            .map_err(|e| e.kind())
     }
 
     #[test]
@@ -91,17 +111,36 @@ mod tests {
         assert_eq!(parse(&["--device", "auto"]), Ok(DeviceChoice::Auto));
         assert_eq!(parse(&["--device", "gpu"]), Ok(DeviceChoice::Gpu));
         assert_eq!(parse(&["--device=cpu"]), Ok(DeviceChoice::Cpu));
-        assert_eq!(
-            parse(&["--device", "tpu"]),
-            Err(ArgError::UnknownDevice("tpu".into()))
-        );
-        assert_eq!(
-            parse(&["--device"]),
-            Err(ArgError::MissingValue("--device"))
-        );
-        assert_eq!(
-            parse(&["--devices"]),
-            Err(ArgError::Unexpected("--devices".into()))
-        );
+        assert_eq!(parse(&["--device", "tpu"]), Err(ErrorKind::InvalidValue));
+        assert_eq!(parse(&["--device"]), Err(ErrorKind::InvalidValue));
+        assert_eq!(parse(&["--devices"]), Err(ErrorKind::UnknownArgument));
+        assert_eq!(parse(&["--help"]), Err(ErrorKind::DisplayHelp));
+        assert_documented::<Only>();
+    }
+
+    #[test]
+    fn positive_counts_only() {
+        #[derive(Debug, Parser)]
+        struct Count {
+            /// A count.
+            #[arg(long, value_parser = positive())]
+            n: usize,
+        }
+        assert_eq!(Count::try_parse_from(["x", "--n", "3"]).unwrap().n, 3);
+        for bad in ["0", "-1", "x"] {
+            assert!(Count::try_parse_from(["x", "--n", bad]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn data_defaults_to_the_bundled_file() {
+        let found = DataArg::default()
+            .path()
+            .expect("found from the repository");
+        assert!(found.is_file(), "{}", found.display());
+        let given = DataArg {
+            data: Some("elsewhere.csv".into()),
+        };
+        assert_eq!(given.path().unwrap(), PathBuf::from("elsewhere.csv"));
     }
 }

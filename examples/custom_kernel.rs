@@ -4,8 +4,9 @@
 //! the macro; nothing here writes a backward pass.
 //!
 //! ```text
-//! cargo run --release --example custom_kernel [-- --device gpu]
+//! cargo run --release --example custom_kernel [-- --device gpu] [--data PATH]
 //! ```
+use clap::Parser;
 use std::process::ExitCode;
 use volta::data::Labelled;
 use volta::data::readers::digits::{self, CLASSES, PIXELS};
@@ -13,8 +14,18 @@ use volta::kernel;
 use volta::kernel::KernelBackend;
 use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
-use volta_examples::cli::{DeviceChoice, parse_device, resolve};
-use volta_examples::digits_path;
+use volta_examples::cli::{DataArg, DeviceArg, DeviceChoice, resolve};
+
+/// Defines an activation with `#[kernel]`, prints the WGSL the macro generated, and
+/// trains the digits MLP with it; fails unless the test accuracy reaches 90%.
+#[derive(Debug, Parser)]
+#[command(name = "custom_kernel", args_override_self = true)]
+struct Args {
+    #[command(flatten)]
+    device: DeviceArg,
+    #[command(flatten)]
+    data: DataArg,
+}
 
 /// Swish with a learnable-looking but fixed slope: x·σ(βx).
 #[kernel]
@@ -85,18 +96,17 @@ fn run<D: KernelBackend>(train: &Labelled, test: &Labelled, epochs: usize, rng: 
 }
 
 fn main() -> ExitCode {
-    let device = match parse_device(std::env::args().skip(1)) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("custom_kernel: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let args = Args::parse();
+    let device = args.device.device;
     println!(
         "The WGSL #[kernel] generated for `swish` (value, ∂/∂x, ∂/∂beta):\n{}",
         swish::KERNEL.wgsl
     );
-    let data = match digits::load(digits_path()) {
+    let data = match args.data.path() {
+        Ok(path) => digits::load(path).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    let data = match data {
         Ok(d) => d,
         Err(e) => {
             eprintln!("custom_kernel: {e}");
@@ -133,10 +143,23 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use volta_examples::find_digits;
+
+    #[test]
+    fn the_command_line_parses_and_documents_every_option() {
+        volta_examples::cli::assert_documented::<Args>();
+        let parse = |argv: &[&str]| Args::try_parse_from(argv.iter().copied());
+        let a = parse(&["custom_kernel"]).unwrap();
+        assert_eq!((a.device.device, a.data.data), (DeviceChoice::Auto, None));
+        let a = parse(&["custom_kernel", "--device=gpu"]).unwrap();
+        assert_eq!(a.device.device, DeviceChoice::Gpu);
+        assert!(parse(&["custom_kernel", "--device", "tpu"]).is_err());
+        assert!(parse(&["custom_kernel", "--epochs", "3"]).is_err());
+    }
 
     #[test]
     fn trains_with_a_user_kernel_on_the_cpu() {
-        let data = digits::load(digits_path()).expect("the committed dataset loads");
+        let data = digits::load(find_digits().expect("the committed dataset")).expect("it loads");
         let mut rng = Rng::seed(1);
         let (train, test) = data.split(0.2, &mut rng);
         assert!(run::<Cpu>(&train, &test, EPOCHS, &mut rng) >= 0.9);
@@ -145,7 +168,7 @@ mod tests {
     #[cfg(feature = "gpu")]
     #[test]
     fn trains_with_a_user_kernel_on_the_gpu() {
-        let data = digits::load(digits_path()).expect("the committed dataset loads");
+        let data = digits::load(find_digits().expect("the committed dataset")).expect("it loads");
         let mut rng = Rng::seed(1);
         let (train, test) = data.split(0.2, &mut rng);
         assert!(run::<Gpu>(&train, &test, 4, &mut rng) >= 0.9);

@@ -3,16 +3,16 @@
 //! fails unless the test accuracy reaches 90%.
 //!
 //! ```text
-//! cargo run --release --example digits [-- --device auto|cpu|gpu] [--model mlp|cnn]
+//! cargo run --release --example digits [-- --device auto|cpu|gpu] [--model mlp|cnn] [--data PATH]
 //! ```
+use clap::Parser;
 use std::process::ExitCode;
 use std::time::Instant;
 use volta::data::readers::digits::{self, CLASSES, PIXELS};
 use volta::data::{DataLoader, Labelled};
 use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
-use volta_examples::cli::{DeviceChoice, parse_device, resolve};
-use volta_examples::digits_path;
+use volta_examples::cli::{DataArg, DeviceArg, DeviceChoice, resolve};
 
 const HIDDEN: usize = 128;
 /// `model!` takes literal widths; this one is checked against `HIDDEN` below.
@@ -21,6 +21,29 @@ const BATCH: usize = 32;
 const EPOCHS: usize = 20;
 const LEARNING_RATE: f64 = 3e-3;
 const REQUIRED_ACCURACY: f64 = 0.90;
+
+/// Trains a classifier on the UCI optical digits (an MLP, or a small CNN on the 1×8×8
+/// images) with Adam and mini-batches; fails unless the test accuracy reaches 90%.
+#[derive(Debug, Parser)]
+#[command(name = "digits", args_override_self = true)]
+struct Args {
+    /// The classifier: the MLP (64 → 128 → 10) or the small CNN.
+    #[arg(long, value_enum, default_value_t = ModelChoice::Mlp)]
+    model: ModelChoice,
+    #[command(flatten)]
+    device: DeviceArg,
+    #[command(flatten)]
+    data: DataArg,
+}
+
+/// The `--model` choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ModelChoice {
+    /// 64 → 128 → 10, ReLU.
+    Mlp,
+    /// Two 3×3 convolutions with max pooling, then a linear classifier.
+    Cnn,
+}
 
 model! {
     /// The MLP: widths are in the types, so a mis-wired layer does not compile.
@@ -162,35 +185,14 @@ fn gpu_run(_: &Labelled, _: &Labelled, _: bool, _: &mut Rng) -> Result<f64, Stri
 }
 
 fn main() -> ExitCode {
-    // `--model mlp|cnn`; the rest is the device choice.
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let cnn = match args.iter().position(|a| a == "--model") {
-        Some(i) if i + 1 < args.len() => {
-            let choice = args.remove(i + 1);
-            args.remove(i);
-            match choice.as_str() {
-                "mlp" => false,
-                "cnn" => true,
-                other => {
-                    eprintln!("digits: unknown model `{other}` (expected mlp or cnn)");
-                    return ExitCode::from(2);
-                }
-            }
-        }
-        Some(_) => {
-            eprintln!("digits: --model needs a value (mlp or cnn)");
-            return ExitCode::from(2);
-        }
-        None => false,
+    let args = Args::parse();
+    let cnn = args.model == ModelChoice::Cnn;
+    let device = args.device.device;
+    let data = match args.data.path() {
+        Ok(path) => digits::load(path).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
     };
-    let device = match parse_device(args) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("digits: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let data = match digits::load(digits_path()) {
+    let data = match data {
         Ok(d) => d,
         Err(e) => {
             eprintln!("digits: {e}");
@@ -236,10 +238,36 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use volta_examples::find_digits;
+
+    #[test]
+    fn the_command_line_parses_and_documents_every_option() {
+        volta_examples::cli::assert_documented::<Args>();
+        let parse = |argv: &[&str]| Args::try_parse_from(argv.iter().copied());
+        let a = parse(&["digits"]).unwrap();
+        assert_eq!(
+            (a.model, a.device.device, a.data.data),
+            (ModelChoice::Mlp, DeviceChoice::Auto, None)
+        );
+        let a = parse(&[
+            "digits", "--model", "cnn", "--device", "cpu", "--data", "d.csv",
+        ])
+        .unwrap();
+        assert_eq!(
+            (a.model, a.device.device, a.data.data),
+            (ModelChoice::Cnn, DeviceChoice::Cpu, Some("d.csv".into()))
+        );
+        let help = parse(&["digits", "--help"]).unwrap_err();
+        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+        assert!(help.to_string().contains("--model"));
+        assert!(parse(&["digits", "--model", "rnn"]).is_err());
+        assert!(parse(&["digits", "--model"]).is_err());
+        assert!(parse(&["digits", "extra"]).is_err());
+    }
 
     #[test]
     fn reaches_the_required_accuracy_on_cpu() {
-        let data = digits::load(digits_path()).expect("the committed dataset loads");
+        let data = digits::load(find_digits().expect("the committed dataset")).expect("it loads");
         let mut rng = Rng::seed(0);
         let (train, test) = data.split(0.2, &mut rng);
         assert!(run::<Cpu, Mlp>(&train, &test, EPOCHS, &mut rng) >= REQUIRED_ACCURACY);
@@ -248,7 +276,7 @@ mod tests {
     /// The CNN learns too (a few epochs).
     #[test]
     fn cnn_reaches_the_required_accuracy_on_cpu() {
-        let data = digits::load(digits_path()).expect("the committed dataset loads");
+        let data = digits::load(find_digits().expect("the committed dataset")).expect("it loads");
         let mut rng = Rng::seed(0);
         let (train, test) = data.split(0.2, &mut rng);
         assert!(run::<Cpu, Cnn>(&train, &test, 4, &mut rng) >= REQUIRED_ACCURACY);
@@ -258,7 +286,7 @@ mod tests {
     #[cfg(feature = "gpu")]
     #[test]
     fn trains_on_the_gpu() {
-        let data = digits::load(digits_path()).expect("the committed dataset loads");
+        let data = digits::load(find_digits().expect("the committed dataset")).expect("it loads");
         let mut rng = Rng::seed(0);
         let (train, test) = data.split(0.2, &mut rng);
         assert!(run::<Gpu, Mlp<Gpu>>(&train, &test, 4, &mut rng) >= REQUIRED_ACCURACY);

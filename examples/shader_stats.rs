@@ -17,6 +17,7 @@
 //! `VOLTA_DUMP_WGSL=DIR` makes any Volta program write each kernel's source to `DIR`
 //! as it is compiled. The adapter is the first Vulkan one (`WGPU_ADAPTER_NAME` picks
 //! another).
+use clap::Parser;
 use std::ffi::CStr;
 use std::path::{Path, PathBuf};
 
@@ -24,34 +25,46 @@ use ash::vk;
 use wgpu::hal;
 use wgpu::naga;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Compiles WGSL files as wgpu compiles Volta's kernels, on the first Vulkan adapter
+/// (`WGPU_ADAPTER_NAME` picks another) with `VK_KHR_pipeline_executable_properties`,
+/// and prints every statistic the driver gives for each pipeline: registers, shared
+/// memory, spills. `VOLTA_DUMP_WGSL=DIR` makes any Volta program write its kernels.
+#[derive(Debug, Parser)]
+#[command(name = "shader_stats", args_override_self = true)]
+struct Args {
+    /// WGSL files, or folders whose `.wgsl` files are all read (in name order).
+    #[arg(value_name = "DIR_OR_WGSL", required = true)]
+    inputs: Vec<PathBuf>,
+    /// Also write the driver's internal representations of each pipeline to this
+    /// folder.
+    #[arg(long, value_name = "OUT_DIR")]
+    ir: Option<PathBuf>,
+}
+
+/// The WGSL files `inputs` name: files as given, folders' `.wgsl` files sorted.
+fn wgsl_files(inputs: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
-    let mut ir_dir: Option<PathBuf> = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        if a == "--ir" {
-            ir_dir = Some(args.next().ok_or("--ir needs a directory")?.into());
-        } else if a == "--help" || a == "-h" {
-            println!("usage: shader_stats DIR_OR_WGSL... [--ir OUT_DIR]");
-            return Ok(());
+    for p in inputs {
+        if p.is_dir() {
+            let mut in_dir: Vec<_> = std::fs::read_dir(p)?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "wgsl"))
+                .collect();
+            in_dir.sort();
+            files.extend(in_dir);
         } else {
-            let p = PathBuf::from(a);
-            if p.is_dir() {
-                let mut in_dir: Vec<_> = std::fs::read_dir(&p)?
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|p| p.extension().is_some_and(|x| x == "wgsl"))
-                    .collect();
-                in_dir.sort();
-                files.extend(in_dir);
-            } else {
-                files.push(p);
-            }
+            files.push(p.clone());
         }
     }
+    Ok(files)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let ir_dir = args.ir;
+    let files = wgsl_files(&args.inputs)?;
     if files.is_empty() {
-        return Err(
-            "no WGSL files given (usage: shader_stats DIR_OR_WGSL... [--ir OUT_DIR])".into(),
-        );
+        return Err("no WGSL files in the folders given".into());
     }
     let probe = Probe::open()?;
     println!("adapter: {}", probe.adapter_name);
@@ -325,7 +338,7 @@ impl Compiled {
     /// Parses, validates and writes SPIR-V for a Vulkan of `api_version`, with the
     /// options wgpu-hal uses for a module created with
     /// `ShaderRuntimeChecks::unchecked()` and without zeroed workgroup memory (see
-    /// `backend/gpu/pipelines.rs`): no bounds checks, no loop bounding, no checks on
+    /// `backend/gpu/runtime/pipelines.rs`): no bounds checks, no loop bounding, no checks on
     /// integer division.
     fn new(src: &str, api_version: u32) -> Result<Compiled, Box<dyn std::error::Error>> {
         let module = naga::front::wgsl::parse_str(src).map_err(|e| e.emit_to_string(src))?;
@@ -398,8 +411,41 @@ mod tests {
     /// `VOLTA_DUMP_WGSL` writes each kernel a program compiles, and every one of
     /// them translates to SPIR-V here as wgpu translates it (the Vulkan part needs
     /// a driver with pipeline statistics, which lavapipe lacks).
+    /// The command line of the docs and `scripts/device/shader-stats.sh`. (Called
+    /// from the one test below: that test sets an environment variable.)
+    fn command_line_parses_and_documents_every_option() {
+        volta_examples::cli::assert_documented::<Args>();
+        let parse = |argv: &str| Args::try_parse_from(argv.split_whitespace());
+        let a = parse("shader_stats /tmp/k").unwrap();
+        assert_eq!((a.inputs, a.ir), (vec![PathBuf::from("/tmp/k")], None));
+        let a = parse("shader_stats /tmp/k --ir out/").unwrap();
+        assert_eq!(a.ir, Some(PathBuf::from("out/")));
+        let a = parse("shader_stats --ir out a.wgsl b.wgsl").unwrap();
+        assert_eq!(a.inputs, [PathBuf::from("a.wgsl"), PathBuf::from("b.wgsl")]);
+        assert!(parse("shader_stats").is_err());
+        assert!(parse("shader_stats /tmp/k --ir").is_err());
+        assert!(parse("shader_stats /tmp/k --irs out").is_err());
+
+        let dir = std::env::temp_dir().join(format!("volta-wgsl-list-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["b.wgsl", "a.wgsl", "notes.txt"] {
+            std::fs::write(dir.join(f), "").unwrap();
+        }
+        let files = wgsl_files(&[dir.clone(), PathBuf::from("x.wgsl")]).unwrap();
+        assert_eq!(
+            files,
+            [
+                dir.join("a.wgsl"),
+                dir.join("b.wgsl"),
+                PathBuf::from("x.wgsl")
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn dumped_kernels_translate_to_spirv() {
+        command_line_parses_and_documents_every_option();
         let dir = std::env::temp_dir().join(format!("volta-dump-{}", std::process::id()));
         // SAFETY: set before the GPU context exists, in this binary's only test.
         unsafe { std::env::set_var("VOLTA_DUMP_WGSL", &dir) };

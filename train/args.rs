@@ -1,5 +1,8 @@
 //! The command line.
-use clap::{Parser, ValueEnum};
+use crate::data_path::{self, NotFound};
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, ValueEnum};
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// Trains a CNN defined with Volta's `model!` on the bundled UCI optical digits
@@ -23,15 +26,58 @@ pub struct Args {
     pub resume: bool,
     /// Stop after this epoch, as an interruption would: the schedule still spans
     /// `--epochs`, and `--resume` later continues exactly where this run stopped.
-    #[arg(long, value_name = "EPOCH")]
+    /// At most `--epochs`.
+    #[arg(long, value_name = "EPOCH", value_parser = clap::value_parser!(u32).range(1..))]
     pub stop_after: Option<u32>,
     /// Seed for the split, the initial weights and the batch order: equal seeds
     /// give equal numbers.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// The digits file (gzip CSV, 64 pixels then the label per line).
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/data/digits.csv.gz"))]
-    pub data: PathBuf,
+    /// The digits file (gzip CSV, 64 pixels then the label per line) [default:
+    /// data/digits.csv.gz in the current folder or the nearest folder above it, else
+    /// in the executable's folder or above it].
+    #[arg(long, value_name = "PATH")]
+    pub data: Option<PathBuf>,
+}
+
+impl Args {
+    /// Parses `argv` (the program name first) and checks the options against each
+    /// other; errors are clap's, so `.exit()` prints them with the usage.
+    pub fn try_parse_checked_from<I, T>(argv: I) -> Result<Args, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let args = Args::try_parse_from(argv)?;
+        args.check()
+            .map_err(|message| Args::command().error(ErrorKind::ArgumentConflict, message))?;
+        Ok(args)
+    }
+
+    /// Checks the options against each other: `--stop-after` at most `--epochs`.
+    pub fn check(&self) -> Result<(), String> {
+        match self.stop_after {
+            Some(stop) if stop > self.epochs => Err(format!(
+                "--stop-after {stop} is past --epochs {epochs}: the run ends at epoch \
+                 {epochs} (raise --epochs, or stop at or before it)",
+                epochs = self.epochs
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The process's command line, checked; exits with clap's message on an error.
+    pub fn parse_checked() -> Args {
+        Args::try_parse_checked_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+    }
+
+    /// The digits file: `--data`, else the bundled file found at run time.
+    pub fn data_path(&self) -> Result<PathBuf, NotFound> {
+        match &self.data {
+            Some(path) => Ok(path.clone()),
+            None => data_path::find_digits(),
+        }
+    }
 }
 
 /// The `--device` choices.
@@ -60,5 +106,48 @@ mod tests {
         );
         assert!(Args::try_parse_from(["volta-train", "--device", "tpu"]).is_err());
         assert!(Args::try_parse_from(["volta-train", "--epochs", "0"]).is_err());
+    }
+
+    #[test]
+    fn every_option_has_a_help_line() {
+        let help = Args::command().render_long_help().to_string();
+        for arg in Args::command().get_arguments() {
+            let long = arg.get_long().expect("every option is a long one");
+            assert!(arg.get_help().is_some(), "--{long} has no help");
+            assert!(help.contains(&format!("--{long}")), "--{long}: {help}");
+        }
+    }
+
+    #[test]
+    fn stop_after_past_epochs_is_an_error() {
+        let parse = |argv: &[&str]| Args::try_parse_checked_from(argv.iter().copied());
+        let err = parse(&["volta-train", "--epochs", "10", "--stop-after", "12"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
+        let message = err.to_string();
+        assert!(
+            message.contains("--stop-after 12 is past --epochs 10"),
+            "{message}"
+        );
+        // The default --epochs counts too.
+        assert!(parse(&["volta-train", "--stop-after", "21"]).is_err());
+        assert!(parse(&["volta-train", "--stop-after", "0"]).is_err());
+        for ok in [
+            &["volta-train", "--stop-after", "20"][..],
+            &["volta-train", "--epochs", "3", "--stop-after", "2"],
+        ] {
+            let a = parse(ok).expect("a stop within the run");
+            assert!(a.stop_after <= Some(a.epochs));
+        }
+    }
+
+    #[test]
+    fn data_defaults_to_the_bundled_file_found_at_run_time() {
+        let a = Args::try_parse_checked_from(["volta-train"]).unwrap();
+        assert_eq!(a.data, None);
+        let found = a.data_path().expect("found from the repository");
+        assert!(found.ends_with(data_path::BUNDLED_DIGITS));
+        assert!(found.is_file());
+        let a = Args::try_parse_checked_from(["volta-train", "--data", "x.csv"]).unwrap();
+        assert_eq!(a.data_path().unwrap(), PathBuf::from("x.csv"));
     }
 }

@@ -1,15 +1,15 @@
 //! `cargo run --release`: trains a CNN defined with `model!` on the bundled UCI
 //! optical digits, on the GPU when one is present. See `--help`.
 mod args;
+mod data_path;
 mod history;
 mod plot;
 mod run;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = args::Args::parse();
+    let args = args::Args::parse_checked();
     match run::run(&args) {
         Ok(report) => {
             println!("{report}");

@@ -105,14 +105,16 @@ impl fmt::Display for Report {
 
 /// Runs the job `args` describe.
 pub fn run(args: &Args) -> Result<Report, Box<dyn Error>> {
-    let data = digits::load(&args.data)?;
+    args.check()?;
+    let data_path = args.data_path()?;
+    let data = digits::load(&data_path)?;
     let mut rng = Rng::seed(args.seed);
     let (train, test) = data.split(TEST_FRACTION, &mut rng);
     println!(
         "digits: {} training and {} test images of 1×8×8, 10 classes ({})",
         train.len(),
         test.len(),
-        args.data.display()
+        data_path.display()
     );
     println!("{}", DigitsCnn::<Cpu>::new(&mut Rng::seed(0)).summary());
     match resolve(args.device)? {
@@ -213,7 +215,8 @@ fn train_on<D: Backend<f32>>(
 
     let start = Instant::now();
     let mut confusion = ConfusionMatrix::new(10);
-    let last = args.stop_after.map_or(epochs, |e| u64::from(e).min(epochs));
+    // `run` has checked that a stop is not past `--epochs`.
+    let last = args.stop_after.map_or(epochs, u64::from);
     for epoch in first..=last {
         model.train();
         let bar = progress(epoch, epochs, steps_per_epoch);
@@ -318,13 +321,12 @@ fn progress(epoch: u64, epochs: u64, steps: u64) -> ProgressBar {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     fn args(out: &std::path::Path, extra: &[&str]) -> Args {
         let mut argv = vec!["volta-train", "--device", "cpu", "--out"];
         argv.push(out.to_str().expect("a UTF-8 temp path"));
         argv.extend_from_slice(extra);
-        Args::try_parse_from(argv).expect("valid arguments")
+        Args::try_parse_checked_from(argv).expect("valid arguments")
     }
 
     /// The main job as the README runs it (on the CPU): it must reach 97%.

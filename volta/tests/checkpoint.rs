@@ -225,6 +225,51 @@ fn sgd_runs_resume_bit_identically() {
     resumes_exactly("sgd", || Sgd::<Cpu>::new(0.05).with_momentum(0.9));
 }
 
+/// Two seeded runs write byte-identical checkpoints: the metadata's keys (the
+/// caller's, the optimiser's, the dropout counters) are written in one order,
+/// however the caller's map was filled.
+#[test]
+fn equal_runs_write_byte_identical_files_that_load() {
+    let d = dir("identical");
+    let run = |file: &str, reverse: bool| -> PathBuf {
+        let mut net = Net::<Cpu>::new(&mut Rng::seed(11));
+        let mut opt = Adam::<Cpu>::adamw(1e-2, 1e-2);
+        train_steps(&mut net, &mut opt, 0..2);
+        let mut entries: Vec<(String, String)> = (0..12)
+            .map(|i| (format!("key{i}"), format!("value {i}")))
+            .collect();
+        entries.push(("epoch".into(), "2".into()));
+        if reverse {
+            entries.reverse();
+        }
+        let mut caller = std::collections::HashMap::new();
+        caller.extend(entries);
+        let meta: Metadata = caller.into_iter().collect();
+        let path = d.join(file);
+        io::save_training(&path, &mut net, &opt, &meta).expect("save");
+        path
+    };
+    let (a, b) = (run("a.safetensors", false), run("b.safetensors", true));
+    let bytes = std::fs::read(&a).unwrap();
+    assert!(bytes == std::fs::read(&b).unwrap(), "the two files differ");
+
+    // The safetensors crate reads it, metadata included.
+    let parsed = safetensors::SafeTensors::deserialize(&bytes).expect("a safetensors file");
+    assert!(parsed.names().iter().any(|n| n.starts_with("optim/")));
+    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let file_meta = header.metadata().as_ref().expect("metadata");
+    assert_eq!(file_meta["epoch"], "2");
+    assert!(file_meta.contains_key("volta.optim.kind"));
+
+    // Volta's loader resumes from it.
+    let mut net = Net::<Cpu>::new(&mut Rng::seed(12));
+    let mut opt = Adam::<Cpu>::adamw(1e-2, 1e-2);
+    let meta = io::load_training(&a, &mut net, &mut opt).expect("load");
+    assert_eq!((meta.len(), meta["epoch"].as_str()), (13, "2"));
+    assert_eq!(opt.state().step, 2);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn optimizer_state_is_checked_before_anything_changes() {
     let d = dir("optim");

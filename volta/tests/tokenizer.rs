@@ -3,8 +3,9 @@
 //! implementation (`reference/tokenizer.py`, which writes `reference/tokenizer_fixture.rs`).
 //!
 //! The real-vocabulary tests read the GGUF at `$VOLTA_SMOLLM2` (set by
-//! `scripts/test.sh`, which fetches it), else `~/.cache/volta/`, and skip with a
-//! message only when that variable is unset and the cache holds no copy.
+//! `scripts/test.sh`, which fetches it), else in Volta's cache folder
+//! (`$VOLTA_CACHE_DIR`, else `$XDG_CACHE_HOME/volta`, else `~/.cache/volta/`), and
+//! skip with a message only when that variable is unset and the cache holds no copy.
 
 #[rustfmt::skip]
 #[path = "reference/tokenizer_fixture.rs"]

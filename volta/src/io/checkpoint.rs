@@ -14,6 +14,7 @@ use crate::optim::{Optimizer, OptimizerState};
 use crate::tensor::RawTensor;
 use safetensors::{SafeTensorError, SafeTensors, tensor::TensorView};
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// String metadata saved beside the tensors (epoch, seed, metrics…).
@@ -157,9 +158,130 @@ fn write<D: Backend<E>, E: Float + FileDtype>(
             .expect("the bytes of a tensor fit its dims and dtype");
         (name.as_str(), view)
     });
-    let metadata: HashMap<String, String> = metadata.into_iter().collect();
-    safetensors::serialize_to_file(views, Some(metadata), path)
-        .map_err(|e| file_error(path.to_path_buf(), e))
+    let views = in_file_order(views);
+    let header = header(&views, &metadata).map_err(|message| CheckpointError::Format {
+        path: path.to_path_buf(),
+        message,
+    })?;
+    replace(path, |out| {
+        out.write_all(&(header.len() as u64).to_le_bytes())?;
+        out.write_all(&header)?;
+        for (_, view) in &views {
+            out.write_all(view.data())?;
+        }
+        Ok(())
+    })
+    .map_err(|source| CheckpointError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Tensors in the order `safetensors::serialize` stores them: by descending dtype
+/// alignment, then by name.
+fn in_file_order<'a>(
+    tensors: impl IntoIterator<Item = (&'a str, TensorView<'a>)>,
+) -> Vec<(&'a str, TensorView<'a>)> {
+    let mut tensors: Vec<_> = tensors.into_iter().collect();
+    tensors.sort_by(|(a, x), (b, y)| y.dtype().cmp(&x.dtype()).then(a.cmp(b)));
+    tensors
+}
+
+/// The largest header safetensors reads.
+const MAX_HEADER: usize = 100_000_000;
+
+/// The safetensors header of `tensors` (in file order) and `metadata`, written here
+/// rather than by `safetensors::serialize`, which takes the metadata as a `HashMap`
+/// and writes it in that map's order, different from run to run: here equal
+/// contents give equal bytes. The JSON is the one `safetensors::serialize` writes,
+/// but for the metadata's order: `__metadata__` first, its keys sorted, then each
+/// tensor's dtype, shape and data offsets; spaces pad it to a multiple of 8 bytes.
+fn header(tensors: &[(&str, TensorView<'_>)], metadata: &Metadata) -> Result<Vec<u8>, String> {
+    let mut json = String::from("{\"__metadata__\":{");
+    for (i, (key, value)) in metadata.iter().enumerate() {
+        if i > 0 {
+            json.push(',');
+        }
+        json_string(&mut json, key);
+        json.push(':');
+        json_string(&mut json, value);
+    }
+    json.push('}');
+    let mut offset = 0;
+    for (name, view) in tensors {
+        let end = offset + view.data().len();
+        json.push(',');
+        json_string(&mut json, name);
+        let dims: Vec<String> = view.shape().iter().map(usize::to_string).collect();
+        json.push_str(&format!(
+            ":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{offset},{end}]}}",
+            view.dtype(),
+            dims.join(",")
+        ));
+        offset = end;
+    }
+    json.push('}');
+    let mut bytes = json.into_bytes();
+    bytes.resize(bytes.len().next_multiple_of(8), b' ');
+    if bytes.len() > MAX_HEADER {
+        return Err(format!(
+            "the header would be {} bytes; safetensors reads at most {MAX_HEADER}",
+            bytes.len()
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Appends `s` as a JSON string, escaped as `serde_json` escapes it.
+fn json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if c < ' ' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Writes `path` through `fill` into a sibling temporary file, then renames it over
+/// `path`: a crash mid-write leaves the old file (and a reader of it undisturbed).
+fn replace(
+    path: &Path,
+    fill: impl FnOnce(&mut std::io::BufWriter<&std::fs::File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")
+    })?;
+    let mut temp_name = std::ffi::OsString::from(".");
+    temp_name.push(name);
+    temp_name.push(format!(
+        ".{}-{}.tmp",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let temp = path.with_file_name(temp_name);
+    let result = (|| {
+        let file = std::fs::File::create(&temp)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, &file);
+        fill(&mut out)?;
+        out.flush()?;
+        drop(out);
+        std::fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, CheckpointError> {
@@ -411,4 +533,132 @@ fn assign<M, D, E>(
         };
         done.expect("dims were checked against the model");
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::Cpu;
+
+    /// `name` in a fresh folder of the test `test`.
+    fn temp(test: &str, name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("volta-ckpt-unit-{}-{test}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    fn tensors() -> Vec<(String, RawTensor<Cpu, f32>)> {
+        vec![
+            (
+                "fc.weight".into(),
+                RawTensor::from_vec(vec![1.0, -2.0, 3.5, 0.25, 5.0, 6.0], &[2, 3]),
+            ),
+            ("fc.bias".into(), RawTensor::from_vec(vec![0.5, -0.5], &[2])),
+            (
+                "optim/0.exp_avg".into(),
+                RawTensor::from_vec(vec![0.0; 6], &[2, 3]),
+            ),
+        ]
+    }
+
+    /// Keys that JSON must escape, and enough of them that a hash map's order would
+    /// differ between two maps.
+    fn entries() -> Vec<(String, String)> {
+        let mut e: Vec<(String, String)> = (0..24)
+            .map(|i| (format!("key{i:02}"), format!("value {i}")))
+            .collect();
+        e.push((
+            "quote\"back\\slash".into(),
+            "line\nfeed\ttab\u{1}\u{7f}é∑".into(),
+        ));
+        e.push(("".into(), "empty key".into()));
+        e
+    }
+
+    /// Metadata from a `HashMap` filled in the given order, as a caller might build it.
+    fn metadata(reverse: bool) -> Metadata {
+        let mut entries = entries();
+        if reverse {
+            entries.reverse();
+        }
+        let mut map = HashMap::new();
+        for (k, v) in entries {
+            map.insert(k, v);
+        }
+        map.into_iter().collect()
+    }
+
+    #[test]
+    fn equal_contents_give_identical_bytes_that_both_readers_load() {
+        let (a, b) = (
+            temp("equal", "a.safetensors"),
+            temp("equal", "b.safetensors"),
+        );
+        write(&a, tensors(), metadata(false)).unwrap();
+        write(&b, tensors(), metadata(true)).unwrap();
+        let bytes = std::fs::read(&a).unwrap();
+        assert_eq!(bytes, std::fs::read(&b).unwrap());
+        // Writing again over the file gives the same bytes, and leaves no temporary file.
+        write(&a, tensors(), metadata(true)).unwrap();
+        assert_eq!(bytes, std::fs::read(&a).unwrap());
+        let dir = a.parent().unwrap();
+        let leftovers: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+
+        // The safetensors crate reads it: the header is 8-aligned, metadata and tensors
+        // are intact.
+        let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        assert_eq!(n % 8, 0);
+        let parsed = SafeTensors::deserialize(&bytes).unwrap();
+        let (_, header) = SafeTensors::read_metadata(&bytes).unwrap();
+        let expected: HashMap<String, String> = entries().into_iter().collect();
+        assert_eq!(header.metadata().as_ref(), Some(&expected));
+        for (name, t) in tensors() {
+            let view = parsed.tensor(&name).unwrap();
+            assert_eq!(view.shape(), t.dims());
+            assert_eq!(f32::get(view.data()), t.to_vec(), "{name}");
+        }
+
+        // Volta's reader too.
+        let file = File::parse(&a, &bytes).unwrap();
+        assert_eq!(file.user_metadata(), metadata(false));
+        let bias: RawTensor<Cpu, f32> = file.tensor("fc.bias", &[2]).unwrap();
+        assert_eq!(bias.to_vec(), vec![0.5, -0.5]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// With at most one metadata key (no order to choose), the file is byte for byte
+    /// the one `safetensors::serialize` writes.
+    #[test]
+    fn the_header_is_the_one_safetensors_writes() {
+        for meta in [
+            Metadata::new(),
+            Metadata::from([("note \"x\"\n".to_string(), "\\ ü \u{0}".to_string())]),
+        ] {
+            let path = temp("same", &format!("{}.safetensors", meta.len()));
+            write(&path, tensors(), meta.clone()).unwrap();
+            let host: Vec<(String, Vec<usize>, Vec<u8>)> = tensors()
+                .into_iter()
+                .map(|(name, t)| {
+                    let mut bytes = Vec::new();
+                    f32::put(&t.to_vec(), &mut bytes);
+                    (name, t.dims().to_vec(), bytes)
+                })
+                .collect();
+            let views = host.iter().map(|(name, dims, bytes)| {
+                (
+                    name.as_str(),
+                    TensorView::new(f32::DTYPE, dims.clone(), bytes).unwrap(),
+                )
+            });
+            let theirs = safetensors::serialize(views, Some(meta.into_iter().collect())).unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), theirs);
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
 }

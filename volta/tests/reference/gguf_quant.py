@@ -13,7 +13,8 @@ The expected values come from the Python `gguf` package's own dequantisation
 Values are stored as f32 bit patterns so the Rust test compares bit for bit.
 
 Run: `pip install gguf numpy`, then `python3 gguf_quant.py [path/to/model.gguf]` in
-this folder (default: `$VOLTA_SMOLLM2`, else ~/.cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf).
+this folder (default: `$VOLTA_SMOLLM2`, else SmolLM2-135M-Instruct.Q4_1.gguf in Volta's
+cache folder: `$VOLTA_CACHE_DIR`, else `$XDG_CACHE_HOME/volta`, else `~/.cache/volta`).
 """
 import os
 import sys
@@ -73,7 +74,11 @@ def model_path():
         return sys.argv[1]
     if os.environ.get("VOLTA_SMOLLM2"):
         return os.environ["VOLTA_SMOLLM2"]
-    p = os.path.expanduser("~/.cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf")
+    # Where `scripts/fetch_model.py` keeps it.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../scripts"))
+    from fetch_model import cache_dir
+
+    p = os.path.join(cache_dir(), "SmolLM2-135M-Instruct.Q4_1.gguf")
     return p if os.path.exists(p) else None
 
 

@@ -23,7 +23,8 @@ between the best and second-best logit along it (how far from a tie greedy decod
 
 Run: `pip install gguf numpy regex jinja2`, then
 `python3 llama_reference.py [path/to/SmolLM2-135M-Instruct.Q4_1.gguf]` in this folder
-(default: `$VOLTA_SMOLLM2`, else ~/.cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf).
+(default: `$VOLTA_SMOLLM2`, else SmolLM2-135M-Instruct.Q4_1.gguf in Volta's cache
+folder: `$VOLTA_CACHE_DIR`, else `$XDG_CACHE_HOME/volta`, else `~/.cache/volta`).
 About a minute on 2 cores.
 """
 import os

@@ -19,7 +19,9 @@ The chat-template strings are rendered with `jinja2` from the GGUF's own
 `tokenizer.chat_template`.
 
 Run: `pip install gguf numpy regex jinja2 transformers tokenizers` (no torch), then
-`python3 tokenizer.py [path/to/SmolLM2-135M-Instruct.Q4_1.gguf]` in this folder.
+`python3 tokenizer.py [path/to/SmolLM2-135M-Instruct.Q4_1.gguf]` in this folder
+(default: `$VOLTA_SMOLLM2`, else the copy `scripts/fetch_model.py` keeps in Volta's
+cache folder: `$VOLTA_CACHE_DIR`, else `$XDG_CACHE_HOME/volta`, else `~/.cache/volta`).
 `llama_reference.py` imports `encode_a`/`decode_a` from here.
 """
 import os
@@ -29,8 +31,14 @@ import gguf
 import jinja2
 import regex
 
-PATH = (sys.argv[1] if len(sys.argv) > 1 else None) or os.environ.get(
-    "VOLTA_SMOLLM2", "/root/.cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf"
+# The default: `$VOLTA_SMOLLM2`, else where `scripts/fetch_model.py` keeps the model.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../scripts"))
+from fetch_model import cache_dir  # noqa: E402
+
+PATH = (
+    (sys.argv[1] if len(sys.argv) > 1 else None)
+    or os.environ.get("VOLTA_SMOLLM2")
+    or os.path.join(cache_dir(), "SmolLM2-135M-Instruct.Q4_1.gguf")
 )
 
 reader = gguf.GGUFReader(PATH)

@@ -6,10 +6,16 @@ use std::path::PathBuf;
 pub mod gguf_writer;
 
 /// The model file: `$VOLTA_SMOLLM2`, which must exist when set (`scripts/test.sh`
-/// sets it, so CI never skips), else the cache of `scripts/fetch_model.py`
-/// (`~/.cache/volta/`); `None` (the caller skips, saying so) when neither is there.
+/// sets it, so CI never skips), else the copy `scripts/fetch_model.py` keeps in
+/// Volta's cache folder (`$VOLTA_CACHE_DIR`, else `$XDG_CACHE_HOME/volta`, else
+/// `~/.cache/volta`); `None` (the caller skips, saying so) when neither is there.
 pub fn smollm2_path() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("VOLTA_SMOLLM2").map(PathBuf::from) {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(path) = var("VOLTA_SMOLLM2") {
         assert!(
             path.exists(),
             "VOLTA_SMOLLM2 names {}, which does not exist (run scripts/fetch_model.py)",
@@ -17,8 +23,11 @@ pub fn smollm2_path() -> Option<PathBuf> {
         );
         return Some(path);
     }
-    let path = PathBuf::from(std::env::var_os("HOME")?)
-        .join(".cache/volta/SmolLM2-135M-Instruct.Q4_1.gguf");
+    // The rule of `fetch_model.py` and of the GPU tuning cache.
+    let cache = var("VOLTA_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("volta")))
+        .or_else(|| var("HOME").map(|d| d.join(".cache").join("volta")))?;
+    let path = cache.join("SmolLM2-135M-Instruct.Q4_1.gguf");
     path.exists().then_some(path)
 }
 
