@@ -25,6 +25,9 @@
 //
 // The host also prepends `const FLAGS: u32` (1 norm, 2 glu, 4 add), `const N: u32`
 // and `const K: u32` (W's shape), so the first weight loads need no parameter.
+// A W larger than one binding runs in slices of its rows: each launch binds a
+// window that starts at its first row, N is the slice's rows and `out` its own
+// m × N columns (the host places them; glu then runs as a separate epilogue).
 //
 // p: [0] m, [1] n (rows of W), [2] k, [3] x offset, [4] x row stride, [5] flags
 //    (as FLAGS), [6] eps (f32 bits), [7] norm-scale offset,

@@ -1,15 +1,22 @@
 //! Transformer-inference kernels on the GPU (`shaders/qmatmul.wgsl`,
 //! `qrows.wgsl`, `kv_write.wgsl`, `attention.wgsl`): quantised weights stay in
-//! blocks in device memory, repacked to whole `u32` words.
+//! blocks in device memory, repacked to whole `u32` words. A weight (or another
+//! operand) larger than one binding runs in slices of its rows, each launch
+//! binding windows (see `slices`).
+use super::Operand;
+use super::elementwise::copy;
+use super::slices::{self, Part};
 use crate::backend::gpu::runtime::Runtime;
 use crate::backend::gpu::runtime::launch::{alloc, grid, kernel, launch, u};
-use crate::backend::gpu::runtime::pipelines::{Bindings, Key};
+use crate::backend::gpu::runtime::pipelines::{Bindings, Kernel, Key};
 use crate::backend::gpu::runtime::pool::Pooled;
 use crate::backend::infer::{AttnShape, QShape};
 use crate::io::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType};
 use crate::layout::Layout;
+use crate::shape::Dims;
 use std::sync::Arc;
 use volta_kernels::wgsl::{Elem, Expr};
+use volta_kernels::{BinaryOp, UnaryOp};
 
 const QMATMUL: &str = include_str!("../../../../../shaders/qmatmul.wgsl");
 const QROWS: &str = include_str!("../../../../../shaders/qrows.wgsl");
@@ -199,7 +206,8 @@ fn rows(rt: &Runtime, x: (&Arc<Pooled>, &Layout)) -> (Arc<Pooled>, u32, u32) {
     }
 }
 
-/// Dequantised rows: `ids = Some` → rows `ids`, else every row.
+/// Dequantised rows: `ids = Some` → rows `ids`, else every row. A weight or an
+/// output larger than one binding runs in slices (see [`dequantize_sliced`]).
 pub(crate) fn dequantize_rows(
     rt: &Runtime,
     w: &GpuQuantized,
@@ -235,21 +243,136 @@ pub(crate) fn dequantize_rows(
         "main",
         || specialised(QROWS, shape.ty),
     );
+    let wl = weight_layout(shape);
+    let ol = Layout::contiguous(&[n, shape.cols]);
+    let il = Layout {
+        offset: ids_offset as usize,
+        ..Layout::contiguous(&[n])
+    };
+    let ids = use_ids.then_some((&ids, &il));
+    let views = [(&w.0, &wl), (&out, &ol)];
+    if !past_limit(rt, [&w.0, &out].into_iter().chain(ids.map(|(b, _)| b))) {
+        let ids = ids.map(|(b, _)| (b, ids_offset));
+        qrows(
+            rt,
+            &kern,
+            shape,
+            (&w.0, 0, 0..shape.rows),
+            ids,
+            (&out, 0),
+            n,
+        );
+        return (out, len);
+    }
+    dequantize_sliced(rt, &kern, shape, views, ids);
+    (out, len)
+}
+
+/// One launch of `qrows.wgsl` writing `n` output rows from `out`'s element
+/// `out.1`: `w` binds W's `rows` (their first word at `w.1`), `ids` (buffer,
+/// offset) the ids, if any (without, output row i is row i of the bound rows).
+fn qrows(
+    rt: &Runtime,
+    kern: &Arc<Kernel>,
+    shape: &QShape,
+    w: (&Arc<Pooled>, usize, std::ops::Range<usize>),
+    ids: Option<(&Arc<Pooled>, u32)>,
+    out: (&Arc<Pooled>, usize),
+    n: usize,
+) {
+    let (wb, at, rows) = w;
+    // Without ids W stands in for them, unread: every binding needs a buffer.
+    let (ib, io) = ids.unwrap_or((wb, 0));
     let params = [
         u(n),
         u(shape.cols),
-        ids_offset,
+        io,
         u(shape.rows),
-        u32::from(use_ids),
+        u32::from(ids.is_some()),
+        u(at),
+        u(out.1),
+        u(rows.start),
+        u(rows.len()),
     ];
     launch(
         rt,
-        &kern,
+        kern,
         &params,
-        &[&w.0, &ids, &out],
-        grid(rt, len.div_ceil(256)),
+        &[wb, ib, out.0],
+        // A thread per four elements.
+        grid(rt, (n * shape.cols / 4).div_ceil(256)),
     );
-    (out, len)
+}
+
+/// Whether any of `buffers` is larger than one binding (the ops then run in
+/// slices; else they launch once, binding the buffers whole).
+fn past_limit<'a>(rt: &Runtime, buffers: impl IntoIterator<Item = &'a Arc<Pooled>>) -> bool {
+    let limit = rt.gpu.limits.max_storage_buffer_binding_size;
+    buffers.into_iter().any(|b| b.bound_size() > limit)
+}
+
+/// The weight's words as a `(rows, words per row)` view.
+fn weight_layout(shape: &QShape) -> Layout {
+    Layout::contiguous(&[shape.rows, shape.cols / 32 * words(shape.ty) as usize])
+}
+
+/// [`dequantize_rows`] past the binding limit: slices of W's rows, each bound as
+/// a window (the kernel's word offset says where its rows start in it). Without
+/// ids, output row slices go with them. With ids, every slice of the ids (and of
+/// their output rows) meets every slice of W, each launch writing the outputs
+/// whose id falls in its rows: with W in `s` slices, each output is computed once
+/// and `s - 1` launches skip it (an embedding lookup reads a few rows; a table
+/// past the limit has a handful of slices).
+fn dequantize_sliced(
+    rt: &Runtime,
+    kern: &Arc<Kernel>,
+    shape: &QShape,
+    [w, out]: [Operand; 2],
+    ids: Option<Operand>,
+) {
+    let part = |view, elem| Part {
+        view,
+        axis: Some(0),
+        exact: false,
+        elem,
+    };
+    let wp = [part(w, Elem::U32)];
+    let Some(per_w) = slices::slice_len(rt, &wp, shape.rows) else {
+        return rt.report(slices::too_large(rt, "volta qrows", &[w], 4));
+    };
+    let Some(ids) = ids else {
+        let parts = [wp[0], part(out, Elem::F32)];
+        let Some(per) = slices::slice_len(rt, &parts, shape.rows) else {
+            return rt.report(slices::too_large(rt, "volta qrows", &[w, out], 4));
+        };
+        slices::by_slices(rt, &parts, (shape.rows, per), copy, |ops, first, n| {
+            let (w, o) = (ops[0], ops[1]);
+            let rows = first..first + n;
+            qrows(
+                rt,
+                kern,
+                shape,
+                (w.0, w.1.offset, rows),
+                None,
+                (o.0, o.1.offset),
+                n,
+            );
+        });
+        return;
+    };
+    let n = ids.1.dims[0];
+    let outer = [part(ids, Elem::U32), part(out, Elem::F32)];
+    let Some(per_ids) = slices::slice_len(rt, &outer, n) else {
+        return rt.report(slices::too_large(rt, "volta qrows", &[ids, out], 4));
+    };
+    slices::by_slices(rt, &outer, (n, per_ids), copy, |io, _, count| {
+        let (i, o) = (io[0], io[1]);
+        slices::by_slices(rt, &wp, (shape.rows, per_w), copy, |ws, first, rows| {
+            let w = (ws[0].0, ws[0].1.offset, first..first + rows);
+            let ids = Some((i.0, u(i.1.offset)));
+            qrows(rt, kern, shape, w, ids, (o.0, o.1.offset), count);
+        });
+    });
 }
 
 /// An optional read-only view's buffer and offset (`x`'s buffer, unread, when
@@ -259,7 +382,8 @@ fn optional(x: Option<(Arc<Pooled>, u32, u32)>, stand_in: &Arc<Pooled>) -> (Arc<
 }
 
 /// See [`InferenceBackend::qmatmul`](crate::backend::InferenceBackend::qmatmul):
-/// one workgroup per `wg / lanes` outputs (or several such groups) of one row of `x`.
+/// one workgroup per `wg / lanes` outputs (or several such groups) of one row of
+/// `x`. An operand larger than one binding runs in slices ([`qmatmul_sliced`]).
 pub(crate) fn qmatmul(
     rt: &Runtime,
     x: (&Arc<Pooled>, &Layout),
@@ -274,6 +398,14 @@ pub(crate) fn qmatmul(
     let out = alloc(rt, m * width * 4);
     if m * width == 0 {
         return (out, 0);
+    }
+    let extras = [norm.map(|((b, _), _)| b), add.map(|(b, _)| b)];
+    let operands = [&w.0, x.0, &out]
+        .into_iter()
+        .chain(extras.into_iter().flatten());
+    if past_limit(rt, operands) {
+        qmatmul_sliced(rt, x, (w, shape), norm, glu, add, &out);
+        return (out, m * width);
     }
     let (xb, xo, xs) = rows(rt, x);
     let eps = norm.map_or(0.0, |(_, e)| e);
@@ -297,27 +429,7 @@ pub(crate) fn qmatmul(
         rs,
         u(reps),
     ];
-    let kern = kernel(
-        rt,
-        &Key::Named(
-            qmatmul_name(flags),
-            vec![
-                shape.ty.id(),
-                q.lanes,
-                q.wg,
-                u32::from(q.shuffle),
-                flags,
-                u(shape.rows),
-                u(shape.cols),
-            ],
-        ),
-        Bindings {
-            reads: 4,
-            writes: 1,
-        },
-        "main",
-        || qmatmul_source(shape.ty, q, flags, shape.rows, shape.cols),
-    );
+    let kern = qmatmul_kernel(rt, shape.ty, q, flags, shape.rows, shape.cols);
     launch(
         rt,
         &kern,
@@ -326,6 +438,179 @@ pub(crate) fn qmatmul(
         [u(groups.div_ceil(reps)), u(m), 1],
     );
     (out, m * width)
+}
+
+/// The quantised matmul kernel for `flags` over a W of `n × k` (constants of its
+/// source).
+fn qmatmul_kernel(
+    rt: &Runtime,
+    ty: GgmlType,
+    q: QLaunch,
+    flags: u32,
+    n: usize,
+    k: usize,
+) -> Arc<Kernel> {
+    kernel(
+        rt,
+        &Key::Named(
+            qmatmul_name(flags),
+            vec![
+                ty.id(),
+                q.lanes,
+                q.wg,
+                u32::from(q.shuffle),
+                flags,
+                u(n),
+                u(k),
+            ],
+        ),
+        Bindings {
+            reads: 4,
+            writes: 1,
+        },
+        "main",
+        || qmatmul_source(ty, q, flags, n, k),
+    )
+}
+
+/// Rows of W per slice are a multiple of this: 64 rows of whole words span a
+/// multiple of 256 bytes (every adapter's largest offset alignment), so each
+/// window starts exactly at its first row and the kernel needs no word offset;
+/// and 64 output columns of one row of `x` start a window of the output in place.
+const QMATMUL_SLICE_UNIT: usize = 64;
+
+/// [`qmatmul`] with an operand larger than one binding: the product in slices of
+/// W's rows (output features), each a launch of the same kernel compiled for a W
+/// of the slice's rows and bound to a window of W (`x`, the norm's scale and the
+/// residual bound as windows around their views), its columns of the result
+/// written in place (with `m = 1`) or copied there. With `glu` the slices compute
+/// the plain product `x·Wᵀ` (`m × rows`, gate and up columns both), and one
+/// elementwise kernel then pairs column `j` with column `j + rows/2` and adds the
+/// residual: the gate and up rows of one output lie `rows/2` rows apart, further
+/// than one window reaches, and the kernel binds a single window of W. W is still
+/// read once; the extra traffic is the `m × rows` product.
+fn qmatmul_sliced(
+    rt: &Runtime,
+    x: (&Arc<Pooled>, &Layout),
+    (w, shape): (&GpuQuantized, &QShape),
+    norm: Option<((&Arc<Pooled>, &Layout), f32)>,
+    glu: bool,
+    add: Option<(&Arc<Pooled>, &Layout)>,
+    out: &Arc<Pooled>,
+) {
+    let (m, n, k) = (x.1.dims[0], shape.rows, shape.cols);
+    let (xb, xo, xs) = rows(rt, x);
+    let xl = Layout {
+        strides: Dims::new(&[xs as usize, 1]),
+        offset: xo as usize,
+        ..Layout::contiguous(&[m, k])
+    };
+    let norm = norm.map(|(v, eps)| (rows(rt, v), eps));
+    let nl = norm.as_ref().map(|((_, no, _), _)| Layout {
+        offset: *no as usize,
+        ..Layout::contiguous(&[k])
+    });
+    // With glu the residual joins in the epilogue.
+    let fused_add = add.filter(|_| !glu).map(|v| rows(rt, v));
+    let rl = fused_add.as_ref().map(|(_, ro, rs)| Layout {
+        strides: Dims::new(&[*rs as usize, 1]),
+        offset: *ro as usize,
+        ..Layout::contiguous(&[m, n])
+    });
+    // The product: `out` itself, or with glu its gate and up halves side by side.
+    let y = if glu {
+        alloc(rt, m * n * 4)
+    } else {
+        out.clone()
+    };
+    let wl = weight_layout(shape);
+    let yl = Layout::contiguous(&[m, n]);
+    let part = |view, axis, exact, elem| Part {
+        view,
+        axis,
+        exact,
+        elem,
+    };
+    let mut parts = vec![
+        part((&w.0, &wl), Some(0), false, Elem::U32),
+        part((&y, &yl), Some(1), true, Elem::F32),
+        part((&xb, &xl), None, false, Elem::F32),
+    ];
+    if let (Some(((nb, _, _), _)), Some(nl)) = (&norm, &nl) {
+        parts.push(part((nb, nl), None, false, Elem::F32));
+    }
+    if let (Some((rb, _, _)), Some(rl)) = (&fused_add, &rl) {
+        parts.push(part((rb, rl), Some(1), false, Elem::F32));
+    }
+    let per = match slices::slice_len(rt, &parts, n) {
+        Some(per) if per >= n => n,
+        Some(per) if per >= QMATMUL_SLICE_UNIT => per - per % QMATMUL_SLICE_UNIT,
+        _ => {
+            let views: Vec<Operand> = parts.iter().map(|p| p.view).collect();
+            return rt.report(slices::too_large(rt, "volta qmatmul", &views, 4));
+        }
+    };
+    let flags = u32::from(norm.is_some()) | u32::from(fused_add.is_some()) << 2;
+    let eps = norm.as_ref().map_or(0.0, |(_, e)| *e);
+    let q = qmatmul_launch(rt);
+    let outs = (q.wg / q.lanes) as usize;
+    slices::by_slices(rt, &parts, (n, per), copy, |ops, _, rows| {
+        let (wv, yv, xv) = (ops[0], ops[1], ops[2]);
+        debug_assert!(wv.1.offset == 0 && yv.1.offset == 0);
+        // Absent extras: x stands in for them, unread.
+        let (nb, no) = if norm.is_some() {
+            (ops[3].0, u(ops[3].1.offset))
+        } else {
+            (xv.0, 0)
+        };
+        let (rb, ro, rs) = match &fused_add {
+            Some((_, _, rs)) => {
+                let r = ops[ops.len() - 1];
+                (r.0, u(r.1.offset), *rs)
+            }
+            None => (xv.0, 0, 0),
+        };
+        let groups = rows.div_ceil(outs);
+        let reps = groups.div_ceil(q.max_groups as usize);
+        let params = [
+            u(m),
+            u(rows),
+            u(k),
+            u(xv.1.offset),
+            xs,
+            flags,
+            eps.to_bits(),
+            no,
+            ro,
+            rs,
+            u(reps),
+        ];
+        let kern = qmatmul_kernel(rt, shape.ty, q, flags, rows, k);
+        launch(
+            rt,
+            &kern,
+            &params,
+            &[wv.0, xv.0, nb, rb, yv.0],
+            [u(groups.div_ceil(reps)), u(m), 1],
+        );
+    });
+    if glu {
+        let half = n / 2;
+        let (gate, up) = (
+            slices::narrow(&yl, 1, 0, half),
+            slices::narrow(&yl, 1, half, half),
+        );
+        let mut expr = Expr::input(0)
+            .unary(UnaryOp::Silu)
+            .binary(BinaryOp::Mul, Expr::input(1));
+        let mut inputs = vec![(&y, &gate), (&y, &up)];
+        if let Some(r) = add {
+            expr = expr.binary(BinaryOp::Add, Expr::input(2));
+            inputs.push(r);
+        }
+        let ol = Layout::contiguous(&[m, half]);
+        super::elementwise::write(rt, Elem::F32, expr, &inputs, &[], (out, &ol));
+    }
 }
 
 /// The parameters shared by the KV-cache kernels.
@@ -391,6 +676,16 @@ fn kv_write(
 const SPLIT: usize = 1024;
 
 /// See [`InferenceBackend::attend`](crate::backend::InferenceBackend::attend).
+///
+/// Not sliced: a layer's cache, `2·kv_heads·capacity·head_dim` f32s, is the
+/// largest operand, and grouped-query models keep `kv_heads·head_dim` at 1,024 or
+/// less (Llama 3 8B/70B/405B, Mistral, Qwen 2): 8 KiB per position, so a 2 GiB
+/// binding (NVIDIA, AMD) holds 262,144 positions, past their context lengths
+/// (without grouped queries, Llama 2's 32 KiB per position reach 128 MiB at its
+/// 4,096). A 128 MiB binding (lavapipe) holds 16,384 positions of the former; a
+/// longer cache there is reported as
+/// [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) by the launch,
+/// not computed wrongly.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn attend(
     rt: &Runtime,
