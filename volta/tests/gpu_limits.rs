@@ -178,7 +178,11 @@ fn full_reductions_past_the_binding_limit() {
             .scalar(BinaryOp::Mul, 2.0)
             .reduce_all(ReduceOp::Sum)
     };
-    let want: f64 = c.to_vec().iter().map(|&v| 2.0 * f64::from(v.max(0.0))).sum();
+    let want: f64 = c
+        .to_vec()
+        .iter()
+        .map(|&v| 2.0 * f64::from(v.max(0.0)))
+        .sum();
     let got = chain(&g).to_vec()[0];
     assert!(
         (f64::from(got) - want).abs() <= 1e-4 * want.abs(),
@@ -186,7 +190,10 @@ fn full_reductions_past_the_binding_limit() {
     );
     let mean = g.reduce_all(ReduceOp::Sum).to_vec()[0] / (rows * cols) as f32;
     let want_mean = c.to_vec().iter().map(|&v| f64::from(v)).sum::<f64>() / (rows * cols) as f64;
-    assert!((f64::from(mean) - want_mean).abs() < 1e-5, "mean {mean} vs {want_mean}");
+    assert!(
+        (f64::from(mean) - want_mean).abs() < 1e-5,
+        "mean {mean} vs {want_mean}"
+    );
     for op in [ReduceOp::Max, ReduceOp::Min] {
         let (gv, cv) = (g.reduce_all(op).to_vec(), c.reduce_all(op).to_vec());
         assert_eq!(gv, cv, "{op:?} of every element");
@@ -205,7 +212,10 @@ fn windows_scatter_and_optimiser_steps_past_the_binding_limit() {
         ..volta::Window2d::square(3)
     };
     let (cc, gc) = (c.unfold2d(win, 0.0), g.unfold2d(win, 0.0));
-    assert!(gc.layout().numel() * 4 > limit, "the columns must pass the limit");
+    assert!(
+        gc.layout().numel() * 4 > limit,
+        "the columns must pass the limit"
+    );
     close(&gc.to_vec(), &cc.to_vec(), 0.0, "unfold2d");
     close(
         &gc.fold2d(win, [64, 64]).to_vec(),

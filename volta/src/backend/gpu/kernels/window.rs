@@ -78,7 +78,9 @@ fn launch_by_batch(
     };
     let parts = [part(views[0], false), part(views[1], true)];
     match slices::slice_len(rt, &parts, batch) {
-        Some(k) => slices::by_slices(rt, &parts, (batch, k), copy, |ops, _, items| run(ops, items)),
+        Some(k) => slices::by_slices(rt, &parts, (batch, k), copy, |ops, _, items| {
+            run(ops, items)
+        }),
         None => rt.report(slices::too_large(rt, name, &views, elem.size())),
     }
 }

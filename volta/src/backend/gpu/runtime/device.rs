@@ -194,8 +194,8 @@ impl GpuDevice {
 /// layer's documented switch, `NODEVICE_SELECT=1`, is set only then, and only
 /// when the user has not set it either way.
 fn quiet_device_select() {
-    let session = std::env::var_os("XDG_RUNTIME_DIR")
-        .is_some_and(|d| std::path::Path::new(&d).is_dir());
+    let session =
+        std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| std::path::Path::new(&d).is_dir());
     if cfg!(target_os = "linux") && !session && std::env::var_os("NODEVICE_SELECT").is_none() {
         // SAFETY: called once per process, while the device is opened under
         // `device::init`'s `OnceLock`, before the runtime starts its submitting
