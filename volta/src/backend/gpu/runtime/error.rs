@@ -26,7 +26,8 @@ pub enum GpuError {
     DeviceLost(String),
     /// An op was asked to address more bytes of one tensor than the adapter binds
     /// to a kernel (`max_storage_buffer_binding_size`), and it cannot work in
-    /// slices (elementwise ops, reductions, softmax, norms, matmul and gather can).
+    /// slices (a softmax or norm over one row longer than a binding, a random fill,
+    /// a KV cache past it; the other ops work in slices).
     TooLarge {
         /// The op (its kernel's name).
         op: String,
