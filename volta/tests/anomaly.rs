@@ -60,6 +60,7 @@ fn outside_anomaly_mode_nothing_is_checked() {
 #[cfg(feature = "gpu")]
 #[test]
 fn the_gpu_forward_is_checked_too() {
+    let _gpu = crate::support::gpu_shared();
     Gpu::init().expect("a GPU adapter (mesa-vulkan-drivers gives lavapipe)");
     let x = Tensor::<Rank1<4>, Gpu>::from_array([1.0, 2.0, 0.0, 3.0]);
     let msg = panic_of(|| {

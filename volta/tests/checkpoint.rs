@@ -301,6 +301,7 @@ fn optimizer_state_is_checked_before_anything_changes() {
 #[cfg(feature = "gpu")]
 #[test]
 fn gpu_models_save_and_load_without_a_manual_move() {
+    let _gpu = crate::support::gpu_shared();
     let d = dir("gpu");
     let path = d.join("gpu.safetensors");
     let mut cpu = Net::<Cpu>::new(&mut Rng::seed(11));

@@ -44,6 +44,7 @@ fn every_element_type_has_zeros_ones_and_full_on_the_cpu() {
 #[cfg(feature = "gpu")]
 #[test]
 fn every_gpu_element_type_has_zeros_ones_and_full() {
+    let _gpu = crate::support::gpu_shared();
     let info = Gpu::init().expect("a GPU adapter (mesa-vulkan-drivers gives lavapipe)");
     constants::<Gpu, u32>(7);
     constants::<Gpu, u32>(u32::MAX);

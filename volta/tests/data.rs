@@ -527,6 +527,7 @@ fn feature_shape_types_are_checked_at_construction() {
 #[cfg(feature = "gpu")]
 #[test]
 fn gpu_batches_match_cpu_batches_while_the_gpu_computes() {
+    let _gpu = crate::support::gpu_shared();
     let data = numbered(37);
     let cpu = DataLoader::new(data)
         .features::<Rank2<2, 3>>()
@@ -572,6 +573,7 @@ fn gpu_batches_match_cpu_batches_while_the_gpu_computes() {
 #[cfg(feature = "gpu")]
 #[test]
 fn concurrent_gpu_uploads_and_kernels_are_safe() {
+    let _gpu = crate::support::gpu_shared();
     let threads: Vec<_> = (0..4)
         .map(|t| {
             std::thread::spawn(move || {

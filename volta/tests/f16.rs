@@ -515,13 +515,10 @@ fn cpu_f16_trains_a_layer() {
 #[cfg(feature = "gpu")]
 mod gpu {
     use super::*;
-    use std::sync::Mutex;
-
-    static GPU: Mutex<()> = Mutex::new(());
 
     /// Tests share one GPU queue and the fusion switch.
-    fn lock() -> std::sync::MutexGuard<'static, ()> {
-        let g = GPU.lock().unwrap_or_else(|p| p.into_inner());
+    fn lock() -> std::sync::RwLockWriteGuard<'static, ()> {
+        let g = crate::support::gpu_alone();
         Gpu::set_fusion(true);
         let info = Gpu::init().expect("a GPU adapter (mesa-vulkan-drivers gives lavapipe)");
         assert!(info.f16, "this adapter lacks shader-f16: {info}");

@@ -1,7 +1,7 @@
 //! The GGUF reader: files these tests write (valid, and corrupt in every field),
 //! and SmolLM2-135M's real file when it is present (`scripts/fetch_model.py`;
 //! `scripts/test.sh` sets `VOLTA_SMOLLM2`, so CI always reads it).
-mod support;
+use crate::support;
 use half::f16;
 use support::gguf_writer::Writer;
 use volta::io::gguf::{Gguf, GgufErrorKind, Value};

@@ -3,14 +3,12 @@
 //! a cached bind group of the old ones.
 #![cfg(feature = "gpu")]
 
-use std::sync::Mutex;
 use volta::RawTensor;
 use volta::backend::Backend;
 use volta::prelude::*;
 use volta_kernels::BinaryOp;
 
 /// The bind-group counter and the pool are process-wide: one test at a time.
-static GPU: Mutex<()> = Mutex::new(());
 
 /// A chain of unfused scalar ops (each a dispatch), as the recording benchmark runs.
 fn chain<D: Backend<f32>>(x: &RawTensor<D, f32>) -> Vec<f32> {
@@ -32,7 +30,7 @@ fn input() -> Vec<f32> {
 
 #[test]
 fn repeated_launches_reuse_their_bind_groups() {
-    let _turn = GPU.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = crate::support::gpu_alone();
     if let Err(e) = Gpu::init() {
         panic!("no GPU adapter (install Mesa's lavapipe): {e}");
     }
@@ -55,7 +53,7 @@ fn repeated_launches_reuse_their_bind_groups() {
 
 #[test]
 fn released_buffers_are_not_bound_through_cached_bind_groups() {
-    let _turn = GPU.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = crate::support::gpu_alone();
     if let Err(e) = Gpu::init() {
         panic!("no GPU adapter (install Mesa's lavapipe): {e}");
     }

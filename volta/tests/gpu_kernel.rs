@@ -3,7 +3,6 @@
 //! and new scalar values reuse the compiled pipeline.
 #![cfg(feature = "gpu")]
 
-use std::sync::Mutex;
 use volta::kernel;
 use volta::kernel::KernelBackend;
 use volta::prelude::*;
@@ -36,10 +35,9 @@ fn swish_sq(x: f32) -> f32 {
 }
 
 /// Tests share the fusion switch (a process-wide setting).
-static GPU: Mutex<()> = Mutex::new(());
 
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    let g = GPU.lock().unwrap_or_else(|p| p.into_inner());
+fn lock() -> std::sync::RwLockWriteGuard<'static, ()> {
+    let g = crate::support::gpu_alone();
     Gpu::set_fusion(true);
     g
 }

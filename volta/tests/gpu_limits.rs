@@ -51,10 +51,6 @@ fn f<D: volta::Backend<f32>>(x: &RawTensor<D, f32>) -> RawTensor<D, f32> {
     x.unary(UnaryOp::Exp).binary(BinaryOp::Mul, x)
 }
 
-/// One test at a time: each holds ~1 GB of host memory (lavapipe), and the out-of-
-/// range check must not meet another test's read-back.
-static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn limit() -> u64 {
     Gpu::init()
         .expect("a GPU adapter (mesa-vulkan-drivers gives lavapipe)")
@@ -63,7 +59,7 @@ fn limit() -> u64 {
 
 #[test]
 fn elementwise_and_copies_past_the_binding_limit() {
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::support::gpu_alone();
     let limit = limit();
     let (c, g) = both(values(N), &[N]);
     assert!(
@@ -93,7 +89,7 @@ fn elementwise_and_copies_past_the_binding_limit() {
 
 #[test]
 fn reductions_and_softmax_past_the_binding_limit() {
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::support::gpu_alone();
     limit();
     let (rows, cols) = (N / 4096, 4096);
     let (c, g) = both(values(rows * cols), &[rows, cols]);
@@ -123,7 +119,7 @@ fn reductions_and_softmax_past_the_binding_limit() {
 
 #[test]
 fn matmul_and_gather_past_the_binding_limit() {
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::support::gpu_alone();
     limit();
     let (rows, cols) = (N / 4096, 4096);
     let (c, g) = both(values(rows * cols), &[rows, cols]);
@@ -167,7 +163,7 @@ fn matmul_and_gather_past_the_binding_limit() {
 
 #[test]
 fn full_reductions_past_the_binding_limit() {
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::support::gpu_alone();
     limit();
     let (rows, cols) = (N / 4096, 4096);
     let (c, g) = both(values(rows * cols), &[rows, cols]);
@@ -202,7 +198,7 @@ fn full_reductions_past_the_binding_limit() {
 
 #[test]
 fn windows_scatter_and_optimiser_steps_past_the_binding_limit() {
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::support::gpu_alone();
     let limit = limit() as usize;
     // im2col of a batch whose columns pass the limit, and its adjoint reading them.
     let batch = limit / (64 * 64 * 9 * 4) + 1;
@@ -269,7 +265,7 @@ fn windows_scatter_and_optimiser_steps_past_the_binding_limit() {
 
 #[test]
 fn an_op_that_cannot_slice_says_so_when_recorded() {
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::support::gpu_alone();
     let limit = limit();
     // Softmax over one row longer than a binding: each output needs the whole
     // row at once, so no slicing helps.
@@ -315,7 +311,7 @@ fn random(dims: &[usize], rng: &mut Rng) -> (RawTensor<Cpu, f32>, RawTensor<Gpu,
 
 #[test]
 fn launches_past_65535_workgroups_match_the_cpu() {
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::support::gpu_alone();
     Gpu::init().expect("a GPU adapter (mesa-vulkan-drivers gives lavapipe)");
     let mut rng = Rng::seed(3);
 

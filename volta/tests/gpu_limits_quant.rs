@@ -16,9 +16,6 @@ use volta::shape::Dims;
 use volta::tensor::{QMATMUL_GEMV_ROWS, QMatmulOptions, QTensor, RawTensor};
 use volta::{Cpu, Gpu};
 
-/// One test at a time: each holds ~1–3 GB of host memory (lavapipe).
-static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// Input features of every weight here.
 const COLS: usize = 4096;
 
@@ -240,7 +237,7 @@ fn rows_past_the_limit(ty: GgmlType) -> usize {
 
 #[test]
 fn q8_0_past_the_binding_limit() {
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::support::gpu_alone();
     let ty = GgmlType::Q8_0;
     let rows = rows_past_the_limit(ty);
     let (cw, gw) = timed(&format!("{ty} weight {rows} × {COLS}"), || {
@@ -259,7 +256,7 @@ fn q8_0_past_the_binding_limit() {
 /// dequantisation is the Q8_0 test's.
 #[test]
 fn q4_0_past_the_binding_limit() {
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::support::gpu_alone();
     let ty = GgmlType::Q4_0;
     let rows = rows_past_the_limit(ty);
     let (cw, gw) = timed(&format!("{ty} weight {rows} × {COLS}"), || {
@@ -273,7 +270,7 @@ fn q4_0_past_the_binding_limit() {
 /// the limit: slices of the ids meet slices of the table.
 #[test]
 fn rows_by_id_past_the_binding_limit() {
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::support::gpu_alone();
     let ty = GgmlType::Q8_0;
     let rows = rows_past_the_limit(ty);
     let (cw, gw) = weight(ty, rows, 3);
@@ -301,7 +298,7 @@ fn rows_by_id_past_the_binding_limit() {
 /// they still match the CPU (tests/inference.rs covers them fully).
 #[test]
 fn small_weights_match_as_before() {
-    let _one = ONE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::support::gpu_alone();
     limit();
     for ty in [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0] {
         let rows = 200;

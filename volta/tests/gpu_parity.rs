@@ -6,7 +6,6 @@
 //! provides one.
 #![cfg(feature = "gpu")]
 
-use std::sync::Mutex;
 use volta::backend::Backend;
 use volta::prelude::*;
 use volta::{RawTensor, Tensor};
@@ -14,10 +13,9 @@ use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
 
 /// Tests share one GPU queue; running them one at a time keeps the batch counters
 /// of the laziness tests meaningful (and the fusion switch, a global, theirs).
-static GPU: Mutex<()> = Mutex::new(());
 
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    let g = GPU.lock().unwrap_or_else(|p| p.into_inner());
+fn lock() -> std::sync::RwLockWriteGuard<'static, ()> {
+    let g = crate::support::gpu_alone();
     // A test that failed with fusion off must not leave it off for the next one.
     Gpu::set_fusion(true);
     // Kernel and wait counts here are the program's own: tuning (on by default

@@ -39,7 +39,6 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::{RngSeed, TestRunner};
 use std::fmt;
-use std::sync::RwLock;
 use volta::backend::Backend;
 use volta::prelude::*;
 use volta::{RawTensor, Tensor};
@@ -83,11 +82,6 @@ const MEDIUM_TILES: [usize; 2] = [256, 300];
 
 /// Inputs of a chain (some steps may leave one unread).
 const CHAIN_INPUTS: usize = 3;
-
-/// The GPU's fusion switch is global: cases with fusion on (the default) share the
-/// GPU, running side by side (their new pipelines compile in parallel); a case with
-/// fusion off has it alone.
-static FUSION: RwLock<()> = RwLock::new(());
 
 // ---------------------------------------------------------------------------
 // Cases
@@ -505,10 +499,10 @@ fn check(case: &Case) {
     let _dbg = Dbg(case, t0, p0);
     let cpu = eval::<Cpu>(case);
     let gpu = if case.fusion {
-        let _shared = FUSION.read().unwrap_or_else(|p| p.into_inner());
+        let _shared = crate::support::gpu_shared();
         eval::<Gpu>(case)
     } else {
-        let _alone = FUSION.write().unwrap_or_else(|p| p.into_inner());
+        let _alone = crate::support::gpu_alone();
         Gpu::set_fusion(false);
         let gpu = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| eval::<Gpu>(case)));
         Gpu::set_fusion(true);

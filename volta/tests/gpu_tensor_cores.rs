@@ -72,6 +72,7 @@ fn rel_error(x: &[f32], reference: &[f32]) -> f32 {
 
 #[test]
 fn tensor_core_products_match_the_cpu_within_f16_error() {
+    let _gpu = crate::support::gpu_alone();
     let info =
         Gpu::init().unwrap_or_else(|e| panic!("no GPU adapter (install Mesa's lavapipe): {e}"));
     for (s, &shape) in SHAPES.iter().enumerate() {

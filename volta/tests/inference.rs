@@ -202,11 +202,13 @@ mod gpu {
 
     #[test]
     fn qmatmul_matches_dense_on_the_gpu() {
+        let _gpu = crate::support::gpu_shared();
         qmatmul_matches_dense::<Gpu>();
     }
 
     #[test]
     fn attend_matches_composed_on_the_gpu() {
+        let _gpu = crate::support::gpu_alone();
         attend_matches_composed::<Gpu>();
     }
 
@@ -215,6 +217,7 @@ mod gpu {
     /// replaying gives the next row's result, and other work in between is intact.
     #[test]
     fn a_captured_step_replays_with_new_inputs() {
+        let _gpu = crate::support::gpu_alone();
         let mut rng = Rng::seed(3);
         let (n, k) = (16, 64);
         let bytes = random_blocks(GgmlType::Q8_0, n, k, &mut rng);

@@ -4,16 +4,13 @@
 //! this on lavapipe.
 #![cfg(feature = "gpu")]
 
-use std::sync::Mutex;
 use volta::backend::Backend;
 use volta::nn::loss::cross_entropy;
 use volta::nn::{Entry, Visitor};
 use volta::prelude::*;
 
-static GPU: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    GPU.lock().unwrap_or_else(|p| p.into_inner())
+fn lock() -> std::sync::RwLockWriteGuard<'static, ()> {
+    crate::support::gpu_alone()
 }
 
 #[track_caller]

@@ -5,7 +5,7 @@
 //!
 //! The dims in the type: a small random model that these tests write loads into the
 //! `Llama` type of its dims and runs; into a type of other dims it is a typed error.
-mod support;
+use crate::support;
 use support::gguf_writer::{LlamaDims, tiny_llama};
 use volta::backend::{InferenceBackend, Replay};
 use volta::io::gguf::{Gguf, GgufError, GgufErrorKind};
@@ -71,13 +71,11 @@ fn tiny_logits<D: InferenceBackend + Replay>(gguf: &Gguf) -> Vec<Vec<f32>> {
 
 /// Held by each GPU test here: the GPU's capture is process-wide, and one test's
 /// replay while the other captures panics ("Gpu::replay inside Gpu::capture").
-#[cfg(feature = "gpu")]
-static GPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[cfg(feature = "gpu")]
 #[test]
 fn the_small_random_model_runs_alike_on_the_gpu() {
-    let _gpu = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let _gpu = crate::support::gpu_alone();
     let gguf = tiny_file(TINY);
     let want = tiny_logits::<Cpu>(&gguf);
     let got = tiny_logits::<volta::Gpu>(&gguf);
@@ -174,7 +172,7 @@ fn greedy_answer_matches_llama_cpp_on_the_cpu() {
 #[cfg(feature = "gpu")]
 #[test]
 fn prefill_and_replayed_decode_logits_are_the_same_on_the_gpu() {
-    let _gpu = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let _gpu = crate::support::gpu_alone();
     let Some((gguf, tokenizer)) = support::smollm2() else {
         return;
     };

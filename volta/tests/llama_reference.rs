@@ -13,7 +13,7 @@
 #[path = "reference/llama_fixture.rs"]
 mod fixture;
 
-mod support;
+use crate::support;
 use fixture::{CASES, Case};
 use volta::Cpu;
 use volta::io::gguf::Gguf;
@@ -173,6 +173,7 @@ fn cpu_logits_and_greedy_text_match_the_reference() {
 #[cfg(feature = "gpu")]
 #[test]
 fn gpu_prompt_logits_and_first_tokens_match_the_reference() {
+    let _gpu = crate::support::gpu_alone();
     let Some((gguf, _)) = open() else { return };
     let case = &CASES[0];
     let &(pos, ref want) = case.top.last().expect("positions");

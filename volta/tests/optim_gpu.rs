@@ -4,16 +4,14 @@
 //! Vulkan/Metal/DX12 adapter (Mesa's lavapipe on machines without a GPU).
 #![cfg(feature = "gpu")]
 
-use std::sync::Mutex;
 use volta::RawTensor;
 use volta::optim::{AdamStep, SgdStep, clip_grad_norm};
 use volta::prelude::*;
 
 /// Tests share one GPU queue; running them one at a time keeps the counters exact.
-static GPU: Mutex<()> = Mutex::new(());
 
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    GPU.lock().unwrap_or_else(|p| p.into_inner())
+fn lock() -> std::sync::RwLockWriteGuard<'static, ()> {
+    crate::support::gpu_alone()
 }
 
 /// A model of three parameters: a matrix whose element count is not a multiple of

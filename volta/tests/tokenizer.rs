@@ -11,7 +11,7 @@
 #[path = "reference/tokenizer_fixture.rs"]
 mod fixture;
 
-mod support;
+use crate::support;
 use std::sync::OnceLock;
 
 use volta::models::{ChatTemplate, Message, Role, Tokenizer, TokenizerError, TokenizerSpec};

@@ -1,9 +1,27 @@
-//! Shared by the tests that read GGUF files: SmolLM2-135M's, and those they write
-//! ([`gguf_writer`]).
+//! Shared by the tests of the suite: the GPU's turn ([`gpu_shared`], [`gpu_alone`]),
+//! SmolLM2-135M's file, and the GGUF files tests write ([`gguf_writer`]).
 use std::path::PathBuf;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-#[allow(dead_code)] // not every test binary that shares this module writes files
 pub mod gguf_writer;
+
+/// The GPU's settings (fusion, tiles, precision), its counters and its capture are
+/// process-wide, and the suite's tests share one process.
+static GPU: RwLock<()> = RwLock::new(());
+
+/// Held by a GPU test that runs with the default settings and counts nothing:
+/// such tests run side by side.
+#[cfg(feature = "gpu")]
+pub fn gpu_shared() -> RwLockReadGuard<'static, ()> {
+    GPU.read().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Held by a GPU test that changes a setting, counts pipelines or bind groups, or
+/// captures a replay: it runs with no other GPU test beside it.
+#[cfg(feature = "gpu")]
+pub fn gpu_alone() -> RwLockWriteGuard<'static, ()> {
+    GPU.write().unwrap_or_else(|p| p.into_inner())
+}
 
 /// The model file: `$VOLTA_SMOLLM2`, which must exist when set (`scripts/test.sh`
 /// sets it, so CI never skips), else the copy `scripts/fetch_model.py` keeps in

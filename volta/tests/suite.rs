@@ -1,0 +1,34 @@
+//! Volta's integration tests, as one test binary: each file below links volta and
+//! wgpu once here instead of once per file, which saved minutes of every fresh
+//! build. GPU tests take turns through `support::gpu_shared` / `gpu_alone`, since
+//! the GPU's settings, counters and capture are process-wide.
+//!
+//! Tests that must own the whole process (they set the environment before the GPU
+//! opens, limit its memory or lose the device) stay binaries of their own; see
+//! `volta/Cargo.toml`.
+
+mod support;
+
+mod anomaly;
+mod checkpoint;
+mod constructors;
+mod data;
+mod f16;
+mod fuzz_readers;
+mod gguf;
+mod gpu_bind_groups;
+mod gpu_kernel;
+mod gpu_limits;
+mod gpu_limits_quant;
+mod gpu_parity;
+mod gpu_parity_random;
+mod gpu_tensor_cores;
+mod inference;
+mod kernel;
+mod layers_gpu;
+mod llama;
+mod llama_reference;
+mod model;
+mod optim_gpu;
+mod smoke;
+mod tokenizer;
