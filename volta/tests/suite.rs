@@ -30,5 +30,6 @@ mod llama;
 mod llama_reference;
 mod model;
 mod optim_gpu;
+mod quiet_probe;
 mod smoke;
 mod tokenizer;

@@ -189,13 +189,19 @@ impl GpuDevice {
 
 /// Keeps Mesa's device-selection layer (an implicit Vulkan layer that only
 /// orders adapters for displays) from probing for a Wayland display where no
-/// session exists: it prints `error: XDG_RUNTIME_DIR is invalid or not set` on
-/// every instance, an error a compute program can neither act on nor avoid. The
-/// layer's documented switch, `NODEVICE_SELECT=1`, is set only then, and only
-/// when the user has not set it either way.
+/// session exists: libwayland prints `error: XDG_RUNTIME_DIR is invalid or not
+/// set in the environment.` on every instance, an error a compute program can
+/// neither act on nor avoid. libwayland finds a display through an absolute
+/// `XDG_RUNTIME_DIR`, an absolute `WAYLAND_DISPLAY` or `WAYLAND_SOCKET`; without
+/// any of them the layer's documented switch, `NODEVICE_SELECT=1`, is set, unless
+/// the user has set it either way.
 fn quiet_device_select() {
-    let session =
-        std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| std::path::Path::new(&d).is_dir());
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let absolute = |k: &str| var(k).is_some_and(|v| std::path::Path::new(&v).is_absolute());
+    let session = (absolute("XDG_RUNTIME_DIR")
+        && var("XDG_RUNTIME_DIR").is_some_and(|d| std::path::Path::new(&d).is_dir()))
+        || absolute("WAYLAND_DISPLAY")
+        || var("WAYLAND_SOCKET").is_some();
     if cfg!(target_os = "linux") && !session && std::env::var_os("NODEVICE_SELECT").is_none() {
         // SAFETY: called once per process, while the device is opened under
         // `device::init`'s `OnceLock`, before the runtime starts its submitting
