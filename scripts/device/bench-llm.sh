@@ -2,8 +2,8 @@
 # The language-model benchmark on the GPU machine, in one call (see
 # ../shared/device/README.md). Prepare here:
 #   cargo build --release -p volta-examples --example bench_llm
-#   cargo test --release -p volta --test inference --no-run
-#   strip + gzip both into .device/bin/{bench_llm,inference}.gz,
+#   cargo test --release -p volta --test suite --no-run
+#   strip + gzip both into .device/bin/{bench_llm,test_suite}.gz,
 #   head -c 1785664 SmolLM2-135M-Instruct.Q4_1.gguf > .device/sk/header.bin
 # and carry .device/{gl,gpu-env.sh,bin,pl,sk} (pl: the Vulkan llama-bench, gzipped).
 # Without the real file (98 MB, two calls to carry), scripts/device/gguf_skeleton.py
@@ -11,10 +11,10 @@
 set -u
 source .device/gpu-env.sh >/dev/null
 date -u
-for f in bench_llm inference; do gunzip -c .device/bin/$f.gz > ~/$f; chmod +x ~/$f; done
+for f in bench_llm test_suite; do gunzip -c .device/bin/$f.gz > ~/$f; chmod +x ~/$f; done
 gunzip -c .device/pl/llama-bench.gz > ~/llama-bench && chmod +x ~/llama-bench
 [ -f ~/model.gguf ] || python3 scripts/device/gguf_skeleton.py .device/sk/header.bin ~/model.gguf
-~/inference 2>&1 | tail -3   # the kernels' parity tests, on this GPU
+~/test_suite inference:: 2>&1 | tail -3   # the kernels' parity tests, on this GPU
 B="$HOME/bench_llm --model $HOME/model.gguf --device gpu --prompt 512 --tokens 128 --runs 5"
 {
   echo "== Volta (lanes: adapter's subgroup, shuffle sums)"; $B

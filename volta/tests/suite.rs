@@ -10,6 +10,7 @@
 mod support;
 
 mod anomaly;
+mod async_api;
 mod checkpoint;
 mod constructors;
 mod data;

@@ -56,6 +56,15 @@ pub trait Memory<E: Element>: 'static {
             panic!("{e} (call `try_to_vec` or `try_item` to handle this error)")
         })
     }
+    /// [`try_to_vec`](Memory::try_to_vec) without blocking, for the browser: the
+    /// read-back is started now and the future completes when the data arrives.
+    /// On the CPU it is ready at once.
+    fn try_to_vec_async(
+        buf: &Self::Buffer,
+        layout: &Layout,
+    ) -> impl Future<Output = Result<Vec<E>, Self::Error>> + 'static {
+        std::future::ready(Self::try_to_vec(buf, layout))
+    }
     /// Copies a view into a new contiguous buffer.
     fn contiguous(buf: &Self::Buffer, layout: &Layout) -> Self::Buffer;
 }

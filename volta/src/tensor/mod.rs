@@ -131,6 +131,39 @@ impl<S: Shape, D: Device + Memory<E>, E: Element> Tensor<S, D, E> {
         self.raw.try_to_vec()
     }
 
+    /// Reads the elements back without blocking: the way to read a `Gpu` tensor
+    /// in the browser, where the blocking [`to_vec`](Self::to_vec) cannot wait.
+    /// The copy is recorded when this is called; the future completes when the
+    /// data has arrived (natively its first poll waits for it; on the CPU it is
+    /// ready at once).
+    ///
+    /// # Panics
+    /// When the device reports an error;
+    /// [`try_to_vec_async`](Self::try_to_vec_async) returns it.
+    pub fn to_vec_async(&self) -> impl Future<Output = Vec<E>> + 'static {
+        let read = self.raw.try_to_vec_async();
+        async move {
+            read.await
+                .unwrap_or_else(|e| panic!("{e} (call `try_to_vec_async` to handle this error)"))
+        }
+    }
+
+    /// [`to_vec_async`](Self::to_vec_async), returning the device's error (see
+    /// [`try_to_vec`](Self::try_to_vec)).
+    ///
+    /// ```
+    /// # pollster::block_on(async {
+    /// use volta::prelude::*;
+    /// let x = Tensor::<Rank1<2>>::from_array([1.0, 2.0]);
+    /// assert_eq!(x.try_to_vec_async().await, Ok(vec![1.0, 2.0]));
+    /// # });
+    /// ```
+    pub fn try_to_vec_async(
+        &self,
+    ) -> impl Future<Output = Result<Vec<E>, <D as Memory<E>>::Error>> + 'static {
+        self.raw.try_to_vec_async()
+    }
+
     /// The same data as a leaf that gradients flow to (a trainable parameter).
     pub fn requires_grad(&self) -> Self {
         Tensor {

@@ -196,4 +196,12 @@ impl<D: Device + Memory<E>, E: Element> RawTensor<D, E> {
     pub fn try_to_vec(&self) -> Result<Vec<E>, <D as Memory<E>>::Error> {
         D::try_to_vec(&self.0.buffer, &self.0.layout)
     }
+
+    /// [`try_to_vec`](Self::try_to_vec) without blocking (the browser's
+    /// read-back): the copy starts now, the future completes when it arrives.
+    pub fn try_to_vec_async(
+        &self,
+    ) -> impl Future<Output = Result<Vec<E>, <D as Memory<E>>::Error>> + 'static {
+        <D as Memory<E>>::try_to_vec_async(&self.0.buffer, &self.0.layout)
+    }
 }

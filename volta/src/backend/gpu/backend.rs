@@ -11,11 +11,13 @@ use super::kernels::{index, matmul, optim, window};
 use super::runtime::Runtime;
 use super::runtime::error::GpuError;
 use super::runtime::launch::alloc;
+use super::runtime::pool::Pooled;
 use super::runtime::transfer;
 use crate::backend::infer::{AttnShape, QFusion, QShape};
 use crate::backend::{AdamStep, Backend, Buf, Cast, Device, Memory, SgdStep, View};
 use crate::dtype::f16;
 use crate::layout::Layout;
+use std::sync::Arc;
 use volta_kernels::wgsl::{Elem, Expr, RowOp};
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
 
@@ -23,16 +25,16 @@ impl Device for Gpu {
     const NAME: &'static str = "Gpu";
 }
 
-/// Reads a view back: a strided view is made contiguous on the device first.
-fn download<E: bytemuck::Pod>(
+/// The contiguous device buffer holding a view, and the view's first element in
+/// it: a strided view is made contiguous on the device first.
+fn packed<E>(
     rt: &Runtime,
     buf: &GpuBuffer<E>,
     layout: &Layout,
     elem: Elem,
-) -> Result<Vec<E>, GpuError> {
-    let n = layout.numel();
-    if n == 0 || layout.is_contiguous() {
-        return transfer::download(rt, buf.raw(), layout.offset, n);
+) -> (Arc<Pooled>, usize) {
+    if layout.numel() == 0 || layout.is_contiguous() {
+        return (buf.raw().clone(), layout.offset);
     }
     let packed = map(
         rt,
@@ -42,7 +44,7 @@ fn download<E: bytemuck::Pod>(
         &[],
         &layout.dims,
     );
-    transfer::download(rt, &packed, 0, n)
+    (packed, 0)
 }
 
 macro_rules! memory {
@@ -60,7 +62,21 @@ macro_rules! memory {
             }
             type Error = GpuError;
             fn try_to_vec(buf: &Self::Buffer, layout: &Layout) -> Result<Vec<$t>, GpuError> {
-                download(&device::init()?.rt, buf, layout, $elem)
+                let rt = &device::init()?.rt;
+                let (packed, offset) = packed(rt, buf, layout, $elem);
+                transfer::download(rt, &packed, offset, layout.numel())
+            }
+            fn try_to_vec_async(
+                buf: &Self::Buffer,
+                layout: &Layout,
+            ) -> impl Future<Output = Result<Vec<$t>, GpuError>> + 'static {
+                // The packing is recorded now, while `buf` is borrowed.
+                let start = device::init().map(|s| (&s.rt, packed(&s.rt, buf, layout, $elem)));
+                let n = layout.numel();
+                async move {
+                    let (rt, (packed, offset)) = start?;
+                    transfer::download_async(rt, &packed, offset, n).await
+                }
             }
             fn contiguous(buf: &Self::Buffer, layout: &Layout) -> Self::Buffer {
                 let c = rt();

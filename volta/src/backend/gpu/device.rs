@@ -31,15 +31,41 @@ pub(crate) struct State {
 static STATE: OnceLock<Result<State, GpuError>> = OnceLock::new();
 
 /// The device's state, opened on first use.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn init() -> Result<&'static State, GpuError> {
     STATE
-        .get_or_init(|| {
-            let rt = Runtime::open(Submission::from_env())?;
-            let tuning = Tuning::new(&rt.gpu.info);
-            Ok(State { rt, tuning })
-        })
+        .get_or_init(|| Runtime::open(Submission::from_env()).map(State::on))
         .as_ref()
         .map_err(Clone::clone)
+}
+
+/// The device's state: in the browser it cannot be opened without waiting, so
+/// [`Gpu::init_async`] must have opened it.
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn init() -> Result<&'static State, GpuError> {
+    match STATE.get() {
+        Some(state) => state.as_ref().map_err(Clone::clone),
+        None => Err(GpuError::NotOpened),
+    }
+}
+
+/// Opens the device's state without blocking, once.
+async fn init_async() -> Result<&'static State, GpuError> {
+    if STATE.get().is_none() {
+        let opened = Runtime::open_async(Submission::from_env())
+            .await
+            .map(State::on);
+        // Two tasks that open at once: the first to finish is kept.
+        let _ = STATE.set(opened);
+    }
+    init()
+}
+
+impl State {
+    fn on(rt: Runtime) -> State {
+        let tuning = Tuning::new(&rt.gpu.info);
+        State { rt, tuning }
+    }
 }
 
 /// The state for an op on a `Gpu` tensor: there is no CPU fallback, so failing to
@@ -65,8 +91,29 @@ impl Gpu {
     /// Opens the GPU (once per process) and describes the adapter.
     /// Ops on `Gpu` tensors call it implicitly and panic with the error's text
     /// when it fails; call it first to handle [`GpuError::NoAdapter`] yourself.
+    ///
+    /// In the browser (wasm32) opening the device cannot block: call
+    /// [`init_async`](Self::init_async) first; until then this returns
+    /// [`GpuError::NotOpened`] and ops on `Gpu` tensors panic saying so.
     pub fn init() -> Result<GpuInfo, GpuError> {
         init().map(|s| s.rt.gpu.info.clone())
+    }
+
+    /// Opens the GPU (once per process) without blocking, and describes the
+    /// adapter: the way to open it in the browser, where the adapter and device
+    /// arrive asynchronously. Natively it opens the device as [`init`](Self::init)
+    /// does, waiting inside the first poll.
+    ///
+    /// ```no_run
+    /// # async fn page() -> Result<(), volta::backend::gpu::GpuError> {
+    /// use volta::prelude::*;
+    /// let info = Gpu::init_async().await?;
+    /// let x = Tensor::<Rank1<3>, Gpu>::from_array([1.0, -2.0, 3.0]);
+    /// assert_eq!(x.relu().try_to_vec_async().await?, vec![1.0, 0.0, 3.0]);
+    /// # Ok(()) }
+    /// ```
+    pub async fn init_async() -> Result<GpuInfo, GpuError> {
+        init_async().await.map(|s| s.rt.gpu.info.clone())
     }
 
     /// Destroys the device as a driver reset would, for testing how a program
@@ -87,8 +134,17 @@ impl Gpu {
     /// Submits all recorded work, waits for it, and reports any error raised
     /// since the last sync point (validation, out of memory, device lost,
     /// out-of-range indices).
+    ///
+    /// In the browser it returns [`GpuError::WouldBlock`]: use
+    /// [`sync_async`](Self::sync_async).
     pub fn sync() -> Result<(), GpuError> {
         transfer::sync(&init()?.rt)
+    }
+
+    /// [`sync`](Self::sync) without blocking: in the browser the page keeps
+    /// running while the GPU works (a training loop awaits it once per step).
+    pub async fn sync_async() -> Result<(), GpuError> {
+        transfer::sync_async(&init()?.rt).await
     }
 
     /// Runs `f` and measures on the GPU, with timestamp queries, the time of

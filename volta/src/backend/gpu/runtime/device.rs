@@ -3,6 +3,7 @@
 //! wait for the next sync point.
 use super::error::GpuError;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Poll, Waker};
 
 /// What [`Gpu::init`](crate::Gpu::init) found: the adapter and the limits of note.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,18 +93,27 @@ const WANTED: [(wgpu::Features, &str); 4] = [
 ];
 
 impl GpuDevice {
+    /// [`open_async`](Self::open_async), waiting for it (not in the browser,
+    /// where nothing may block).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open() -> Result<GpuDevice, GpuError> {
+        pollster::block_on(Self::open_async())
+    }
+
     /// Opens the adapter wgpu prefers for high performance, with every optional
     /// feature of [`WANTED`] it has and its own limits (wgpu's defaults cap
     /// bindings at 128 MiB and shared memory at 16 KiB).
-    pub fn open() -> Result<GpuDevice, GpuError> {
+    pub async fn open_async() -> Result<GpuDevice, GpuError> {
         quiet_device_select();
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-            power_preference: wgpu::PowerPreference::HighPerformance,
-            ..Default::default()
-        }))
-        .map_err(|_| GpuError::NoAdapter)?;
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            })
+            .await
+            .map_err(|_| GpuError::NoAdapter)?;
         let available = adapter.features();
         let disabled = std::env::var("VOLTA_GPU_DISABLE").unwrap_or_default();
         let disabled: Vec<&str> = disabled.split(',').map(str::trim).collect();
@@ -127,15 +137,17 @@ impl GpuDevice {
             && features.contains(wgpu::Features::SUBGROUP)
             && has_f16_coop_16(&adapter);
         let limits = adapter.limits();
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("volta"),
-            required_features: features,
-            required_limits: limits.clone(),
-            experimental_features: experimental,
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        }))
-        .map_err(|e| GpuError::RequestDevice(e.to_string()))?;
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("volta"),
+                required_features: features,
+                required_limits: limits.clone(),
+                experimental_features: experimental,
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            })
+            .await
+            .map_err(|e| GpuError::RequestDevice(e.to_string()))?;
 
         let error: Arc<Mutex<Option<GpuError>>> = Arc::default();
         let sink = error.clone();
@@ -249,22 +261,56 @@ impl GpuDevice {
     }
 }
 
+/// Where a `map_async` (or work-done) callback leaves its result, and the waker
+/// of a task awaiting it. Natively the callback runs inside `device.poll`; in the
+/// browser it runs when the page's event loop resolves the mapping.
+#[derive(Default)]
+pub(crate) struct Callback {
+    state: Mutex<(Option<Result<(), wgpu::BufferAsyncError>>, Option<Waker>)>,
+}
+
+impl Callback {
+    /// The closure to hand to wgpu.
+    pub fn sender(self: &Arc<Self>) -> impl FnOnce(Result<(), wgpu::BufferAsyncError>) + 'static {
+        let slot = self.clone();
+        move |r| {
+            let mut state = slot.state.lock().unwrap_or_else(|p| p.into_inner());
+            state.0 = Some(r);
+            if let Some(w) = state.1.take() {
+                w.wake();
+            }
+        }
+    }
+
+    /// The result, once the callback ran; else `waker` is woken when it does.
+    fn take(&self, waker: Option<&Waker>) -> Option<Result<(), wgpu::BufferAsyncError>> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let r = state.0.take();
+        if r.is_none() {
+            state.1 = waker.cloned();
+        }
+        r
+    }
+}
+
 /// How long a read-back polls before it blocks.
+#[cfg(not(target_arch = "wasm32"))]
 const SPIN: std::time::Duration = std::time::Duration::from_millis(2);
 
 impl GpuDevice {
-    /// Waits for a `map_async` callback. Short waits (a loss read at the end of a
-    /// step) poll without sleeping: a blocking wait parks the thread, and waking it
-    /// costs more than a small kernel. Long waits block after [`SPIN`].
-    pub fn wait_for_map(
+    /// Waits for a callback. Short waits (a loss read at the end of a step) poll
+    /// without sleeping: a blocking wait parks the thread, and waking it costs
+    /// more than a small kernel. Long waits block after [`SPIN`].
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn wait_for(
         &self,
-        rx: &std::sync::mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+        done: &Callback,
     ) -> Result<Result<(), wgpu::BufferAsyncError>, GpuError> {
         let lost = |e: wgpu::PollError| GpuError::ReadBack(e.to_string());
         let start = std::time::Instant::now();
         while start.elapsed() < SPIN {
             self.device.poll(wgpu::PollType::Poll).map_err(lost)?;
-            if let Ok(r) = rx.try_recv() {
+            if let Some(r) = done.take(None) {
                 return Ok(r);
             }
             std::hint::spin_loop();
@@ -272,6 +318,37 @@ impl GpuDevice {
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(lost)?;
-        rx.recv().map_err(|e| GpuError::ReadBack(e.to_string()))
+        done.take(None)
+            .ok_or_else(|| GpuError::ReadBack("the GPU finished without calling back".into()))
+    }
+
+    /// In the browser a callback only runs once control returns to the page's
+    /// event loop, so a blocking wait would never end: it is an error instead.
+    #[cfg(target_arch = "wasm32")]
+    pub fn wait_for(
+        &self,
+        _done: &Callback,
+    ) -> Result<Result<(), wgpu::BufferAsyncError>, GpuError> {
+        Err(GpuError::WouldBlock)
+    }
+
+    /// Awaits a callback: in the browser by yielding to the page until it runs;
+    /// natively the first poll waits as [`wait_for`](Self::wait_for) does (the
+    /// device's callbacks run inside `device.poll`, which some thread must call).
+    pub async fn callback(
+        &self,
+        done: &Callback,
+    ) -> Result<Result<(), wgpu::BufferAsyncError>, GpuError> {
+        std::future::poll_fn(|cx| {
+            if let Err(e) = self.check_lost() {
+                return Poll::Ready(Err(e));
+            }
+            match done.take(Some(cx.waker())) {
+                Some(r) => Poll::Ready(Ok(r)),
+                None if cfg!(target_arch = "wasm32") => Poll::Pending,
+                None => Poll::Ready(self.wait_for(done)),
+            }
+        })
+        .await
     }
 }

@@ -43,6 +43,13 @@ pub enum GpuError {
     /// The adapter lacks a feature the call needs (e.g. timestamp queries for
     /// profiling).
     Unsupported(String),
+    /// A blocking call in the browser (wasm32), where waiting would freeze the
+    /// page and never end: use the `_async` form (`Gpu::init_async`,
+    /// `to_vec_async`, `Gpu::sync_async`).
+    WouldBlock,
+    /// In the browser, a `Gpu` op before the device was opened: opening it there
+    /// is asynchronous, so call `Gpu::init_async().await` first.
+    NotOpened,
 }
 
 impl std::fmt::Display for GpuError {
@@ -90,6 +97,15 @@ impl std::fmt::Display for GpuError {
             ),
             GpuError::ReadBack(e) => write!(f, "reading a GPU buffer back failed: {e}"),
             GpuError::Unsupported(e) => write!(f, "not supported on this GPU: {e}"),
+            GpuError::NotOpened => f.write_str(
+                "the GPU is not open yet: in the browser call `Gpu::init_async().await` \
+                 before the first op on a `Gpu` tensor",
+            ),
+            GpuError::WouldBlock => f.write_str(
+                "a blocking GPU call in the browser, where waiting would freeze the page: \
+                 use `Gpu::init_async().await`, `tensor.to_vec_async().await` or \
+                 `Gpu::sync_async().await` there",
+            ),
         }
     }
 }

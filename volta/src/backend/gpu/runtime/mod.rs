@@ -50,16 +50,28 @@ pub(crate) struct Runtime {
 impl Runtime {
     /// Opens the preferred adapter and the runtime over it, submitting batches
     /// as `submission` says.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn open(submission: Submission) -> Result<Runtime, GpuError> {
-        let gpu = GpuDevice::open()?;
+        GpuDevice::open().map(|gpu| Runtime::on(gpu, submission))
+    }
+
+    /// [`open`](Self::open) without blocking (the browser's way).
+    pub async fn open_async(submission: Submission) -> Result<Runtime, GpuError> {
+        GpuDevice::open_async()
+            .await
+            .map(|gpu| Runtime::on(gpu, submission))
+    }
+
+    /// The runtime over an opened device.
+    fn on(gpu: GpuDevice, submission: Submission) -> Runtime {
         let pool = Pool::new(&gpu.limits);
         let recorder = Recorder::new(&gpu, &pool, submission);
-        Ok(Runtime {
+        Runtime {
             gpu,
             recorder: Mutex::new(recorder),
             pool,
             pipelines: Pipelines::default(),
-        })
+        }
     }
 
     /// The recorder, for one step of recording (a poisoned lock is taken over:

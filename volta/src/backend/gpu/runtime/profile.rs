@@ -7,7 +7,7 @@
 //! exact overlap of an unprofiled run.
 //!
 //! [`Gpu::profile`]: crate::Gpu::profile
-use super::device::GpuDevice;
+use super::device::{Callback, GpuDevice};
 use super::error::GpuError;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -152,11 +152,11 @@ impl Profiler {
 
 /// Maps a buffer of timestamps whose copy has completed.
 fn read(gpu: &GpuDevice, buffer: &wgpu::Buffer) -> Result<Vec<u64>, GpuError> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    buffer.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-        let _ = tx.send(r);
-    });
-    gpu.wait_for_map(&rx)?
+    let done = std::sync::Arc::new(Callback::default());
+    buffer
+        .slice(..)
+        .map_async(wgpu::MapMode::Read, done.sender());
+    gpu.wait_for(&done)?
         .map_err(|e| GpuError::ReadBack(e.to_string()))?;
     let ticks = {
         let view = buffer

@@ -1,7 +1,10 @@
 //! Moving bytes between host and device, and sync points. Uploads are recorded
 //! in the current batch (no synchronisation); a read-back submits what is
 //! recorded and waits for it, and reports what went wrong since the last sync.
+//! Each read-back has a blocking form and an `_async` one (the browser's): both
+//! record the same copy and finish alike; only the wait differs.
 use super::Runtime;
+use super::device::Callback;
 use super::error::GpuError;
 use super::launch::alloc;
 use super::pool::Pooled;
@@ -37,39 +40,43 @@ pub(crate) fn download<E: bytemuck::Pod>(
     offset: usize,
     n: usize,
 ) -> Result<Vec<E>, GpuError> {
-    if n == 0 {
-        return sync(rt).map(|()| Vec::new());
+    // Answered before anything is recorded: in the browser the wait never ends.
+    if cfg!(target_arch = "wasm32") {
+        return Err(GpuError::WouldBlock);
     }
-    // Copies move whole 4-byte words: read the words that hold the elements (the
-    // buffer's size is a multiple of 4, so they exist) and drop the extra ones.
-    let size = std::mem::size_of::<E>();
-    let (start, end) = (offset * size, (offset + n) * size);
-    let word = start - start % 4;
-    let bytes = read(rt, buf, word, end.next_multiple_of(4) - word)?;
-    Ok(bytes[start - word..end - word]
-        .chunks_exact(size)
-        .map(bytemuck::pod_read_unaligned)
-        .collect())
+    let read = Read::start(rt, buf, offset, n, size_of::<E>())?;
+    let mapped = rt.gpu.wait_for(&read.done)?;
+    read.finish(rt, mapped)
+}
+
+/// [`download`] without blocking: the copy is recorded and submitted now; the
+/// future waits for it.
+pub(crate) async fn download_async<E: bytemuck::Pod>(
+    rt: &Runtime,
+    buf: &Arc<Pooled>,
+    offset: usize,
+    n: usize,
+) -> Result<Vec<E>, GpuError> {
+    let read = Read::start(rt, buf, offset, n, size_of::<E>())?;
+    let mapped = rt.gpu.callback(&read.done).await?;
+    read.finish(rt, mapped)
 }
 
 /// Submits pending work, waits, and reports errors since the last sync point.
 pub(crate) fn sync(rt: &Runtime) -> Result<(), GpuError> {
-    let flags = flags(rt);
-    read(rt, &flags, 0, 0).map(|_| ())
+    download::<u32>(rt, &flags(rt), 0, 0).map(|_| ())
+}
+
+/// [`sync`] without blocking.
+pub(crate) async fn sync_async(rt: &Runtime) -> Result<(), GpuError> {
+    download_async::<u32>(rt, &flags(rt), 0, 0)
+        .await
+        .map(|_| ())
 }
 
 /// The error-flags buffer, for kernels that raise flags and for sync points.
 pub(crate) fn flags(rt: &Runtime) -> Arc<Pooled> {
     rt.recorder().flags.clone()
-}
-
-fn read(rt: &Runtime, src: &Arc<Pooled>, offset: usize, bytes: usize) -> Result<Vec<u8>, GpuError> {
-    // A lost device may never call back: answer before waiting on it.
-    rt.gpu.check_lost()?;
-    let staging = rt
-        .recorder()
-        .copy_out(&rt.gpu, &rt.pool, src, offset as u64, bytes as u64);
-    read_staging(rt, &staging, bytes as u64)
 }
 
 /// A staging buffer holding `data` (not empty), for [`Recorder::upload`]. It needs
@@ -92,38 +99,89 @@ pub(crate) fn stage(rt: &Runtime, data: &[u8]) -> wgpu::Buffer {
     staging
 }
 
-/// Maps a staging buffer written by `Recorder::copy_out` (waiting for the GPU),
-/// and returns its first `bytes` bytes; reports kernel error flags and any pending
-/// asynchronous error.
-fn read_staging(rt: &Runtime, staging: &Pooled, bytes: u64) -> Result<Vec<u8>, GpuError> {
-    let slice = staging.buffer.slice(..bytes + 16);
-    let (tx, rx) = std::sync::mpsc::channel();
-    slice.map_async(wgpu::MapMode::Read, move |r| {
-        let _ = tx.send(r);
-    });
-    let mapped = rt.gpu.wait_for_map(&rx)?;
-    if let Err(e) = rt.gpu.take_error() {
-        // The staging buffer goes back to the pool: unmapped, or the next submit
-        // that uses it fails.
-        if mapped.is_ok() {
-            staging.buffer.unmap();
+/// A read-back in flight: the staging copy of the words that hold the elements
+/// (copies move whole 4-byte words), being mapped.
+struct Read {
+    staging: Pooled,
+    done: Arc<Callback>,
+    /// Bytes copied (whole words), and where the elements lie among them.
+    bytes: u64,
+    elements: std::ops::Range<usize>,
+    size: usize,
+}
+
+impl Read {
+    /// Records the copy of `n` elements of `size` bytes from element `offset` of
+    /// `src` (with the kernels' error flags behind it), submits it and starts
+    /// mapping the staging buffer. A lost device may never call back: that is
+    /// answered before anything is recorded.
+    fn start(
+        rt: &Runtime,
+        src: &Arc<Pooled>,
+        offset: usize,
+        n: usize,
+        size: usize,
+    ) -> Result<Read, GpuError> {
+        rt.gpu.check_lost()?;
+        // Nothing to read: a sync point, which reads only the flags.
+        let (start, end) = if n == 0 {
+            (0, 0)
+        } else {
+            (offset * size, (offset + n) * size)
+        };
+        let word = start - start % 4;
+        let bytes = (end.next_multiple_of(4) - word) as u64;
+        let staging = rt
+            .recorder()
+            .copy_out(&rt.gpu, &rt.pool, src, word as u64, bytes);
+        let done = Arc::new(Callback::default());
+        staging
+            .buffer
+            .slice(..bytes + 16)
+            .map_async(wgpu::MapMode::Read, done.sender());
+        Ok(Read {
+            staging,
+            done,
+            bytes,
+            elements: start - word..end - word,
+            size,
+        })
+    }
+
+    /// The elements, once mapped; reports kernel error flags and any pending
+    /// asynchronous error.
+    fn finish<E: bytemuck::Pod>(
+        self,
+        rt: &Runtime,
+        mapped: Result<(), wgpu::BufferAsyncError>,
+    ) -> Result<Vec<E>, GpuError> {
+        let buffer = &self.staging.buffer;
+        if let Err(e) = rt.gpu.take_error() {
+            // The staging buffer goes back to the pool: unmapped, or the next submit
+            // that uses it fails.
+            if mapped.is_ok() {
+                buffer.unmap();
+            }
+            return Err(e);
         }
-        return Err(e);
+        mapped.map_err(|e| GpuError::ReadBack(e.to_string()))?;
+        let (data, raised) = {
+            let view = buffer
+                .slice(..self.bytes + 16)
+                .get_mapped_range()
+                .map_err(|e| GpuError::ReadBack(e.to_string()))?;
+            let raised: [u32; 4] = bytemuck::pod_read_unaligned(&view[self.bytes as usize..]);
+            let data: Vec<E> = view[self.elements.clone()]
+                .chunks_exact(self.size)
+                .map(bytemuck::pod_read_unaligned)
+                .collect();
+            (data, raised)
+        };
+        buffer.unmap();
+        if raised.iter().any(|&f| f != 0) {
+            rt.gpu.queue.write_buffer(&flags(rt).buffer, 0, &[0; 16]);
+            return Err(GpuError::IndexOutOfRange);
+        }
+        Ok(data)
     }
-    mapped.map_err(|e| GpuError::ReadBack(e.to_string()))?;
-    let data = {
-        let view = slice
-            .get_mapped_range()
-            .map_err(|e| GpuError::ReadBack(e.to_string()))?;
-        view.to_vec()
-    };
-    staging.buffer.unmap();
-    let raised: [u32; 4] = bytemuck::pod_read_unaligned(&data[bytes as usize..]);
-    if raised.iter().any(|&f| f != 0) {
-        rt.gpu.queue.write_buffer(&flags(rt).buffer, 0, &[0; 16]);
-        return Err(GpuError::IndexOutOfRange);
-    }
-    let mut data = data;
-    data.truncate(bytes as usize);
-    Ok(data)
 }
