@@ -346,7 +346,8 @@ impl<F: Shape, K: Batching, D: Device + Memory<f32>> DataLoader<F, K, D> {
 
     /// The batches of epoch `epoch`, in order. With a prefetch depth above 0, a
     /// thread collates and uploads up to that many batches ahead; dropping the
-    /// iterator early stops and joins it.
+    /// iterator early stops and joins it. In the browser (wasm32, no threads)
+    /// batches are collated as they are asked for.
     pub fn epoch(&self, epoch: u64) -> Epoch<F, K::Dim, D>
     where
         F: PrependDim<K::Dim>,
@@ -360,7 +361,7 @@ impl<F: Shape, K: Batching, D: Device + Memory<f32>> DataLoader<F, K, D> {
             _out: PhantomData,
         };
         let batches = self.len();
-        if self.prefetch == 0 || batches == 0 {
+        if self.prefetch == 0 || batches == 0 || cfg!(target_arch = "wasm32") {
             return Epoch {
                 remaining: batches,
                 source: Source::Inline { collate, next: 0 },

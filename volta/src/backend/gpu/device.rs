@@ -338,8 +338,12 @@ impl Gpu {
     /// adapter and driver (in `$VOLTA_CACHE_DIR`, else `$XDG_CACHE_HOME/volta`,
     /// else `~/.cache/volta`), so later runs skip the timing. Off, tiles are
     /// chosen by size (the H100's sweep winners). [`Gpu::set_matmul_tiles`]
-    /// overrides both.
+    /// overrides both. In the browser timing would block: turning it on there
+    /// returns [`GpuError::WouldBlock`].
     pub fn set_autotune(on: bool) -> Result<(), GpuError> {
+        if on && cfg!(target_arch = "wasm32") {
+            return Err(GpuError::WouldBlock);
+        }
         init()?.tuning.set_enabled(on);
         Ok(())
     }

@@ -376,6 +376,9 @@ impl Shared {
             return None;
         }
         // Out of memory is an error of this call, not one for the next sync point.
+        // In the browser an error scope only answers asynchronously: there the
+        // device's error handler reports it at the next sync point instead.
+        #[cfg(not(target_arch = "wasm32"))]
         let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: None,
@@ -383,6 +386,7 @@ impl Shared {
             usage: kind.usage(),
             mapped_at_creation: false,
         });
+        #[cfg(not(target_arch = "wasm32"))]
         if pollster::block_on(scope.pop()).is_some() {
             return None;
         }

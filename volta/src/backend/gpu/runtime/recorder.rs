@@ -28,7 +28,11 @@ use super::pool::{Kind, Pool, Pooled};
 use super::profile::{MAX_DISPATCHES, Profiler};
 use super::submit::{Batch, Submission, Submitter};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(not(target_arch = "wasm32"))]
+use std::time::Instant;
+#[cfg(target_arch = "wasm32")]
+use web_time::Instant;
 
 /// How long a batch gathers launches before it goes to an idle submitting
 /// thread: each submission costs the GPU a pause (a parameter upload and a

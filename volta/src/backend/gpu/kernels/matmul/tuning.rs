@@ -78,9 +78,11 @@ struct State {
 
 impl Tuning {
     /// On by default for GPUs, off for CPU adapters (a software rasterizer gains
-    /// little and tests would pay the timing); `VOLTA_AUTOTUNE=0/1` decides first.
+    /// little and tests would pay the timing) and in the browser (timing blocks);
+    /// `VOLTA_AUTOTUNE=0/1` decides first.
     pub fn new(info: &GpuInfo) -> Tuning {
         let enabled = match std::env::var("VOLTA_AUTOTUNE").as_deref() {
+            _ if cfg!(target_arch = "wasm32") => false,
             Ok("0") => false,
             Ok("1") => true,
             _ => info.device_type != format!("{:?}", wgpu::DeviceType::Cpu),
