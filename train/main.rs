@@ -3,6 +3,7 @@
 mod args;
 mod data_path;
 mod history;
+mod model;
 mod plot;
 mod run;
 

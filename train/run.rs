@@ -2,6 +2,7 @@
 //! progress bar, evaluation, checkpoints, metrics and the plot.
 use crate::args::{Args, DeviceChoice};
 use crate::history::{self, EpochRecord};
+use crate::model::DigitsCnn;
 use crate::plot;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::error::Error;
@@ -15,24 +16,6 @@ use volta::nn::loss::cross_entropy_smoothed;
 use volta::nn::metrics::ConfusionMatrix;
 use volta::optim::{CosineWarmup, LrSchedule, clip_grad_norm};
 use volta::prelude::*;
-
-model! {
-    /// The digits classifier: two convolution blocks over the 1×8×8 images, then a
-    /// linear layer over the 64×2×2 features.
-    pub struct DigitsCnn for (B, 1, 8, 8) -> (B, 10) {
-        conv1: Conv2d<32, kernel = 3, padding = 1>,
-        bn1: BatchNorm2d,
-        relu,
-        pool1: MaxPool2d<2>,
-        conv2: Conv2d<64, kernel = 3, padding = 1>,
-        bn2: BatchNorm2d,
-        relu,
-        pool2: MaxPool2d<2>,
-        flatten,
-        drop: Dropout<0.25>,
-        fc: Linear<10>,
-    }
-}
 
 /// Images per training step.
 const BATCH: usize = 32;
