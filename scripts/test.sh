@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Provisions what the tests need, then runs the whole test suite.
+# Provisions what the tests need, then runs the whole test suite: the workspace's
+# tests natively, then the browser tests (scripts/browser-tests.sh).
 #
 # The GPU tests need a Vulkan adapter. Machines without a GPU get one from Mesa's
 # lavapipe (Vulkan on the CPU, Debian package `mesa-vulkan-drivers`), installed
@@ -78,4 +79,8 @@ if command -v python3 >/dev/null; then
     python3 scripts/test_fetch_model.py
 fi
 
-exec cargo test --workspace "$@"
+cargo test --workspace "$@"
+
+# Volta inside headless Chromium, on the page's WebGPU (installs Chromium and the
+# wasm-bindgen CLI when missing).
+./scripts/browser-tests.sh

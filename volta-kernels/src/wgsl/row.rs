@@ -243,6 +243,9 @@ impl RowKernel {
         writeln!(
             w,
             "fn add(a: f32, b: f32) -> f32 {{ return a + b; }}
+// Infinity read from a variable: WGSL makes an infinite constant expression a
+// shader-creation error (Tint, the browser's compiler, enforces it).
+var<private> inf_bits: u32 = 0x7f800000u;
 fn greater(a: f32, b: f32) -> f32 {{ return select(a, b, b > a); }}
 fn less(a: f32, b: f32) -> f32 {{ return select(a, b, b < a); }}
 var<workgroup> partial: array<f32, {wg}>;
@@ -425,8 +428,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 .unwrap();
             }
         };
-        const NEG_INF: &str = "bitcast<f32>(0xff800000u)";
-        const POS_INF: &str = "bitcast<f32>(0x7f800000u)";
+        const NEG_INF: &str = "-bitcast<f32>(inf_bits)";
+        const POS_INF: &str = "bitcast<f32>(inf_bits)";
         // A last pass writing `value(v)` for each element `v` of the row, or the
         // epilogue of it.
         let out = n_in;
