@@ -53,6 +53,7 @@ fn pair<S: ConstShape>(seed: u64) -> (Tensor<S, Cpu>, Tensor<S, Gpu>) {
 async fn the_adapter_is_the_browsers_and_blocking_calls_are_typed_errors() {
     let info = gpu().await;
     assert!(info.backend.contains("WebGpu"), "backend {}", info.backend);
+    assert_eq!(Gpu::info(), Some(info));
     let x = Tensor::<Rank1<3>, Gpu>::from_array([1.0, -2.0, 3.0]);
     assert_eq!(x.try_to_vec(), Err(GpuError::WouldBlock));
     assert_eq!(Gpu::sync(), Err(GpuError::WouldBlock));

@@ -116,6 +116,14 @@ impl Gpu {
         init_async().await.map(|s| s.rt.gpu.info.clone())
     }
 
+    /// What the opened adapter offers (name, backend, features, limits), or
+    /// `None` before the device is opened; it never opens it. In the browser the
+    /// page's WebGPU hides the adapter's name and driver (they are empty) and
+    /// reports backend `BrowserWebGpu`.
+    pub fn info() -> Option<GpuInfo> {
+        existing().map(|s| s.rt.gpu.info.clone())
+    }
+
     /// Destroys the device as a driver reset would, for testing how a program
     /// handles [`GpuError::DeviceLost`]: from then on every sync point and
     /// read-back returns that error (the process must restart to use the GPU
