@@ -261,12 +261,15 @@ impl GpuDevice {
     }
 }
 
-/// Where a `map_async` (or work-done) callback leaves its result, and the waker
-/// of a task awaiting it. Natively the callback runs inside `device.poll`; in the
-/// browser it runs when the page's event loop resolves the mapping.
+/// Where a `map_async` callback leaves its result, and the waker of a task
+/// awaiting it. Natively the callback runs inside some thread's `device.poll` (not
+/// necessarily the waiting one's: wgpu runs the callbacks a poll collected after
+/// it returns); in the browser it runs when the page's event loop resolves the
+/// mapping.
 #[derive(Default)]
 pub(crate) struct Callback {
     state: Mutex<(Option<Result<(), wgpu::BufferAsyncError>>, Option<Waker>)>,
+    ready: std::sync::Condvar,
 }
 
 impl Callback {
@@ -276,6 +279,7 @@ impl Callback {
         move |r| {
             let mut state = slot.state.lock().unwrap_or_else(|p| p.into_inner());
             state.0 = Some(r);
+            slot.ready.notify_all();
             if let Some(w) = state.1.take() {
                 w.wake();
             }
@@ -290,6 +294,20 @@ impl Callback {
             state.1 = waker.cloned();
         }
         r
+    }
+
+    /// Blocks until the callback ran. Only after the device was polled until idle:
+    /// the callback is then either run or about to be, by the thread whose poll
+    /// collected it.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn wait(&self) -> Result<(), wgpu::BufferAsyncError> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(r) = state.0.take() {
+                return r;
+            }
+            state = self.ready.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
     }
 }
 
@@ -318,8 +336,7 @@ impl GpuDevice {
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(lost)?;
-        done.take(None)
-            .ok_or_else(|| GpuError::ReadBack("the GPU finished without calling back".into()))
+        Ok(done.wait())
     }
 
     /// In the browser a callback only runs once control returns to the page's

@@ -99,11 +99,24 @@ pub(crate) fn stage(rt: &Runtime, data: &[u8]) -> wgpu::Buffer {
     staging
 }
 
+impl Drop for Read {
+    /// The staging buffer goes back to the pool unmapped, or the next submit that
+    /// uses it fails: on an error, or when an awaiting task was dropped while the
+    /// mapping was pending (unmapping cancels it).
+    fn drop(&mut self) {
+        if !self.finished {
+            self.staging.buffer.unmap();
+        }
+    }
+}
+
 /// A read-back in flight: the staging copy of the words that hold the elements
 /// (copies move whole 4-byte words), being mapped.
 struct Read {
     staging: Pooled,
     done: Arc<Callback>,
+    /// Whether `finish` unmapped the staging buffer (else `drop` does).
+    finished: bool,
     /// Bytes copied (whole words), and where the elements lie among them.
     bytes: u64,
     elements: std::ops::Range<usize>,
@@ -142,6 +155,7 @@ impl Read {
         Ok(Read {
             staging,
             done,
+            finished: false,
             bytes,
             elements: start - word..end - word,
             size,
@@ -151,20 +165,17 @@ impl Read {
     /// The elements, once mapped; reports kernel error flags and any pending
     /// asynchronous error.
     fn finish<E: bytemuck::Pod>(
-        self,
+        mut self,
         rt: &Runtime,
         mapped: Result<(), wgpu::BufferAsyncError>,
     ) -> Result<Vec<E>, GpuError> {
-        let buffer = &self.staging.buffer;
-        if let Err(e) = rt.gpu.take_error() {
-            // The staging buffer goes back to the pool: unmapped, or the next submit
-            // that uses it fails.
-            if mapped.is_ok() {
-                buffer.unmap();
-            }
-            return Err(e);
+        if mapped.is_err() {
+            // Nothing is mapped, so nothing to unmap.
+            self.finished = true;
         }
+        rt.gpu.take_error()?;
         mapped.map_err(|e| GpuError::ReadBack(e.to_string()))?;
+        let buffer = &self.staging.buffer;
         let (data, raised) = {
             let view = buffer
                 .slice(..self.bytes + 16)
@@ -178,6 +189,7 @@ impl Read {
             (data, raised)
         };
         buffer.unmap();
+        self.finished = true;
         if raised.iter().any(|&f| f != 0) {
             rt.gpu.queue.write_buffer(&flags(rt).buffer, 0, &[0; 16]);
             return Err(GpuError::IndexOutOfRange);
