@@ -1,24 +1,27 @@
 #!/bin/sh
 # Builds the demo page (web/www) and serves it on 127.0.0.1.
 #
-#   scripts/web.sh [--port 8080] [--build-only]
+#   scripts/web.sh [--port 8080] [--build-only] [--wasm-opt]
 #
 # Needs the wasm32-unknown-unknown target (`rustup target add wasm32-unknown-unknown`)
 # and the wasm-bindgen CLI of the version web/Cargo.toml pins
-# (`cargo install wasm-bindgen-cli --version 0.2.130`). Uses binaryen's `wasm-opt`
-# when installed and it makes the module smaller. Open the printed address in a
-# browser with WebGPU (Chrome/Edge 113+, Safari 18+).
+# (`cargo install wasm-bindgen-cli --version 0.2.130`). --wasm-opt shrinks the module
+# with binaryen's `wasm-opt -O` (off by default: Debian 12's binaryen 108 writes a
+# module whose function table Chromium rejects at start-up). Open the printed
+# address in a browser with WebGPU (Chrome/Edge 113+, Safari 26+).
 set -eu
 cd "$(dirname "$0")/.."
 
 PORT=8080
 BUILD_ONLY=0
+WASM_OPT=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --port) PORT="${2:?--port needs a number}"; shift 2 ;;
         --port=*) PORT="${1#--port=}"; shift ;;
         --build-only) BUILD_ONLY=1; shift ;;
-        -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --wasm-opt) WASM_OPT=1; shift ;;
+        -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "web.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -50,7 +53,9 @@ WASM="$OUT/volta_web_bg.wasm"
 size() { wc -c < "$1" | tr -d ' '; }
 gzsize() { gzip -9 -c "$1" | wc -c | tr -d ' '; }
 echo "volta_web_bg.wasm: $(size "$WASM") bytes, $(gzsize "$WASM") gzip'd"
-if command -v wasm-opt >/dev/null 2>&1; then
+if [ "$WASM_OPT" = 0 ]; then
+    echo "(not shrunk with wasm-opt: pass --wasm-opt with binaryen newer than Debian 12's 108)"
+elif command -v wasm-opt >/dev/null 2>&1; then
     if wasm-opt -O --all-features "$WASM" -o "$WASM.opt" 2>/dev/null; then
         echo "after wasm-opt -O: $(size "$WASM.opt") bytes, $(gzsize "$WASM.opt") gzip'd"
         if [ "$(size "$WASM.opt")" -lt "$(size "$WASM")" ]; then
@@ -64,7 +69,8 @@ if command -v wasm-opt >/dev/null 2>&1; then
         rm -f "$WASM.opt"
     fi
 else
-    echo "(binaryen's wasm-opt is not installed: the module is not shrunk further)"
+    echo "web.sh: --wasm-opt: binaryen's wasm-opt is not installed" >&2
+    exit 1
 fi
 
 # The page fetches the bundled digits beside itself (training in the tab).

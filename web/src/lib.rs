@@ -70,6 +70,20 @@ pub struct TrainStats {
     pub epoch: f64,
 }
 
+/// Work the GPU has done since it opened: for the curious and for tests.
+#[wasm_bindgen]
+#[derive(Clone, Copy, Debug)]
+pub struct GpuCounters {
+    /// Compute pipelines compiled (each is a WGSL shader the browser compiled).
+    pub pipelines: u32,
+    /// Dispatches recorded.
+    pub dispatches: f64,
+    /// Command batches submitted to the queue.
+    pub submissions: f64,
+    /// Times the host waited for the GPU (read-backs, syncs).
+    pub host_waits: f64,
+}
+
 /// The page's state: the GPU, the digits classifier, a training run, a chat.
 #[wasm_bindgen]
 pub struct Demo {
@@ -106,6 +120,16 @@ impl Demo {
     /// The GPU the page runs on.
     pub fn adapter(&self) -> Adapter {
         self.adapter.clone()
+    }
+
+    /// Work the GPU has done since it opened.
+    pub fn counters(&self) -> GpuCounters {
+        GpuCounters {
+            pipelines: Gpu::pipelines_compiled() as u32,
+            dispatches: Gpu::dispatches_recorded() as f64,
+            submissions: Gpu::batches_submitted() as f64,
+            host_waits: Gpu::host_waits() as f64,
+        }
     }
 
     /// Loads a model-only safetensors checkpoint of [`DigitsCnn`] (as

@@ -18,6 +18,9 @@ const WEIGHT_DECAY: f64 = 1e-4;
 const SMOOTHING: f64 = 0.05;
 const MAX_GRAD_NORM: f64 = 5.0;
 
+/// A run-time number of 1×8×8 images.
+pub type Images<D> = Tensor<(usize, Const<1>, Const<8>, Const<8>), D>;
+
 /// The figures of one step, still on the device (reading them waits for it).
 pub struct Step<D: Backend<f32>> {
     /// The batch's training loss.
@@ -132,7 +135,7 @@ impl<D: Backend<f32>> Trainer<D> {
     }
 
     /// The held-out images as one batch: pixels and labels.
-    pub fn test_set(&self) -> (Tensor<(usize, Const<1>, Const<8>, Const<8>), D>, Vec<u32>) {
+    pub fn test_set(&self) -> (Images<D>, Vec<u32>) {
         let n = self.test.len();
         let x = Tensor::from_vec_dims(self.test.features().to_vec(), &[n, 1, 8, 8])
             .expect("the test split holds n images of 1×8×8");

@@ -54,8 +54,9 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
 class Driver:
     """A WebDriver session on chromedriver at `port`."""
 
-    def __init__(self, port):
+    def __init__(self, port, webgpu=True):
         self.base = f"http://127.0.0.1:{port}"
+        flags = ["--enable-unsafe-webgpu", "--enable-unsafe-swiftshader"] if webgpu else ["--disable-webgpu"]
         caps = {
             "capabilities": {
                 "alwaysMatch": {
@@ -65,11 +66,9 @@ class Driver:
                         "args": [
                             "--headless=new",
                             "--no-sandbox",
-                            "--enable-unsafe-webgpu",
-                            "--enable-unsafe-swiftshader",
                             "--window-size=1200,1000",
                             "--disable-dev-shm-usage",
-                        ],
+                        ] + flags,
                     },
                     "timeouts": {"script": 600_000},
                 }
@@ -131,9 +130,7 @@ def digits_samples():
 
 
 def tiny_gguf(path):
-    exe = os.path.join(ROOT, "target", "release", "tiny_gguf")
-    cmd = [exe, path] if os.path.exists(exe) else [
-        "cargo", "run", "-q", "--release", "-p", "volta-web", "--bin", "tiny_gguf", "--", path]
+    cmd = ["cargo", "run", "-q", "--release", "-p", "volta-web", "--bin", "tiny_gguf", "--", path]
     subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
 
 
@@ -255,6 +252,16 @@ def run(args, timings):
         with open(args.screenshot, "wb") as f:
             f.write(png)
         print(f"screenshot: {args.screenshot}")
+        d.close()
+
+        # Without WebGPU the page says so instead of breaking.
+        d = Driver(port, webgpu=False)
+        d.s("POST", "/url", {"url": url})
+        status = d.wait("const s = window.voltaDemo && window.voltaDemo.status; return s && s !== 'loading' ? s : null",
+                        "the page without WebGPU", 60)
+        shown = d.js("return document.getElementById('gpu').textContent")
+        print(f"without WebGPU: {status}: {shown[:100]}")
+        check(status == "no-webgpu" and "WebGPU" in shown, f"without WebGPU the page is `{status}`: {shown}")
     finally:
         if d:
             d.close()

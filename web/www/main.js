@@ -246,7 +246,8 @@ async function train() {
       t.msPerStep = spent / taken;
       // About one frame's worth of steps per call, then the tab gets the thread.
       perCall = Math.max(1, Math.min(16, Math.round(30 / t.msPerStep)));
-      t.steps.push({ step: s.step, loss: s.loss, accuracy: s.accuracy });
+      const c = demo.counters();
+      t.steps.push({ step: s.step, loss: s.loss, accuracy: s.accuracy, ms, n, pipelines: c.pipelines, dispatches: c.dispatches });
       drawCurve();
       setStatus('train-status', `epoch ${s.epoch.toFixed(1)} of ${epochs}: step ${s.step}/${s.total}, loss ${s.loss.toFixed(3)}, batch accuracy ${(100 * s.accuracy).toFixed(0)}%, ${t.msPerStep.toFixed(1)} ms/step`);
       if (s.step >= s.total) break;
@@ -340,7 +341,7 @@ async function start() {
   drawCurve();
   if (!navigator.gpu) {
     state.status = 'no-webgpu';
-    disable('This browser has no WebGPU (navigator.gpu is missing). Use Chrome or Edge 113+, Safari 18+ or Firefox 141+ (Windows), with hardware acceleration on; on Linux, Chrome needs --enable-unsafe-webgpu.');
+    disable('This browser has no WebGPU (navigator.gpu is missing). Use Chrome or Edge 113+, Safari 26+ or Firefox 141+ (Windows), with hardware acceleration on; on Linux, Chrome needs --enable-unsafe-webgpu.');
     return;
   }
   try {
@@ -368,4 +369,10 @@ async function start() {
 }
 
 state.showImage = showImage;
+// For tests and the console: run `fn(demo)` in turn with the page's own calls.
+state.call = (fn) => serial(() => fn(demo));
+state.counters = () => serial(() => {
+  const c = demo.counters();
+  return { pipelines: c.pipelines, dispatches: c.dispatches, submissions: c.submissions, hostWaits: c.host_waits };
+});
 start();
