@@ -349,7 +349,7 @@ async function start() {
     demo = await Demo.open();
   } catch (e) {
     state.status = 'no-webgpu';
-    disable(`WebGPU is present but gave Volta no GPU: ${message(e)}`);
+    disable(`WebGPU is present but no GPU adapter came: hardware acceleration may be off or the GPU blocklisted (Chromium on Linux needs --enable-unsafe-webgpu). Volta said: ${message(e)}`);
     return;
   }
   const a = demo.adapter();
