@@ -8,7 +8,7 @@ use volta::backend::Backend;
 use volta::prelude::*;
 use volta_kernels::BinaryOp;
 
-/// The bind-group counter and the pool are process-wide: one test at a time.
+// The bind-group counter and the pool are process-wide: one test at a time.
 
 /// A chain of unfused scalar ops (each a dispatch), as the recording benchmark runs.
 fn chain<D: Backend<f32>>(x: &RawTensor<D, f32>) -> Vec<f32> {

@@ -34,7 +34,7 @@ fn swish_sq(x: f32) -> f32 {
     s * s + std::f32::consts::PI
 }
 
-/// Tests share the fusion switch (a process-wide setting).
+// Tests share the fusion switch (a process-wide setting).
 
 fn lock() -> std::sync::RwLockWriteGuard<'static, ()> {
     let g = crate::support::gpu_alone();

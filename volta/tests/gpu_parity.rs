@@ -11,8 +11,8 @@ use volta::prelude::*;
 use volta::{RawTensor, Tensor};
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
 
-/// Tests share one GPU queue; running them one at a time keeps the batch counters
-/// of the laziness tests meaningful (and the fusion switch, a global, theirs).
+// Tests share one GPU queue; running them one at a time keeps the batch counters
+// of the laziness tests meaningful (and the fusion switch, a global, theirs).
 
 fn lock() -> std::sync::RwLockWriteGuard<'static, ()> {
     let g = crate::support::gpu_alone();

@@ -69,8 +69,8 @@ fn tiny_logits<D: InferenceBackend + Replay>(gguf: &Gguf) -> Vec<Vec<f32>> {
     out
 }
 
-/// Held by each GPU test here: the GPU's capture is process-wide, and one test's
-/// replay while the other captures panics ("Gpu::replay inside Gpu::capture").
+// Each GPU test here runs alone (`gpu_alone`): the GPU's capture is process-wide,
+// and one test's replay while another captures panics.
 
 #[cfg(feature = "gpu")]
 #[test]

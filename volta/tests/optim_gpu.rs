@@ -8,7 +8,7 @@ use volta::RawTensor;
 use volta::optim::{AdamStep, SgdStep, clip_grad_norm};
 use volta::prelude::*;
 
-/// Tests share one GPU queue; running them one at a time keeps the counters exact.
+// Tests share one GPU queue; running them one at a time keeps the counters exact.
 
 fn lock() -> std::sync::RwLockWriteGuard<'static, ()> {
     crate::support::gpu_alone()

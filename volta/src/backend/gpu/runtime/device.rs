@@ -261,6 +261,9 @@ impl GpuDevice {
     }
 }
 
+/// What a `map_async` callback reports.
+type Mapped = Result<(), wgpu::BufferAsyncError>;
+
 /// Where a `map_async` callback leaves its result, and the waker of a task
 /// awaiting it. Natively the callback runs inside some thread's `device.poll` (not
 /// necessarily the waiting one's: wgpu runs the callbacks a poll collected after
@@ -268,7 +271,7 @@ impl GpuDevice {
 /// mapping.
 #[derive(Default)]
 pub(crate) struct Callback {
-    state: Mutex<(Option<Result<(), wgpu::BufferAsyncError>>, Option<Waker>)>,
+    state: Mutex<(Option<Mapped>, Option<Waker>)>,
     ready: std::sync::Condvar,
 }
 

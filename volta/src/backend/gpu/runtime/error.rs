@@ -55,6 +55,11 @@ pub enum GpuError {
 impl std::fmt::Display for GpuError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            GpuError::NoAdapter if cfg!(target_arch = "wasm32") => f.write_str(
+                "no WebGPU adapter: this browser has no WebGPU or has it turned off \
+                 (WebGPU is in Chrome and Edge 113+, Safari 26+, Firefox 141+ on Windows; \
+                 Chrome on Linux needs --enable-unsafe-webgpu)",
+            ),
             GpuError::NoAdapter => f.write_str(
                 "no GPU adapter found: install your GPU's driver (Vulkan, Metal or DX12), \
                  or for Vulkan on the CPU install Mesa's lavapipe \
