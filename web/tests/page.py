@@ -238,16 +238,21 @@ def run(args, timings):
         d.s("POST", f"/element/{file_input}/value", {"text": gguf})
         d.wait("return window.voltaDemo.chat.loaded", "the GGUF to load", 120)
         timings["tiny GGUF load"] = f"{time.time() - t:.2f} s"
-        d.js("document.getElementById('prompt').value = 'Hello, Volta!';"
-             "document.getElementById('max-tokens').value = 32;"
-             "document.getElementById('send').click()")
+        d.js("document.getElementById('prompt').value = arguments[0];"
+             "document.getElementById('max-tokens').value = arguments[1];"
+             "document.getElementById('temperature').value = 0;"
+             "document.getElementById('send').click()", args.prompt, args.max_tokens)
         d.wait("return window.voltaDemo.chat.done || (window.voltaDemo.errors.length > 1)", "the answer to finish", 300, poll=0.5)
         chat = d.js("return window.voltaDemo.chat")
         chat_status = d.js("return document.getElementById('chat-status').textContent")
         print(f"chat: {chat['tokens']} tokens; {chat_status}")
-        check(chat["done"] and chat["tokens"] >= 16, f"only {chat['tokens']} tokens streamed: {chat_status}")
+        check(chat["done"] and chat["tokens"] >= min(16, args.max_tokens), f"only {chat['tokens']} tokens streamed: {chat_status}")
+        if args.expect:
+            answer = d.js("return document.getElementById('answer').textContent")
+            print(f"answer: {answer!r}")
+            check(args.expect in answer, f"the answer lacks {args.expect!r}: {answer!r}")
         check("tok/s" in chat_status, f"no tok/s shown: {chat_status}")
-        timings["tiny model decode"] = f"{chat['tokPerSec']:.1f} tok/s"
+        timings["model decode" if args.gguf else "tiny model decode"] = f"{chat['tokPerSec']:.1f} tok/s"
 
         # The screenshot: a dataset 3 on the pad.
         d.js_async("const done = arguments[arguments.length - 1]; window.voltaDemo.showImage(arguments[0]).then(done, done);", samples[3])
@@ -280,6 +285,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--screenshot", default=os.path.join(ROOT, "docs", "web-demo.png"))
     p.add_argument("--gguf", help="a GGUF file for the chat (default: a tiny random one)")
+    p.add_argument("--prompt", default="Hello, Volta!", help="the chat prompt")
+    p.add_argument("--max-tokens", type=int, default=32)
+    p.add_argument("--expect", help="text the (greedy) answer must contain, e.g. Paris")
     p.add_argument("--train-steps", type=int, default=0,
                    help="stop training after this many steps (default 0: one whole epoch)")
     args = p.parse_args()
