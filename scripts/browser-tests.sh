@@ -39,5 +39,6 @@ export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-300}"
     cargo test -p volta-web --target wasm32-unknown-unknown "$@")
 
 # The page: a training step takes seconds on SwiftShader, so 8 steps, not an epoch.
-scripts/web.sh --build-only
+# The dev profile reuses the build of the tests above.
+scripts/web.sh --build-only --dev
 python3 web/tests/page.py --train-steps 8 --screenshot "${TMPDIR:-/tmp}/web-demo.png"

@@ -1,27 +1,30 @@
 #!/bin/sh
 # Builds the demo page (web/www) and serves it on 127.0.0.1.
 #
-#   scripts/web.sh [--port 8080] [--build-only] [--wasm-opt]
+#   scripts/web.sh [--port 8080] [--build-only] [--dev] [--wasm-opt]
 #
 # Needs the wasm32-unknown-unknown target (`rustup target add wasm32-unknown-unknown`)
 # and the wasm-bindgen CLI of the version web/Cargo.toml pins
 # (`cargo install wasm-bindgen-cli --version 0.2.130`). --wasm-opt shrinks the module
 # with binaryen's `wasm-opt -O` (off by default: Debian 12's binaryen 108 writes a
 # module whose function table Chromium rejects at start-up). Open the printed
-# address in a browser with WebGPU (Chrome/Edge 113+, Safari 26+).
+# address in a browser with WebGPU (Chrome/Edge 113+, Safari 26+). --dev builds the
+# dev profile instead of release (the tests: it reuses the browser tests' build).
 set -eu
 cd "$(dirname "$0")/.."
 
 PORT=8080
 BUILD_ONLY=0
 WASM_OPT=0
+PROFILE=release
 while [ $# -gt 0 ]; do
     case "$1" in
         --port) PORT="${2:?--port needs a number}"; shift 2 ;;
         --port=*) PORT="${1#--port=}"; shift ;;
         --build-only) BUILD_ONLY=1; shift ;;
         --wasm-opt) WASM_OPT=1; shift ;;
-        -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --dev) PROFILE=dev; shift ;;
+        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "web.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -41,13 +44,14 @@ if [ "$HAVE_BINDGEN" != "$WANT_BINDGEN" ]; then
     exit 1
 fi
 
-echo "== building volta-web for wasm32-unknown-unknown (release)"
-cargo build -p volta-web --release --target wasm32-unknown-unknown --lib
+echo "== building volta-web for wasm32-unknown-unknown ($PROFILE)"
+cargo build -p volta-web --profile "$PROFILE" --target wasm32-unknown-unknown --lib
+DIR=$([ "$PROFILE" = dev ] && echo debug || echo release)
 TARGET_DIR=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 OUT=web/www/pkg
 rm -rf "$OUT"
 wasm-bindgen --target web --no-typescript --out-dir "$OUT" \
-    "$TARGET_DIR/wasm32-unknown-unknown/release/volta_web.wasm"
+    "$TARGET_DIR/wasm32-unknown-unknown/$DIR/volta_web.wasm"
 WASM="$OUT/volta_web_bg.wasm"
 
 size() { wc -c < "$1" | tr -d ' '; }

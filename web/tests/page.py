@@ -130,7 +130,8 @@ def digits_samples():
 
 
 def tiny_gguf(path):
-    cmd = ["cargo", "run", "-q", "--release", "-p", "volta-web", "--bin", "tiny_gguf", "--", path]
+    # The dev profile: `cargo test --workspace` has built it already.
+    cmd = ["cargo", "run", "-q", "-p", "volta-web", "--bin", "tiny_gguf", "--", path]
     subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
 
 
