@@ -28,6 +28,10 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
         chromium chromium-driver
 fi
 
+# rust-toolchain.toml names the target; an older rustup may not add it by itself.
+if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    rustup target add wasm32-unknown-unknown
+fi
 bash scripts/install-wasm-bindgen.sh
 
 # The runner reads web/webdriver.json (Chromium's flags for WebGPU) from the
