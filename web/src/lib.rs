@@ -12,7 +12,6 @@ mod model;
 pub mod chat;
 pub mod digits;
 pub mod trainer;
-pub mod weights;
 
 pub use model::DigitsCnn;
 
@@ -136,7 +135,7 @@ impl Demo {
     /// `volta::io::save` writes it) into the classifier.
     pub fn load_weights(&mut self, bytes: &[u8]) -> Result<(), JsError> {
         let mut cnn = DigitsCnn::<Gpu>::new(&mut Rng::seed(0));
-        weights::load_safetensors(&mut cnn, bytes).map_err(js)?;
+        volta::io::load_bytes("digits.safetensors", bytes, &mut cnn).map_err(js)?;
         cnn.eval();
         self.cnn = cnn;
         Ok(())
@@ -328,14 +327,16 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         let mut b = DigitsCnn::<Cpu>::new(&mut Rng::seed(2));
-        weights::load_safetensors(&mut b, &bytes).unwrap();
+        volta::io::load_bytes("a.safetensors", &bytes, &mut b).unwrap();
         assert_eq!(a.named_tensors().len(), b.named_tensors().len());
         for ((n, x), (m, y)) in a.named_tensors().into_iter().zip(b.named_tensors()) {
             assert_eq!(n, m);
             assert_eq!(x.to_vec(), y.to_vec(), "{n}");
         }
-        let err = weights::load_safetensors(&mut b, b"not a file").unwrap_err();
-        assert!(err.contains("safetensors"), "{err}");
+        let err = volta::io::load_bytes("junk.safetensors", b"not a file", &mut b)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("junk.safetensors"), "{err}");
     }
 
     #[test]

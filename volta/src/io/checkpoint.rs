@@ -106,8 +106,23 @@ where
     E: Float + FileDtype,
 {
     let path = path.as_ref();
-    let bytes = read(path)?;
-    let file = File::parse(path, &bytes)?;
+    load_bytes(path, &read(path)?, model)
+}
+
+/// [`load`] from a file's bytes already in memory: a web page has no file system
+/// (it fetches the checkpoint, or the user picks it). `name` stands for the file in
+/// errors.
+pub fn load_bytes<M, D, E>(
+    name: impl AsRef<Path>,
+    bytes: &[u8],
+    model: &mut M,
+) -> Result<Metadata, CheckpointError>
+where
+    M: Module<D, E> + ?Sized,
+    D: Backend<E>,
+    E: Float + FileDtype,
+{
+    let file = File::parse(name.as_ref(), bytes)?;
     let tensors = file.model_tensors(model)?;
     assign(model, tensors, &file.counters());
     Ok(file.user_metadata())

@@ -30,6 +30,6 @@ mod error;
 pub mod gguf;
 pub mod quant;
 
-pub use checkpoint::{Metadata, load, load_training, save, save_training};
+pub use checkpoint::{Metadata, load, load_bytes, load_training, save, save_training};
 pub use dtype::FileDtype;
 pub use error::{CheckpointError, Mismatch};
