@@ -65,8 +65,7 @@ mod native {
 
     pub fn run() -> Result<(), String> {
         let o = options()?;
-        let bytes = std::fs::read(&o.data).map_err(|e| format!("{}: {e}", o.data.display()))?;
-        let data = volta_web::digits::parse(&bytes)?;
+        let data = volta::data::readers::digits::load(&o.data).map_err(|e| e.to_string())?;
         let start = Instant::now();
         let mut trainer = Trainer::<Cpu>::new(&data, o.epochs, o.seed);
         while !trainer.done() {

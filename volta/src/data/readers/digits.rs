@@ -2,7 +2,7 @@
 //! this repository): 8×8 grey images, one per line as 64 pixel columns in `0..=16`
 //! followed by the label `0..=9`, no header. Plain or gzip'd.
 use super::csv::{CsvOptions, FeatureRule, parse};
-use super::read_bytes;
+use super::{read_bytes, unpack};
 use crate::data::dataset::Labelled;
 use crate::data::error::DataError;
 use std::path::Path;
@@ -32,12 +32,18 @@ const PIXEL_RULE: FeatureRule = FeatureRule {
 /// [`DataError::LabelOutOfRange`] (a label above 9), [`DataError::Empty`].
 pub fn load(path: impl AsRef<Path>) -> Result<Labelled, DataError> {
     let path = path.as_ref();
-    let data = parse(
-        path,
-        &read_bytes(path)?,
-        &CsvOptions::new(CLASSES),
-        &PIXEL_RULE,
-    )?;
+    images(path, &read_bytes(path)?)
+}
+
+/// [`load`] from a file's bytes already in memory (plain or gzip'd): a web page
+/// fetches them. `name` stands for the file in errors.
+pub fn load_bytes(name: impl AsRef<Path>, bytes: &[u8]) -> Result<Labelled, DataError> {
+    let name = name.as_ref();
+    images(name, &unpack(name, bytes.to_vec())?)
+}
+
+fn images(path: &Path, text: &[u8]) -> Result<Labelled, DataError> {
+    let data = parse(path, text, &CsvOptions::new(CLASSES), &PIXEL_RULE)?;
     Ok(data.reshape(&[1, SIDE, SIDE]).expect("64 pixels are 1×8×8"))
 }
 
@@ -59,6 +65,19 @@ mod tests {
             &CsvOptions::new(CLASSES),
             &PIXEL_RULE,
         )
+    }
+
+    #[test]
+    fn bytes_in_memory_read_as_the_file_does() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/digits.csv.gz");
+        let from_file = load(path).unwrap();
+        let bytes = std::fs::read(path).unwrap();
+        let from_bytes = load_bytes("digits.csv.gz", &bytes).unwrap();
+        assert_eq!(from_bytes.len(), from_file.len());
+        assert_eq!(from_bytes.get(7).features, from_file.get(7).features);
+        assert_eq!(from_bytes.get(7).label, from_file.get(7).label);
+        let e = load_bytes("junk.csv.gz", &[0x1f, 0x8b, 0, 1]).unwrap_err();
+        assert!(e.to_string().contains("junk.csv.gz"), "{e}");
     }
 
     #[test]

@@ -23,6 +23,12 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, DataError> {
         path: path.to_path_buf(),
         source,
     })?;
+    unpack(path, raw)
+}
+
+/// `raw` as it is, or decompressed when it starts with gzip's magic bytes; `path`
+/// names the file in errors.
+pub(crate) fn unpack(path: &Path, raw: Vec<u8>) -> Result<Vec<u8>, DataError> {
     if !raw.starts_with(&GZIP_MAGIC) {
         return Ok(raw);
     }
