@@ -13,11 +13,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-use volta::Rng;
 use volta::backend::{InferenceBackend, Replay};
 use volta::io::gguf::Gguf;
 use volta::models::llama::SmolLM2_135M;
-use volta::models::{ChatTemplate, Message, Tokenizer, TokenizerSpec};
+use volta::models::{ChatTemplate, Message, Sampler, SamplerConfig, Tokenizer, TokenizerSpec};
 
 /// Chats with SmolLM2-135M-Instruct from its GGUF file: the answer streams token by
 /// token, then prompt and decode speeds are printed. Greedy by default.
@@ -36,13 +35,13 @@ struct Args {
     /// Tokens to generate at most.
     #[arg(long, default_value_t = 128)]
     max_tokens: usize,
-    /// Sampling temperature; 0 is greedy.
+    /// Sampling temperature (at least 0); 0 is greedy.
     #[arg(long, default_value_t = 0.0)]
     temperature: f64,
     /// Sample among the `k` most likely tokens (0: all).
     #[arg(long, default_value_t = 0)]
     top_k: usize,
-    /// Sample within the smallest set of tokens whose probability reaches `p`.
+    /// Sample within the smallest set of tokens whose probability reaches `p`, in (0, 1].
     #[arg(long, default_value_t = 1.0)]
     top_p: f64,
     /// Seed of the sampler.
@@ -59,39 +58,17 @@ enum Device {
     Gpu,
 }
 
-/// Picks the next token from `logits`: greedy at temperature 0, else softmax at
-/// `temperature`, cut to the top `k` and the top-`p` mass, sampled with `rng`.
-fn pick(logits: &[f32], args: &Args, rng: &mut Rng) -> u32 {
-    let argmax = (0..logits.len())
-        .max_by(|&a, &b| logits[a].total_cmp(&logits[b]))
-        .expect("a non-empty vocabulary");
-    if args.temperature <= 0.0 {
-        return argmax as u32;
+impl Args {
+    /// The sampler the options describe (an error names a value out of range).
+    fn sampler(&self) -> Result<Sampler, String> {
+        Sampler::new(SamplerConfig {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            seed: self.seed,
+        })
+        .map_err(|e| e.to_string())
     }
-    let mut order: Vec<usize> = (0..logits.len()).collect();
-    order.sort_unstable_by(|&a, &b| logits[b].total_cmp(&logits[a]));
-    if args.top_k > 0 {
-        order.truncate(args.top_k);
-    }
-    let top = logits[argmax] as f64;
-    let weights: Vec<f64> = order
-        .iter()
-        .map(|&i| ((logits[i] as f64 - top) / args.temperature).exp())
-        .collect();
-    let total: f64 = weights.iter().sum();
-    let (mut kept, mut mass) = (0, 0.0);
-    while kept < order.len() && mass < args.top_p * total {
-        mass += weights[kept];
-        kept += 1;
-    }
-    let mut r = rng.uniform() * mass;
-    for (i, w) in weights[..kept].iter().enumerate() {
-        if r < *w {
-            return order[i] as u32;
-        }
-        r -= w;
-    }
-    order[kept - 1] as u32
 }
 
 fn run<D: InferenceBackend + Replay>(
@@ -99,11 +76,11 @@ fn run<D: InferenceBackend + Replay>(
     gguf: &Gguf,
     tokenizer: &Tokenizer,
 ) -> Result<(), String> {
+    let mut sampler = args.sampler()?;
     let model = SmolLM2_135M::<D>::from_gguf(gguf).map_err(|e| e.to_string())?;
     let prompt = ChatTemplate::smollm2().render(&[Message::user(args.prompt.as_str())]);
     let ids = tokenizer.encode(&prompt);
     let end = tokenizer.token_id("<|im_end|>");
-    let mut rng = Rng::seed(args.seed);
     let mut cache = model.cache();
     let start = Instant::now();
     let mut logits = model.forward(&ids, &mut cache).to_vec();
@@ -112,7 +89,7 @@ fn run<D: InferenceBackend + Replay>(
     let decode_start = Instant::now();
     let mut generated = 0;
     for _ in 0..args.max_tokens {
-        let next = pick(&logits, args, &mut rng);
+        let next = sampler.sample(&logits);
         generated += 1;
         if Some(next) == end {
             break;
@@ -124,6 +101,10 @@ fn run<D: InferenceBackend + Replay>(
         logits = model.forward(&[next], &mut cache).to_vec();
     }
     let decode = decode_start.elapsed().as_secs_f64();
+    // A last character cut short by --max-tokens, as U+FFFD.
+    if let Some(text) = stream.finish() {
+        print!("{text}");
+    }
     println!();
     eprintln!(
         "prompt: {} tokens, {:.1} tok/s; decode: {generated} tokens, {:.1} tok/s ({})",
@@ -169,19 +150,6 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(temperature: f64, top_k: usize, top_p: f64) -> Args {
-        Args {
-            model: PathBuf::new(),
-            prompt: String::new(),
-            device: Device::Cpu,
-            max_tokens: 1,
-            temperature,
-            top_k,
-            top_p,
-            seed: 0,
-        }
-    }
 
     #[test]
     fn the_command_line_parses_and_documents_every_option() {
@@ -241,20 +209,20 @@ mod tests {
     }
 
     #[test]
-    fn sampling_respects_greedy_top_k_and_top_p() {
-        let logits = [0.1, 3.0, 2.9, -1.0];
-        let mut rng = Rng::seed(3);
-        assert_eq!(pick(&logits, &args(0.0, 0, 1.0), &mut rng), 1);
-        for _ in 0..50 {
-            assert_eq!(pick(&logits, &args(1.0, 1, 1.0), &mut rng), 1);
-            assert_eq!(pick(&logits, &args(1.0, 0, 0.01), &mut rng), 1);
-            assert!([1, 2].contains(&pick(&logits, &args(1.0, 2, 1.0), &mut rng)));
-        }
-        // At a high temperature every token is drawn sometimes.
-        let mut seen = [false; 4];
-        for _ in 0..400 {
-            seen[pick(&logits, &args(50.0, 0, 1.0), &mut rng) as usize] = true;
-        }
-        assert_eq!(seen, [true; 4]);
+    fn sampling_options_out_of_range_are_errors() {
+        let parse = |extra: &[&str]| {
+            let argv = ["generate", "--model", "m", "--prompt", "p"];
+            Args::try_parse_from(argv.iter().chain(extra).copied()).unwrap()
+        };
+        assert!(parse(&[]).sampler().is_ok());
+        assert!(
+            parse(&["--temperature", "0.7", "--top-p", "0.9"])
+                .sampler()
+                .is_ok()
+        );
+        let err = |extra: &[&str]| parse(extra).sampler().unwrap_err();
+        assert!(err(&["--temperature=-1"]).contains("temperature"));
+        assert!(err(&["--top-p", "0"]).contains("top_p"));
+        assert!(err(&["--top-p", "1.5"]).contains("top_p"));
     }
 }

@@ -1,11 +1,12 @@
 //! Chat with a Llama-architecture model from its GGUF bytes, one token per call:
 //! the page streams the answer and the tab stays responsive between tokens.
 use std::fmt::Display;
-use volta::Rng;
 use volta::backend::{InferenceBackend, Memory, Replay};
 use volta::io::gguf::Gguf;
 use volta::models::llama::{Llama, SmolLM2_135M};
-use volta::models::{ChatTemplate, KvCache, Message, Tokenizer, TokenizerSpec};
+use volta::models::{
+    ChatTemplate, DecodeState, KvCache, Message, Sampler, SamplerConfig, Tokenizer, TokenizerSpec,
+};
 
 /// The page's test model: SmolLM2's architecture at toy size (2 blocks of width
 /// 64, feed-forward 128, 4 heads over 2 key/value heads) with a byte-level
@@ -28,13 +29,10 @@ pub struct Chat<D: InferenceBackend + Replay> {
     end: Option<u32>,
     /// What the model reads next (the prompt, then each sampled token).
     pending: Vec<u32>,
-    /// The answer's tokens so far, and the bytes of their text already handed out.
-    answer: Vec<u32>,
-    emitted: usize,
+    /// The answer's text so far, less a character still incomplete.
+    text: DecodeState,
     left: usize,
-    temperature: f64,
-    top_k: usize,
-    rng: Rng,
+    sampler: Sampler,
 }
 
 impl<D: InferenceBackend + Replay> Chat<D>
@@ -70,12 +68,9 @@ where
             context,
             end,
             pending: Vec::new(),
-            answer: Vec::new(),
-            emitted: 0,
+            text: DecodeState::new(),
             left: 0,
-            temperature: 0.0,
-            top_k: 0,
-            rng: Rng::seed(0),
+            sampler: Sampler::greedy(),
         })
     }
 
@@ -89,8 +84,8 @@ where
 
     /// Starts a new conversation with the user's `prompt` in SmolLM2's chat
     /// template: at most `max_tokens` answer tokens, sampled at `temperature`
-    /// among the `top_k` likeliest (greedy at temperature 0). Returns the prompt's
-    /// length in tokens.
+    /// among the `top_k` likeliest (greedy at temperature 0; a negative one is an
+    /// error). Returns the prompt's length in tokens.
     pub fn start(
         &mut self,
         prompt: &str,
@@ -99,6 +94,13 @@ where
         top_k: usize,
         seed: u64,
     ) -> Result<usize, String> {
+        let sampler = Sampler::new(SamplerConfig {
+            temperature,
+            top_k,
+            top_p: 1.0,
+            seed,
+        })
+        .map_err(|e| e.to_string())?;
         let text = ChatTemplate::smollm2().render(&[Message::user(prompt)]);
         let ids = self.tokenizer.encode(&text);
         if ids.is_empty() {
@@ -114,11 +116,8 @@ where
         self.cache.clear();
         self.left = max_tokens.min(self.context - ids.len());
         self.pending = ids;
-        self.answer.clear();
-        self.emitted = 0;
-        self.temperature = temperature;
-        self.top_k = top_k;
-        self.rng = Rng::seed(seed);
+        self.text = DecodeState::new();
+        self.sampler = sampler;
         Ok(self.pending.len())
     }
 
@@ -137,50 +136,17 @@ where
         let read = logits.try_to_vec_async();
         let logits = read.await.map_err(|e| e.to_string())?;
         self.left -= 1;
-        let next = pick(&logits, self.temperature, self.top_k, &mut self.rng);
+        let next = self.sampler.sample(&logits);
         if Some(next) == self.end {
             self.left = 0;
-            return Ok(None);
+            // A character cut short (which the model should not leave) as U+FFFD.
+            return Ok(self.text.finish(&self.tokenizer));
         }
-        self.answer.push(next);
         self.pending = vec![next];
-        let text = self.tokenizer.decode(&self.answer);
-        // Hold back a character cut in the middle until its last byte arrives.
-        if text.ends_with('\u{FFFD}') && self.left > 0 {
-            return Ok(Some(String::new()));
+        let mut piece = self.text.push(&self.tokenizer, next).unwrap_or_default();
+        if self.left == 0 {
+            piece.extend(self.text.finish(&self.tokenizer));
         }
-        let piece = text.get(self.emitted..).unwrap_or_default().to_string();
-        self.emitted = text.len();
         Ok(Some(piece))
     }
-}
-
-/// The next token from `logits`: greedy at temperature 0, else sampled from the
-/// softmax at `temperature` over the `top_k` likeliest (0: all), as
-/// `examples/generate.rs` samples.
-pub fn pick(logits: &[f32], temperature: f64, top_k: usize, rng: &mut Rng) -> u32 {
-    let argmax = (0..logits.len())
-        .max_by(|&a, &b| logits[a].total_cmp(&logits[b]))
-        .unwrap_or(0);
-    if temperature <= 0.0 {
-        return argmax as u32;
-    }
-    let mut order: Vec<usize> = (0..logits.len()).collect();
-    order.sort_unstable_by(|&a, &b| logits[b].total_cmp(&logits[a]));
-    if top_k > 0 {
-        order.truncate(top_k);
-    }
-    let top = f64::from(logits[argmax]);
-    let weights: Vec<f64> = order
-        .iter()
-        .map(|&i| ((f64::from(logits[i]) - top) / temperature).exp())
-        .collect();
-    let mut r = rng.uniform() * weights.iter().sum::<f64>();
-    for (i, w) in weights.iter().enumerate() {
-        if r < *w {
-            return order[i] as u32;
-        }
-        r -= w;
-    }
-    order[order.len() - 1] as u32
 }

@@ -23,6 +23,24 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
         backward(self.into_raw())
     }
 }
+impl<D: Backend<E>, E: Float> RawTensor<D, E> {
+    /// The gradient of this one-element tensor with respect to every tracked leaf it
+    /// depends on: [`Tensor::backward`] for code that knows shapes only at run time.
+    ///
+    /// # Panics
+    /// When the tensor has more than one element (check first: a typed tensor's
+    /// `backward` makes that a compile error).
+    pub fn backward(self) -> Gradients<D, E> {
+        assert_eq!(
+            self.layout().numel(),
+            1,
+            "backward() needs a one-element tensor, got dims {:?}",
+            self.dims()
+        );
+        backward(self)
+    }
+}
+
 /// Each input of an op, with its gradient.
 type InputGrads<'a, D, E> = Vec<(&'a T<D, E>, T<D, E>)>;
 

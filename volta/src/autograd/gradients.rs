@@ -36,6 +36,17 @@ impl<D: Backend<E>, E: Float> Gradients<D, E> {
             .map(|g| Tensor::try_from_raw(g.clone()).expect("a gradient has its tensor's dims"))
     }
 
+    /// The gradient of the tensor `id` as recorded (run-time dims).
+    pub fn get_raw(&self, id: TensorId) -> Option<&RawTensor<D, E>> {
+        self.grads.get(&id)
+    }
+
+    /// Every gradient with its tensor's id, consuming the store (in no particular
+    /// order).
+    pub fn into_raw(self) -> impl Iterator<Item = (TensorId, RawTensor<D, E>)> {
+        self.grads.into_iter()
+    }
+
     /// Adds `g` to the gradient of the tensor `id`.
     pub(crate) fn add_raw(&mut self, id: TensorId, g: RawTensor<D, E>) {
         let merged = match self.grads.remove(&id) {

@@ -3,12 +3,17 @@
 //! [`tokenizer`]: text ↔ token ids for byte-level BPE vocabularies (GGUF `gpt2` models
 //! such as SmolLM2), built from plain vocabulary data with the `tokenizers` crate.
 //! [`chat`]: the ChatML prompt format that SmolLM2-Instruct's GGUF declares.
+//! [`sampler`]: the next token from the logits (greedy, temperature, top-k, top-p).
 
 pub mod chat;
 mod kv_cache;
 pub mod llama;
+pub mod sampler;
 pub mod tokenizer;
 
 pub use chat::{ChatTemplate, Message, Role};
 pub use kv_cache::KvCache;
-pub use tokenizer::{DecodeStream, PreTokenizer, Tokenizer, TokenizerError, TokenizerSpec};
+pub use sampler::{Sampler, SamplerConfig, SamplerError};
+pub use tokenizer::{
+    DecodeState, DecodeStream, PreTokenizer, Tokenizer, TokenizerError, TokenizerSpec,
+};

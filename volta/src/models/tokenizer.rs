@@ -452,10 +452,11 @@ impl Tokenizer {
     /// A decoder for generation: push ids one at a time and get text as soon as it is
     /// complete UTF-8 (an emoji spread over several tokens arrives whole, once).
     /// Control tokens are included as written.
+    /// [`DecodeState`] is the same without the borrow.
     pub fn decode_stream(&self) -> DecodeStream<'_> {
         DecodeStream {
-            inner: self.inner.decode_stream(false),
-            vocab_size: self.vocab_size(),
+            tokenizer: self,
+            state: DecodeState::new(),
         }
     }
 
@@ -497,36 +498,95 @@ impl Tokenizer {
 }
 
 /// Incremental decoding for generation, from [`Tokenizer::decode_stream`].
+#[derive(Debug)]
 pub struct DecodeStream<'a> {
-    inner: tokenizers::DecodeStream<
-        'a,
-        ModelWrapper,
-        NormalizerWrapper,
-        PreTokenizerWrapper,
-        PostProcessorWrapper,
-        DecoderWrapper,
-    >,
-    vocab_size: usize,
-}
-
-impl fmt::Debug for DecodeStream<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DecodeStream").finish_non_exhaustive()
-    }
+    tokenizer: &'a Tokenizer,
+    state: DecodeState,
 }
 
 impl DecodeStream<'_> {
     /// Adds the next generated id; returns the text it completes, or `None` while the
     /// bytes so far end inside a UTF-8 character (or the id is past the vocabulary).
     /// Concatenating every `Some` gives [`Tokenizer::decode`] of all the ids, except
-    /// for a last character still incomplete. (Text that really ends in U+FFFD is held
-    /// back until the next piece arrives: the stream cannot tell it from a cut one.)
+    /// for a last character still incomplete (see [`finish`](Self::finish)). (Text
+    /// that really ends in U+FFFD is held back until the next piece arrives: the
+    /// stream cannot tell it from a cut one.)
     pub fn push(&mut self, id: u32) -> Option<String> {
-        if id as usize >= self.vocab_size {
+        self.state.push(self.tokenizer, id)
+    }
+
+    /// The text held back at the end of generation (an incomplete character, as
+    /// U+FFFD), if any: with it, the pieces add up to [`Tokenizer::decode`] of all
+    /// the ids.
+    pub fn finish(self) -> Option<String> {
+        let DecodeStream {
+            tokenizer,
+            mut state,
+        } = self;
+        state.finish(tokenizer)
+    }
+}
+
+/// A [`DecodeStream`] that does not borrow its tokenizer: each call takes it
+/// instead, so the state can live beside the tokenizer in one struct, or behind an
+/// `Arc` (a Python generator, the web page's chat). Pass the same tokenizer every
+/// time.
+///
+/// ```
+/// use volta::models::{DecodeState, Tokenizer, TokenizerSpec};
+///
+/// // A toy vocabulary: "é" is two bytes, here two tokens ("Ã", "©" in the
+/// // byte-level alphabet).
+/// let tokens = ["h", "i", "Ã", "©"].map(String::from).to_vec();
+/// let tok = Tokenizer::from_vocab(TokenizerSpec::new(tokens))?;
+/// let mut state = DecodeState::new();
+/// assert_eq!(state.push(&tok, 0).as_deref(), Some("h"));
+/// assert_eq!(state.push(&tok, 2), None); // half of "é"
+/// assert_eq!(state.push(&tok, 3).as_deref(), Some("é"));
+/// assert_eq!(state.push(&tok, 2), None);
+/// // Generation ends mid-character: the rest is U+FFFD, as `decode` writes it.
+/// assert_eq!(state.finish(&tok).as_deref(), Some("\u{fffd}"));
+/// assert_eq!(tok.decode(&[0, 2, 3, 2]), "hé\u{fffd}");
+/// # Ok::<(), volta::models::TokenizerError>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct DecodeState {
+    /// The ids not yet fully emitted, after some already emitted that give the
+    /// byte-level decoder its context (the `tokenizers` crate's stream state).
+    ids: Vec<u32>,
+    /// The text of `ids[..prefix_index]`, already emitted.
+    prefix: String,
+    prefix_index: usize,
+}
+
+impl DecodeState {
+    /// A stream at its start.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// [`DecodeStream::push`] with `tokenizer`.
+    pub fn push(&mut self, tokenizer: &Tokenizer, id: u32) -> Option<String> {
+        if id as usize >= tokenizer.vocab_size() {
             return None;
         }
-        self.inner
-            .step(id)
-            .expect("byte-level stream decoding cannot fail")
+        tokenizers::step_decode_stream(
+            &tokenizer.inner,
+            vec![id],
+            false,
+            &mut self.ids,
+            &mut self.prefix,
+            &mut self.prefix_index,
+        )
+        .expect("byte-level stream decoding cannot fail")
+    }
+
+    /// [`DecodeStream::finish`] with `tokenizer`; the state starts over.
+    pub fn finish(&mut self, tokenizer: &Tokenizer) -> Option<String> {
+        let state = std::mem::take(self);
+        let text = tokenizer.decode(&state.ids);
+        text.strip_prefix(state.prefix.as_str())
+            .filter(|rest| !rest.is_empty())
+            .map(str::to_string)
     }
 }

@@ -15,6 +15,7 @@
 //! let _ = second.forward(&first.forward(&x)); // 128 outputs into 64 inputs
 //! ```
 
+pub mod functional;
 pub mod layers;
 pub mod loss;
 pub mod metrics;

@@ -5,8 +5,8 @@ use crate::dtype::Float;
 use crate::nn::{Module, ToDevice, Visitor};
 use crate::random::Rng;
 use crate::shape::{Const, Dim, Rank1};
-use crate::tensor::{RawTensor, Tensor};
-use volta_kernels::{BinaryOp, Window2d};
+use crate::tensor::Tensor;
+use volta_kernels::Window2d;
 
 /// Stride, padding, dilation, groups and bias of a [`Conv2d`] (PyTorch's defaults:
 /// 1, 0, 1, 1, with bias). Set fields with the builder methods:
@@ -197,7 +197,7 @@ impl<const I: usize, const O: usize, const KH: usize, const KW: usize, D: Backen
         let (oh, ow) = output_dims::<OH, OW>(&win, [h.size(), w.size()], || {
             format!("Conv2d<{I}, {O}, {KH}, {KW}>")
         });
-        let raw = conv2d(
+        let raw = crate::nn::functional::conv2d(
             x.raw(),
             self.weight.raw(),
             self.bias.as_ref().map(Tensor::raw),
@@ -228,41 +228,6 @@ pub(crate) fn output_dims<OH: Dim, OW: Dim>(
             OH::STATIC.map_or("?".into(), |n| n.to_string()),
             OW::STATIC.map_or("?".into(), |n| n.to_string()),
         ),
-    }
-}
-
-/// `x (N, C, H, W) ⊛ weight (O, C/g, KH, KW) + bias`: im2col, one (batched over
-/// groups) product, and a permuted view back to NCHW.
-fn conv2d<D: Backend<E>, E: Float>(
-    x: &RawTensor<D, E>,
-    weight: &RawTensor<D, E>,
-    bias: Option<&RawTensor<D, E>>,
-    win: &Window2d,
-    groups: usize,
-) -> RawTensor<D, E> {
-    let (n, c) = (x.dims()[0], x.dims()[1]);
-    let o = weight.dims()[0];
-    let kk = win.kernel[0] * win.kernel[1];
-    let cols = x.unfold2d(*win, E::ZERO); // (N, OH, OW, C, KH, KW)
-    let (oh, ow) = (cols.dims()[1], cols.dims()[2]);
-    let rows = n * oh * ow;
-    let y = if groups == 1 {
-        let w = weight.reshape(&[o, c * kk]).transpose_last();
-        cols.reshape(&[rows, c * kk]).matmul(&w)
-    } else {
-        // (G, rows, C/g·KK) × (G, C/g·KK, O/g) → (G, rows, O/g) → (rows, O)
-        let (cg, og) = (c / groups, o / groups);
-        let cols = cols.reshape(&[rows, groups, cg * kk]).permute(&[1, 0, 2]);
-        let w = weight.reshape(&[groups, og, cg * kk]).transpose_last();
-        cols.matmul(&w).permute(&[1, 0, 2]).reshape(&[rows, o])
-    };
-    let y = y.reshape(&[n, oh, ow, o]).permute(&[0, 3, 1, 2]);
-    match bias {
-        Some(bias) => y.binary(
-            BinaryOp::Add,
-            &bias.reshape(&[1, o, 1, 1]).expand(&[n, o, oh, ow]),
-        ),
-        None => y,
     }
 }
 

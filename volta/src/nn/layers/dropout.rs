@@ -4,9 +4,8 @@ use crate::dtype::Float;
 use crate::nn::{Module, ToDevice, Visitor};
 use crate::random::Rng;
 use crate::shape::Shape;
-use crate::tensor::{RawTensor, Tensor};
+use crate::tensor::Tensor;
 use std::sync::atomic::{AtomicU64, Ordering};
-use volta_kernels::BinaryOp;
 
 /// Zeroes each element with probability `p` and scales the others by `1/(1 − p)`
 /// in training mode; the identity in evaluation mode (PyTorch's `nn.Dropout`).
@@ -86,14 +85,7 @@ impl Dropout {
             .seed
             .wrapping_add(call.wrapping_mul(0x9E37_79B9_7F4A_7C15))
             .rotate_left(17);
-        let keep = if self.p >= 1.0 {
-            RawTensor::full_like_dims(x.dims(), E::ZERO)
-        } else {
-            RawTensor::<D, E>::uniform(x.dims(), seed)
-                .scalar(BinaryOp::Ge, E::from_f64(self.p))
-                .scalar(BinaryOp::Mul, E::from_f64(1.0 / (1.0 - self.p)))
-        };
-        x.map_raw(|r| r.binary(BinaryOp::Mul, &keep))
+        x.map_raw(|r| crate::nn::functional::dropout(r, self.p, seed))
     }
 }
 

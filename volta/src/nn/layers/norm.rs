@@ -2,33 +2,14 @@
 //! each channel of a batch of images. The normalisation itself is one row kernel
 //! (`RawTensor::normalize`); the learned scale and shift are elementwise ops that
 //! fuse into whatever reads the result.
-use crate::autograd::no_grad;
 use crate::backend::Backend;
 use crate::backend::cpu::Cpu;
 use crate::dtype::Float;
+use crate::nn::functional::{self, affine};
 use crate::nn::{Module, ToDevice, Visitor};
 use crate::shape::{Const, Dim, LastDim, Rank1};
 use crate::tensor::{RawTensor, Tensor};
 use std::sync::Mutex;
-use volta_kernels::{BinaryOp, UnaryOp};
-
-/// `x·scale + shift` with `(N,)` parameters broadcast along every other axis of `x`
-/// (whose axis `axis` has size `N`).
-fn affine<D: Backend<E>, E: Float>(
-    x: &RawTensor<D, E>,
-    axis: usize,
-    scale: &RawTensor<D, E>,
-    shift: Option<&RawTensor<D, E>>,
-) -> RawTensor<D, E> {
-    let mut kept = vec![1; x.dims().len()];
-    kept[axis] = x.dims()[axis];
-    let along = |p: &RawTensor<D, E>| p.reshape(&kept).expand(x.dims());
-    let y = x.binary(BinaryOp::Mul, &along(scale));
-    match shift {
-        Some(b) => y.binary(BinaryOp::Add, &along(b)),
-        None => y,
-    }
-}
 
 /// Layer normalisation over the last axis (size `N`): `(x − mean)/√(var + ε)·γ + β`,
 /// as PyTorch's `nn.LayerNorm(N)` (biased variance, `ε = 1e-5`, `γ = 1`, `β = 0` at
@@ -233,57 +214,22 @@ impl<const C: usize, D: Backend<E>, E: Float> BatchNorm2d<C, D, E> {
         &self,
         x: &Tensor<(B, Const<C>, H, W), D, E>,
     ) -> Tensor<(B, Const<C>, H, W), D, E> {
-        let d = x.dims().to_vec();
-        let (n, hw) = (d[0], d[2] * d[3]);
         let y = if self.training {
-            // Each channel as one row of (C, B·H·W): one row kernel normalises it.
-            let rows = x.raw().permute(&[1, 0, 2, 3]).reshape(&[C, n * hw]);
-            self.update_running(&rows);
-            rows.normalize(1, true, self.eps)
-                .reshape(&[C, n, d[2], d[3]])
-                .permute(&[1, 0, 2, 3])
+            let (y, mean, var) = functional::batch_norm_train(x.raw(), self.eps);
+            let mut r = self.running.lock().unwrap_or_else(|p| p.into_inner());
+            let blend = |old: &Tensor<Rank1<C>, D, E>, new: &RawTensor<D, E>| {
+                Tensor::try_from_raw(functional::blend(old.raw(), new, self.momentum))
+                    .expect("running statistics are (C,)")
+            };
+            r.mean = blend(&r.mean, &mean);
+            r.var = blend(&r.var, &var);
+            y
         } else {
             let r = self.running();
-            let c = |t: &RawTensor<D, E>| t.reshape(&[1, C, 1, 1]).expand(&d);
-            let rstd = r
-                .var
-                .raw()
-                .scalar(BinaryOp::Add, E::from_f64(self.eps))
-                .unary(UnaryOp::Sqrt)
-                .unary(UnaryOp::Recip);
-            x.raw()
-                .binary(BinaryOp::Sub, &c(r.mean.raw()))
-                .binary(BinaryOp::Mul, &c(&rstd))
+            functional::batch_norm_eval(x.raw(), r.mean.raw(), r.var.raw(), self.eps)
         };
         let y = affine(&y, 1, self.weight.raw(), Some(self.bias.raw()));
         Tensor::from_raw(x.shape(), y)
-    }
-
-    /// Moves the running statistics towards those of `rows` (C, m), on the device.
-    fn update_running(&self, rows: &RawTensor<D, E>) {
-        let _guard = no_grad();
-        let rows = rows.detach();
-        let m = rows.dims()[1];
-        let mean = rows.mean_axis(1); // (C, 1)
-        let dev = rows.binary(BinaryOp::Sub, &mean.expand(rows.dims()));
-        let sq = dev.binary(BinaryOp::Mul, &dev);
-        let unbiased = sq
-            .reduce(volta_kernels::ReduceOp::Sum, 1)
-            .scalar(BinaryOp::Mul, E::from_f64(1.0 / (m.max(2) - 1) as f64));
-        let mom = self.momentum;
-        let blend = |old: &Tensor<Rank1<C>, D, E>, new: &RawTensor<D, E>| {
-            let v = old
-                .raw()
-                .scalar(BinaryOp::Mul, E::from_f64(1.0 - mom))
-                .binary(
-                    BinaryOp::Add,
-                    &new.reshape(&[C]).scalar(BinaryOp::Mul, E::from_f64(mom)),
-                );
-            Tensor::try_from_raw(v).expect("running statistics are (C,)")
-        };
-        let mut r = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        r.mean = blend(&r.mean, &mean);
-        r.var = blend(&r.var, &unbiased);
     }
 }
 

@@ -4,8 +4,9 @@ use crate::backend::Backend;
 use crate::dtype::Float;
 use crate::nn::{Module, ToDevice, Visitor};
 use crate::shape::Dim;
-use crate::tensor::{RawTensor, Tensor};
-use volta_kernels::{BinaryOp, ReduceOp, Window2d};
+use crate::nn::functional;
+use crate::tensor::Tensor;
+use volta_kernels::Window2d;
 
 macro_rules! pool_layer {
     ($(#[$doc:meta])* $name:ident, $op:expr) => {
@@ -58,7 +59,7 @@ macro_rules! pool_layer {
                 let (oh, ow) = output_dims::<OH, OW>(&self.window, [h.size(), w.size()], || {
                     format!(concat!(stringify!($name), "<{:?}>"), self.window.kernel)
                 });
-                Tensor::from_raw((b, c, oh, ow), pool(x.raw(), &self.window, $op))
+                Tensor::from_raw((b, c, oh, ow), $op(x.raw(), &self.window))
             }
         }
 
@@ -87,7 +88,7 @@ pool_layer!(
     /// assert_eq!(y.to_vec(), vec![4.0]);
     /// ```
     MaxPool2d,
-    Pool::Max
+    functional::max_pool2d
 );
 
 pool_layer!(
@@ -101,34 +102,8 @@ pool_layer!(
     /// assert_eq!(y.to_vec(), vec![2.5]);
     /// ```
     AvgPool2d,
-    Pool::Mean
+    functional::avg_pool2d
 );
-
-/// What a pooling layer takes of each window.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Pool {
-    Max,
-    Mean,
-}
-
-/// Unfolds the windows into the last axis of `(N, OH, OW, C, KH·KW)` and reduces it.
-fn pool<D: Backend<E>, E: Float>(x: &RawTensor<D, E>, win: &Window2d, op: Pool) -> RawTensor<D, E> {
-    let max = op == Pool::Max;
-    let pad = if max { E::NEG_INFINITY } else { E::ZERO };
-    let cols = x.unfold2d(*win, pad);
-    let d = cols.dims().to_vec();
-    let kk = d[4] * d[5];
-    let rows = cols.reshape(&[d[0], d[1], d[2], d[3], kk]);
-    let pooled = if max {
-        rows.reduce(ReduceOp::Max, 4)
-    } else {
-        rows.reduce(ReduceOp::Sum, 4)
-            .scalar(BinaryOp::Mul, E::from_f64(1.0 / kk as f64))
-    };
-    pooled
-        .reshape(&[d[0], d[1], d[2], d[3]])
-        .permute(&[0, 3, 1, 2])
-}
 
 /// The mean over each channel's whole image, `(B, C, H, W) → (B, C)` (global
 /// average pooling, as at the end of a ResNet).

@@ -1,0 +1,531 @@
+"""PyTorch-style layers over ``volta.Tensor``.
+
+A ``Module`` finds its parameters (tensors that require grad), buffers and
+sub-modules from its attributes, in assignment order, and names them as PyTorch does
+(``conv1.weight``, ``bn1.running_mean``), so ``state_dict()`` files interchange with
+the Rust side's checkpoints and with PyTorch's. Each layer's ``forward`` calls
+``volta.functional``: the same Rust code as the typed Rust layers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import volta
+import volta.functional as F
+from volta import Tensor
+from volta.errors import ShapeError
+
+_DeviceLike = Union[str, "volta.Device", None]
+
+
+def Parameter(data: Tensor) -> Tensor:
+    """A trainable tensor: a leaf copy of ``data`` that requires grad."""
+    t = data.detach()
+    t.requires_grad = True
+    return t
+
+
+class Module:
+    """Base class of layers and models, as ``torch.nn.Module``.
+
+    Subclasses assign layers and tensors in ``__init__`` and define ``forward``.
+    """
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("call super().__init__() before assigning attributes to a Module")
+        for table in ("_parameters", "_buffers", "_modules"):
+            self.__dict__[table].pop(name, None)
+        if isinstance(value, Module):
+            self._modules[name] = value
+        elif isinstance(value, Tensor) and value.requires_grad:
+            self._parameters[name] = value
+        elif isinstance(value, Tensor) and name in self.__dict__.get("_buffer_names", ()):
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        for table in ("_parameters", "_buffers", "_modules"):
+            entries = self.__dict__.get(table)
+            if entries is not None and name in entries:
+                return entries[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def register_buffer(self, name: str, tensor: Tensor) -> None:
+        """Adds a tensor that is part of the state (saved, moved) but not trained."""
+        names = self.__dict__.setdefault("_buffer_names", set())
+        names.add(name)
+        self._buffers[name] = tensor
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # ---- walking the tree ----
+
+    def named_children(self) -> Iterator[Tuple[str, "Module"]]:
+        yield from self._modules.items()
+
+    def children(self) -> Iterator["Module"]:
+        for _, m in self.named_children():
+            yield m
+
+    def named_modules(self, prefix: str = "") -> Iterator[Tuple[str, "Module"]]:
+        yield prefix, self
+        for name, m in self._modules.items():
+            yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def modules(self) -> Iterator["Module"]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_parameters(self, prefix: str = "") -> Iterator[Tuple[str, Tensor]]:
+        for mod_name, m in self.named_modules(prefix):
+            for name, p in m._parameters.items():
+                yield (f"{mod_name}.{name}" if mod_name else name), p
+
+    def parameters(self) -> List[Tensor]:
+        """The trainable tensors, in definition order."""
+        return [p for _, p in self.named_parameters()]
+
+    def named_buffers(self, prefix: str = "") -> Iterator[Tuple[str, Tensor]]:
+        for mod_name, m in self.named_modules(prefix):
+            for name, b in m._buffers.items():
+                yield (f"{mod_name}.{name}" if mod_name else name), b
+
+    def buffers(self) -> List[Tensor]:
+        return [b for _, b in self.named_buffers()]
+
+    # ---- state ----
+
+    def state_dict(self) -> "OrderedDict[str, Tensor]":
+        """Every parameter and buffer by its dotted name (detached)."""
+        out: "OrderedDict[str, Tensor]" = OrderedDict()
+        for mod_name, m in self.named_modules():
+            for table in (m._parameters, m._buffers):
+                for name, t in table.items():
+                    out[f"{mod_name}.{name}" if mod_name else name] = t.detach()
+        return out
+
+    def load_state_dict(self, state: Dict[str, Tensor], strict: bool = True) -> Tuple[List[str], List[str]]:
+        """Copies ``state``'s tensors into this module's parameters and buffers.
+
+        Shapes must match (a ``ShapeError`` names the tensor and both shapes). With
+        ``strict``, missing or unexpected names raise ``KeyError`` listing them.
+        PyTorch's batch-norm ``num_batches_tracked`` counters are skipped. Returns
+        ``(missing, unexpected)``.
+        """
+        own: Dict[str, Tuple[Module, str, str]] = {}
+        for mod_name, m in self.named_modules():
+            for table in ("_parameters", "_buffers"):
+                for name in getattr(m, table):
+                    own[f"{mod_name}.{name}" if mod_name else name] = (m, table, name)
+        given = {k: v for k, v in state.items() if not k.endswith("num_batches_tracked")}
+        missing = sorted(set(own) - set(given))
+        unexpected = sorted(set(given) - set(own))
+        if strict and (missing or unexpected):
+            raise KeyError(f"load_state_dict: missing keys {missing}, unexpected keys {unexpected}")
+        for key, (m, table, name) in own.items():
+            if key not in given:
+                continue
+            value = given[key]
+            if not isinstance(value, Tensor):
+                value = volta.tensor(value)
+            current = getattr(m, table)[name]
+            if tuple(value.shape) != tuple(current.shape):
+                raise ShapeError(
+                    f"load_state_dict: {key} has shape {list(value.shape)} in the file, "
+                    f"{list(current.shape)} in the model"
+                )
+            with volta.no_grad():
+                current.data = value
+        return missing, unexpected
+
+    # ---- modes, devices ----
+
+    def train(self, mode: bool = True) -> "Module":
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self) -> "Module":
+        return self.train(False)
+
+    def to(self, *args: Any, **kwargs: Any) -> "Module":
+        """Moves (or converts) every parameter and buffer: ``model.to("gpu")``.
+
+        Build the optimiser after moving: it holds the tensors it was given.
+        """
+        for m in self.modules():
+            for table in (m._parameters, m._buffers):
+                for name, t in list(table.items()):
+                    table[name] = t.to(*args, **kwargs)
+        return self
+
+    def cpu(self) -> "Module":
+        return self.to("cpu")
+
+    def gpu(self) -> "Module":
+        return self.to("gpu")
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clears every parameter's gradient."""
+        for p in self.parameters():
+            p.grad = None
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__}({self.extra_repr()}"]
+        for name, m in self._modules.items():
+            body = repr(m).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        if len(lines) == 1:
+            return lines[0] + ")"
+        return "\n".join(lines) + "\n)"
+
+
+def _uniform(shape: Sequence[int], bound: float, device: _DeviceLike, dtype: Optional[str]) -> Tensor:
+    return volta.uniform(tuple(shape), -bound, bound, device=device, dtype=dtype, requires_grad=True)
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias`` with ``weight (out, in)``, initialised as PyTorch's."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device: _DeviceLike = None, dtype: Optional[str] = None) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
+        self.weight = _uniform((out_features, in_features), bound, device, dtype)
+        self.bias = _uniform((out_features,), bound, device, dtype) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+def _pair(v: Union[int, Sequence[int]]) -> Tuple[int, int]:
+    if isinstance(v, int):
+        return (v, v)
+    a, b = v
+    return (int(a), int(b))
+
+
+class Conv2d(Module):
+    """2-D convolution over ``(N, C, H, W)``, weight ``(out, in/groups, kh, kw)``."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Union[int, Sequence[int]],
+        stride: Union[int, Sequence[int]] = 1,
+        padding: Union[int, Sequence[int]] = 0,
+        dilation: Union[int, Sequence[int]] = 1,
+        groups: int = 1,
+        bias: bool = True,
+        device: _DeviceLike = None,
+        dtype: Optional[str] = None,
+    ) -> None:
+        super().__init__()
+        if groups <= 0 or in_channels % groups or out_channels % groups:
+            raise ValueError(f"Conv2d: in_channels {in_channels} and out_channels {out_channels} must divide by groups {groups}")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size, self.stride = _pair(kernel_size), _pair(stride)
+        self.padding, self.dilation = _pair(padding), _pair(dilation)
+        fan_in = in_channels // groups * self.kernel_size[0] * self.kernel_size[1]
+        bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
+        self.weight = _uniform((out_channels, in_channels // groups, *self.kernel_size), bound, device, dtype)
+        self.bias = _uniform((out_channels,), bound, device, dtype) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool2d(Module):
+    """The maximum of each window (stride defaults to the kernel size)."""
+
+    def __init__(self, kernel_size: Union[int, Sequence[int]], stride: Optional[Union[int, Sequence[int]]] = None, padding: Union[int, Sequence[int]] = 0) -> None:
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}"
+
+
+class AvgPool2d(MaxPool2d):
+    """The mean of each window (stride defaults to the kernel size)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+
+class BatchNorm2d(Module):
+    """Per-channel normalisation of ``(N, C, H, W)`` with running statistics."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True, device: _DeviceLike = None, dtype: Optional[str] = None) -> None:
+        super().__init__()
+        if not (eps >= 0):
+            raise ValueError(f"BatchNorm2d: eps must be ≥ 0, got {eps}")
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.weight = volta.ones(num_features, device=device, dtype=dtype, requires_grad=True) if affine else None
+        self.bias = volta.zeros(num_features, device=device, dtype=dtype, requires_grad=True) if affine else None
+        self.register_buffer("running_mean", volta.zeros(num_features, device=device, dtype=dtype))
+        self.register_buffer("running_var", volta.ones(num_features, device=device, dtype=dtype))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training, self.momentum, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}"
+
+
+def _shape(s: Union[int, Sequence[int]]) -> Tuple[int, ...]:
+    return (s,) if isinstance(s, int) else tuple(s)
+
+
+class LayerNorm(Module):
+    """Normalisation over the last dims (``normalized_shape``), then scale and shift."""
+
+    def __init__(self, normalized_shape: Union[int, Sequence[int]], eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True, device: _DeviceLike = None, dtype: Optional[str] = None) -> None:
+        super().__init__()
+        self.normalized_shape, self.eps = _shape(normalized_shape), eps
+        self.weight = volta.ones(self.normalized_shape, device=device, dtype=dtype, requires_grad=True) if elementwise_affine else None
+        self.bias = volta.zeros(self.normalized_shape, device=device, dtype=dtype, requires_grad=True) if elementwise_affine and bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}"
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the last dims, then scale."""
+
+    def __init__(self, normalized_shape: Union[int, Sequence[int]], eps: Optional[float] = None, elementwise_affine: bool = True, device: _DeviceLike = None, dtype: Optional[str] = None) -> None:
+        super().__init__()
+        self.normalized_shape = _shape(normalized_shape)
+        self.eps = 1e-6 if eps is None else eps
+        self.weight = volta.ones(self.normalized_shape, device=device, dtype=dtype, requires_grad=True) if elementwise_affine else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+
+class Embedding(Module):
+    """A table of ``num_embeddings`` rows of ``embedding_dim``, looked up by integer ids."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, device: _DeviceLike = None, dtype: Optional[str] = None) -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = volta.randn(num_embeddings, embedding_dim, device=device, dtype=dtype, requires_grad=True)
+
+    def forward(self, ids: Any) -> Tensor:
+        return F.embedding(ids, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class Dropout(Module):
+    """Zeroes elements with probability ``p`` in training (scaling the rest)."""
+
+    def __init__(self, p: float = 0.5) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class _Activation(Module):
+    _method = ""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return getattr(x, self._method)()  # type: ignore[no-any-return]
+
+
+class ReLU(_Activation):
+    """max(x, 0)."""
+
+    _method = "relu"
+
+
+class GELU(_Activation):
+    """GELU (erf form)."""
+
+    _method = "gelu"
+
+
+class SiLU(_Activation):
+    """x * sigmoid(x)."""
+
+    _method = "silu"
+
+
+class Sigmoid(_Activation):
+    """1 / (1 + exp(-x))."""
+
+    _method = "sigmoid"
+
+
+class Tanh(_Activation):
+    """tanh(x)."""
+
+    _method = "tanh"
+
+
+class Identity(Module):
+    """Returns its input."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
+class Softmax(Module):
+    """softmax along ``dim``."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.softmax(self.dim)
+
+
+class Flatten(Module):
+    """Merges dims ``start_dim..=end_dim`` (by default all but the batch)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.flatten(self.start_dim, self.end_dim)
+
+
+class Sequential(Module):
+    """Layers applied in order; named ``0``, ``1``, … (or by an ``OrderedDict``)."""
+
+    def __init__(self, *layers: Any) -> None:
+        super().__init__()
+        if len(layers) == 1 and isinstance(layers[0], OrderedDict):
+            for name, m in layers[0].items():
+                setattr(self, name, m)
+        else:
+            for i, m in enumerate(layers):
+                setattr(self, str(i), m)
+
+    def forward(self, x: Any) -> Any:
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def __getitem__(self, i: int) -> Module:
+        return list(self._modules.values())[i]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+
+class ModuleList(Module):
+    """A list of modules, registered as ``0``, ``1``, …."""
+
+    def __init__(self, modules: Optional[Sequence[Module]] = None) -> None:
+        super().__init__()
+        for m in modules or ():
+            self.append(m)
+
+    def append(self, m: Module) -> "ModuleList":
+        setattr(self, str(len(self._modules)), m)
+        return self
+
+    def __getitem__(self, i: int) -> Module:
+        return list(self._modules.values())[i]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+
+class CrossEntropyLoss(Module):
+    """``F.cross_entropy`` as a module."""
+
+    def __init__(self, reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+        super().__init__()
+        self.reduction, self.label_smoothing = reduction, label_smoothing
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.cross_entropy(input, target, self.reduction, self.label_smoothing)
+
+
+class MSELoss(Module):
+    """``F.mse_loss`` as a module."""
+
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Any) -> Tensor:
+        return F.mse_loss(input, target, self.reduction)
+
+
+__all__ = [
+    "Parameter",
+    "Module",
+    "Linear",
+    "Conv2d",
+    "MaxPool2d",
+    "AvgPool2d",
+    "BatchNorm2d",
+    "LayerNorm",
+    "RMSNorm",
+    "Embedding",
+    "Dropout",
+    "ReLU",
+    "GELU",
+    "SiLU",
+    "Sigmoid",
+    "Tanh",
+    "Identity",
+    "Softmax",
+    "Flatten",
+    "Sequential",
+    "ModuleList",
+    "CrossEntropyLoss",
+    "MSELoss",
+]
