@@ -13,7 +13,7 @@ fi
 # shellcheck disable=SC1091
 source "$venv/bin/activate"
 stamp="$venv/.requirements"
-want="maturin==1.16.0 pytest==8.4.2 hypothesis==6.140.2 micrograd==0.1.0 numpy safetensors==0.6.2 mypy==1.18.2"
+want="maturin==1.16.0 pytest==8.4.2 hypothesis==6.140.2 micrograd==0.1.0 numpy safetensors==0.6.2 mypy==1.18.2 scikit-learn==1.9.1"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     # shellcheck disable=SC2086
     python -m pip install -q --disable-pip-version-check $want

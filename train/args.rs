@@ -38,6 +38,11 @@ pub struct Args {
     /// in the executable's folder or above it].
     #[arg(long, value_name = "PATH")]
     pub data: Option<PathBuf>,
+    /// Train nothing: load this checkpoint (written by this program, or a
+    /// `state_dict()` saved from Python with the same layer names) and print its
+    /// loss, accuracy and confusion matrix on the `--seed` split's test images.
+    #[arg(long, value_name = "CHECKPOINT", conflicts_with_all = ["resume", "stop_after"])]
+    pub evaluate: Option<PathBuf>,
 }
 
 impl Args {

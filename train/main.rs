@@ -11,6 +11,15 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = args::Args::parse_checked();
+    if let Some(checkpoint) = &args.evaluate {
+        return match run::evaluate_checkpoint(&args, checkpoint) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("volta-train: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run::run(&args) {
         Ok(report) => {
             println!("{report}");

@@ -114,6 +114,36 @@ pub fn run(args: &Args) -> Result<Report, Box<dyn Error>> {
     }
 }
 
+/// `--evaluate CHECKPOINT`: the checkpoint's test loss, accuracy and confusion
+/// matrix on the `--seed` split, without training.
+pub fn evaluate_checkpoint(args: &Args, checkpoint: &std::path::Path) -> Result<(), Box<dyn Error>> {
+    let data = digits::load(args.data_path()?)?;
+    let (_, test) = data.split(TEST_FRACTION, &mut Rng::seed(args.seed));
+    match resolve(args.device)? {
+        Resolved::Cpu => evaluate_on::<Cpu>(checkpoint, test),
+        #[cfg(feature = "gpu")]
+        Resolved::Gpu(_) => evaluate_on::<Gpu>(checkpoint, test),
+    }
+}
+
+fn evaluate_on<D: Backend<f32>>(checkpoint: &std::path::Path, test: Labelled) -> Result<(), Box<dyn Error>> {
+    let loader = DataLoader::new(test)
+        .features::<Rank3<1, 8, 8>>()?
+        .batch::<EVAL_BATCH>()
+        .device::<D>();
+    let mut model = DigitsCnn::<D>::new(&mut Rng::seed(0));
+    io::load(checkpoint, &mut model)?;
+    let (loss, matrix) = evaluate(&mut model, &loader);
+    println!("{matrix}");
+    println!(
+        "test loss {loss:.4}, accuracy {:.4} ({} images) for {}",
+        matrix.accuracy(),
+        matrix.total(),
+        checkpoint.display()
+    );
+    Ok(())
+}
+
 /// Where the run goes.
 enum Resolved {
     Cpu,

@@ -8,6 +8,7 @@
 use pyo3::prelude::*;
 
 mod device;
+mod datasets;
 mod errors;
 mod functional;
 mod io;
@@ -57,6 +58,9 @@ fn _volta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(io::load_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(optim::adam_step, m)?)?;
     m.add_function(wrap_pyfunction!(optim::sgd_step, m)?)?;
+    let datasets = PyModule::new(m.py(), "datasets")?;
+    datasets.add_function(wrap_pyfunction!(datasets::load_digits, &datasets)?)?;
+    m.add_submodule(&datasets)?;
     let functional = PyModule::new(m.py(), "functional")?;
     functional::register(&functional)?;
     m.add_submodule(&functional)?;

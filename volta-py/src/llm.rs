@@ -301,7 +301,12 @@ impl Llama {
     /// tokens; greedy at `temperature` 0, else sampled among the `top_k` likeliest
     /// (0: all) within the `top_p` probability mass, drawn from `seed`. Raises
     /// `ValueError` for an argument out of range or a prompt longer than the context.
-    #[pyo3(signature = (prompt, max_tokens = 128, temperature = 0.0, top_k = 0, top_p = 1.0, seed = Seed(0)))]
+    #[pyo3(
+        signature = (
+            prompt, max_tokens = 128, temperature = 0.0, top_k = 0, top_p = 1.0, seed = Seed(0)
+        ),
+        text_signature = "($self, prompt, max_tokens=128, temperature=0.0, top_k=0, top_p=1.0, seed=0)"
+    )]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn generate(
         &self,

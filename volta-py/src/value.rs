@@ -118,23 +118,38 @@ fn arith(
 
 /// Python's `a + b`.
 fn add(py: Python<'_>, a: &Num, b: &Num) -> PyResult<Num> {
-    arith(py, a, b, i64::checked_add, |x, y| x + y, |a, b| {
-        Num::from_result(a.add(b)?)
-    })
+    arith(
+        py,
+        a,
+        b,
+        i64::checked_add,
+        |x, y| x + y,
+        |a, b| Num::from_result(a.add(b)?),
+    )
 }
 
 /// Python's `a - b`.
 fn sub(py: Python<'_>, a: &Num, b: &Num) -> PyResult<Num> {
-    arith(py, a, b, i64::checked_sub, |x, y| x - y, |a, b| {
-        Num::from_result(a.sub(b)?)
-    })
+    arith(
+        py,
+        a,
+        b,
+        i64::checked_sub,
+        |x, y| x - y,
+        |a, b| Num::from_result(a.sub(b)?),
+    )
 }
 
 /// Python's `a * b`.
 fn mul(py: Python<'_>, a: &Num, b: &Num) -> PyResult<Num> {
-    arith(py, a, b, i64::checked_mul, |x, y| x * y, |a, b| {
-        Num::from_result(a.mul(b)?)
-    })
+    arith(
+        py,
+        a,
+        b,
+        i64::checked_mul,
+        |x, y| x * y,
+        |a, b| Num::from_result(a.mul(b)?),
+    )
 }
 
 /// Python's `-a`.
@@ -330,11 +345,7 @@ fn operand<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Operand<'py>>> {
 }
 
 /// micrograd's `other if isinstance(other, Value) else Value(other)`.
-fn lift<'py>(
-    py: Python<'py>,
-    other: Operand<'py>,
-    device: Where,
-) -> PyResult<Bound<'py, Value>> {
+fn lift<'py>(py: Python<'py>, other: Operand<'py>, device: Where) -> PyResult<Bound<'py, Value>> {
     match other {
         Operand::Node(v) => Ok(v),
         Operand::Num(n) => leaf(py, n, device),
@@ -346,7 +357,11 @@ fn device_of(v: &Bound<'_, Value>) -> PyResult<Where> {
 }
 
 /// `a + b` (`Op::Add`) or `a * b` (`Op::Mul`).
-fn binary<'py>(op: Op, a: &Bound<'py, Value>, b: &Bound<'py, Value>) -> PyResult<Bound<'py, Value>> {
+fn binary<'py>(
+    op: Op,
+    a: &Bound<'py, Value>,
+    b: &Bound<'py, Value>,
+) -> PyResult<Bound<'py, Value>> {
     let py = a.py();
     let (data, device) = {
         let (x, y) = (a.try_borrow()?, b.try_borrow()?);
@@ -367,7 +382,13 @@ fn power<'py>(a: &Bound<'py, Value>, exponent: Num) -> PyResult<Bound<'py, Value
         let x = a.try_borrow()?;
         (pow(py, &x.data, &exponent)?, x.device)
     };
-    node(py, data, Op::Pow(exponent), [Some(a.clone().unbind()), None], device)
+    node(
+        py,
+        data,
+        Op::Pow(exponent),
+        [Some(a.clone().unbind()), None],
+        device,
+    )
 }
 
 /// An op of one operand whose result is `data`.
@@ -412,26 +433,27 @@ impl Hasher for AddressHasher {
 /// order. Iterative, so a graph deeper than Python's recursion limit works.
 fn topological_order<'py>(root: &Bound<'py, Value>) -> PyResult<Vec<Bound<'py, Value>>> {
     let py = root.py();
+    // Each node's operands are read once, when it is first reached.
+    let operands = |v: &Bound<'py, Value>| -> PyResult<[Option<Bound<'py, Value>>; 2]> {
+        let v = v.try_borrow()?;
+        Ok([&v.prev[0], &v.prev[1]].map(|c| c.as_ref().map(|c| c.bind(py).clone())))
+    };
     let mut topo = Vec::new();
     let mut visited: HashSet<usize, BuildHasherDefault<AddressHasher>> = HashSet::default();
     visited.insert(root.as_ptr() as usize);
-    let mut stack = vec![(root.clone(), 0usize)];
-    while let Some((node, next)) = stack.last_mut() {
-        let child = node
-            .try_borrow()?
-            .prev
-            .get(*next)
-            .and_then(Option::as_ref)
-            .map(|c| c.bind(py).clone());
+    let mut stack = vec![(root.clone(), operands(root)?, 0usize)];
+    while let Some((_, pending, next)) = stack.last_mut() {
+        let child = pending.get_mut(*next).and_then(Option::take);
         *next += 1;
         match child {
             Some(child) => {
                 if visited.insert(child.as_ptr() as usize) {
-                    stack.push((child, 0));
+                    let grandchildren = operands(&child)?;
+                    stack.push((child, grandchildren, 0));
                 }
             }
             None => {
-                if let Some((done, _)) = stack.pop() {
+                if let Some((done, _, _)) = stack.pop() {
                     topo.push(done);
                 }
             }
@@ -451,8 +473,10 @@ fn accumulate(v: &Bound<'_, Value>, delta: &Num) -> PyResult<()> {
 fn backward_step(py: Python<'_>, v: &Bound<'_, Value>) -> PyResult<()> {
     let out = v.try_borrow()?;
     let [a, b] = &out.prev;
-    let (Some(a), b) = (a.as_ref().map(|a| a.bind(py)), b.as_ref().map(|b| b.bind(py)))
-    else {
+    let (Some(a), b) = (
+        a.as_ref().map(|a| a.bind(py)),
+        b.as_ref().map(|b| b.bind(py)),
+    ) else {
         return Ok(()); // a leaf
     };
     match &out.op {
@@ -577,8 +601,10 @@ impl Value {
 
     /// `Value(data=..., grad=...)`, each formatted as Python's f-string would.
     fn __repr__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        intern!(py, "Value(data={}, grad={})")
-            .call_method1(intern!(py, "format"), (self.data.to_py(py), self.grad.to_py(py)))
+        intern!(py, "Value(data={}, grad={})").call_method1(
+            intern!(py, "format"),
+            (self.data.to_py(py), self.grad.to_py(py)),
+        )
     }
 
     fn __add__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
@@ -663,10 +689,7 @@ impl Value {
     }
 
     /// `self / other`: micrograd's `self * other**-1`.
-    fn __truediv__<'py>(
-        slf: &Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
+    fn __truediv__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let inverse = match operand(other)? {
             None => return Ok(py.NotImplemented()),
@@ -678,10 +701,7 @@ impl Value {
 
     /// `other / self`: micrograd's `other * self**-1`, which Python turns into
     /// `self**-1 * other`.
-    fn __rtruediv__<'py>(
-        slf: &Bound<'py, Self>,
-        other: &Bound<'py, PyAny>,
-    ) -> PyResult<Py<PyAny>> {
+    fn __rtruediv__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let Some(other) = operand(other)? else {
             return Ok(py.NotImplemented());

@@ -119,8 +119,8 @@ def test_seeded_sampling_repeats_and_equals_the_rust_examples(llama_cpu):
     first = answer(llama_cpu, max_tokens=8, seed=1, **sampling)
     assert answer(llama_cpu, max_tokens=8, seed=1, **sampling) == first
     assert first == rust()
-    others = {answer(llama_cpu, max_tokens=8, seed=s, temperature=1.5) for s in range(2, 6)}
-    assert len(others | {first}) > 1, "different seeds all drew the same answer"
+    others = {answer(llama_cpu, max_tokens=4, seed=s, temperature=1.5) for s in range(2, 5)}
+    assert len(others) > 1, "different seeds all drew the same answer"
 
 
 @needs_model

@@ -28,7 +28,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from volta import Device, Value
-from volta.nn import MLP, Layer, Module, Neuron
+from volta.nn import MLP, Layer, Neuron
+from volta.nn.micrograd import Module
 
 # --- references --------------------------------------------------------------------
 

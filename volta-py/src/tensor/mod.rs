@@ -477,13 +477,14 @@ impl Tensor {
     /// `to("float16")`, `to(device="cpu", dtype="float64")`. A leaf that requires
     /// grad gives a leaf that requires grad (a moved parameter stays trainable).
     #[pyo3(signature = (*args, device=None, dtype=None))]
-    fn to(
-        &self,
-        args: &Bound<'_, PyTuple>,
-        device: Option<&Bound<'_, PyAny>>,
-        dtype: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Tensor> {
-        let d = self.data();
+    fn to<'py>(
+        slf: &Bound<'py, Self>,
+        args: &Bound<'py, PyTuple>,
+        device: Option<&Bound<'py, PyAny>>,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let me = slf.get();
+        let d = me.data();
         let (mut place, mut ty) = (d.place(), d.dtype());
         for a in args.iter() {
             if let Ok(s) = a.extract::<String>() {
@@ -505,41 +506,41 @@ impl Tensor {
             ty = create::dtype_of(t)?.ok_or_else(|| PyTypeError::new_err("dtype must be float16, float32 or float64"))?;
         }
         if place == d.place() && ty == d.dtype() {
-            return Ok(self.alias());
+            return Ok(slf.clone());
         }
         let moved = guard(|| d.convert(place, ty))?;
-        Ok(Tensor::leaf(moved, d.is_tracked() && self.leaf))
+        Bound::new(slf.py(), Tensor::leaf(moved, d.is_tracked() && me.leaf))
     }
 
     /// `to("cpu")`.
-    fn cpu(&self) -> PyResult<Tensor> {
-        self.to_place(Where::Cpu)
+    fn cpu<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        Self::moved(slf, Where::Cpu, None)
     }
 
     /// `to("gpu")`.
-    fn gpu(&self) -> PyResult<Tensor> {
+    fn gpu<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
         crate::device::open_gpu()?;
-        self.to_place(Where::Gpu)
+        Self::moved(slf, Where::Gpu, None)
     }
 
     /// `to("gpu")`, under the name PyTorch code uses.
-    fn cuda(&self) -> PyResult<Tensor> {
-        self.gpu()
+    fn cuda<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        Self::gpu(slf)
     }
 
     /// `to("float32")`.
-    fn float(&self) -> PyResult<Tensor> {
-        self.to_dtype(DType::F32)
+    fn float<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        Self::moved(slf, slf.get().place(), Some(DType::F32))
     }
 
     /// `to("float64")`.
-    fn double(&self) -> PyResult<Tensor> {
-        self.to_dtype(DType::F64)
+    fn double<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        Self::moved(slf, slf.get().place(), Some(DType::F64))
     }
 
     /// `to("float16")`.
-    fn half(&self) -> PyResult<Tensor> {
-        self.to_dtype(DType::F16)
+    fn half<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        Self::moved(slf, slf.get().place(), Some(DType::F16))
     }
 
     // ---- arithmetic ----
@@ -1044,23 +1045,21 @@ impl Tensor {
         Tensor::result(self.data())
     }
 
-    fn to_place(&self, place: Where) -> PyResult<Tensor> {
-        let d = self.data();
-        if d.place() == place {
-            return Ok(self.alias());
+    /// `slf` on `place` as `dtype` (its own dtype when `None`; float64 becomes
+    /// float32 on the GPU): `slf` itself when nothing changes, as PyTorch.
+    fn moved<'py>(slf: &Bound<'py, Self>, place: Where, dtype: Option<DType>) -> PyResult<Bound<'py, Self>> {
+        let me = slf.get();
+        let d = me.data();
+        let dtype = match dtype {
+            Some(t) => t,
+            None if place == Where::Gpu && d.dtype() == DType::F64 => DType::F32,
+            None => d.dtype(),
+        };
+        if d.place() == place && d.dtype() == dtype {
+            return Ok(slf.clone());
         }
-        let dtype = if place == Where::Gpu && d.dtype() == DType::F64 { DType::F32 } else { d.dtype() };
         let moved = guard(|| d.convert(place, dtype))?;
-        Ok(Tensor::leaf(moved, d.is_tracked() && self.leaf))
-    }
-
-    fn to_dtype(&self, dtype: DType) -> PyResult<Tensor> {
-        let d = self.data();
-        if d.dtype() == dtype {
-            return Ok(self.alias());
-        }
-        let moved = guard(|| d.convert(d.place(), dtype))?;
-        Ok(Tensor::leaf(moved, d.is_tracked() && self.leaf))
+        Bound::new(slf.py(), Tensor::leaf(moved, d.is_tracked() && me.leaf))
     }
 
     pub(crate) fn reshape_to(&self, spec: &[isize]) -> PyResult<Tensor> {

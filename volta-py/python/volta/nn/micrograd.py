@@ -13,7 +13,7 @@ GPU pays off on tensors, see ``volta.Tensor``).
 
 import random
 
-from volta._volta import Device, Value
+from volta._volta import Value
 
 __all__ = ["Module", "Neuron", "Layer", "MLP"]
 
@@ -34,7 +34,7 @@ class Module:
 
 class Neuron(Module):
     def __init__(self, nin, nonlin=True, *, device=None):
-        self.device: Device = _as_device(device)
+        self.device = _as_device(device)
         self.w = [Value(random.uniform(-1, 1), device=self.device) for _ in range(nin)]
         self.b = Value(0, device=self.device)
         self.nonlin = nonlin
@@ -52,7 +52,7 @@ class Neuron(Module):
 
 class Layer(Module):
     def __init__(self, nin, nout, *, device=None, **kwargs):
-        self.device: Device = _as_device(device)
+        self.device = _as_device(device)
         self.neurons = [Neuron(nin, device=self.device, **kwargs) for _ in range(nout)]
 
     def __call__(self, x):
@@ -68,7 +68,7 @@ class Layer(Module):
 
 class MLP(Module):
     def __init__(self, nin, nouts, *, device=None):
-        self.device: Device = _as_device(device)
+        self.device = _as_device(device)
         sz = [nin] + nouts
         self.layers = [
             Layer(sz[i], sz[i + 1], nonlin=i != len(nouts) - 1, device=self.device)
