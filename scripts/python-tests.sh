@@ -23,8 +23,11 @@ fi
 # The dev profile, as `cargo test` builds: maturin reuses its dependencies.
 maturin develop -q -m volta-py/Cargo.toml
 
-# The rust example the language-model test compares with.
+# The Rust programs the tests compare with: the language-model example and the
+# main job (digits checkpoints both ways).
 cargo build -q -p volta-examples --example generate
+cargo build -q -p volta-train
 export VOLTA_GENERATE_EXAMPLE="$PWD/target/debug/examples/generate"
+export VOLTA_TRAIN_BIN="$PWD/target/debug/volta-train"
 
 python -m pytest -q volta-py/tests "$@"

@@ -224,7 +224,13 @@ impl BinaryOp {
             BinaryOp::Max => format!("max({a}, {b})"),
             BinaryOp::Min => format!("min({a}, {b})"),
             BinaryOp::Mod => format!("({a} - {b} * floor({a} / {b}))"),
-            BinaryOp::Pow => format!("pow({a}, {b})"),
+            // WGSL's `pow` is undefined (NaN) for a < 0, where the CPU's `powf` is
+            // real for an integer b: ±|a|^b by b's parity. Match it, so that
+            // `x ** y` (and the gradients built from it) agree across devices; a
+            // non-integer b of a negative a stays NaN. `a`, `b` are SSA names.
+            BinaryOp::Pow => format!(
+                "select(pow({a}, {b}), select(1.0, -1.0, {b} - 2.0 * floor(0.5 * {b}) == 1.0) * pow(abs({a}), {b}), {a} < 0.0 && {b} == floor({b}))"
+            ),
             BinaryOp::Lt => cmp("<"),
             BinaryOp::Le => cmp("<="),
             BinaryOp::Gt => cmp(">"),

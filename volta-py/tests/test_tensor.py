@@ -760,3 +760,405 @@ def test_repr():
     assert "requires_grad=True" in repr(volta.ones(2, requires_grad=True))
     if GPU:
         assert "device='gpu'" in repr(volta.ones(2, device="gpu"))
+
+
+# ---- gradients: one table, checked against finite differences and on the GPU ---------
+
+
+def _mod_inputs(r):
+    b = r.uniform(1.0, 2.0, (2, 3))
+    a = b * (r.integers(-3, 3, (2, 3)) + r.uniform(0.2, 0.8, (2, 3)))  # a / b never near an integer
+    return a, b
+
+
+def _floor_input(r):
+    return (r.integers(-3, 3, (2, 3)) + r.uniform(0.2, 0.8, (2, 3)),)
+
+
+def _rmod_input(r):
+    # 7 / b never near an integer.
+    return (7.0 / (r.integers(2, 5, (2, 3)) + r.uniform(0.2, 0.8, (2, 3))),)
+
+
+N = normal
+GRAD_CASES = [
+    # elementwise binary, broadcast
+    ("add", lambda a, b: a + b, inputs(N(2, 1, 3), N(4, 1))),
+    ("sub", lambda a, b: a - b, inputs(N(2, 1, 3), N(3))),
+    ("mul", lambda a, b: a * b, inputs(N(2, 3), N(2, 1))),
+    ("div", lambda a, b: a / b, inputs(N(2, 3), positive(3))),
+    ("mul(self)", lambda a: a * a * a, inputs(N(2, 3))),
+    ("maximum", lambda a, b: a.maximum(b), inputs(distinct(2, 3), distinct(3, offset=0.1))),
+    ("minimum", lambda a, b: a.minimum(b), inputs(distinct(2, 3), distinct(2, 1, offset=0.1))),
+    ("max(other)", lambda a, b: a.max(b), inputs(distinct(2, 3), distinct(2, 3, offset=0.1))),
+    ("min(other)", lambda a, b: a.min(b), inputs(distinct(2, 3), distinct(2, 3, offset=0.1))),
+    ("remainder", lambda a, b: a % b, _mod_inputs),
+    ("pow(tensor)", lambda a, b: a**b, inputs(positive(2, 3), N(3))),
+    # scalars, either side
+    ("add(scalar)", lambda a: a + 2.5, inputs(N(2, 3))),
+    ("radd(scalar)", lambda a: 2.5 + a, inputs(N(2, 3))),
+    ("sub(scalar)", lambda a: a - 1.5, inputs(N(2, 3))),
+    ("rsub(scalar)", lambda a: 1.5 - a, inputs(N(2, 3))),
+    ("mul(scalar)", lambda a: a * -3.0, inputs(N(2, 3))),
+    ("rmul(scalar)", lambda a: 3 * a, inputs(N(2, 3))),
+    ("div(scalar)", lambda a: a / 4.0, inputs(N(2, 3))),
+    ("rdiv(scalar)", lambda a: 2.0 / a, inputs(away(2, 3))),
+    ("remainder(scalar)", lambda a: a % 1.5, lambda r: (r.integers(-3, 3, (2, 3)) * 1.5 + r.uniform(0.2, 1.3, (2, 3)),)),
+    ("rremainder(scalar)", lambda b: 7.0 % b, _rmod_input),
+    ("add(list)", lambda a: a + [[1.0, -2.0, 3.0]], inputs(N(2, 3))),
+    ("rsub(array)", lambda a: np.array([1.0, -2.0, 3.0]) - a, inputs(N(2, 3))),
+    ("rmul(np.float64)", lambda a: np.float64(1.5) * a, inputs(N(2, 3))),
+    ("max(scalar) via clamp", lambda a: a.clamp(min=0.1), inputs(distinct(2, 3, offset=0.05))),
+    ("clamp", lambda a: a.clamp(-0.4, 0.6), inputs(distinct(2, 3, offset=0.05))),
+    ("clamp(max)", lambda a: a.clamp(max=0.1), inputs(distinct(2, 3, offset=0.05))),
+    # pow with a host exponent (negative bases: integer exponents)
+    ("pow(2)", lambda a: a**2, inputs(N(2, 3))),
+    ("pow(3)", lambda a: a**3, inputs(away(2, 3))),
+    ("pow(4)", lambda a: a**4, inputs(away(2, 3))),
+    ("pow(1)", lambda a: a**1, inputs(N(2, 3))),
+    ("pow(0)", lambda a: a**0, inputs(away(2, 3))),
+    ("pow(-1)", lambda a: a**-1, inputs(away(2, 3))),
+    ("pow(-2)", lambda a: a**-2, inputs(away(2, 3))),
+    ("pow(-3)", lambda a: a ** (-3), inputs(away(2, 3))),
+    ("pow(0.5)", lambda a: a**0.5, inputs(positive(2, 3))),
+    ("pow(-1.5)", lambda a: a.pow(-1.5), inputs(positive(2, 3))),
+    ("rpow", lambda a: 2.0**a, inputs(N(2, 3))),
+    # unary
+    ("neg", lambda a: -a, inputs(N(2, 3))),
+    ("neg()", lambda a: a.neg(), inputs(N(2, 3))),
+    ("pos", lambda a: +a, inputs(N(2, 3))),
+    ("abs", lambda a: a.abs(), inputs(away(2, 3))),
+    ("abs()", lambda a: abs(a), inputs(away(2, 3))),
+    ("exp", lambda a: a.exp(), inputs(N(2, 3))),
+    ("log", lambda a: a.log(), inputs(positive(2, 3))),
+    ("exp2", lambda a: a.exp2(), inputs(N(2, 3))),
+    ("log2", lambda a: a.log2(), inputs(positive(2, 3))),
+    ("sqrt", lambda a: a.sqrt(), inputs(positive(2, 3))),
+    ("rsqrt", lambda a: a.rsqrt(), inputs(positive(2, 3))),
+    ("reciprocal", lambda a: a.reciprocal(), inputs(away(2, 3))),
+    ("relu", lambda a: a.relu(), inputs(away(2, 3))),
+    ("sigmoid", lambda a: a.sigmoid(), inputs(N(2, 3))),
+    ("tanh", lambda a: a.tanh(), inputs(N(2, 3))),
+    ("sin", lambda a: a.sin(), inputs(N(2, 3))),
+    ("cos", lambda a: a.cos(), inputs(N(2, 3))),
+    ("gelu", lambda a: a.gelu(), inputs(N(2, 3))),
+    ("silu", lambda a: a.silu(), inputs(N(2, 3))),
+    ("erf", lambda a: a.erf(), inputs(N(2, 3))),
+    ("floor", lambda a: a.floor() * a, _floor_input),
+    ("square", lambda a: a.square(), inputs(N(2, 3))),
+    ("clone", lambda a: a.clone() * 2, inputs(N(2, 3))),
+    # reductions
+    ("sum", lambda a: a.sum(), inputs(N(2, 3, 4))),
+    ("sum(1)", lambda a: a.sum(1), inputs(N(2, 3, 4))),
+    ("sum((0,-1),keepdim)", lambda a: a.sum((0, -1), keepdim=True), inputs(N(2, 3, 4))),
+    ("mean", lambda a: a.mean(), inputs(N(2, 3, 4))),
+    ("mean((0,2))", lambda a: a.mean((0, 2)), inputs(N(2, 3, 4))),
+    ("mean(-2,keepdim)", lambda a: a.mean(-2, keepdim=True), inputs(N(2, 3, 4))),
+    ("var", lambda a: a.var(), inputs(N(2, 3, 4))),
+    ("var(1)", lambda a: a.var(1), inputs(N(2, 3, 4))),
+    ("var((0,2),keepdim,correction=0)", lambda a: a.var((0, 2), keepdim=True, correction=0), inputs(N(2, 3, 4))),
+    ("std", lambda a: a.std(), inputs(N(2, 3, 4))),
+    ("std(-1,unbiased=False)", lambda a: a.std(-1, unbiased=False), inputs(N(2, 3, 4))),
+    ("amax", lambda a: a.amax(), inputs(distinct(2, 3, 4))),
+    ("amax(1)", lambda a: a.amax(1), inputs(distinct(2, 3, 4))),
+    ("amin((0,2),keepdim)", lambda a: a.amin((0, 2), keepdim=True), inputs(distinct(2, 3, 4))),
+    ("max()", lambda a: a.max(), inputs(distinct(2, 3, 4))),
+    ("min()", lambda a: a.min(), inputs(distinct(2, 3, 4))),
+    ("max(dim)", lambda a: a.max(1), inputs(distinct(2, 3, 4))),
+    ("min(dim,keepdim)", lambda a: a.min(-1, keepdim=True), inputs(distinct(2, 3, 4))),
+    ("softmax(-1)", lambda a: a.softmax(-1), inputs(N(2, 3, 4))),
+    ("softmax(0)", lambda a: a.softmax(0), inputs(N(2, 3, 4))),
+    ("log_softmax(1)", lambda a: a.log_softmax(1), inputs(N(2, 3, 4))),
+    ("log_softmax(-1)", lambda a: a.log_softmax(-1), inputs(N(2, 3, 4))),
+    # matmul
+    ("matmul(1-D,1-D)", lambda a, b: a @ b, inputs(N(3), N(3))),
+    ("matmul(1-D,2-D)", lambda a, b: a @ b, inputs(N(3), N(3, 4))),
+    ("matmul(2-D,1-D)", lambda a, b: a @ b, inputs(N(2, 3), N(3))),
+    ("matmul(2-D,2-D)", lambda a, b: a.matmul(b), inputs(N(2, 3), N(3, 4))),
+    ("matmul(batched,2-D)", lambda a, b: a @ b, inputs(N(2, 2, 3), N(3, 4))),
+    ("matmul(2-D,batched)", lambda a, b: a @ b, inputs(N(2, 3), N(2, 3, 4))),
+    ("matmul(1-D,batched)", lambda a, b: a @ b, inputs(N(3), N(2, 3, 4))),
+    ("matmul(batched,1-D)", lambda a, b: a @ b, inputs(N(2, 3, 4), N(4))),
+    ("matmul(broadcast batch)", lambda a, b: a @ b, inputs(N(2, 1, 2, 3), N(3, 3, 2))),
+    ("matmul(transposed)", lambda a, b: a.T @ b.mT, inputs(N(3, 2), N(4, 3))),
+    # movement
+    ("reshape", lambda a: a.reshape(4, -1) * N(4, 6)(np.random.default_rng(5)), inputs(N(2, 3, 4))),
+    ("view", lambda a: a.view(6, 4)[1:], inputs(N(2, 3, 4))),
+    ("flatten(1)", lambda a: a.flatten(1), inputs(N(2, 3, 4))),
+    ("permute", lambda a: a.permute(2, 0, 1) @ a.permute(2, 1, 0), inputs(N(2, 3, 4))),
+    ("transpose", lambda a: a.transpose(0, 2).exp(), inputs(N(2, 3, 4))),
+    ("t", lambda a: a.t() @ a, inputs(N(2, 3))),
+    ("T", lambda a: a.T * a.T, inputs(N(2, 3, 4))),
+    ("mT", lambda a: a.mT.sin(), inputs(N(2, 3, 4))),
+    ("squeeze", lambda a: a.squeeze() * 2, inputs(N(1, 3, 1))),
+    ("squeeze(dim)", lambda a: a.squeeze(0), inputs(N(1, 3, 1))),
+    ("unsqueeze", lambda a: a.unsqueeze(1) * a.unsqueeze(0), inputs(N(3, 2))),
+    ("expand", lambda a: a.expand(4, 3, 2).sin(), inputs(N(3, 1))),
+    ("expand(-1)", lambda a: a.expand(2, -1, 5).exp(), inputs(N(3, 1))),
+    ("expand_as", lambda a, b: a.expand_as(b) * b, inputs(N(1, 4), N(3, 4))),
+    ("contiguous", lambda a: a.T.contiguous().reshape(-1).exp(), inputs(N(2, 3))),
+    ("narrow", lambda a: a.narrow(1, 1, 2), inputs(N(2, 3, 4))),
+    ("split", lambda a: a.split(2, -1), inputs(N(2, 3, 5))),
+    ("chunk", lambda a: a.chunk(2, 1), inputs(N(2, 3, 5))),
+    # indexing
+    ("index(int)", lambda a: a[1], inputs(N(2, 3, 4))),
+    ("index(negative int)", lambda a: a[:, -1], inputs(N(2, 3, 4))),
+    ("index(slices, steps)", lambda a: a[:, ::2, 1::2], inputs(N(2, 3, 4))),
+    ("index(None, ...)", lambda a: a[None, ..., 1:3], inputs(N(2, 3, 4))),
+    ("index(list, repeats)", lambda a: a[[0, 2, 0, 0]], inputs(N(3, 4))),
+    ("index(list on axis 1)", lambda a: a[:, [3, 0, 3]], inputs(N(2, 4, 2))),
+    ("index(2-D list)", lambda a: a[[[0, 1], [1, 1]]], inputs(N(2, 3))),
+    ("index(int, list)", lambda a: a[1, [2, 0, 2]], inputs(N(2, 3))),
+    # joining
+    ("cat", lambda a, b: volta.cat([a, b, a], 1), inputs(N(2, 3), N(2, 1))),
+    ("cat(-1)", lambda a, b: volta.cat([a, b], dim=-1), inputs(N(2, 3), N(2, 1))),
+    ("stack", lambda a, b: volta.stack([a, b, a], 0), inputs(N(2, 3), N(2, 3))),
+    ("stack(-1)", lambda a, b: volta.stack([a, b], dim=-1), inputs(N(2, 3), N(2, 3))),
+    ("where", lambda a, b: volta.where(a > 0, a, b), inputs(away(2, 3), N(3))),
+    ("where(scalar)", lambda a: volta.where(a > 0, a * 2, 0.5), inputs(away(2, 3))),
+    # compositions: a leaf used by several ops, long chains
+    ("mlp", lambda x, w, b: ((x @ w + b).tanh() @ w.T).sum(1).log_softmax(0), inputs(N(4, 3), N(3, 5), N(5))),
+    ("norm", lambda a: (a - a.mean(-1, keepdim=True)) / (a.var(-1, keepdim=True, correction=0) + 1e-5).sqrt(), inputs(N(2, 5))),
+    ("cosine", lambda a, b: (a * b).sum(-1) / ((a * a).sum(-1) * (b * b).sum(-1)).sqrt(), inputs(N(3, 4), N(3, 4))),
+]
+GRAD_IDS = [c[0] for c in GRAD_CASES]
+
+
+@pytest.mark.parametrize("name, fn, make", GRAD_CASES, ids=GRAD_IDS)
+def test_gradients_against_finite_differences(name, fn, make):
+    gradcheck(fn, *make(np.random.default_rng(0)))
+
+
+@requires_gpu
+@pytest.mark.parametrize("name, fn, make", GRAD_CASES, ids=GRAD_IDS)
+def test_gpu_agrees_with_cpu(name, fn, make):
+    cpu_vs_gpu(fn, *make(np.random.default_rng(0)))
+
+
+# ---- autograd bookkeeping -----------------------------------------------------------
+
+
+def test_grad_accumulates_across_backward_calls(device):
+    p = volta.tensor([[1.0, 2.0], [3.0, -4.0]], device=device, requires_grad=True)
+    assert p.grad is None and p.is_leaf and p.requires_grad
+    (p * p).sum().backward()
+    assert_close(p.grad, 2 * np.array([[1.0, 2.0], [3.0, -4.0]]))
+    (p * 3).sum().backward()
+    assert_close(p.grad, 2 * np.array([[1.0, 2.0], [3.0, -4.0]]) + 3)
+    assert p.grad.device == p.device and not p.grad.requires_grad
+    p.grad = None
+    (p.sum() * 2).backward()
+    assert_close(p.grad, np.full((2, 2), 2.0))
+    p.zero_grad()
+    assert p.grad is None
+
+
+def test_backward_with_a_gradient(device):
+    x = volta.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    y = x * x  # not one element: needs gradient=
+    y.backward(gradient=volta.tensor([1.0, 0.5, -1.0], device=device))
+    assert_close(x.grad, [2.0, 2.0, -6.0])
+    z = (x.unsqueeze(0) * volta.ones(2, 1, device=device))
+    z.backward(volta.tensor([[1.0, 1.0, 1.0], [0.0, 2.0, 0.0]], device=device))
+    assert_close(x.grad, [3.0, 6.0, -5.0])
+
+
+def test_only_leaves_that_require_grad_get_grad():
+    a = volta.tensor([1.0, 2.0], requires_grad=True)
+    b = volta.tensor([3.0, 4.0])
+    c = a * b
+    assert c.requires_grad and not c.is_leaf and not b.requires_grad
+    d = c * 2
+    d.sum().backward()
+    assert_close(a.grad, [6.0, 8.0])
+    assert b.grad is None and c.grad is None
+    # A leaf that is only partly used gets zeros where unused.
+    e = volta.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    e[:2].sum().backward()
+    assert_close(e.grad, [1.0, 1.0, 0.0])
+
+
+def test_no_grad_and_detach():
+    a = volta.tensor([1.0, 2.0], requires_grad=True)
+    assert volta.is_grad_enabled()
+    with volta.no_grad():
+        assert not volta.is_grad_enabled()
+        b = a * 2
+        with volta.no_grad():
+            pass
+        assert not volta.is_grad_enabled()  # nesting restores the outer state
+    assert volta.is_grad_enabled()
+    assert not b.requires_grad
+    with pytest.raises(RuntimeError):
+        b.sum().backward()
+    d = a.detach()
+    assert not d.requires_grad and d.is_leaf
+    assert_close(d, [1.0, 2.0])
+    # The detached copy cuts the graph: the gradient sees only the direct path.
+    (a * d).sum().backward()
+    assert_close(a.grad, [1.0, 2.0])
+    # .data: the values without history.
+    assert not a.data.requires_grad
+
+
+def test_no_grad_is_exception_safe():
+    with pytest.raises(ZeroDivisionError):
+        with volta.no_grad():
+            1 / 0
+    assert volta.is_grad_enabled()
+
+
+def test_requires_grad_toggles_on_leaves():
+    a = volta.tensor([1.0, 2.0])
+    assert a.requires_grad_() is a and a.requires_grad
+    a.requires_grad = False
+    assert not a.requires_grad
+    a.requires_grad_(True)
+    (a * a).sum().backward()
+    assert_close(a.grad, [2.0, 4.0])
+
+
+def test_in_place_updates_under_no_grad(device):
+    p = volta.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    (p * p).sum().backward()
+    with volta.no_grad():
+        p -= 0.5 * p.grad
+        p.mul_(2.0).add_(1.0)
+        p /= 2.0
+        p += volta.tensor([1.0, 1.0, 1.0], device=device)
+    assert_close(p, ((np.array([1.0, 2.0, 3.0]) * 0.0) * 2 + 1) / 2 + 1)
+    # Still a leaf that requires grad, its .grad kept, and new graphs reach it.
+    assert p.requires_grad and p.is_leaf
+    assert_close(p.grad, [2.0, 4.0, 6.0])
+    p.grad = None
+    (p * 3).sum().backward()
+    assert_close(p.grad, [3.0, 3.0, 3.0])
+    with volta.no_grad():
+        p.zero_()
+        assert_close(p, [0.0, 0.0, 0.0])
+        p.fill_(2.5)
+        p.copy_(volta.tensor([[4.0]], device=device).squeeze(0))
+        p.sub_(1.0).div_(3.0)
+    assert_close(p, [1.0, 1.0, 1.0])
+    # Tensors that do not require grad update in place anywhere.
+    q = volta.tensor([1.0, 2.0], device=device)
+    q += 1
+    q *= volta.tensor([2.0, 3.0], device=device)
+    assert_close(q, [4.0, 9.0])
+
+
+def test_data_setter_keeps_grad_and_requires_grad():
+    p = volta.tensor([1.0, 2.0], requires_grad=True)
+    (p * p).sum().backward()
+    p.data = p.data - 0.1 * p.grad
+    assert_close(p, [0.8, 1.6])
+    assert p.requires_grad and p.is_leaf
+    assert_close(p.grad, [2.0, 4.0])
+
+
+def test_moving_a_parameter_keeps_it_trainable(device):
+    p = volta.tensor([1.0, 2.0], dtype="float64", requires_grad=True)
+    q = p.to("float32").to(device)
+    assert q.requires_grad and q.is_leaf and q.dtype == "float32"
+    (q * q).sum().backward()
+    assert_close(q.grad, [2.0, 4.0])
+
+
+def test_backward_twice_through_the_same_graph():
+    x = volta.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    y.backward()
+    assert_close(x.grad, [4.0, 8.0])
+
+
+def test_float16_and_float32_gradients(device):
+    for dtype in ("float16", "float32"):
+        x = volta.tensor([0.5, -1.0, 2.0], dtype=dtype, device=device, requires_grad=True)
+        ((x * x).exp().sum()).backward()
+        assert x.grad.dtype == dtype
+        expected = 2 * np.array([0.5, -1.0, 2.0]) * np.exp(np.array([0.5, -1.0, 2.0]) ** 2)
+        assert_close(x.grad, expected, rtol=2e-3 if dtype == "float16" else 1e-5)
+
+
+# ---- safetensors ---------------------------------------------------------------------
+
+
+def test_save_load_round_trip_cpu(tmp_path, rng):
+    tensors = {
+        "w32": volta.tensor(rng.standard_normal((3, 4)).astype(np.float32)),
+        "w64": volta.tensor(rng.standard_normal((2, 2))),
+        "h16": volta.tensor(rng.standard_normal(5).astype(np.float16)),
+        "scalar": volta.tensor(np.array(1.5, dtype=np.float32)),
+        "empty": volta.zeros(0, 3),
+        "view": volta.tensor(A234.astype(np.float32)).permute(2, 0, 1)[:, 1],
+    }
+    path = tmp_path / "t.safetensors"
+    volta.save_file(tensors, path, metadata={"format": "pt", "step": "3"})
+    loaded = volta.load_file(path)
+    assert sorted(loaded) == sorted(tensors)
+    for k, t in tensors.items():
+        assert loaded[k].dtype == t.dtype, k
+        assert loaded[k].shape == t.shape, k
+        np.testing.assert_array_equal(loaded[k].numpy(), t.numpy())
+        assert not loaded[k].requires_grad
+    assert volta.load_metadata(path) == {"format": "pt", "step": "3"}
+    # The same tensors give the same bytes.
+    again = tmp_path / "again.safetensors"
+    volta.save_file(dict(reversed(list(tensors.items()))), again, metadata={"format": "pt", "step": "3"})
+    assert again.read_bytes() == path.read_bytes()
+    volta.save_file({"a": volta.ones(1)}, str(tmp_path / "nometa.safetensors"))
+    assert volta.load_metadata(str(tmp_path / "nometa.safetensors")) == {}
+
+
+@requires_gpu
+def test_save_load_round_trip_gpu(tmp_path, rng):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    h = rng.standard_normal(6).astype(np.float16)
+    path = tmp_path / "g.safetensors"
+    volta.save_file({"a": volta.tensor(a, device="gpu"), "h": volta.tensor(h, device="gpu")}, path)
+    back = volta.load_file(path, device="gpu")
+    assert str(back["a"].device) == "gpu" and back["a"].dtype == "float32" and back["h"].dtype == "float16"
+    np.testing.assert_array_equal(back["a"].numpy(), a)
+    np.testing.assert_array_equal(back["h"].numpy(), h)
+    on_cpu = volta.load_file(path)
+    assert str(on_cpu["a"].device) == "cpu"
+    np.testing.assert_array_equal(on_cpu["a"].numpy(), a)
+    # float64 files load onto the GPU as float32 (WGSL has no f64).
+    volta.save_file({"d": volta.tensor(a.astype(np.float64))}, tmp_path / "d.safetensors")
+    d = volta.load_file(tmp_path / "d.safetensors", device="gpu")["d"]
+    assert d.dtype == "float32"
+    np.testing.assert_array_equal(d.numpy(), a)
+
+
+def test_interchange_with_the_safetensors_package(tmp_path, rng):
+    st_numpy = pytest.importorskip("safetensors.numpy")
+    ours = {
+        "a": rng.standard_normal((2, 3)).astype(np.float32),
+        "b": rng.standard_normal(4),
+        "c": rng.standard_normal((1, 2, 2)).astype(np.float16),
+    }
+    # Volta writes, safetensors reads.
+    p1 = tmp_path / "volta.safetensors"
+    volta.save_file({k: volta.tensor(v) for k, v in ours.items()}, p1, metadata={"who": "volta"})
+    read = st_numpy.load_file(str(p1))
+    assert sorted(read) == sorted(ours)
+    for k, v in ours.items():
+        assert read[k].dtype == v.dtype
+        np.testing.assert_array_equal(read[k], v)
+    # safetensors writes, Volta reads (integers and bools become float32).
+    theirs = {
+        **ours,
+        "i64": np.array([[1, -2], [3, 40]], dtype=np.int64),
+        "i32": np.arange(5, dtype=np.int32),
+        "u8": np.array([0, 255], dtype=np.uint8),
+        "flag": np.array([True, False]),
+    }
+    p2 = tmp_path / "st.safetensors"
+    st_numpy.save_file(theirs, str(p2), metadata={"who": "safetensors"})
+    loaded = volta.load_file(p2)
+    assert volta.load_metadata(p2) == {"who": "safetensors"}
+    for k, v in theirs.items():
+        want = str(v.dtype) if v.dtype in (np.float16, np.float32, np.float64) else "float32"
+        assert loaded[k].dtype == want, k
+        np.testing.assert_array_equal(loaded[k].numpy(), v.astype(loaded[k].numpy().dtype))

@@ -83,3 +83,8 @@ __all__ = [
     "DeviceLostError",
     "FileFormatError",
 ]
+
+# Submodules, imported last: they use the names above.
+from volta import datasets, functional, nn, optim  # noqa: E402
+
+__all__ += ["datasets", "functional", "nn", "optim"]

@@ -7,7 +7,7 @@ use crate::errors::{self, guard};
 use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyDict, PyTuple};
 use std::sync::{LazyLock, Mutex};
 use volta::dtype::f16;
 use volta::{Cpu, Gpu, RawTensor, Rng};
@@ -91,7 +91,12 @@ pub fn data_from_object(obj: &Bound<'_, PyAny>, dtype: Option<DType>, place: Whe
     let found = if is_array { dtype_of(&arr.getattr("dtype")?)? } else { None };
     let ty = resolve(dtype, found, place)?;
     let target = np.getattr(ty.name())?;
-    let arr = np.call_method1("ascontiguousarray", (arr, target))?;
+    // `asarray(order="C")` rather than `ascontiguousarray`, which makes a 0-d array
+    // 1-d: `tensor(3.0)` has shape (), as in numpy and PyTorch.
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("dtype", target)?;
+    kwargs.set_item("order", "C")?;
+    let arr = np.call_method("asarray", (arr,), Some(&kwargs))?;
     Ok(match ty {
         DType::F32 => {
             let a = arr.cast_into::<PyArrayDyn<f32>>()?;

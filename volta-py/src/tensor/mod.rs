@@ -554,6 +554,15 @@ impl Tensor {
     fn __truediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Div, "div", o, false) }
     fn __rtruediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Div, "div", o, true) }
     fn __mod__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Mod, "remainder", o, false) }
+    fn __rmod__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Mod, "remainder", o, true) }
+
+    /// Above numpy's arrays and scalars, so that `np.float64(2) * t` and
+    /// `np.ones(3) + t` call Tensor's reflected ops and give a Tensor (keeping its
+    /// graph and device), as in PyTorch, rather than numpy converting it.
+    #[classattr]
+    fn __array_priority__() -> f64 {
+        1000.0
+    }
 
     fn __pow__(&self, o: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> {
         match number(o) {
@@ -1165,11 +1174,16 @@ pub fn matmul(a: &Data, b: &Data) -> PyResult<Data> {
     guard(|| {
         zip!("matmul", (a, b), |x, y| {
             if ad.len() <= 2 || bd.len() <= 2 {
-                if ad.len() == 2 && bd.len() > 2 {
-                    // (M, K) × (…, K, N): broadcast the matrix over the batch.
+                if ad.len() <= 2 && bd.len() > 2 {
+                    // (M, K) or (K,) × (…, K, N): broadcast the matrix (a vector as
+                    // one row, dropped after) over the batch; Volta's matmul shares
+                    // only a right operand across a batch.
+                    let row = if ad.len() == 1 { vec![1, ad[0]] } else { ad.clone() };
                     let mut dims = bd[..bd.len() - 2].to_vec();
-                    dims.extend_from_slice(&ad);
-                    ops::broadcast_to(x, &dims).matmul(y)
+                    dims.extend_from_slice(&row);
+                    let x = if ad.len() == 1 { x.reshape(&row) } else { x.clone() };
+                    let y = ops::broadcast_to(&x, &dims).matmul(y);
+                    if ad.len() == 1 { y.reshape(&out) } else { y }
                 } else {
                     x.matmul(y)
                 }

@@ -39,10 +39,14 @@ pub fn powf<D: Backend<E>, E: Float>(t: &RawTensor<D, E>, k: f64) -> RawTensor<D
     if k.fract() != 0.0 || !k.is_finite() {
         return t.scalar(BinaryOp::Pow, E::from_f64(k));
     }
-    let abs = t.unary(UnaryOp::Abs);
     if k == 0.0 {
-        return RawTensor::full_like_dims(t.dims(), E::ONE);
+        // 1 everywhere (NaN and ∞ included), yet recorded, as in PyTorch: `x ** 0`
+        // of a tensor that requires grad requires grad, with gradient 0 (`select`
+        // passes none to the branch it never picks).
+        let ones = RawTensor::full_like_dims(t.dims(), E::ONE);
+        return RawTensor::select(&ones, &ones, t);
     }
+    let abs = t.unary(UnaryOp::Abs);
     if (k as i64) % 2 == 0 {
         abs.scalar(BinaryOp::Pow, E::from_f64(k))
     } else {

@@ -21,7 +21,9 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
         if a.len() == 1 {
             let out = self.reshape(&[1, a[0]]).matmul(rhs);
             let mut dims = out.dims().to_vec();
-            dims.remove(dims.len() - 2);
+            // The promoted row axis: last but one, or the only axis left when `rhs`
+            // is a vector too (its own axis already dropped): a dot product, 0-d.
+            dims.remove(dims.len().saturating_sub(2));
             return out.reshape(&dims);
         }
         if b.len() == 1 {
