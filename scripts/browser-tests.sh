@@ -8,31 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-root() {
-    if [ "$(id -u)" -eq 0 ]; then "$@"
-    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo "$@"
-    else
-        echo "browser-tests.sh: need root to run: $*" >&2
-        return 1
-    fi
-}
-
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
-    command -v apt-get >/dev/null || {
-        echo "browser-tests.sh: install Chromium and its chromedriver (Debian: chromium chromium-driver)" >&2
-        exit 1
-    }
-    echo "browser-tests.sh: installing chromium and chromium-driver ..."
-    root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive root apt-get install -y -qq --no-install-recommends \
-        chromium chromium-driver
-fi
-
-# rust-toolchain.toml names the target; an older rustup may not add it by itself.
-if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
-    rustup target add wasm32-unknown-unknown
-fi
-bash scripts/install-wasm-bindgen.sh
+bash scripts/provision-browser.sh
 
 # The runner reads web/webdriver.json (Chromium's flags for WebGPU) from the
 # package folder; it adds --headless and --no-sandbox itself.

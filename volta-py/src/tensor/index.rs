@@ -26,8 +26,27 @@ pub fn get(t: &Tensor, key: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     if items.iter().filter(|k| k.is_instance_of::<PyEllipsis>()).count() > 1 {
         return Err(PyIndexError::new_err("an index can only have one ellipsis ('...')"));
     }
+    // numpy pairs several integer lists element by element; `take` picks along one
+    // axis, so a second list would give their outer product instead: refuse it.
+    let is_int = |k: &Bound<'_, PyAny>| k.extract::<isize>().is_ok();
+    let is_list = |k: &Bound<'_, PyAny>| {
+        !(k.is_none() || k.is_instance_of::<PyEllipsis>() || k.is_instance_of::<PySlice>() || is_int(k))
+    };
+    let lists: Vec<usize> = (0..items.len()).filter(|&i| is_list(&items[i])).collect();
+    if lists.len() > 1 {
+        return Err(PyTypeError::new_err(
+            "an index can hold only one integer list/array/tensor (numpy would pair several \
+             element by element); index one axis at a time",
+        ));
+    }
+    // numpy's rule for an integer list with ints: when a slice, None or ... stands
+    // between them, the list's axes go first in the result (else where the list is).
+    let advanced: Vec<usize> = (0..items.len()).filter(|&i| is_list(&items[i]) || is_int(&items[i])).collect();
+    let list_first = !lists.is_empty()
+        && advanced.windows(2).any(|w| w[1] != w[0] + 1);
     // Walk the key: `axis` is the current axis of `data`; ints remove it, None adds one.
     let mut axis = 0usize;
+    let mut list_at = None;
     for k in &items {
         let dims = data.dims().to_vec();
         if k.is_none() {
@@ -67,16 +86,25 @@ pub fn get(t: &Tensor, key: &Bound<'_, PyAny>) -> PyResult<Tensor> {
             d.remove(axis);
             data = guard(|| Ok(map!(&data, x => x.narrow(axis, j as usize, 1).reshape(&d))))?;
         } else {
-            data = take(&data, axis, k)?;
-            axis += 1;
+            let key_rank;
+            (data, key_rank) = take(&data, axis, k)?;
+            list_at = Some((axis, key_rank));
+            // Past every axis the key's dims put there (a 2-D list adds two).
+            axis += key_rank;
         }
+    }
+    if let (true, Some((at, k))) = (list_first, list_at) {
+        let rank = data.dims().len();
+        let perm: Vec<usize> = (at..at + k).chain(0..at).chain(at + k..rank).collect();
+        data = guard(|| Ok(map!(&data, x => x.permute(&perm))))?;
     }
     Ok(Tensor::result(data))
 }
 
 /// Rows `ids` along `axis` (an embedding lookup generalised): ids from a list, a
-/// numpy array or a tensor of integers.
-fn take(data: &Data, axis: usize, key: &Bound<'_, PyAny>) -> PyResult<Data> {
+/// numpy array or a tensor of integers. Also returns the key's rank (the number of
+/// axes that replace `axis`).
+fn take(data: &Data, axis: usize, key: &Bound<'_, PyAny>) -> PyResult<(Data, usize)> {
     let np = key.py().import("numpy")?;
     let key = match key.cast::<Tensor>() {
         Ok(t) => np.call_method1("asarray", (super::numpy_io::to_numpy(t, key.py())?,))?,
@@ -109,6 +137,7 @@ fn take(data: &Data, axis: usize, key: &Bound<'_, PyAny>) -> PyResult<Data> {
         })
         .collect::<PyResult<Vec<u32>>>()?;
     let count = ids.len();
+    let key_rank = key_dims.len();
     guard(|| {
         Ok(map!(data, x => {
             // Bring `axis` to the front, pick rows, put the picked axes back.
@@ -129,4 +158,5 @@ fn take(data: &Data, axis: usize, key: &Bound<'_, PyAny>) -> PyResult<Data> {
             rows.permute(&back)
         }))
     })
+    .map(|d| (d, key_rank))
 }
