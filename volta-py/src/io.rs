@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use volta::dtype::f16;
 
 /// Writes `tensors` (name → Tensor) and optional string `metadata` to `path`.
-/// GPU tensors are read back first. Names are written in sorted order, so the same
-/// tensors give the same bytes.
+/// GPU tensors are read back first. Names and metadata keys are written in sorted
+/// order, so the same tensors and metadata give the same bytes.
 #[pyfunction]
 #[pyo3(signature = (tensors, path, metadata=None))]
 pub fn save_file(
@@ -54,14 +54,41 @@ pub fn save_file(
         })
         .collect::<PyResult<Vec<_>>>()?;
     let meta = metadata.map(|m| m.into_iter().collect());
-    py.detach(|| safetensors::serialize_to_file(views, meta, &path))
-        .map_err(|e| match e {
-            SafeTensorError::IoError(io) => pyo3::exceptions::PyOSError::new_err(format!(
-                "save_file: cannot write {}: {io}",
-                path.display()
-            )),
-            other => errors::error(Kind::Volta, format!("save_file: {}: {other}", path.display())),
-        })
+    let bytes = py
+        .detach(|| safetensors::serialize(views, meta))
+        .map_err(|e| errors::error(Kind::Volta, format!("save_file: {}: {e}", path.display())))?;
+    py.detach(|| std::fs::write(&path, sorted_metadata(bytes)))
+        .map_err(|io| os_error(&io, format!("save_file: cannot write {}: {io}", path.display())))
+}
+
+/// An `OSError` of the subclass Python picks for the errno (`FileNotFoundError`,
+/// `PermissionError`, `IsADirectoryError`, …), as `open()` raises.
+fn os_error(e: &std::io::Error, message: String) -> PyErr {
+    match e.raw_os_error() {
+        Some(errno) => pyo3::exceptions::PyOSError::new_err((errno, message)),
+        None => pyo3::exceptions::PyOSError::new_err(message),
+    }
+}
+
+/// A serialized file with its `__metadata__` entries in sorted key order, so that
+/// the same tensors and metadata give the same bytes: the safetensors crate writes
+/// them from a `HashMap`, whose order changes from call to call. The same JSON in
+/// another order has the same length, so the header length and offsets stay valid.
+fn sorted_metadata(mut bytes: Vec<u8>) -> Vec<u8> {
+    let n = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")) as usize;
+    let Ok(serde_json::Value::Object(mut header)) = serde_json::from_slice(&bytes[8..8 + n]) else {
+        return bytes;
+    };
+    if let Some(serde_json::Value::Object(meta)) = header.get_mut("__metadata__") {
+        let sorted: BTreeMap<String, serde_json::Value> = std::mem::take(meta).into_iter().collect();
+        meta.extend(sorted);
+    }
+    let mut json = serde_json::to_vec(&header).expect("a JSON value serializes");
+    if json.len() <= n {
+        json.resize(n, b' '); // the crate's padding to 8 bytes
+        bytes[8..8 + n].copy_from_slice(&json);
+    }
+    bytes
 }
 
 /// Reads every tensor of the safetensors file at `path` onto `device` (float32
@@ -76,9 +103,8 @@ pub fn load_file<'py>(
     device: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let place = device::parse(device)?;
-    let bytes = std::fs::read(&path).map_err(|e| {
-        pyo3::exceptions::PyOSError::new_err(format!("load_file: cannot read {}: {e}", path.display()))
-    })?;
+    let bytes = std::fs::read(&path)
+        .map_err(|e| os_error(&e, format!("load_file: cannot read {}: {e}", path.display())))?;
     let file = SafeTensors::deserialize(&bytes).map_err(|e| format_error(&path, &bytes, e))?;
     let out = PyDict::new(py);
     let mut names = file.names();
@@ -118,9 +144,8 @@ pub fn load_file<'py>(
 /// The string metadata of a safetensors file (`{}` when it has none).
 #[pyfunction]
 pub fn load_metadata(path: PathBuf) -> PyResult<BTreeMap<String, String>> {
-    let bytes = std::fs::read(&path).map_err(|e| {
-        pyo3::exceptions::PyOSError::new_err(format!("load_metadata: cannot read {}: {e}", path.display()))
-    })?;
+    let bytes = std::fs::read(&path)
+        .map_err(|e| os_error(&e, format!("load_metadata: cannot read {}: {e}", path.display())))?;
     let (_, meta) = SafeTensors::read_metadata(&bytes).map_err(|e| format_error(&path, &bytes, e))?;
     Ok(meta.metadata().clone().map(|m| m.into_iter().collect()).unwrap_or_default())
 }

@@ -344,11 +344,12 @@ fn operand<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Operand<'py>>> {
     Ok(Num::from_py(obj)?.map(Operand::Num))
 }
 
-/// micrograd's `other if isinstance(other, Value) else Value(other)`.
-fn lift<'py>(py: Python<'py>, other: Operand<'py>, device: Where) -> PyResult<Bound<'py, Value>> {
+/// micrograd's `other if isinstance(other, Value) else Value(other)`; a new value
+/// takes the device of `this`, the operand it is combined with.
+fn lift<'py>(this: &Bound<'py, Value>, other: Operand<'py>) -> PyResult<Bound<'py, Value>> {
     match other {
         Operand::Node(v) => Ok(v),
-        Operand::Num(n) => leaf(py, n, device),
+        Operand::Num(n) => leaf(this.py(), n, device_of(this)?),
     }
 }
 
@@ -612,7 +613,7 @@ impl Value {
         let Some(other) = operand(other)? else {
             return Ok(py.NotImplemented());
         };
-        let other = lift(py, other, device_of(slf)?)?;
+        let other = lift(slf, other)?;
         Ok(binary(Op::Add, slf, &other)?.into_any().unbind())
     }
 
@@ -626,7 +627,7 @@ impl Value {
         let Some(other) = operand(other)? else {
             return Ok(py.NotImplemented());
         };
-        let other = lift(py, other, device_of(slf)?)?;
+        let other = lift(slf, other)?;
         Ok(binary(Op::Mul, slf, &other)?.into_any().unbind())
     }
 
@@ -684,7 +685,7 @@ impl Value {
             return Ok(py.NotImplemented());
         };
         let negated = negate(slf)?;
-        let other = lift(py, other, device_of(slf)?)?;
+        let other = lift(slf, other)?;
         Ok(binary(Op::Add, &negated, &other)?.into_any().unbind())
     }
 
@@ -707,7 +708,7 @@ impl Value {
             return Ok(py.NotImplemented());
         };
         let inverse = power(slf, Num::Int(-1))?;
-        let other = lift(py, other, device_of(slf)?)?;
+        let other = lift(slf, other)?;
         Ok(binary(Op::Mul, &inverse, &other)?.into_any().unbind())
     }
 

@@ -14,6 +14,7 @@ The helpers are plain functions (imported by the test files with
 
 from __future__ import annotations
 
+import os
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -28,8 +29,9 @@ import volta.optim  # noqa: F401
 # Hypothesis, for these suites only (a profile would change test_value.py's too): few
 # examples (the suite must stay fast on two cores) and no deadline (the first call of
 # a GPU kernel compiles its shader).
+# VOLTA_TEST_EXAMPLES=500 searches deeper, locally.
 fast = settings(
-    max_examples=25,
+    max_examples=int(os.environ.get("VOLTA_TEST_EXAMPLES", "25")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

@@ -143,29 +143,31 @@ def test_the_stream_yields_pieces_that_add_up_to_the_answer(llama_cpu):
 
 
 @needs_model
-def test_loading_and_decoding_release_the_gil(llama_cpu):
-    """While another thread loads the model and generates, this one keeps running: the
-    longest pause between its ticks is a small part of the work's time."""
+def test_loading_and_decoding_release_the_gil():
+    """While another thread loads the model and generates, this one keeps running: it
+    ticks every millisecond or so, where a held GIL would let it tick only between the
+    steps (a few dozen times)."""
     done = threading.Event()
     result = {}
 
     def work():
         start = time.perf_counter()
         llama = volta.Llama.from_gguf(MODEL)
-        result["text"] = answer(llama, max_tokens=4)
+        result["text"] = answer(llama, max_tokens=6)
         result["seconds"] = time.perf_counter() - start
         done.set()
 
     worker = threading.Thread(target=work)
-    last, longest = time.perf_counter(), 0.0
+    ticks, last, longest = 0, time.perf_counter(), 0.0
     worker.start()
     while not done.is_set():
         time.sleep(0.001)
         now = time.perf_counter()
-        longest, last = max(longest, now - last), now
+        ticks, longest, last = ticks + 1, max(longest, now - last), now
     worker.join()
-    assert result["text"] == "The capital of France"
-    assert longest < result["seconds"] / 4, (longest, result["seconds"])
+    assert result["text"] == "The capital of France is Paris"
+    report = f"{ticks} ticks in {result['seconds']:.2f} s, the longest pause {longest:.3f} s"
+    assert ticks >= 200, report
 
 
 @needs_model

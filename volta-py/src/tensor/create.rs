@@ -174,11 +174,30 @@ fn size_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
         })
 }
 
+/// `n` values `f(0), f(1), …` in a buffer allocated fallibly: a tensor larger than
+/// the host can hold raises `MemoryError` (as numpy does) instead of aborting the
+/// process, which is what a failed allocation in Rust does.
+fn values(op: &str, n: usize, f: impl FnMut(usize) -> f64) -> PyResult<Vec<f64>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        pyo3::exceptions::PyMemoryError::new_err(format!("{op}: cannot allocate {n} elements on the host"))
+    })?;
+    v.extend((0..n).map(f));
+    Ok(v)
+}
+
+/// A count argument (`steps`, `n`) that must be ≥ 0: a `ValueError` otherwise, as
+/// `zeros(-1)` gives (pyo3 alone would raise `OverflowError`).
+fn count(op: &str, name: &str, n: isize) -> PyResult<usize> {
+    usize::try_from(n).map_err(|_| PyValueError::new_err(format!("{op}: {name} must be ≥ 0, got {n}")))
+}
+
 fn filled(dims: &[usize], value: f64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
     let place = device::parse(device)?;
     let ty = resolve(dtype_arg(dtype)?, None, place)?;
     let n: usize = dims.iter().product();
-    Ok(Tensor::leaf(guard(|| Data::from_f64(&vec![value; n], dims, place, ty))?, requires_grad))
+    let v = values("full", n, |_| value)?;
+    Ok(Tensor::leaf(guard(|| Data::from_f64(&v, dims, place, ty))?, requires_grad))
 }
 
 /// Zeros of the given dims: `zeros(2, 3)` or `zeros((2, 3))`.
@@ -207,7 +226,7 @@ fn random(dims: &[usize], draw: impl Fn(&mut Rng) -> f64, dtype: Option<&Bound<'
     let place = device::parse(device)?;
     let ty = resolve(dtype_arg(dtype)?, None, place)?;
     let n: usize = dims.iter().product();
-    let values: Vec<f64> = with_rng(|r| (0..n).map(|_| draw(r)).collect());
+    let values = with_rng(|r| values("random", n, |_| draw(r)))?;
     Ok(Tensor::leaf(guard(|| Data::from_f64(&values, dims, place, ty))?, requires_grad))
 }
 
@@ -248,7 +267,7 @@ pub fn arange(start: f64, end: Option<f64>, step: f64, dtype: Option<&Bound<'_, 
         return Err(PyValueError::new_err("arange: step must be finite and non-zero, start and end finite"));
     }
     let n = ((end - start) / step).ceil().max(0.0) as usize;
-    let values: Vec<f64> = (0..n).map(|i| start + i as f64 * step).collect();
+    let values = values("arange", n, |i| start + i as f64 * step)?;
     let place = device::parse(device)?;
     let ty = resolve(dtype_arg(dtype)?, None, place)?;
     Ok(Tensor::leaf(guard(|| Data::from_f64(&values, &[n], place, ty))?, requires_grad))
@@ -257,10 +276,11 @@ pub fn arange(start: f64, end: Option<f64>, step: f64, dtype: Option<&Bound<'_, 
 /// `steps` evenly spaced values from `start` to `end` inclusive.
 #[pyfunction]
 #[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
-pub fn linspace(start: f64, end: f64, steps: usize, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
-    let values: Vec<f64> = (0..steps)
-        .map(|i| if steps == 1 { start } else { start + (end - start) * i as f64 / (steps - 1) as f64 })
-        .collect();
+pub fn linspace(start: f64, end: f64, steps: isize, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
+    let steps = count("linspace", "steps", steps)?;
+    let values = values("linspace", steps, |i| {
+        if steps == 1 { start } else { start + (end - start) * i as f64 / (steps - 1) as f64 }
+    })?;
     let place = device::parse(device)?;
     let ty = resolve(dtype_arg(dtype)?, None, place)?;
     Ok(Tensor::leaf(guard(|| Data::from_f64(&values, &[steps], place, ty))?, requires_grad))
@@ -269,9 +289,10 @@ pub fn linspace(start: f64, end: f64, steps: usize, dtype: Option<&Bound<'_, PyA
 /// The `n × m` identity (m defaults to n).
 #[pyfunction]
 #[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
-pub fn eye(n: usize, m: Option<usize>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
-    let m = m.unwrap_or(n);
-    let values: Vec<f64> = (0..n * m).map(|i| if i / m == i % m { 1.0 } else { 0.0 }).collect();
+pub fn eye(n: isize, m: Option<isize>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
+    let (n, m) = (count("eye", "n", n)?, count("eye", "m", m.unwrap_or(n))?);
+    let len = n.checked_mul(m).unwrap_or(usize::MAX); // too many: MemoryError below
+    let values = values("eye", len, |i| if i / m == i % m { 1.0 } else { 0.0 })?;
     let place = device::parse(device)?;
     let ty = resolve(dtype_arg(dtype)?, None, place)?;
     Ok(Tensor::leaf(guard(|| Data::from_f64(&values, &[n, m], place, ty))?, requires_grad))
@@ -315,7 +336,7 @@ pub fn cat(tensors: Vec<Bound<'_, Tensor>>, dim: isize) -> PyResult<Tensor> {
 pub fn cat_data(parts: &[Data], dim: isize) -> PyResult<Data> {
     let first = parts.first().ok_or_else(|| PyValueError::new_err("cat: expected at least one tensor"))?;
     let rank = first.dims().len();
-    let axis = shape::axis("cat", dim, rank)?;
+    let axis = shape::real_axis("cat", dim, rank)?;
     for p in &parts[1..] {
         let ok = p.dims().len() == rank
             && p.dims().iter().zip(first.dims()).enumerate().all(|(i, (a, b))| i == axis || a == b);

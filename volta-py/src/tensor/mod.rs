@@ -43,9 +43,18 @@ impl Tensor {
         }
     }
 
-    /// A leaf (made by the user), registered for `.grad` when it requires grad.
+    /// A leaf (made by the user), registered for `.grad` when it requires grad. One
+    /// that does not is cut from the graph: `volta.tensor(p)` of a tensor that
+    /// requires grad is a copy, not `p` under another name (whose uses would send
+    /// gradients to `p`).
     pub fn leaf(data: Data, requires_grad: bool) -> Self {
-        let data = if requires_grad { track(&data) } else { data };
+        let data = if requires_grad {
+            track(&data)
+        } else if data.is_tracked() {
+            untrack(&data)
+        } else {
+            data
+        };
         let t = Tensor {
             data: RwLock::new(data),
             grad: Arc::new(Mutex::new(None)),
@@ -173,14 +182,16 @@ fn dims_arg(op: &str, dim: Option<&Bound<'_, PyAny>>, rank: usize) -> PyResult<V
         None => Ok((0..rank).collect()),
         Some(d) if d.is_none() => Ok((0..rank).collect()),
         Some(d) => {
-            if let Ok(a) = d.extract::<isize>() {
-                Ok(vec![shape::axis(op, a, rank)?])
+            let axes = if let Ok(a) = d.extract::<isize>() {
+                vec![shape::axis(op, a, rank)?]
             } else {
                 let list: Vec<isize> = d
                     .extract()
                     .map_err(|_| PyTypeError::new_err(format!("{op}: dim must be an int or a tuple of ints")))?;
-                shape::axes(op, &list, rank)
-            }
+                shape::axes(op, &list, rank)?
+            };
+            // A 0-d tensor's dim 0 is its one element: there is no axis to reduce.
+            Ok(if rank == 0 { Vec::new() } else { axes })
         }
     }
 }
@@ -226,7 +237,7 @@ impl Tensor {
         let dims = self.dims();
         match dim {
             None => Ok(PyTuple::new(py, dims)?.into_any()),
-            Some(d) => Ok(dims[shape::axis("size", d, dims.len())?].into_pyobject(py)?.into_any()),
+            Some(d) => Ok(dims[shape::real_axis("size", d, dims.len())?].into_pyobject(py)?.into_any()),
         }
     }
 
@@ -485,16 +496,16 @@ impl Tensor {
     ) -> PyResult<Bound<'py, Self>> {
         let me = slf.get();
         let d = me.data();
-        let (mut place, mut ty) = (d.place(), d.dtype());
+        let (mut place, mut asked) = (d.place(), None);
         for a in args.iter() {
             if let Ok(s) = a.extract::<String>() {
                 if let Some(t) = DType::parse(&s) {
-                    ty = t;
+                    asked = Some(t);
                     continue;
                 }
             }
             if let Some(t) = create::dtype_of(&a)? {
-                ty = t;
+                asked = Some(t);
             } else {
                 place = crate::device::parse(Some(&a))?;
             }
@@ -503,8 +514,15 @@ impl Tensor {
             place = crate::device::parse(Some(dev))?;
         }
         if let Some(t) = dtype {
-            ty = create::dtype_of(t)?.ok_or_else(|| PyTypeError::new_err("dtype must be float16, float32 or float64"))?;
+            asked = Some(create::dtype_of(t)?.ok_or_else(|| PyTypeError::new_err("dtype must be float16, float32 or float64"))?);
         }
+        // float64 has no GPU form: moving it there without naming a dtype gives
+        // float32 (as `.gpu()` does); asking for float64 on the GPU is a TypeError.
+        let ty = match asked {
+            Some(t) => t,
+            None if place == Where::Gpu && d.dtype() == DType::F64 => DType::F32,
+            None => d.dtype(),
+        };
         if place == d.place() && ty == d.dtype() {
             return Ok(slf.clone());
         }
@@ -668,7 +686,7 @@ impl Tensor {
         let me = slf.get();
         me.check_in_place("fill_")?;
         let d = me.data();
-        me.replace(map!(&d, t => ops::full_like(t, value)));
+        me.store(map!(&d, t => ops::full_like(t, value)));
         Ok(slf.clone())
     }
     /// Copies `src`'s values (broadcast to this shape) in place; returns `self`.
@@ -682,7 +700,7 @@ impl Tensor {
         }
         let dims = d.dims().to_vec();
         let _g = volta::no_grad();
-        me.replace(guard(|| Ok(map!(&s, t => ops::broadcast_to(t, &dims).contiguous())))?);
+        me.store(guard(|| Ok(map!(&s, t => ops::broadcast_to(t, &dims).contiguous())))?);
         Ok(slf.clone())
     }
 
@@ -831,14 +849,17 @@ impl Tensor {
     fn softmax(&self, dim: isize) -> PyResult<Tensor> {
         let d = self.data();
         let a = shape::axis("softmax", dim, d.dims().len())?;
-        guard(|| Ok(Tensor::result(map!(&d, t => t.softmax(a)))))
+        // A 0-d tensor: its one element along its one (implicit) dim, as PyTorch.
+        let one = d.dims().is_empty();
+        guard(|| Ok(Tensor::result(map!(&d, t => if one { t.reshape(&[1]).softmax(0).reshape(&[]) } else { t.softmax(a) }))))
     }
 
     /// log(softmax) along `dim`, computed stably.
     fn log_softmax(&self, dim: isize) -> PyResult<Tensor> {
         let d = self.data();
         let a = shape::axis("log_softmax", dim, d.dims().len())?;
-        guard(|| Ok(Tensor::result(map!(&d, t => t.log_softmax(a)))))
+        let one = d.dims().is_empty();
+        guard(|| Ok(Tensor::result(map!(&d, t => if one { t.reshape(&[1]).log_softmax(0).reshape(&[]) } else { t.log_softmax(a) }))))
     }
 
     // ---- movement ----
@@ -887,6 +908,10 @@ impl Tensor {
         let d = self.data();
         let r = d.dims().len();
         let (a, b) = (shape::axis("transpose", dim0, r)?, shape::axis("transpose", dim1, r)?);
+        if r == 0 {
+            // dims 0/−1 of a 0-d tensor: nothing to swap (as PyTorch).
+            return Ok(self.alias());
+        }
         let mut perm: Vec<usize> = (0..r).collect();
         perm.swap(a, b);
         guard(|| Ok(Tensor::result(map!(&d, t => t.permute(&perm)))))
@@ -985,37 +1010,43 @@ impl Tensor {
     }
 
     /// `length` elements from `start` along `dim` (a view).
-    fn narrow(&self, dim: isize, start: isize, length: usize) -> PyResult<Tensor> {
+    fn narrow(&self, dim: isize, start: isize, length: isize) -> PyResult<Tensor> {
+        if length < 0 {
+            return Err(PyValueError::new_err(format!("narrow: length must be ≥ 0, got {length}")));
+        }
         let d = self.data();
-        let a = shape::axis("narrow", dim, d.dims().len())?;
+        let a = shape::real_axis("narrow", dim, d.dims().len())?;
         let n = d.dims()[a] as isize;
         let s = if start < 0 { start + n } else { start };
-        if s < 0 || s as usize + length > n as usize {
+        // `length > n − s`, not `s + length > n`, which can overflow.
+        if s < 0 || s > n || length > n - s {
             return Err(pyo3::exceptions::PyIndexError::new_err(format!(
                 "narrow: {start}..{start}+{length} is out of range for dim {dim} of size {n}"
             )));
         }
+        let length = length as usize;
         guard(|| Ok(Tensor::result(map!(&d, t => t.narrow(a, s as usize, length)))))
     }
 
     /// Splits into pieces of `split_size` along `dim` (the last may be smaller).
     #[pyo3(signature = (split_size, dim=0))]
-    fn split(&self, split_size: usize, dim: isize) -> PyResult<Vec<Tensor>> {
-        if split_size == 0 {
-            return Err(PyValueError::new_err("split: split_size must be positive"));
+    fn split(&self, split_size: isize, dim: isize) -> PyResult<Vec<Tensor>> {
+        if split_size <= 0 {
+            return Err(PyValueError::new_err(format!("split: split_size must be positive, got {split_size}")));
         }
-        let n = self.dims()[shape::axis("split", dim, self.dims().len())?];
-        (0..n).step_by(split_size).map(|s| self.narrow(dim, s as isize, split_size.min(n - s))).collect()
+        let split_size = split_size as usize;
+        let n = self.dims()[shape::real_axis("split", dim, self.dims().len())?];
+        (0..n).step_by(split_size).map(|s| self.narrow(dim, s as isize, split_size.min(n - s) as isize)).collect()
     }
 
     /// `chunks` pieces of (nearly) equal size along `dim`.
     #[pyo3(signature = (chunks, dim=0))]
-    fn chunk(&self, chunks: usize, dim: isize) -> PyResult<Vec<Tensor>> {
-        if chunks == 0 {
-            return Err(PyValueError::new_err("chunk: chunks must be positive"));
+    fn chunk(&self, chunks: isize, dim: isize) -> PyResult<Vec<Tensor>> {
+        if chunks <= 0 {
+            return Err(PyValueError::new_err(format!("chunk: chunks must be positive, got {chunks}")));
         }
-        let n = self.dims()[shape::axis("chunk", dim, self.dims().len())?];
-        self.split(n.div_ceil(chunks).max(1), dim)
+        let n = self.dims()[shape::real_axis("chunk", dim, self.dims().len())?];
+        self.split(n.div_ceil(chunks as usize).max(1) as isize, dim)
     }
 
     fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<Tensor> {
@@ -1077,8 +1108,23 @@ impl Tensor {
         guard(|| Ok(Tensor::result(map!(&d, t => t.reshape(&dims)))))
     }
 
+    /// Refuses to change a leaf that requires grad while gradients are recorded. A
+    /// tensor an op made may change in place (`h = x @ w; h += b`): the update is
+    /// recorded like any op.
+    /// Puts `new` in place of the values: a leaf keeps its `.grad` slot and its
+    /// `requires_grad` (`replace`); a tensor an op made takes `new` as it is (the
+    /// recorded result of an in-place op, or values that no longer depend on the
+    /// graph), never becoming a leaf that gradients collect in.
+    fn store(&self, new: Data) {
+        if self.leaf {
+            self.replace(new);
+        } else {
+            *self.data.write().unwrap_or_else(|p| p.into_inner()) = new;
+        }
+    }
+
     fn check_in_place(&self, op: &str) -> PyResult<()> {
-        if self.data().is_tracked() && volta::grad_enabled() {
+        if self.leaf && self.data().is_tracked() && volta::grad_enabled() {
             return Err(PyRuntimeError::new_err(format!(
                 "{op}: a leaf that requires grad cannot be changed in place while gradients are \
                  recorded; wrap the update in `with volta.no_grad():`"
@@ -1098,11 +1144,7 @@ impl Tensor {
                 d.dims()
             )));
         }
-        if self.leaf {
-            self.replace(out);
-        } else {
-            *self.data.write().unwrap_or_else(|p| p.into_inner()) = out;
-        }
+        self.store(out);
         Ok(())
     }
 
@@ -1130,6 +1172,11 @@ impl Tensor {
         let values = py.detach(|| d.to_f64())?;
         let (axis, outer, len, inner) = match dim {
             None => (None, 1, values.len(), 1),
+            // A 0-d tensor's dim 0/−1: its one element, index 0 (as PyTorch).
+            Some(a) if dims.is_empty() => {
+                shape::axis("argmax", a, 0)?;
+                (None, 1, values.len(), 1)
+            }
             Some(a) => {
                 let a = shape::axis("argmax", a, dims.len())?;
                 (Some(a), dims[..a].iter().product(), dims[a], dims[a + 1..].iter().product())

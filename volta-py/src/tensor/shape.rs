@@ -35,11 +35,13 @@ pub fn broadcasts_to(from: &[usize], to: &[usize]) -> bool {
             .all(|(&f, &t)| f == t || f == 1)
 }
 
-/// A possibly negative axis of a rank-`rank` tensor, as an index.
+/// A possibly negative axis of a rank-`rank` tensor, as an index. A 0-d tensor
+/// takes dim 0 or −1 (as in PyTorch: a reduction or softmax of its one element);
+/// callers that index its dims use [`real_axis`].
 pub fn axis(op: &str, axis: isize, rank: usize) -> PyResult<usize> {
     let r = rank as isize;
-    let a = if axis < 0 { axis + r } else { axis };
-    if a < 0 || a >= r.max(1) || (rank == 0 && a != 0) {
+    let a = if axis < 0 { axis + r.max(1) } else { axis };
+    if a < 0 || a >= r.max(1) {
         return Err(PyIndexError::new_err(format!(
             "{op}: dim {axis} is out of range for a tensor of rank {rank} (expected {} to {})",
             -r.max(1),
@@ -47,6 +49,17 @@ pub fn axis(op: &str, axis: isize, rank: usize) -> PyResult<usize> {
         )));
     }
     Ok(a as usize)
+}
+
+/// [`axis`] for an op that needs an axis of the tensor's dims (`size`, `narrow`,
+/// `split`, `cat`): a 0-d tensor has none.
+pub fn real_axis(op: &str, axis: isize, rank: usize) -> PyResult<usize> {
+    if rank == 0 {
+        return Err(PyIndexError::new_err(format!(
+            "{op}: dim {axis} is out of range for a 0-d tensor (it has no dims)"
+        )));
+    }
+    self::axis(op, axis, rank)
 }
 
 /// Distinct axes from a list (negative allowed), sorted.

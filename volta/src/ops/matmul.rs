@@ -85,3 +85,20 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
         Tensor::from_raw(out, self.raw().matmul(&rhs))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{Cpu, RawTensor};
+
+    #[test]
+    fn vector_times_vector_is_a_dot_product() {
+        let a = RawTensor::<Cpu, f32>::from_vec(vec![1.0, 2.0, 3.0], &[3]);
+        let b = RawTensor::<Cpu, f32>::from_vec(vec![4.0, -5.0, 6.0], &[3]);
+        let dot = a.matmul(&b);
+        assert!(dot.dims().is_empty());
+        assert_eq!(dot.to_vec(), vec![12.0]);
+        let m = RawTensor::<Cpu, f32>::from_vec(vec![1.0, 0.0, 2.0, 1.0, 0.0, 3.0], &[3, 2]);
+        assert_eq!(a.matmul(&m).dims(), &[2]);
+        assert_eq!(a.matmul(&m).to_vec(), vec![5.0, 11.0]);
+    }
+}

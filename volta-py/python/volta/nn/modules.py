@@ -35,6 +35,10 @@ class Module:
     """
 
     training: bool
+    # Set in __init__ (through object.__setattr__); declared for type checkers.
+    _parameters: "OrderedDict[str, Tensor]"
+    _buffers: "OrderedDict[str, Tensor]"
+    _modules: "OrderedDict[str, Module]"
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -200,6 +204,13 @@ class Module:
         return "\n".join(lines) + "\n)"
 
 
+def _check_eps(layer: str, eps: float) -> None:
+    """A ``ValueError`` at construction for an eps the functional op would refuse on
+    every forward (negative, NaN, infinite), so the mistake shows where it is made."""
+    if not (math.isfinite(eps) and eps >= 0):
+        raise ValueError(f"{layer}: eps must be finite and ≥ 0, got {eps}")
+
+
 def _uniform(shape: Sequence[int], bound: float, device: _DeviceLike, dtype: Optional[str]) -> Tensor:
     return volta.uniform(tuple(shape), -bound, bound, device=device, dtype=dtype, requires_grad=True)
 
@@ -288,8 +299,7 @@ class BatchNorm2d(Module):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True, device: _DeviceLike = None, dtype: Optional[str] = None) -> None:
         super().__init__()
-        if not (eps >= 0):
-            raise ValueError(f"BatchNorm2d: eps must be ≥ 0, got {eps}")
+        _check_eps("BatchNorm2d", eps)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.weight = volta.ones(num_features, device=device, dtype=dtype, requires_grad=True) if affine else None
         self.bias = volta.zeros(num_features, device=device, dtype=dtype, requires_grad=True) if affine else None
@@ -312,6 +322,7 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape: Union[int, Sequence[int]], eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True, device: _DeviceLike = None, dtype: Optional[str] = None) -> None:
         super().__init__()
+        _check_eps("LayerNorm", eps)
         self.normalized_shape, self.eps = _shape(normalized_shape), eps
         self.weight = volta.ones(self.normalized_shape, device=device, dtype=dtype, requires_grad=True) if elementwise_affine else None
         self.bias = volta.zeros(self.normalized_shape, device=device, dtype=dtype, requires_grad=True) if elementwise_affine and bias else None
@@ -330,6 +341,7 @@ class RMSNorm(Module):
         super().__init__()
         self.normalized_shape = _shape(normalized_shape)
         self.eps = 1e-6 if eps is None else eps
+        _check_eps("RMSNorm", self.eps)
         self.weight = volta.ones(self.normalized_shape, device=device, dtype=dtype, requires_grad=True) if elementwise_affine else None
 
     def forward(self, x: Tensor) -> Tensor:

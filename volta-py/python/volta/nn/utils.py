@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, cast
 
 import volta
 from volta import Tensor
@@ -17,7 +17,7 @@ def clip_grad_norm_(parameters: Iterable[Tensor], max_norm: float) -> Tensor:
     params = [p for p in parameters if p.grad is not None]
     if not params:
         return volta.tensor(0.0)
-    grads = [p.grad for p in params]
+    grads = [cast(Tensor, p.grad) for p in params]  # not None: filtered above
     total = sum(((g * g).sum() for g in grads[1:]), (grads[0] * grads[0]).sum()).sqrt()
     # On the device, without reading the norm back: coef = min(1, max/(norm + ε)).
     coef = (max_norm / (total + 1e-6)).clamp(max=1.0)

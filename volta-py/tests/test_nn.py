@@ -1,0 +1,618 @@
+"""`volta.functional`, `volta.nn` and `volta.optim` against numpy: each functional op's
+values against a numpy reference, its gradients against central differences (float64,
+CPU), and the GPU against the CPU; the layers' bookkeeping (parameters, state_dict,
+modes, devices); the optimisers against numpy implementations of PyTorch's update
+rules; and a small conv net trained on both devices.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import volta
+import volta.functional as F
+import volta.nn as nn
+import volta.optim as optim
+from conftest import arr, assert_close, cpu_vs_gpu, gradcheck, requires_gpu
+
+# ---- numpy references ------------------------------------------------------------------
+
+
+def pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def np_conv2d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    (sh, sw), (ph, pw), (dh, dw) = pair(stride), pair(padding), pair(dilation)
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for oc in range(o):
+        g = oc // og
+        for i in range(oh):
+            for j in range(ow):
+                patch = xp[:, g * cg : (g + 1) * cg, i * sh : i * sh + dh * (kh - 1) + 1 : dh, j * sw : j * sw + dw * (kw - 1) + 1 : dw]
+                out[:, oc, i, j] = (patch * w[oc]).sum(axis=(1, 2, 3))
+    if b is not None:
+        out += b[None, :, None, None]
+    return out
+
+
+def np_pool(x, kernel, stride=None, padding=0, op="max"):
+    (kh, kw), (ph, pw) = pair(kernel), pair(padding)
+    sh, sw = pair(stride) if stride is not None else (kh, kw)
+    fill = -np.inf if op == "max" else 0.0
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill)
+    oh = (x.shape[2] + 2 * ph - kh) // sh + 1
+    ow = (x.shape[3] + 2 * pw - kw) // sw + 1
+    out = np.zeros(x.shape[:2] + (oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * sh : i * sh + kh, j * sw : j * sw + kw]
+            # PyTorch's avg_pool2d counts the padding (count_include_pad=True).
+            out[:, :, i, j] = win.max(axis=(2, 3)) if op == "max" else win.mean(axis=(2, 3))
+    return out
+
+
+def np_layer_norm(x, k, w=None, b=None, eps=1e-5):
+    axes = tuple(range(x.ndim - k, x.ndim))
+    y = (x - x.mean(axis=axes, keepdims=True)) / np.sqrt(x.var(axis=axes, keepdims=True) + eps)
+    return y * (1 if w is None else w) + (0 if b is None else b)
+
+
+def np_rms_norm(x, k, w=None, eps=1e-6):
+    axes = tuple(range(x.ndim - k, x.ndim))
+    y = x / np.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
+    return y * (1 if w is None else w)
+
+
+def np_batch_norm_train(x, w=None, b=None, eps=1e-5):
+    mean = x.mean(axis=(0, 2, 3), keepdims=True)
+    var = x.var(axis=(0, 2, 3), keepdims=True)
+    y = (x - mean) / np.sqrt(var + eps)
+    if w is not None:
+        y = y * w[None, :, None, None]
+    if b is not None:
+        y = y + b[None, :, None, None]
+    return y
+
+
+def np_log_softmax(x):
+    m = x.max(axis=1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=1, keepdims=True))
+
+
+def np_reduce(v, reduction):
+    return {"mean": np.mean, "sum": np.sum, "none": lambda a: a}[reduction](v)
+
+
+def np_cross_entropy(x, t, reduction="mean", label_smoothing=0.0):
+    lp = np_log_softmax(x)
+    nll = -lp[np.arange(len(t)), t]
+    smooth = -lp.mean(axis=1)
+    return np_reduce((1 - label_smoothing) * nll + label_smoothing * smooth, reduction)
+
+
+# ---- functional: values against numpy ------------------------------------------------
+
+CONV_CONFIGS = [
+    dict(),
+    dict(stride=2),
+    dict(padding=1),
+    dict(padding=(2, 0), stride=(1, 2)),
+    dict(dilation=2),
+    dict(dilation=(2, 1), padding=2, stride=2),
+    dict(groups=2),
+    dict(groups=4, padding=1),
+    dict(stride=3, padding=1, dilation=2, groups=2),
+]
+
+
+@pytest.mark.parametrize("cfg", CONV_CONFIGS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) or "plain")
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv2d_against_numpy(cfg, bias, device, rng):
+    groups = cfg.get("groups", 1)
+    x = rng.standard_normal((2, 4, 7, 6))
+    w = rng.standard_normal((4, 4 // groups, 3, 2))
+    b = rng.standard_normal(4) if bias else None
+    dev = dict(device=device)
+    out = F.conv2d(
+        volta.tensor(x, **dev),
+        volta.tensor(w, **dev),
+        volta.tensor(b, **dev) if bias else None,
+        **cfg,
+    )
+    tol = 1e-12 if device == "cpu" else 1e-4
+    assert_close(out, np_conv2d(x, w, b, **cfg), rtol=tol, atol=tol)
+
+
+POOL_CONFIGS = [
+    dict(kernel_size=2),
+    dict(kernel_size=3, stride=1),
+    dict(kernel_size=(2, 3), stride=(1, 2)),
+    dict(kernel_size=2, stride=1, padding=1),
+    dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=(3, 2), stride=1, padding=(1, 0)),
+    dict(kernel_size=4, stride=3, padding=2),
+]
+
+
+@pytest.mark.parametrize("cfg", POOL_CONFIGS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
+@pytest.mark.parametrize("op", ["max", "avg"])
+def test_pools_against_numpy(cfg, op, device, rng):
+    x = rng.standard_normal((2, 3, 7, 6))
+    fn = F.max_pool2d if op == "max" else F.avg_pool2d
+    out = fn(volta.tensor(x, device=device), **cfg)
+    tol = 1e-12 if device == "cpu" else 1e-5
+    expected = np_pool(x, cfg["kernel_size"], cfg.get("stride"), cfg.get("padding", 0), op)
+    assert_close(out, expected, rtol=tol, atol=tol)
+
+
+def test_norms_against_numpy(device, rng):
+    x = rng.standard_normal((2, 3, 4)) * 3 + 1
+    w, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    t = lambda a: volta.tensor(a, device=device)  # noqa: E731
+    tol = 1e-10 if device == "cpu" else 1e-4
+    assert_close(F.layer_norm(t(x), 4), np_layer_norm(x, 1), rtol=tol, atol=tol)
+    assert_close(F.layer_norm(t(x), (3, 4), t(w), t(b), eps=1e-3), np_layer_norm(x, 2, w, b, 1e-3), rtol=tol, atol=tol)
+    assert_close(F.layer_norm(t(x), [4], t(w[0]), None), np_layer_norm(x, 1, w[0]), rtol=tol, atol=tol)
+    assert_close(F.rms_norm(t(x), 4), np_rms_norm(x, 1), rtol=tol, atol=tol)
+    assert_close(F.rms_norm(t(x), (3, 4), t(w), eps=0.5), np_rms_norm(x, 2, w, 0.5), rtol=tol, atol=tol)
+
+
+def test_batch_norm_against_numpy(device, rng):
+    x = rng.standard_normal((4, 3, 2, 5)) * 2 + 0.5
+    w, b = rng.standard_normal(3), rng.standard_normal(3)
+    t = lambda a: volta.tensor(a, device=device)  # noqa: E731
+    tol = 1e-10 if device == "cpu" else 1e-4
+    rm, rv = t(np.zeros(3)), t(np.ones(3))
+    out = F.batch_norm(t(x), rm, rv, t(w), t(b), training=True, momentum=0.25)
+    assert_close(out, np_batch_norm_train(x, w, b), rtol=tol, atol=tol)
+    # Running statistics as PyTorch moves them: the unbiased batch variance.
+    n = x.shape[0] * x.shape[2] * x.shape[3]
+    mean = x.mean(axis=(0, 2, 3))
+    var_unbiased = x.var(axis=(0, 2, 3)) * n / (n - 1)
+    assert_close(rm, 0.25 * mean, rtol=tol, atol=tol)
+    assert_close(rv, 0.75 + 0.25 * var_unbiased, rtol=tol, atol=tol)
+    # Evaluation: the running statistics.
+    ev = F.batch_norm(t(x), rm, rv, t(w), t(b), training=False, eps=1e-3)
+    expected = (x - arr(rm)[None, :, None, None]) / np.sqrt(arr(rv)[None, :, None, None] + 1e-3)
+    expected = expected * w[None, :, None, None] + b[None, :, None, None]
+    assert_close(ev, expected, rtol=tol, atol=tol)
+    # Without affine parameters, or with a bias alone.
+    assert_close(F.batch_norm(t(x), None, None, training=True), np_batch_norm_train(x), rtol=tol, atol=tol)
+    assert_close(F.batch_norm(t(x), None, None, None, t(b), training=True), np_batch_norm_train(x, None, b), rtol=tol, atol=tol)
+
+
+def test_embedding_against_numpy(device, rng):
+    w = rng.standard_normal((5, 3))
+    ids = np.array([[0, 4, 4], [2, 1, 0]])
+    for key in (ids, ids.tolist(), volta.tensor(ids), ids.astype(np.float64)):
+        assert_close(F.embedding(key, volta.tensor(w, device=device)), w[ids], atol=1e-6)
+    assert_close(F.embedding(3, volta.tensor(w, device=device)), w[3], atol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 1.0])
+def test_cross_entropy_and_nll_against_numpy(reduction, smoothing, device, rng):
+    x = rng.standard_normal((4, 5)) * 3
+    t = np.array([1, 0, 4, 1])
+    tol = 1e-10 if device == "cpu" else 1e-4
+    xv = volta.tensor(x, device=device)
+    for target in (t, t.tolist(), volta.tensor(t)):
+        out = F.cross_entropy(xv, target, reduction=reduction, label_smoothing=smoothing)
+        assert_close(out, np_cross_entropy(x, t, reduction, smoothing), rtol=tol, atol=tol)
+    loss = nn.CrossEntropyLoss(reduction, smoothing)(xv, t)
+    assert_close(loss, np_cross_entropy(x, t, reduction, smoothing), rtol=tol, atol=tol)
+    lp = np_log_softmax(x)
+    assert_close(F.nll_loss(volta.tensor(lp, device=device), t, reduction), np_reduce(-lp[np.arange(4), t], reduction), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_pointwise_losses_against_numpy(reduction, device, rng):
+    x, y = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    xv, yv = volta.tensor(x, device=device), volta.tensor(y, device=device)
+    tol = 1e-10 if device == "cpu" else 1e-5
+    assert_close(F.mse_loss(xv, yv, reduction), np_reduce((x - y) ** 2, reduction), rtol=tol, atol=tol)
+    assert_close(F.l1_loss(xv, yv, reduction), np_reduce(np.abs(x - y), reduction), rtol=tol, atol=tol)
+    assert_close(F.mse_loss(xv, y.tolist(), reduction), np_reduce((x - y) ** 2, reduction), rtol=tol, atol=tol)
+    assert_close(nn.MSELoss(reduction)(xv, yv), np_reduce((x - y) ** 2, reduction), rtol=tol, atol=tol)
+
+
+def test_linear_against_numpy(device, rng):
+    w, b = rng.standard_normal((4, 3)), rng.standard_normal(4)
+    tol = 1e-10 if device == "cpu" else 1e-5
+    for shape in [(3,), (5, 3), (2, 5, 3)]:
+        x = rng.standard_normal(shape)
+        t = lambda a: volta.tensor(a, device=device)  # noqa: E731
+        assert_close(F.linear(t(x), t(w), t(b)), x @ w.T + b, rtol=tol, atol=tol)
+        assert_close(F.linear(t(x), t(w)), x @ w.T, rtol=tol, atol=tol)
+
+
+def test_dropout(device):
+    x = volta.ones(100, 100, device=device)
+    assert F.dropout(x, 0.5, training=False) is not None
+    assert_close(F.dropout(x, 0.5, training=False), np.ones((100, 100)))
+    assert_close(F.dropout(x, 0.0), np.ones((100, 100)))
+    volta.manual_seed(3)
+    y = arr(F.dropout(x, 0.3))
+    kept = y != 0
+    assert 0.65 < kept.mean() < 0.75
+    np.testing.assert_allclose(y[kept], 1 / 0.7, rtol=1e-6)
+    volta.manual_seed(3)
+    np.testing.assert_array_equal(arr(F.dropout(x, 0.3)), y)  # seeded
+    # p = 1 drops everything (PyTorch gives zeros, not 0 · ∞ = NaN).
+    assert_close(F.dropout(x, 1.0), np.zeros((100, 100)))
+
+
+# ---- functional: gradients, and the GPU against the CPU -------------------------------
+
+
+def normal(*shape):
+    return lambda r: r.standard_normal(shape)
+
+
+def distinct(*shape):
+    n = int(np.prod(shape))
+    return lambda r: (r.permutation(n) * 0.25 - n * 0.125).reshape(shape)
+
+
+def inputs(*makers):
+    return lambda r: tuple(m(r) for m in makers)
+
+
+def _dropout(x):
+    volta.manual_seed(11)  # the same mask on every call
+    return F.dropout(x, 0.4)
+
+
+FUNCTIONAL_CASES = [
+    ("conv2d", lambda x, w, b: F.conv2d(x, w, b), inputs(normal(2, 2, 5, 4), normal(3, 2, 3, 2), normal(3))),
+    ("conv2d(stride,padding)", lambda x, w: F.conv2d(x, w, None, 2, 1), inputs(normal(1, 2, 5, 5), normal(2, 2, 3, 3))),
+    ("conv2d(dilation)", lambda x, w, b: F.conv2d(x, w, b, dilation=(2, 1), padding=(1, 0)), inputs(normal(1, 1, 6, 5), normal(2, 1, 3, 2), normal(2))),
+    ("conv2d(groups)", lambda x, w, b: F.conv2d(x, w, b, stride=(1, 2), groups=2), inputs(normal(2, 4, 4, 5), normal(2, 2, 2, 2), normal(2))),
+    ("conv2d(depthwise)", lambda x, w: F.conv2d(x, w, padding=1, groups=3), inputs(normal(1, 3, 4, 4), normal(3, 1, 3, 3))),
+    ("max_pool2d", lambda x: F.max_pool2d(x, 2), inputs(distinct(2, 2, 4, 4))),
+    ("max_pool2d(overlap,padding)", lambda x: F.max_pool2d(x, 3, 2, 1), inputs(distinct(1, 2, 5, 5))),
+    ("avg_pool2d", lambda x: F.avg_pool2d(x, (2, 3), 1), inputs(normal(2, 2, 4, 5))),
+    ("avg_pool2d(padding)", lambda x: F.avg_pool2d(x, 3, 2, 1), inputs(normal(1, 2, 5, 4))),
+    ("layer_norm", lambda x, w, b: F.layer_norm(x, 4, w, b), inputs(normal(3, 4), normal(4), normal(4))),
+    ("layer_norm(2 dims)", lambda x, w: F.layer_norm(x, (2, 3), w, eps=1e-3), inputs(normal(2, 2, 3), normal(2, 3))),
+    ("rms_norm", lambda x, w: F.rms_norm(x, 5, w), inputs(normal(3, 5), normal(5))),
+    ("rms_norm(no weight)", lambda x: F.rms_norm(x, (2, 2)), inputs(normal(3, 2, 2))),
+    ("batch_norm(training)", lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), inputs(normal(3, 2, 2, 2), normal(2), normal(2))),
+    ("batch_norm(eval)", lambda x, m, v, w: F.batch_norm(x, m, v.abs() + 0.5, w, None, training=False), inputs(normal(2, 3, 2, 2), normal(3), normal(3), normal(3))),
+    ("embedding", lambda w: F.embedding([[0, 2, 2], [3, 0, 2]], w), inputs(normal(4, 3))),
+    ("cross_entropy", lambda x: F.cross_entropy(x, [1, 0, 3]), inputs(normal(3, 4))),
+    ("cross_entropy(sum,smoothing)", lambda x: F.cross_entropy(x, [2, 2, 0], "sum", 0.2), inputs(normal(3, 4))),
+    ("cross_entropy(none)", lambda x: F.cross_entropy(x, [3, 1], reduction="none", label_smoothing=0.05), inputs(normal(2, 4))),
+    ("nll_loss", lambda x: F.nll_loss(x.log_softmax(1), [1, 0, 3]), inputs(normal(3, 4))),
+    ("mse_loss", lambda x, y: F.mse_loss(x, y), inputs(normal(2, 3), normal(2, 3))),
+    ("mse_loss(sum)", lambda x, y: F.mse_loss(x, y, "sum"), inputs(normal(2, 3), normal(2, 3))),
+    ("l1_loss", lambda x, y: F.l1_loss(x, y), inputs(normal(2, 3), normal(2, 3))),
+    ("l1_loss(none)", lambda x, y: F.l1_loss(x, y, reduction="none"), inputs(normal(2, 3), normal(2, 3))),
+    ("linear", lambda x, w, b: F.linear(x, w, b), inputs(normal(2, 5, 3), normal(4, 3), normal(4))),
+    ("linear(1-D, no bias)", lambda x, w: F.linear(x, w), inputs(normal(3), normal(4, 3))),
+    ("dropout", _dropout, inputs(normal(4, 5))),
+    ("conv net", lambda x, w, lw: F.linear(F.max_pool2d(F.conv2d(x, w, padding=1).relu(), 2).flatten(1), lw), inputs(normal(2, 1, 4, 4), normal(2, 1, 3, 3), normal(3, 8))),
+]
+FUNCTIONAL_IDS = [c[0] for c in FUNCTIONAL_CASES]
+
+
+@pytest.mark.parametrize("name, fn, make", FUNCTIONAL_CASES, ids=FUNCTIONAL_IDS)
+def test_functional_gradients_against_finite_differences(name, fn, make):
+    gradcheck(fn, *make(np.random.default_rng(0)))
+
+
+@requires_gpu
+@pytest.mark.parametrize("name, fn, make", FUNCTIONAL_CASES, ids=FUNCTIONAL_IDS)
+def test_functional_gpu_agrees_with_cpu(name, fn, make):
+    cpu_vs_gpu(fn, *make(np.random.default_rng(0)))
+
+
+# ---- layers -----------------------------------------------------------------------------
+
+
+class Net(nn.Module):
+    def __init__(self, conv_bias: bool = True) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3, padding=1, bias=conv_bias)
+        self.bn1 = nn.BatchNorm2d(4)
+        self.pool = nn.MaxPool2d(2)
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(4 * 4 * 4, 8), nn.ReLU(), nn.Dropout(0.0), nn.Linear(8, 3))
+
+    def forward(self, x):
+        return self.head(self.pool(self.bn1(self.conv1(x)).relu()))
+
+
+def test_module_parameters_buffers_and_names():
+    volta.manual_seed(0)
+    net = Net()
+    names = [n for n, _ in net.named_parameters()]
+    assert names == [
+        "conv1.weight",
+        "conv1.bias",
+        "bn1.weight",
+        "bn1.bias",
+        "head.1.weight",
+        "head.1.bias",
+        "head.4.weight",
+        "head.4.bias",
+    ]
+    assert [n for n, _ in net.named_buffers()] == ["bn1.running_mean", "bn1.running_var"]
+    assert list(net.state_dict()) == [
+        "conv1.weight",
+        "conv1.bias",
+        "bn1.weight",
+        "bn1.bias",
+        "bn1.running_mean",
+        "bn1.running_var",
+        "head.1.weight",
+        "head.1.bias",
+        "head.4.weight",
+        "head.4.bias",
+    ]
+    assert all(p.requires_grad and p.is_leaf for p in net.parameters())
+    assert not any(t.requires_grad for t in net.state_dict().values())
+    assert net.conv1.weight.shape == (4, 1, 3, 3) and net.head[1].weight.shape == (8, 64)
+    assert len(net.head) == 5 and isinstance(list(net.head)[2], nn.ReLU)
+    assert "Conv2d" in repr(net)
+    # Initialisation as PyTorch: uniform in ±1/sqrt(fan_in).
+    assert np.abs(arr(net.conv1.weight)).max() <= 1 / 3
+    assert np.abs(arr(net.head[1].weight)).max() <= 1 / 8
+
+
+def test_module_forward_matches_functional(rng):
+    volta.manual_seed(0)
+    net = Net()
+    x = volta.tensor(rng.standard_normal((2, 1, 8, 8)).astype(np.float32))
+    y = net(x)
+    assert y.shape == (2, 3)
+    h = F.conv2d(x, net.conv1.weight, net.conv1.bias, padding=1)
+    h = F.batch_norm(h, None, None, net.bn1.weight, net.bn1.bias, training=True)
+    h = F.max_pool2d(h.relu(), 2).flatten(1)
+    h = F.linear(F.linear(h, net.head[1].weight, net.head[1].bias).relu(), net.head[4].weight, net.head[4].bias)
+    assert_close(y, arr(h), rtol=1e-5, atol=1e-5)
+
+
+def test_train_and_eval_modes(rng):
+    bn = nn.BatchNorm2d(2, momentum=0.5)
+    x = volta.tensor(rng.standard_normal((3, 2, 2, 2)) * 2 + 1, dtype="float32")
+    bn(x)  # training: the running statistics move
+    assert not np.allclose(arr(bn.running_mean), 0)
+    rm = arr(bn.running_mean)
+    bn.eval()
+    assert not bn.training
+    y = bn(x)
+    np.testing.assert_array_equal(arr(bn.running_mean), rm)  # evaluation: they stay
+    expected = (arr(x) - rm[None, :, None, None]) / np.sqrt(arr(bn.running_var)[None, :, None, None] + 1e-5)
+    assert_close(y, expected, rtol=1e-5, atol=1e-5)
+    drop = nn.Sequential(nn.Dropout(0.9))
+    drop.eval()
+    assert_close(drop(x), arr(x))
+    drop.train()
+    assert all(m.training for m in drop.modules())
+
+
+def test_layer_modules(rng):
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    t = volta.tensor(x)
+    assert_close(nn.LayerNorm(4)(t), np_layer_norm(x, 1), rtol=1e-5, atol=1e-5)
+    assert_close(nn.LayerNorm((3, 4), elementwise_affine=False)(t), np_layer_norm(x, 2), rtol=1e-5, atol=1e-5)
+    assert_close(nn.RMSNorm(4)(t), np_rms_norm(x, 1), rtol=1e-5, atol=1e-5)
+    assert_close(nn.Softmax(1)(t), np.exp(x) / np.exp(x).sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+    assert_close(nn.Identity()(t), x)
+    assert_close(nn.Flatten()(t), x.reshape(2, 12))
+    assert_close(nn.Flatten(0, 1)(t), x.reshape(6, 4))
+    for mod, ref in [(nn.ReLU(), lambda a: np.maximum(a, 0)), (nn.Tanh(), np.tanh), (nn.Sigmoid(), lambda a: 1 / (1 + np.exp(-a))), (nn.SiLU(), lambda a: a / (1 + np.exp(-a)))]:
+        assert_close(mod(t), ref(x), rtol=1e-5, atol=1e-6)
+    assert nn.GELU()(t).shape == t.shape
+    emb = nn.Embedding(5, 2)
+    assert_close(emb([[4, 0]]), arr(emb.weight)[[[4, 0]]])
+    ap = nn.AvgPool2d(2)(volta.tensor(x[None]))
+    assert_close(ap, np_pool(x[None].astype(np.float64), 2, op="avg"), rtol=1e-5, atol=1e-6)
+    ml = nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 1)])
+    ml.append(nn.ReLU())
+    assert len(ml) == 3 and [n for n, _ in ml.named_parameters()] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    seq = nn.Sequential(OrderedDict([("fc", nn.Linear(3, 2, bias=False)), ("act", nn.ReLU())]))
+    assert [n for n, _ in seq.named_parameters()] == ["fc.weight"]
+    assert nn.Parameter(volta.ones(2)).requires_grad
+
+
+def test_module_zero_grad_and_to(device):
+    volta.manual_seed(0)
+    net = Net().to(device)
+    assert all(str(p.device) == device for p in net.parameters())
+    assert all(str(b.device) == device for b in net.buffers())
+    assert all(p.requires_grad and p.is_leaf for p in net.parameters())
+    x = volta.randn(2, 1, 8, 8, device=device)
+    net(x).sum().backward()
+    assert all(p.grad is not None for p in net.parameters())
+    net.zero_grad()
+    assert all(p.grad is None for p in net.parameters())
+    half = Net().to("float16")
+    assert all(p.dtype == "float16" for p in half.parameters())
+
+
+def test_state_dict_round_trip_through_a_file(tmp_path, device, rng):
+    volta.manual_seed(1)
+    a = Net().to(device)
+    a(volta.randn(4, 1, 8, 8, device=device))  # moves the batch-norm statistics
+    path = tmp_path / "net.safetensors"
+    volta.save_file(a.state_dict(), path)
+    volta.manual_seed(2)
+    b = Net().to(device)
+    missing, unexpected = b.load_state_dict(volta.load_file(path, device=device))
+    assert missing == [] and unexpected == []
+    for (k, va), (k2, vb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert k == k2
+        np.testing.assert_array_equal(arr(va), arr(vb))
+    a.eval()
+    b.eval()
+    x = volta.tensor(rng.standard_normal((2, 1, 8, 8)).astype(np.float32), device=device)
+    np.testing.assert_array_equal(arr(a(x)), arr(b(x)))
+    # The loaded parameters are still trainable leaves.
+    assert all(p.requires_grad and p.is_leaf for p in b.parameters())
+    # PyTorch's batch-norm counter is skipped; strict=False reports the rest.
+    state = dict(volta.load_file(path))
+    state["bn1.num_batches_tracked"] = volta.tensor([3.0])
+    del state["head.4.bias"]
+    state["extra"] = volta.ones(1)
+    missing, unexpected = b.load_state_dict(state, strict=False)
+    assert missing == ["head.4.bias"] and unexpected == ["extra"]
+
+
+def test_state_dict_interchange_with_the_safetensors_package(tmp_path):
+    st_numpy = pytest.importorskip("safetensors.numpy")
+    volta.manual_seed(0)
+    net = Net()
+    path = tmp_path / "net.safetensors"
+    st_numpy.save_file({k: arr(v) for k, v in net.state_dict().items()}, str(path))
+    volta.manual_seed(5)
+    other = Net()
+    other.load_state_dict(volta.load_file(path))
+    for k, v in net.state_dict().items():
+        np.testing.assert_array_equal(arr(other.state_dict()[k]), arr(v))
+
+
+# ---- optimisers against numpy implementations of PyTorch's formulas ------------------
+
+C = np.array([[1.0, 2.0, 0.5], [3.0, 0.25, 1.5]])
+D = np.array([[0.5, -1.0, 2.0], [-0.3, 0.7, 0.1]])
+P0 = np.array([[1.0, -2.0, 0.5], [0.25, 3.0, -1.0]])
+
+
+def grad_of(p):
+    """The gradient of L(p) = Σ c·p²/2 + Σ d·p (it depends on p: the steps compound)."""
+    return C * p + D
+
+
+def np_sgd(p, steps, lr, momentum=0.0, weight_decay=0.0, nesterov=False):
+    buf = None
+    for _ in range(steps):
+        g = grad_of(p) + weight_decay * p
+        if momentum:
+            buf = g.copy() if buf is None else momentum * buf + g
+            g = g + momentum * buf if nesterov else buf
+        p = p - lr * g
+    return p
+
+
+def np_adam(p, steps, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False):
+    m = np.zeros_like(p)
+    v = np.zeros_like(p)
+    b1, b2 = betas
+    for t in range(1, steps + 1):
+        g = grad_of(p)
+        if decoupled:
+            p = p * (1 - lr * weight_decay)
+        else:
+            g = g + weight_decay * p
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        mhat = m / (1 - b1**t)
+        vhat = v / (1 - b2**t)
+        p = p - lr * mhat / (np.sqrt(vhat) + eps)
+    return p
+
+
+def run_volta(make_opt, steps, device, dtype):
+    p = volta.tensor(P0, dtype=dtype, device=device, requires_grad=True)
+    c = volta.tensor(C, dtype=dtype, device=device)
+    d = volta.tensor(D, dtype=dtype, device=device)
+    opt = make_opt([p])
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = (c * p * p).sum() * 0.5 + (d * p).sum()
+        loss.backward()
+        opt.step()
+    assert p.requires_grad and p.is_leaf
+    return arr(p)
+
+
+OPTIMISERS = [
+    ("SGD", lambda ps: optim.SGD(ps, lr=0.1), lambda p, n: np_sgd(p, n, 0.1)),
+    ("SGD(momentum)", lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9), lambda p, n: np_sgd(p, n, 0.05, 0.9)),
+    ("SGD(nesterov)", lambda ps: optim.SGD(ps, lr=0.05, momentum=0.8, nesterov=True), lambda p, n: np_sgd(p, n, 0.05, 0.8, nesterov=True)),
+    ("SGD(weight_decay)", lambda ps: optim.SGD(ps, lr=0.1, weight_decay=0.1), lambda p, n: np_sgd(p, n, 0.1, weight_decay=0.1)),
+    ("SGD(all)", lambda ps: optim.SGD(ps, lr=0.03, momentum=0.5, weight_decay=0.2, nesterov=True), lambda p, n: np_sgd(p, n, 0.03, 0.5, 0.2, True)),
+    ("Adam", lambda ps: optim.Adam(ps, lr=0.1), lambda p, n: np_adam(p, n, 0.1)),
+    ("Adam(betas,eps)", lambda ps: optim.Adam(ps, lr=0.05, betas=(0.8, 0.9), eps=1e-3), lambda p, n: np_adam(p, n, 0.05, (0.8, 0.9), 1e-3)),
+    ("Adam(weight_decay)", lambda ps: optim.Adam(ps, lr=0.05, weight_decay=0.3), lambda p, n: np_adam(p, n, 0.05, weight_decay=0.3)),
+    ("AdamW", lambda ps: optim.AdamW(ps, lr=0.05), lambda p, n: np_adam(p, n, 0.05, weight_decay=0.01, decoupled=True)),
+    ("AdamW(weight_decay)", lambda ps: optim.AdamW(ps, lr=0.1, betas=(0.5, 0.6), weight_decay=0.5), lambda p, n: np_adam(p, n, 0.1, (0.5, 0.6), weight_decay=0.5, decoupled=True)),
+]
+
+
+@pytest.mark.parametrize("name, make, ref", OPTIMISERS, ids=[o[0] for o in OPTIMISERS])
+def test_optimisers_against_numpy(name, make, ref, device):
+    steps = 6
+    expected = ref(P0.copy(), steps)
+    if device == "cpu":
+        assert_close(run_volta(make, steps, "cpu", "float64"), expected, rtol=1e-12, atol=1e-12)
+    assert_close(run_volta(make, steps, device, "float32"), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_optimiser_param_groups_and_parameters_without_grad():
+    a = volta.tensor([1.0, 2.0], dtype="float64", requires_grad=True)
+    b = volta.tensor([3.0], dtype="float64", requires_grad=True)
+    unused = volta.tensor([5.0], dtype="float64", requires_grad=True)
+    opt = optim.SGD([{"params": [a]}, {"params": [b, unused], "lr": 0.5}], lr=0.1)
+    (a * a).sum().backward()
+    (b * 2).sum().backward()
+    opt.step()
+    assert_close(a, [1.0 - 0.2, 2.0 - 0.4], atol=1e-15)
+    assert_close(b, [3.0 - 1.0], atol=1e-15)
+    assert_close(unused, [5.0])  # no gradient: left alone
+    adam = optim.Adam([unused, b], lr=0.1)
+    b.grad = None
+    (b * 2).sum().backward()
+    adam.step()
+    adam.step()
+    assert adam.state[id(b)]["step"] == 2 and adam.state[id(unused)]["step"] == 0
+    assert_close(unused, [5.0])
+    opt.zero_grad()
+    assert b.grad is None
+
+
+# ---- a small conv net trained on both devices ------------------------------------------
+
+
+def _train(device, steps=4):
+    volta.manual_seed(0)
+    # No bias before the batch norm (as usual): its gradient is 0 up to rounding,
+    # which Adam's 1/sqrt(v) would blow up into device-dependent steps.
+    net = Net(conv_bias=False).to(device)
+    opt = optim.Adam(net.parameters(), lr=0.01)
+    r = np.random.default_rng(0)
+    x = volta.tensor(r.standard_normal((8, 1, 8, 8)).astype(np.float32), device=device)
+    y = r.integers(0, 3, 8)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, {k: arr(v) for k, v in net.state_dict().items()}
+
+
+def test_conv_net_trains_on_the_cpu():
+    losses, _ = _train("cpu", steps=8)
+    assert losses[-1] < losses[0]
+
+
+@requires_gpu
+def test_conv_net_trains_the_same_on_gpu_and_cpu():
+    cpu_losses, cpu_state = _train("cpu")
+    gpu_losses, gpu_state = _train("gpu")
+    np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-4, atol=1e-4)
+    for k in cpu_state:
+        np.testing.assert_allclose(gpu_state[k], cpu_state[k], rtol=1e-4, atol=1e-4, err_msg=k)
