@@ -116,7 +116,10 @@ pub fn run(args: &Args) -> Result<Report, Box<dyn Error>> {
 
 /// `--evaluate CHECKPOINT`: the checkpoint's test loss, accuracy and confusion
 /// matrix on the `--seed` split, without training.
-pub fn evaluate_checkpoint(args: &Args, checkpoint: &std::path::Path) -> Result<(), Box<dyn Error>> {
+pub fn evaluate_checkpoint(
+    args: &Args,
+    checkpoint: &std::path::Path,
+) -> Result<(), Box<dyn Error>> {
     let data = digits::load(args.data_path()?)?;
     let (_, test) = data.split(TEST_FRACTION, &mut Rng::seed(args.seed));
     match resolve(args.device)? {
@@ -126,7 +129,10 @@ pub fn evaluate_checkpoint(args: &Args, checkpoint: &std::path::Path) -> Result<
     }
 }
 
-fn evaluate_on<D: Backend<f32>>(checkpoint: &std::path::Path, test: Labelled) -> Result<(), Box<dyn Error>> {
+fn evaluate_on<D: Backend<f32>>(
+    checkpoint: &std::path::Path,
+    test: Labelled,
+) -> Result<(), Box<dyn Error>> {
     let loader = DataLoader::new(test)
         .features::<Rank3<1, 8, 8>>()?
         .batch::<EVAL_BATCH>()

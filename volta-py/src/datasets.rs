@@ -12,6 +12,13 @@ const DIGITS: &[u8] = include_bytes!("../../data/digits.csv.gz");
 
 /// One labelled set as `(images (N, 1, 8, 8) float32, labels (N,) int64)`.
 type Split<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>);
+/// `(x_train, y_train, x_test, y_test)`.
+type Splits<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+);
 
 /// The UCI digits (1,797 images of 1×8×8, pixels 0–16 scaled to [0, 1], labels
 /// 0–9) split into `(x_train, y_train, x_test, y_test)` numpy arrays: the split
@@ -23,7 +30,7 @@ pub fn load_digits<'py>(
     test_fraction: f64,
     seed: u64,
     path: Option<std::path::PathBuf>,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+) -> PyResult<Splits<'py>> {
     if !(0.0..1.0).contains(&test_fraction) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
             "load_digits: test_fraction must be in [0, 1), got {test_fraction}"

@@ -71,13 +71,17 @@ impl Device {
 
 /// Opens the GPU (once per process), as a `GpuError` when it cannot.
 pub fn open_gpu() -> PyResult<()> {
-    Python::attach(|py| py.detach(Gpu::init)).map(drop).map_err(errors::gpu)
+    Python::attach(|py| py.detach(Gpu::init))
+        .map(drop)
+        .map_err(errors::gpu)
 }
 
 /// A `device=` argument: a `Device`, `"cpu"`/`"gpu"` (also `"cuda"`, as PyTorch code
 /// says it), or `None` for the CPU.
 pub fn parse(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Where> {
-    let Some(obj) = obj else { return Ok(Where::Cpu) };
+    let Some(obj) = obj else {
+        return Ok(Where::Cpu);
+    };
     if obj.is_none() {
         return Ok(Where::Cpu);
     }

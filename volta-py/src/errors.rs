@@ -67,7 +67,10 @@ pub fn type_error(message: impl Into<String>) -> PyErr {
 fn class(py: Python<'_>, kind: Kind) -> PyResult<Bound<'_, PyType>> {
     static MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
     let module = MODULE.get_or_try_init(py, || py.import("volta.errors").map(Bound::unbind))?;
-    Ok(module.bind(py).getattr(kind.class_name())?.cast_into::<PyType>()?)
+    Ok(module
+        .bind(py)
+        .getattr(kind.class_name())?
+        .cast_into::<PyType>()?)
 }
 
 /// A GPU error as its exception.

@@ -15,20 +15,42 @@ fn pair(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<[usize; 2]> {
     if let Ok(n) = obj.extract::<usize>() {
         return Ok([n, n]);
     }
-    let v: Vec<usize> = obj
-        .extract()
-        .map_err(|_| PyValueError::new_err(format!("{name} must be a non-negative int or a pair of them")))?;
+    let v: Vec<usize> = obj.extract().map_err(|_| {
+        PyValueError::new_err(format!(
+            "{name} must be a non-negative int or a pair of them"
+        ))
+    })?;
     match v.as_slice() {
         [h, w] => Ok([*h, *w]),
-        _ => Err(PyValueError::new_err(format!("{name} must be an int or a pair, got {v:?}"))),
+        _ => Err(PyValueError::new_err(format!(
+            "{name} must be an int or a pair, got {v:?}"
+        ))),
     }
 }
 
-fn window(op: &str, x: &Data, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2]) -> PyResult<Window2d> {
+fn window(
+    op: &str,
+    x: &Data,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+    dilation: [usize; 2],
+) -> PyResult<Window2d> {
     if x.dims().len() != 4 {
-        return Err(errors::error(Kind::Shape, format!("{op}: expected an (N, C, H, W) input, got shape {:?}", x.dims())));
+        return Err(errors::error(
+            Kind::Shape,
+            format!(
+                "{op}: expected an (N, C, H, W) input, got shape {:?}",
+                x.dims()
+            ),
+        ));
     }
-    let win = Window2d { kernel, stride, padding, dilation };
+    let win = Window2d {
+        kernel,
+        stride,
+        padding,
+        dilation,
+    };
     let d = x.dims();
     win.output([d[2], d[3]]).map_err(|e| {
         errors::error(Kind::Shape, format!("{op}: a {kernel:?} window (stride {stride:?}, padding {padding:?}, dilation {dilation:?}) does not fit an input of shape {d:?}: {e}"))
@@ -51,34 +73,61 @@ pub fn conv2d(
 ) -> PyResult<Tensor> {
     let (x, w) = (input.get().data(), weight.get().data());
     let b = bias.map(|b| b.get().data());
-    let get = |o: Option<&Bound<'_, PyAny>>, name, default| o.map_or(Ok([default, default]), |o| pair(name, o));
-    let (stride, padding, dilation) = (get(stride, "stride", 1)?, get(padding, "padding", 0)?, get(dilation, "dilation", 1)?);
+    let get = |o: Option<&Bound<'_, PyAny>>, name, default| {
+        o.map_or(Ok([default, default]), |o| pair(name, o))
+    };
+    let (stride, padding, dilation) = (
+        get(stride, "stride", 1)?,
+        get(padding, "padding", 0)?,
+        get(dilation, "dilation", 1)?,
+    );
     let wd = w.dims().to_vec();
     if wd.len() != 4 {
-        return Err(errors::error(Kind::Shape, format!("conv2d: weight must be (O, C/groups, KH, KW), got shape {wd:?}")));
+        return Err(errors::error(
+            Kind::Shape,
+            format!("conv2d: weight must be (O, C/groups, KH, KW), got shape {wd:?}"),
+        ));
     }
     let win = window("conv2d", &x, [wd[2], wd[3]], stride, padding, dilation)?;
     let c = x.dims()[1];
     if groups == 0 || c % groups != 0 || wd[0] % groups != 0 || wd[1] * groups != c {
-        return Err(errors::error(Kind::Shape, format!(
-            "conv2d: input of shape {:?} and weight of shape {wd:?} do not fit with groups={groups} \
+        return Err(errors::error(
+            Kind::Shape,
+            format!(
+                "conv2d: input of shape {:?} and weight of shape {wd:?} do not fit with groups={groups} \
              (input channels must equal weight.shape[1]·groups, and both channel counts divide by groups)",
-            x.dims()
-        )));
+                x.dims()
+            ),
+        ));
     }
-    if let Some(b) = &b {
-        if b.dims() != [wd[0]] {
-            return Err(errors::shape_error("conv2d (bias)", b.dims(), &[wd[0]]));
-        }
+    if let Some(b) = &b
+        && b.dims() != [wd[0]]
+    {
+        return Err(errors::shape_error("conv2d (bias)", b.dims(), &[wd[0]]));
     }
     guard(|| match &b {
-        Some(b) => zip!("conv2d", (&x, &w, b), |x, w, b| f::conv2d(x, w, Some(b), &win, groups)),
-        None => zip!("conv2d", (&x, &w), |x, w| f::conv2d(x, w, None, &win, groups)),
+        Some(b) => zip!("conv2d", (&x, &w, b), |x, w, b| f::conv2d(
+            x,
+            w,
+            Some(b),
+            &win,
+            groups
+        )),
+        None => zip!("conv2d", (&x, &w), |x, w| f::conv2d(
+            x, w, None, &win, groups
+        )),
     })
     .map(Tensor::result)
 }
 
-fn pool(op: &str, input: &Bound<'_, Tensor>, kernel_size: &Bound<'_, PyAny>, stride: Option<&Bound<'_, PyAny>>, padding: Option<&Bound<'_, PyAny>>, max: bool) -> PyResult<Tensor> {
+fn pool(
+    op: &str,
+    input: &Bound<'_, Tensor>,
+    kernel_size: &Bound<'_, PyAny>,
+    stride: Option<&Bound<'_, PyAny>>,
+    padding: Option<&Bound<'_, PyAny>>,
+    max: bool,
+) -> PyResult<Tensor> {
     let x = input.get().data();
     let kernel = pair("kernel_size", kernel_size)?;
     let stride = match stride {
@@ -92,51 +141,81 @@ fn pool(op: &str, input: &Bound<'_, Tensor>, kernel_size: &Bound<'_, PyAny>, str
         )));
     }
     let win = window(op, &x, kernel, stride, padding, [1, 1])?;
-    guard(|| Ok(map!(&x, t => if max { f::max_pool2d(t, &win) } else { f::avg_pool2d(t, &win) }))).map(Tensor::result)
+    guard(|| Ok(map!(&x, t => if max { f::max_pool2d(t, &win) } else { f::avg_pool2d(t, &win) })))
+        .map(Tensor::result)
 }
 
 /// The maximum of each window of `input (N, C, H, W)`; stride defaults to the kernel.
 #[pyfunction]
 #[pyo3(signature = (input, kernel_size, stride=None, padding=None))]
-pub fn max_pool2d(input: &Bound<'_, Tensor>, kernel_size: &Bound<'_, PyAny>, stride: Option<&Bound<'_, PyAny>>, padding: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> {
+pub fn max_pool2d(
+    input: &Bound<'_, Tensor>,
+    kernel_size: &Bound<'_, PyAny>,
+    stride: Option<&Bound<'_, PyAny>>,
+    padding: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Tensor> {
     pool("max_pool2d", input, kernel_size, stride, padding, true)
 }
 
 /// The mean of each window of `input (N, C, H, W)` (padding counted as zeros).
 #[pyfunction]
 #[pyo3(signature = (input, kernel_size, stride=None, padding=None))]
-pub fn avg_pool2d(input: &Bound<'_, Tensor>, kernel_size: &Bound<'_, PyAny>, stride: Option<&Bound<'_, PyAny>>, padding: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> {
+pub fn avg_pool2d(
+    input: &Bound<'_, Tensor>,
+    kernel_size: &Bound<'_, PyAny>,
+    stride: Option<&Bound<'_, PyAny>>,
+    padding: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Tensor> {
     pool("avg_pool2d", input, kernel_size, stride, padding, false)
 }
 
 fn check_eps(op: &str, eps: f64) -> PyResult<()> {
     if !(eps >= 0.0 && eps.is_finite()) {
-        return Err(PyValueError::new_err(format!("{op}: eps must be finite and ≥ 0, got {eps}")));
+        return Err(PyValueError::new_err(format!(
+            "{op}: eps must be finite and ≥ 0, got {eps}"
+        )));
     }
     Ok(())
 }
 
 /// Normalises over the last `k` axes (whose dims `normalized_shape` names): with
 /// `center` layer norm, without RMS norm; then `·weight + bias`.
-fn last_axes_norm(op: &str, input: &Bound<'_, Tensor>, normalized_shape: Vec<usize>, weight: Option<&Bound<'_, Tensor>>, bias: Option<&Bound<'_, Tensor>>, eps: f64, center: bool) -> PyResult<Tensor> {
+fn last_axes_norm(
+    op: &str,
+    input: &Bound<'_, Tensor>,
+    normalized_shape: Vec<usize>,
+    weight: Option<&Bound<'_, Tensor>>,
+    bias: Option<&Bound<'_, Tensor>>,
+    eps: f64,
+    center: bool,
+) -> PyResult<Tensor> {
     check_eps(op, eps)?;
     let x = input.get().data();
     let dims = x.dims().to_vec();
     let k = normalized_shape.len();
     if k == 0 || k > dims.len() || dims[dims.len() - k..] != normalized_shape[..] {
-        return Err(errors::error(Kind::Shape, format!(
-            "{op}: normalized_shape {normalized_shape:?} does not match the last dims of an input of shape {dims:?}"
-        )));
+        return Err(errors::error(
+            Kind::Shape,
+            format!(
+                "{op}: normalized_shape {normalized_shape:?} does not match the last dims of an input of shape {dims:?}"
+            ),
+        ));
     }
     let n: usize = normalized_shape.iter().product();
     let rows = dims[..dims.len() - k].iter().product::<usize>();
-    let params: Vec<Data> = [weight, bias].into_iter().flatten().map(|p| p.get().data()).collect();
+    let params: Vec<Data> = [weight, bias]
+        .into_iter()
+        .flatten()
+        .map(|p| p.get().data())
+        .collect();
     for p in &params {
         if p.dims() != normalized_shape.as_slice() {
             return Err(errors::shape_error(op, p.dims(), &normalized_shape));
         }
     }
-    let y = guard(|| Ok(map!(&x, t => t.reshape(&[rows, n]).normalize(1, center, eps).reshape(&dims))))?;
+    let y = guard(|| {
+        Ok(map!(&x, t => t.reshape(&[rows, n]).normalize(1, center, eps).reshape(&dims)))
+    })?;
     let y = match weight {
         Some(w) => crate::tensor::binary_data(BinaryOp::Mul, op, &y, &w.get().data())?,
         None => y,
@@ -152,21 +231,49 @@ fn shape_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
     if let Ok(n) = obj.extract::<usize>() {
         return Ok(vec![n]);
     }
-    obj.extract().map_err(|_| PyValueError::new_err("normalized_shape must be an int or a tuple of ints"))
+    obj.extract()
+        .map_err(|_| PyValueError::new_err("normalized_shape must be an int or a tuple of ints"))
 }
 
 /// Layer normalisation over the last dims (PyTorch's `F.layer_norm`).
 #[pyfunction]
 #[pyo3(signature = (input, normalized_shape, weight=None, bias=None, eps=1e-5))]
-pub fn layer_norm(input: &Bound<'_, Tensor>, normalized_shape: &Bound<'_, PyAny>, weight: Option<&Bound<'_, Tensor>>, bias: Option<&Bound<'_, Tensor>>, eps: f64) -> PyResult<Tensor> {
-    last_axes_norm("layer_norm", input, shape_arg(normalized_shape)?, weight, bias, eps, true)
+pub fn layer_norm(
+    input: &Bound<'_, Tensor>,
+    normalized_shape: &Bound<'_, PyAny>,
+    weight: Option<&Bound<'_, Tensor>>,
+    bias: Option<&Bound<'_, Tensor>>,
+    eps: f64,
+) -> PyResult<Tensor> {
+    last_axes_norm(
+        "layer_norm",
+        input,
+        shape_arg(normalized_shape)?,
+        weight,
+        bias,
+        eps,
+        true,
+    )
 }
 
 /// RMS normalisation over the last dims (PyTorch's `F.rms_norm`).
 #[pyfunction]
 #[pyo3(signature = (input, normalized_shape, weight=None, eps=1e-6))]
-pub fn rms_norm(input: &Bound<'_, Tensor>, normalized_shape: &Bound<'_, PyAny>, weight: Option<&Bound<'_, Tensor>>, eps: f64) -> PyResult<Tensor> {
-    last_axes_norm("rms_norm", input, shape_arg(normalized_shape)?, weight, None, eps, false)
+pub fn rms_norm(
+    input: &Bound<'_, Tensor>,
+    normalized_shape: &Bound<'_, PyAny>,
+    weight: Option<&Bound<'_, Tensor>>,
+    eps: f64,
+) -> PyResult<Tensor> {
+    last_axes_norm(
+        "rms_norm",
+        input,
+        shape_arg(normalized_shape)?,
+        weight,
+        None,
+        eps,
+        false,
+    )
 }
 
 /// Batch normalisation of `input (N, C, H, W)` per channel (PyTorch's
@@ -188,14 +295,25 @@ pub fn batch_norm(
 ) -> PyResult<Tensor> {
     check_eps("batch_norm", eps)?;
     if !(0.0..=1.0).contains(&momentum) {
-        return Err(PyValueError::new_err(format!("batch_norm: momentum must be in [0, 1], got {momentum}")));
+        return Err(PyValueError::new_err(format!(
+            "batch_norm: momentum must be in [0, 1], got {momentum}"
+        )));
     }
     let x = input.get().data();
     if x.dims().len() != 4 {
-        return Err(errors::error(Kind::Shape, format!("batch_norm: expected an (N, C, H, W) input, got shape {:?}", x.dims())));
+        return Err(errors::error(
+            Kind::Shape,
+            format!(
+                "batch_norm: expected an (N, C, H, W) input, got shape {:?}",
+                x.dims()
+            ),
+        ));
     }
     let c = x.dims()[1];
-    for p in [running_mean, running_var, weight, bias].into_iter().flatten() {
+    for p in [running_mean, running_var, weight, bias]
+        .into_iter()
+        .flatten()
+    {
         let d = p.get().data();
         if d.dims() != [c] {
             return Err(errors::shape_error("batch_norm", d.dims(), &[c]));
@@ -210,40 +328,76 @@ pub fn batch_norm(
         }
         let (y, mean, var) = guard(|| {
             Ok(match &x {
-                Data::CpuF32(t) => { let (a, b, c) = f::batch_norm_train(t, eps); (Data::CpuF32(a), Data::CpuF32(b), Data::CpuF32(c)) }
-                Data::CpuF64(t) => { let (a, b, c) = f::batch_norm_train(t, eps); (Data::CpuF64(a), Data::CpuF64(b), Data::CpuF64(c)) }
-                Data::CpuF16(t) => { let (a, b, c) = f::batch_norm_train(t, eps); (Data::CpuF16(a), Data::CpuF16(b), Data::CpuF16(c)) }
-                Data::GpuF32(t) => { let (a, b, c) = f::batch_norm_train(t, eps); (Data::GpuF32(a), Data::GpuF32(b), Data::GpuF32(c)) }
-                Data::GpuF16(t) => { let (a, b, c) = f::batch_norm_train(t, eps); (Data::GpuF16(a), Data::GpuF16(b), Data::GpuF16(c)) }
+                Data::CpuF32(t) => {
+                    let (a, b, c) = f::batch_norm_train(t, eps);
+                    (Data::CpuF32(a), Data::CpuF32(b), Data::CpuF32(c))
+                }
+                Data::CpuF64(t) => {
+                    let (a, b, c) = f::batch_norm_train(t, eps);
+                    (Data::CpuF64(a), Data::CpuF64(b), Data::CpuF64(c))
+                }
+                Data::CpuF16(t) => {
+                    let (a, b, c) = f::batch_norm_train(t, eps);
+                    (Data::CpuF16(a), Data::CpuF16(b), Data::CpuF16(c))
+                }
+                Data::GpuF32(t) => {
+                    let (a, b, c) = f::batch_norm_train(t, eps);
+                    (Data::GpuF32(a), Data::GpuF32(b), Data::GpuF32(c))
+                }
+                Data::GpuF16(t) => {
+                    let (a, b, c) = f::batch_norm_train(t, eps);
+                    (Data::GpuF16(a), Data::GpuF16(b), Data::GpuF16(c))
+                }
             })
         })?;
         for (running, new) in [(running_mean, mean), (running_var, var)] {
             if let Some(r) = running {
                 let old = r.get().data();
-                r.get().replace(zip!("batch_norm", (&old, &new), |o, n| f::blend(o, n, momentum))?);
+                r.get()
+                    .replace(zip!("batch_norm", (&old, &new), |o, n| f::blend(
+                        o, n, momentum
+                    ))?);
             }
         }
         y
     } else {
         let (Some(m), Some(v)) = (running_mean, running_var) else {
-            return Err(PyValueError::new_err("batch_norm: evaluation needs running_mean and running_var"));
+            return Err(PyValueError::new_err(
+                "batch_norm: evaluation needs running_mean and running_var",
+            ));
         };
         let (m, v) = (m.get().data(), v.get().data());
-        guard(|| zip!("batch_norm", (&x, &m, &v), |x, m, v| f::batch_norm_eval(x, m, v, eps)))?
+        guard(|| {
+            zip!("batch_norm", (&x, &m, &v), |x, m, v| f::batch_norm_eval(
+                x, m, v, eps
+            ))
+        })?
     };
     let y = match (weight, bias) {
         (Some(w), b) => {
             let w = w.get().data();
             let b = b.map(|b| b.get().data());
             guard(|| match &b {
-                Some(b) => zip!("batch_norm", (&y, &w, b), |y, w, b| f::affine(y, 1, w, Some(b))),
+                Some(b) => zip!("batch_norm", (&y, &w, b), |y, w, b| f::affine(
+                    y,
+                    1,
+                    w,
+                    Some(b)
+                )),
                 None => zip!("batch_norm", (&y, &w), |y, w| f::affine(y, 1, w, None)),
             })?
         }
         (None, Some(b)) => {
             let b = b.get().data();
             let ones = map!(&b, t => ops::full_like(t, 1.0));
-            guard(|| zip!("batch_norm", (&y, &ones, &b), |y, w, b| f::affine(y, 1, w, Some(b))))?
+            guard(|| {
+                zip!("batch_norm", (&y, &ones, &b), |y, w, b| f::affine(
+                    y,
+                    1,
+                    w,
+                    Some(b)
+                ))
+            })?
         }
         (None, None) => y,
     };
@@ -256,7 +410,9 @@ fn ids(op: &str, t: &Data, limit: usize) -> PyResult<Vec<u32>> {
     v.iter()
         .map(|&x| {
             if x.fract() != 0.0 || x < 0.0 || x >= limit as f64 {
-                Err(PyIndexError::new_err(format!("{op}: index {x} is out of range 0..{limit}")))
+                Err(PyIndexError::new_err(format!(
+                    "{op}: index {x} is out of range 0..{limit}"
+                )))
             } else {
                 Ok(x as u32)
             }
@@ -270,14 +426,25 @@ fn ids(op: &str, t: &Data, limit: usize) -> PyResult<Vec<u32>> {
 pub fn embedding(input: &Bound<'_, PyAny>, weight: &Bound<'_, Tensor>) -> PyResult<Tensor> {
     let w = weight.get().data();
     if w.dims().len() != 2 {
-        return Err(errors::error(Kind::Shape, format!("embedding: weight must be (num_embeddings, dim), got shape {:?}", w.dims())));
+        return Err(errors::error(
+            Kind::Shape,
+            format!(
+                "embedding: weight must be (num_embeddings, dim), got shape {:?}",
+                w.dims()
+            ),
+        ));
     }
-    let idx = crate::tensor::create::data_from_object(input, Some(crate::tensor::data::DType::F64), crate::device::Where::Cpu)?;
+    let idx = crate::tensor::create::data_from_object(
+        input,
+        Some(crate::tensor::data::DType::F64),
+        crate::device::Where::Cpu,
+    )?;
     let ids = ids("embedding", &idx, w.dims()[0])?;
     let mut dims = idx.dims().to_vec();
     dims.push(w.dims()[1]);
     let n = ids.len();
-    guard(|| Ok(map!(&w, t => t.index_select(&ops::indices(t, ids.clone(), &[n])).reshape(&dims)))).map(Tensor::result)
+    guard(|| Ok(map!(&w, t => t.index_select(&ops::indices(t, ids.clone(), &[n])).reshape(&dims))))
+        .map(Tensor::result)
 }
 
 /// Zeroes each element with probability `p` and scales the rest by `1/(1 − p)` when
@@ -287,7 +454,9 @@ pub fn embedding(input: &Bound<'_, PyAny>, weight: &Bound<'_, Tensor>) -> PyResu
 #[pyo3(signature = (input, p=0.5, training=true))]
 pub fn dropout(input: &Bound<'_, Tensor>, p: f64, training: bool) -> PyResult<Tensor> {
     if !(0.0..=1.0).contains(&p) {
-        return Err(PyValueError::new_err(format!("dropout: p must be in [0, 1], got {p}")));
+        return Err(PyValueError::new_err(format!(
+            "dropout: p must be in [0, 1], got {p}"
+        )));
     }
     let x = input.get().data();
     if !training || p == 0.0 {
@@ -304,7 +473,9 @@ fn reduce(op: &str, x: Data, reduction: &str) -> PyResult<Data> {
         "mean" => guard(|| Ok(map!(&x, t => ops::mean(t, &all, false)))),
         "sum" => guard(|| Ok(map!(&x, t => ops::reduce(t, ReduceOp::Sum, &all, false)))),
         "none" => Ok(x),
-        r => Err(PyValueError::new_err(format!("{op}: reduction must be 'mean', 'sum' or 'none', got {r:?}"))),
+        r => Err(PyValueError::new_err(format!(
+            "{op}: reduction must be 'mean', 'sum' or 'none', got {r:?}"
+        ))),
     }
 }
 
@@ -312,18 +483,41 @@ fn reduce(op: &str, x: Data, reduction: &str) -> PyResult<Data> {
 /// (ints), optionally label-smoothed (PyTorch's `F.cross_entropy`).
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean", label_smoothing=0.0))]
-pub fn cross_entropy(input: &Bound<'_, Tensor>, target: &Bound<'_, PyAny>, reduction: &str, label_smoothing: f64) -> PyResult<Tensor> {
+pub fn cross_entropy(
+    input: &Bound<'_, Tensor>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+    label_smoothing: f64,
+) -> PyResult<Tensor> {
     let x = input.get().data();
-    let lp = guard(|| Ok(map!(&x, t => t.log_softmax(1))))
-        .and_then(|lp| if x.dims().len() == 2 { Ok(lp) } else { Err(errors::error(Kind::Shape, format!("cross_entropy: input must be (N, C) logits, got shape {:?}", x.dims()))) })?;
+    let lp = guard(|| Ok(map!(&x, t => t.log_softmax(1)))).and_then(|lp| {
+        if x.dims().len() == 2 {
+            Ok(lp)
+        } else {
+            Err(errors::error(
+                Kind::Shape,
+                format!(
+                    "cross_entropy: input must be (N, C) logits, got shape {:?}",
+                    x.dims()
+                ),
+            ))
+        }
+    })?;
     if !(0.0..=1.0).contains(&label_smoothing) {
-        return Err(PyValueError::new_err(format!("cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")));
+        return Err(PyValueError::new_err(format!(
+            "cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}"
+        )));
     }
     let picked = nll_rows("cross_entropy", &lp, target)?;
     let per_row = if label_smoothing > 0.0 {
         let c = x.dims()[1] as f64;
-        let uniform = guard(|| Ok(map!(&lp, t => ops::scalar(&ops::reduce(t, ReduceOp::Sum, &[1], false), BinaryOp::Mul, -1.0 / c))))?;
-        let a = guard(|| Ok(map!(&picked, t => ops::scalar(t, BinaryOp::Mul, 1.0 - label_smoothing))))?;
+        let uniform = guard(|| {
+            Ok(
+                map!(&lp, t => ops::scalar(&ops::reduce(t, ReduceOp::Sum, &[1], false), BinaryOp::Mul, -1.0 / c)),
+            )
+        })?;
+        let a =
+            guard(|| Ok(map!(&picked, t => ops::scalar(t, BinaryOp::Mul, 1.0 - label_smoothing))))?;
         let b = guard(|| Ok(map!(&uniform, t => ops::scalar(t, BinaryOp::Mul, label_smoothing))))?;
         crate::tensor::binary_data(BinaryOp::Add, "cross_entropy", &a, &b)?
     } else {
@@ -336,28 +530,54 @@ pub fn cross_entropy(input: &Bound<'_, Tensor>, target: &Bound<'_, PyAny>, reduc
 fn nll_rows(op: &str, lp: &Data, target: &Bound<'_, PyAny>) -> PyResult<Data> {
     let dims = lp.dims().to_vec();
     if dims.len() != 2 {
-        return Err(errors::error(Kind::Shape, format!("{op}: input must be (N, C), got shape {dims:?}")));
+        return Err(errors::error(
+            Kind::Shape,
+            format!("{op}: input must be (N, C), got shape {dims:?}"),
+        ));
     }
-    let tgt = crate::tensor::create::data_from_object(target, Some(crate::tensor::data::DType::F64), crate::device::Where::Cpu)?;
+    let tgt = crate::tensor::create::data_from_object(
+        target,
+        Some(crate::tensor::data::DType::F64),
+        crate::device::Where::Cpu,
+    )?;
     if tgt.dims() != [dims[0]] {
-        return Err(errors::error(Kind::Shape, format!(
-            "{op}: input of shape {dims:?} needs a target of shape [{}], got {:?}", dims[0], tgt.dims()
-        )));
+        return Err(errors::error(
+            Kind::Shape,
+            format!(
+                "{op}: input of shape {dims:?} needs a target of shape [{}], got {:?}",
+                dims[0],
+                tgt.dims()
+            ),
+        ));
     }
     let ids = ids(op, &tgt, dims[1])?;
-    guard(|| Ok(map!(lp, t => ops::scalar(&t.gather(1, &ops::indices(t, ids.clone(), &[dims[0], 1])).reshape(&[dims[0]]), BinaryOp::Mul, -1.0))))
+    guard(|| {
+        Ok(
+            map!(lp, t => ops::scalar(&t.gather(1, &ops::indices(t, ids.clone(), &[dims[0], 1])).reshape(&[dims[0]]), BinaryOp::Mul, -1.0)),
+        )
+    })
 }
 
 /// Negative log-likelihood of `input (N, C)` log-probabilities against class
 /// indices `target (N,)` (PyTorch's `F.nll_loss`).
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean"))]
-pub fn nll_loss(input: &Bound<'_, Tensor>, target: &Bound<'_, PyAny>, reduction: &str) -> PyResult<Tensor> {
+pub fn nll_loss(
+    input: &Bound<'_, Tensor>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+) -> PyResult<Tensor> {
     let rows = nll_rows("nll_loss", &input.get().data(), target)?;
     reduce("nll_loss", rows, reduction).map(Tensor::result)
 }
 
-fn pointwise_loss(op: &str, input: &Bound<'_, Tensor>, target: &Bound<'_, PyAny>, reduction: &str, square: bool) -> PyResult<Tensor> {
+fn pointwise_loss(
+    op: &str,
+    input: &Bound<'_, Tensor>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+    square: bool,
+) -> PyResult<Tensor> {
     let x = input.get().data();
     let y = match target.cast::<Tensor>() {
         Ok(t) => t.get().data(),
@@ -367,35 +587,57 @@ fn pointwise_loss(op: &str, input: &Bound<'_, Tensor>, target: &Bound<'_, PyAny>
         return Err(errors::shape_error(op, x.dims(), y.dims()));
     }
     let diff = zip!(op, (&x, &y), |a, b| a.binary(BinaryOp::Sub, b))?;
-    let e = guard(|| Ok(if square { map!(&diff, t => t.binary(BinaryOp::Mul, t)) } else { map!(&diff, t => t.unary(volta_kernels::UnaryOp::Abs)) }))?;
+    let e = guard(|| {
+        Ok(if square {
+            map!(&diff, t => t.binary(BinaryOp::Mul, t))
+        } else {
+            map!(&diff, t => t.unary(volta_kernels::UnaryOp::Abs))
+        })
+    })?;
     reduce(op, e, reduction).map(Tensor::result)
 }
 
 /// Mean squared error (PyTorch's `F.mse_loss`); shapes must match.
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean"))]
-pub fn mse_loss(input: &Bound<'_, Tensor>, target: &Bound<'_, PyAny>, reduction: &str) -> PyResult<Tensor> {
+pub fn mse_loss(
+    input: &Bound<'_, Tensor>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+) -> PyResult<Tensor> {
     pointwise_loss("mse_loss", input, target, reduction, true)
 }
 
 /// Mean absolute error (PyTorch's `F.l1_loss`); shapes must match.
 #[pyfunction]
 #[pyo3(signature = (input, target, reduction="mean"))]
-pub fn l1_loss(input: &Bound<'_, Tensor>, target: &Bound<'_, PyAny>, reduction: &str) -> PyResult<Tensor> {
+pub fn l1_loss(
+    input: &Bound<'_, Tensor>,
+    target: &Bound<'_, PyAny>,
+    reduction: &str,
+) -> PyResult<Tensor> {
     pointwise_loss("l1_loss", input, target, reduction, false)
 }
 
 /// `x @ weight.T + bias` (PyTorch's `F.linear`): `weight (out, in)`, `bias (out,)`.
 #[pyfunction]
 #[pyo3(signature = (input, weight, bias=None))]
-pub fn linear(input: &Bound<'_, Tensor>, weight: &Bound<'_, Tensor>, bias: Option<&Bound<'_, Tensor>>) -> PyResult<Tensor> {
+pub fn linear(
+    input: &Bound<'_, Tensor>,
+    weight: &Bound<'_, Tensor>,
+    bias: Option<&Bound<'_, Tensor>>,
+) -> PyResult<Tensor> {
     let x = input.get().data();
     let w = weight.get().data();
     if w.dims().len() != 2 || x.dims().last() != Some(&w.dims()[1]) {
-        return Err(errors::error(Kind::Shape, format!(
-            "linear: input of shape {:?} does not fit a weight of shape {:?} (its last dim must be weight.shape[1])",
-            x.dims(), w.dims()
-        )));
+        return Err(errors::error(
+            Kind::Shape,
+            format!(
+                "linear: input of shape {:?} does not fit a weight of shape {:?} (its last dim must be weight.shape[1])",
+                x.dims(),
+                w.dims()
+            ),
+        ));
     }
     let wt = guard(|| Ok(map!(&w, t => t.transpose_last())))?;
     let y = crate::tensor::matmul(&x, &wt)?;
@@ -403,7 +645,11 @@ pub fn linear(input: &Bound<'_, Tensor>, weight: &Bound<'_, Tensor>, bias: Optio
         Some(b) => {
             let b = b.get().data();
             if b.dims() != [w.dims()[0]] {
-                return Err(errors::shape_error("linear (bias)", b.dims(), &[w.dims()[0]]));
+                return Err(errors::shape_error(
+                    "linear (bias)",
+                    b.dims(),
+                    &[w.dims()[0]],
+                ));
             }
             crate::tensor::binary_data(BinaryOp::Add, "linear", &y, &b)?
         }

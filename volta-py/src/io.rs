@@ -36,11 +36,34 @@ pub fn save_file(
         let dims = d.dims().to_vec();
         let (dtype, bytes) = py.detach(|| -> PyResult<_> {
             Ok(match &d {
-                Data::CpuF32(x) => (Dtype::F32, x.to_vec().iter().flat_map(|v| v.to_le_bytes()).collect()),
-                Data::CpuF64(x) => (Dtype::F64, x.to_vec().iter().flat_map(|v| v.to_le_bytes()).collect()),
-                Data::CpuF16(x) => (Dtype::F16, x.to_vec().iter().flat_map(|v| v.to_le_bytes()).collect()),
-                Data::GpuF32(x) => (Dtype::F32, x.try_to_vec().map_err(errors::gpu)?.iter().flat_map(|v| v.to_le_bytes()).collect()),
-                Data::GpuF16(x) => (Dtype::F16, x.try_to_vec().map_err(errors::gpu)?.iter().flat_map(|v| v.to_le_bytes()).collect()),
+                Data::CpuF32(x) => (
+                    Dtype::F32,
+                    x.to_vec().iter().flat_map(|v| v.to_le_bytes()).collect(),
+                ),
+                Data::CpuF64(x) => (
+                    Dtype::F64,
+                    x.to_vec().iter().flat_map(|v| v.to_le_bytes()).collect(),
+                ),
+                Data::CpuF16(x) => (
+                    Dtype::F16,
+                    x.to_vec().iter().flat_map(|v| v.to_le_bytes()).collect(),
+                ),
+                Data::GpuF32(x) => (
+                    Dtype::F32,
+                    x.try_to_vec()
+                        .map_err(errors::gpu)?
+                        .iter()
+                        .flat_map(|v| v.to_le_bytes())
+                        .collect(),
+                ),
+                Data::GpuF16(x) => (
+                    Dtype::F16,
+                    x.try_to_vec()
+                        .map_err(errors::gpu)?
+                        .iter()
+                        .flat_map(|v| v.to_le_bytes())
+                        .collect(),
+                ),
             })
         })?;
         items.insert(name, (dtype, dims, bytes));
@@ -58,7 +81,12 @@ pub fn save_file(
         .detach(|| safetensors::serialize(views, meta))
         .map_err(|e| errors::error(Kind::Volta, format!("save_file: {}: {e}", path.display())))?;
     py.detach(|| std::fs::write(&path, sorted_metadata(bytes)))
-        .map_err(|io| os_error(&io, format!("save_file: cannot write {}: {io}", path.display())))
+        .map_err(|io| {
+            os_error(
+                &io,
+                format!("save_file: cannot write {}: {io}", path.display()),
+            )
+        })
 }
 
 /// An `OSError` of the subclass Python picks for the errno (`FileNotFoundError`,
@@ -80,7 +108,8 @@ fn sorted_metadata(mut bytes: Vec<u8>) -> Vec<u8> {
         return bytes;
     };
     if let Some(serde_json::Value::Object(meta)) = header.get_mut("__metadata__") {
-        let sorted: BTreeMap<String, serde_json::Value> = std::mem::take(meta).into_iter().collect();
+        let sorted: BTreeMap<String, serde_json::Value> =
+            std::mem::take(meta).into_iter().collect();
         meta.extend(sorted);
     }
     let mut json = serde_json::to_vec(&header).expect("a JSON value serializes");
@@ -103,29 +132,53 @@ pub fn load_file<'py>(
     device: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let place = device::parse(device)?;
-    let bytes = std::fs::read(&path)
-        .map_err(|e| os_error(&e, format!("load_file: cannot read {}: {e}", path.display())))?;
+    let bytes = std::fs::read(&path).map_err(|e| {
+        os_error(
+            &e,
+            format!("load_file: cannot read {}: {e}", path.display()),
+        )
+    })?;
     let file = SafeTensors::deserialize(&bytes).map_err(|e| format_error(&path, &bytes, e))?;
     let out = PyDict::new(py);
     let mut names = file.names();
     names.sort();
     for name in names {
-        let view = file.tensor(name).map_err(|e| format_error(&path, &bytes, e))?;
+        let view = file
+            .tensor(name)
+            .map_err(|e| format_error(&path, &bytes, e))?;
         let data = view.data();
         let at = data.as_ptr() as usize - bytes.as_ptr() as usize;
         let bad = |what: &str| {
-            errors::error(Kind::FileFormat, format!(
-                "{}: tensor {name:?} at offset {at}: {what}",
-                path.display()
-            ))
+            errors::error(
+                Kind::FileFormat,
+                format!("{}: tensor {name:?} at offset {at}: {what}", path.display()),
+            )
         };
         let values: Vec<f64> = match view.dtype() {
-            Dtype::F32 => data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
-            Dtype::F64 => data.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect(),
-            Dtype::F16 => data.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f64()).collect(),
-            Dtype::BF16 => data.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f64()).collect(),
-            Dtype::I64 => data.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
-            Dtype::I32 => data.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
+            Dtype::F32 => data
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64)
+                .collect(),
+            Dtype::F64 => data
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+                .collect(),
+            Dtype::F16 => data
+                .chunks_exact(2)
+                .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f64())
+                .collect(),
+            Dtype::BF16 => data
+                .chunks_exact(2)
+                .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f64())
+                .collect(),
+            Dtype::I64 => data
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64)
+                .collect(),
+            Dtype::I32 => data
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes(c.try_into().unwrap()) as f64)
+                .collect(),
             Dtype::U8 => data.iter().map(|&b| b as f64).collect(),
             Dtype::BOOL => data.iter().map(|&b| (b != 0) as u8 as f64).collect(),
             other => return Err(bad(&format!("dtype {other:?} is not supported"))),
@@ -144,10 +197,19 @@ pub fn load_file<'py>(
 /// The string metadata of a safetensors file (`{}` when it has none).
 #[pyfunction]
 pub fn load_metadata(path: PathBuf) -> PyResult<BTreeMap<String, String>> {
-    let bytes = std::fs::read(&path)
-        .map_err(|e| os_error(&e, format!("load_metadata: cannot read {}: {e}", path.display())))?;
-    let (_, meta) = SafeTensors::read_metadata(&bytes).map_err(|e| format_error(&path, &bytes, e))?;
-    Ok(meta.metadata().clone().map(|m| m.into_iter().collect()).unwrap_or_default())
+    let bytes = std::fs::read(&path).map_err(|e| {
+        os_error(
+            &e,
+            format!("load_metadata: cannot read {}: {e}", path.display()),
+        )
+    })?;
+    let (_, meta) =
+        SafeTensors::read_metadata(&bytes).map_err(|e| format_error(&path, &bytes, e))?;
+    Ok(meta
+        .metadata()
+        .clone()
+        .map(|m| m.into_iter().collect())
+        .unwrap_or_default())
 }
 
 /// A `FileFormatError` naming the file and where it goes wrong: the length prefix
@@ -158,7 +220,9 @@ fn format_error(path: &std::path::Path, bytes: &[u8], e: SafeTensorError) -> PyE
         .map(|b| 8 + u64::from_le_bytes(b.try_into().unwrap()))
         .unwrap_or(0);
     let offset = match &e {
-        SafeTensorError::HeaderTooSmall | SafeTensorError::HeaderTooLarge | SafeTensorError::InvalidHeaderLength => 0,
+        SafeTensorError::HeaderTooSmall
+        | SafeTensorError::HeaderTooLarge
+        | SafeTensorError::InvalidHeaderLength => 0,
         SafeTensorError::InvalidHeader(_)
         | SafeTensorError::InvalidHeaderDeserialization(_)
         | SafeTensorError::MetadataIncompleteBuffer => 8,

@@ -7,14 +7,14 @@
 //! (as `ShapeError`) instead of by the compiler.
 use pyo3::prelude::*;
 
-mod device;
 mod datasets;
+mod device;
 mod errors;
 mod functional;
 mod io;
+mod llm;
 mod optim;
 mod tensor;
-mod llm;
 mod value;
 
 #[pymodule]

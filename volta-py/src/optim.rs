@@ -6,10 +6,9 @@ use crate::errors::{self, guard};
 use crate::tensor::Tensor;
 use crate::tensor::data::Data;
 use pyo3::prelude::*;
+use volta::RawTensor;
 use volta::backend::{AdamStep, Backend, Layout, SgdStep};
 use volta::dtype::Float;
-use volta::RawTensor;
-
 
 fn state(op: &str, p: &Data, s: Option<&Bound<'_, Tensor>>) -> PyResult<Option<Data>> {
     let Some(s) = s else { return Ok(None) };
@@ -23,16 +22,23 @@ fn state(op: &str, p: &Data, s: Option<&Bound<'_, Tensor>>) -> PyResult<Option<D
     Ok(Some(s))
 }
 
+/// Adam's first and second moments of one parameter.
+type Moments<'a, D, E> = (&'a RawTensor<D, E>, &'a RawTensor<D, E>);
+
 fn adam<D: Backend<E>, E: Float>(
     p: &RawTensor<D, E>,
     g: &RawTensor<D, E>,
-    m: Option<(&RawTensor<D, E>, &RawTensor<D, E>)>,
+    m: Option<Moments<'_, D, E>>,
     hyper: &AdamStep,
 ) -> (RawTensor<D, E>, RawTensor<D, E>, RawTensor<D, E>) {
     let moments = m.map(|(m, v)| (m.view(), v.view()));
     let (p2, m2, v2) = D::adam_step(p.view(), g.view(), moments, hyper);
     let layout = Layout::contiguous(p.dims());
-    (RawTensor::leaf(p2, layout), RawTensor::leaf(m2, layout), RawTensor::leaf(v2, layout))
+    (
+        RawTensor::leaf(p2, layout),
+        RawTensor::leaf(m2, layout),
+        RawTensor::leaf(v2, layout),
+    )
 }
 
 fn sgd<D: Backend<E>, E: Float>(
@@ -43,7 +49,10 @@ fn sgd<D: Backend<E>, E: Float>(
 ) -> (RawTensor<D, E>, Option<RawTensor<D, E>>) {
     let (p2, b2) = D::sgd_step(p.view(), g.view(), buf.map(RawTensor::view), hyper);
     let layout = Layout::contiguous(p.dims());
-    (RawTensor::leaf(p2, layout), b2.map(|b| RawTensor::leaf(b, layout)))
+    (
+        RawTensor::leaf(p2, layout),
+        b2.map(|b| RawTensor::leaf(b, layout)),
+    )
 }
 
 /// One Adam/AdamW step of `param` (PyTorch's formulas): updates it in place and
@@ -65,7 +74,9 @@ pub fn adam_step(
     step: i32,
 ) -> PyResult<Option<(Tensor, Tensor)>> {
     let p = param.get();
-    let Some(g) = p.grad_data() else { return Ok(None) };
+    let Some(g) = p.grad_data() else {
+        return Ok(None);
+    };
     let pd = p.data();
     let (m, v) = (state("adam", &pd, m)?, state("adam", &pd, v)?);
     let hyper = AdamStep::at_step(lr, (beta1, beta2), eps, weight_decay, decoupled, step);
@@ -111,10 +122,17 @@ pub fn sgd_step(
     nesterov: bool,
 ) -> PyResult<Option<Tensor>> {
     let p = param.get();
-    let Some(g) = p.grad_data() else { return Ok(None) };
+    let Some(g) = p.grad_data() else {
+        return Ok(None);
+    };
     let pd = p.data();
     let b = state("sgd", &pd, buf)?;
-    let hyper = SgdStep { lr, momentum, weight_decay, nesterov };
+    let hyper = SgdStep {
+        lr,
+        momentum,
+        weight_decay,
+        nesterov,
+    };
     let (np, nb) = py.detach(|| {
         guard(|| {
             let _g = volta::no_grad();

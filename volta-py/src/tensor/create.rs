@@ -71,7 +71,11 @@ fn resolve(asked: Option<DType>, found: Option<DType>, place: Where) -> PyResult
 }
 
 /// Storage from any Python data: a `Tensor`, a numpy array, nested lists, a number.
-pub fn data_from_object(obj: &Bound<'_, PyAny>, dtype: Option<DType>, place: Where) -> PyResult<Data> {
+pub fn data_from_object(
+    obj: &Bound<'_, PyAny>,
+    dtype: Option<DType>,
+    place: Where,
+) -> PyResult<Data> {
     if let Ok(t) = obj.cast::<Tensor>() {
         let d = t.get().data();
         let ty = resolve(dtype, Some(d.dtype()), place)?;
@@ -88,7 +92,11 @@ pub fn data_from_object(obj: &Bound<'_, PyAny>, dtype: Option<DType>, place: Whe
             arr.getattr("dtype")?
         )));
     }
-    let found = if is_array { dtype_of(&arr.getattr("dtype")?)? } else { None };
+    let found = if is_array {
+        dtype_of(&arr.getattr("dtype")?)?
+    } else {
+        None
+    };
     let ty = resolve(dtype, found, place)?;
     let target = np.getattr(ty.name())?;
     // `asarray(order="C")` rather than `ascontiguousarray`, which makes a 0-d array
@@ -103,19 +111,29 @@ pub fn data_from_object(obj: &Bound<'_, PyAny>, dtype: Option<DType>, place: Whe
             let (v, dims) = (a.readonly().as_slice()?.to_vec(), a.shape().to_vec());
             match place {
                 Where::Cpu => Data::CpuF32(RawTensor::<Cpu, f32>::from_vec(v, &dims)),
-                Where::Gpu => Data::GpuF32(guard(|| Ok(RawTensor::<Gpu, f32>::from_vec(v, &dims)))?),
+                Where::Gpu => {
+                    Data::GpuF32(guard(|| Ok(RawTensor::<Gpu, f32>::from_vec(v, &dims)))?)
+                }
             }
         }
         DType::F64 => {
             let a = arr.cast_into::<PyArrayDyn<f64>>()?;
-            Data::CpuF64(RawTensor::from_vec(a.readonly().as_slice()?.to_vec(), a.shape()))
+            Data::CpuF64(RawTensor::from_vec(
+                a.readonly().as_slice()?.to_vec(),
+                a.shape(),
+            ))
         }
         DType::F16 => {
             let a = arr.cast_into::<PyArrayDyn<f16>>()?;
             let (v, dims) = (a.readonly().as_slice()?.to_vec(), a.shape().to_vec());
             match place {
                 Where::Cpu => Data::CpuF16(RawTensor::from_vec(v, &dims)),
-                Where::Gpu => Data::from_f64(&v.iter().map(|x| f64::from(*x)).collect::<Vec<_>>(), &dims, place, ty)?,
+                Where::Gpu => Data::from_f64(
+                    &v.iter().map(|x| f64::from(*x)).collect::<Vec<_>>(),
+                    &dims,
+                    place,
+                    ty,
+                )?,
             }
         }
     })
@@ -162,7 +180,8 @@ fn size_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
     let ints = super::int_args(args)?;
     ints.iter()
         .map(|&d| {
-            usize::try_from(d).map_err(|_| PyValueError::new_err(format!("sizes must be ≥ 0, got {ints:?}")))
+            usize::try_from(d)
+                .map_err(|_| PyValueError::new_err(format!("sizes must be ≥ 0, got {ints:?}")))
         })
         .collect::<PyResult<Vec<_>>>()
         .and_then(|dims| {
@@ -170,7 +189,11 @@ fn size_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
                 .try_fold(1usize, |n, &d| n.checked_mul(d))
                 .filter(|&n| n <= isize::MAX as usize / 8)
                 .map(|_| dims.clone())
-                .ok_or_else(|| PyValueError::new_err(format!("a tensor of shape {dims:?} has too many elements")))
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "a tensor of shape {dims:?} has too many elements"
+                    ))
+                })
         })
 }
 
@@ -180,7 +203,9 @@ fn size_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
 fn values(op: &str, n: usize, f: impl FnMut(usize) -> f64) -> PyResult<Vec<f64>> {
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| {
-        pyo3::exceptions::PyMemoryError::new_err(format!("{op}: cannot allocate {n} elements on the host"))
+        pyo3::exceptions::PyMemoryError::new_err(format!(
+            "{op}: cannot allocate {n} elements on the host"
+        ))
     })?;
     v.extend((0..n).map(f));
     Ok(v)
@@ -189,118 +214,223 @@ fn values(op: &str, n: usize, f: impl FnMut(usize) -> f64) -> PyResult<Vec<f64>>
 /// A count argument (`steps`, `n`) that must be ≥ 0: a `ValueError` otherwise, as
 /// `zeros(-1)` gives (pyo3 alone would raise `OverflowError`).
 fn count(op: &str, name: &str, n: isize) -> PyResult<usize> {
-    usize::try_from(n).map_err(|_| PyValueError::new_err(format!("{op}: {name} must be ≥ 0, got {n}")))
+    usize::try_from(n)
+        .map_err(|_| PyValueError::new_err(format!("{op}: {name} must be ≥ 0, got {n}")))
 }
 
-fn filled(dims: &[usize], value: f64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
+fn filled(
+    dims: &[usize],
+    value: f64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Tensor> {
     let place = device::parse(device)?;
     let ty = resolve(dtype_arg(dtype)?, None, place)?;
     let n: usize = dims.iter().product();
     let v = values("full", n, |_| value)?;
-    Ok(Tensor::leaf(guard(|| Data::from_f64(&v, dims, place, ty))?, requires_grad))
+    Ok(Tensor::leaf(
+        guard(|| Data::from_f64(&v, dims, place, ty))?,
+        requires_grad,
+    ))
 }
 
 /// Zeros of the given dims: `zeros(2, 3)` or `zeros((2, 3))`.
 #[pyfunction]
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
-pub fn zeros(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
+pub fn zeros(
+    size: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Tensor> {
     filled(&size_args(size)?, 0.0, dtype, device, requires_grad)
 }
 
 /// Ones of the given dims.
 #[pyfunction]
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
-pub fn ones(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
+pub fn ones(
+    size: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Tensor> {
     filled(&size_args(size)?, 1.0, dtype, device, requires_grad)
 }
 
 /// `fill_value` everywhere, with dims `size` (a tuple).
 #[pyfunction]
 #[pyo3(signature = (size, fill_value, *, dtype=None, device=None, requires_grad=false))]
-pub fn full(size: &Bound<'_, PyAny>, fill_value: f64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
+pub fn full(
+    size: &Bound<'_, PyAny>,
+    fill_value: f64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Tensor> {
     let size = PyTuple::new(size.py(), [size])?;
     filled(&size_args(&size)?, fill_value, dtype, device, requires_grad)
 }
 
-fn random(dims: &[usize], draw: impl Fn(&mut Rng) -> f64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
+fn random(
+    dims: &[usize],
+    draw: impl Fn(&mut Rng) -> f64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Tensor> {
     let place = device::parse(device)?;
     let ty = resolve(dtype_arg(dtype)?, None, place)?;
     let n: usize = dims.iter().product();
     let values = with_rng(|r| values("random", n, |_| draw(r)))?;
-    Ok(Tensor::leaf(guard(|| Data::from_f64(&values, dims, place, ty))?, requires_grad))
+    Ok(Tensor::leaf(
+        guard(|| Data::from_f64(&values, dims, place, ty))?,
+        requires_grad,
+    ))
 }
 
 /// Standard normal samples (seed with `manual_seed`).
 #[pyfunction]
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
-pub fn randn(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
+pub fn randn(
+    size: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Tensor> {
     random(&size_args(size)?, Rng::normal, dtype, device, requires_grad)
 }
 
 /// Uniform samples in [0, 1) (seed with `manual_seed`).
 #[pyfunction]
 #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
-pub fn rand(size: &Bound<'_, PyTuple>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
-    random(&size_args(size)?, Rng::uniform, dtype, device, requires_grad)
+pub fn rand(
+    size: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Tensor> {
+    random(
+        &size_args(size)?,
+        Rng::uniform,
+        dtype,
+        device,
+        requires_grad,
+    )
 }
 
 /// Uniform samples in [low, high) with dims `size` (layer initialisation).
 #[pyfunction]
 #[pyo3(signature = (size, low, high, *, dtype=None, device=None, requires_grad=false))]
-pub fn uniform(size: &Bound<'_, PyAny>, low: f64, high: f64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
-    if !(low <= high) {
-        return Err(PyValueError::new_err(format!("uniform: low {low} must not exceed high {high}")));
+pub fn uniform(
+    size: &Bound<'_, PyAny>,
+    low: f64,
+    high: f64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Tensor> {
+    // NaN bounds fail too.
+    if low.partial_cmp(&high).is_none_or(|o| o.is_gt()) {
+        return Err(PyValueError::new_err(format!(
+            "uniform: low {low} must not exceed high {high}"
+        )));
     }
     let size = PyTuple::new(size.py(), [size])?;
-    random(&size_args(&size)?, |r| low + (high - low) * r.uniform(), dtype, device, requires_grad)
+    random(
+        &size_args(&size)?,
+        |r| low + (high - low) * r.uniform(),
+        dtype,
+        device,
+        requires_grad,
+    )
 }
 
 /// `start, start + step, …` below `end` (`arange(5)`, `arange(1, 2, 0.25)`).
 #[pyfunction]
 #[pyo3(signature = (start, end=None, step=1.0, *, dtype=None, device=None, requires_grad=false))]
-pub fn arange(start: f64, end: Option<f64>, step: f64, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
+pub fn arange(
+    start: f64,
+    end: Option<f64>,
+    step: f64,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Tensor> {
     let (start, end) = match end {
         Some(e) => (start, e),
         None => (0.0, start),
     };
     if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
-        return Err(PyValueError::new_err("arange: step must be finite and non-zero, start and end finite"));
+        return Err(PyValueError::new_err(
+            "arange: step must be finite and non-zero, start and end finite",
+        ));
     }
     let n = ((end - start) / step).ceil().max(0.0) as usize;
     let values = values("arange", n, |i| start + i as f64 * step)?;
     let place = device::parse(device)?;
     let ty = resolve(dtype_arg(dtype)?, None, place)?;
-    Ok(Tensor::leaf(guard(|| Data::from_f64(&values, &[n], place, ty))?, requires_grad))
+    Ok(Tensor::leaf(
+        guard(|| Data::from_f64(&values, &[n], place, ty))?,
+        requires_grad,
+    ))
 }
 
 /// `steps` evenly spaced values from `start` to `end` inclusive.
 #[pyfunction]
 #[pyo3(signature = (start, end, steps, *, dtype=None, device=None, requires_grad=false))]
-pub fn linspace(start: f64, end: f64, steps: isize, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
+pub fn linspace(
+    start: f64,
+    end: f64,
+    steps: isize,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Tensor> {
     let steps = count("linspace", "steps", steps)?;
     let values = values("linspace", steps, |i| {
-        if steps == 1 { start } else { start + (end - start) * i as f64 / (steps - 1) as f64 }
+        if steps == 1 {
+            start
+        } else {
+            start + (end - start) * i as f64 / (steps - 1) as f64
+        }
     })?;
     let place = device::parse(device)?;
     let ty = resolve(dtype_arg(dtype)?, None, place)?;
-    Ok(Tensor::leaf(guard(|| Data::from_f64(&values, &[steps], place, ty))?, requires_grad))
+    Ok(Tensor::leaf(
+        guard(|| Data::from_f64(&values, &[steps], place, ty))?,
+        requires_grad,
+    ))
 }
 
 /// The `n × m` identity (m defaults to n).
 #[pyfunction]
 #[pyo3(signature = (n, m=None, *, dtype=None, device=None, requires_grad=false))]
-pub fn eye(n: isize, m: Option<isize>, dtype: Option<&Bound<'_, PyAny>>, device: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Tensor> {
+pub fn eye(
+    n: isize,
+    m: Option<isize>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Tensor> {
     let (n, m) = (count("eye", "n", n)?, count("eye", "m", m.unwrap_or(n))?);
-    let len = n.checked_mul(m).unwrap_or(usize::MAX); // too many: MemoryError below
+    let len = n.saturating_mul(m); // too many: MemoryError below
     let values = values("eye", len, |i| if i / m == i % m { 1.0 } else { 0.0 })?;
     let place = device::parse(device)?;
     let ty = resolve(dtype_arg(dtype)?, None, place)?;
-    Ok(Tensor::leaf(guard(|| Data::from_f64(&values, &[n, m], place, ty))?, requires_grad))
+    Ok(Tensor::leaf(
+        guard(|| Data::from_f64(&values, &[n, m], place, ty))?,
+        requires_grad,
+    ))
 }
 
 fn like(t: &Tensor, value: f64, requires_grad: bool) -> PyResult<Tensor> {
     let d = t.data();
-    Ok(Tensor::leaf(guard(|| Ok(map!(&d, x => ops::full_like(x, value))))?, requires_grad))
+    Ok(Tensor::leaf(
+        guard(|| Ok(map!(&d, x => ops::full_like(x, value))))?,
+        requires_grad,
+    ))
 }
 
 /// Zeros with `t`'s shape, device and dtype.
@@ -334,16 +464,26 @@ pub fn cat(tensors: Vec<Bound<'_, Tensor>>, dim: isize) -> PyResult<Tensor> {
 
 /// `cat` on storage (shared with `stack` and the functional API).
 pub fn cat_data(parts: &[Data], dim: isize) -> PyResult<Data> {
-    let first = parts.first().ok_or_else(|| PyValueError::new_err("cat: expected at least one tensor"))?;
+    let first = parts
+        .first()
+        .ok_or_else(|| PyValueError::new_err("cat: expected at least one tensor"))?;
     let rank = first.dims().len();
     let axis = shape::real_axis("cat", dim, rank)?;
     for p in &parts[1..] {
         let ok = p.dims().len() == rank
-            && p.dims().iter().zip(first.dims()).enumerate().all(|(i, (a, b))| i == axis || a == b);
+            && p.dims()
+                .iter()
+                .zip(first.dims())
+                .enumerate()
+                .all(|(i, (a, b))| i == axis || a == b);
         if !ok {
             return Err(errors::error(
                 errors::Kind::Shape,
-                format!("cat: shapes {:?} and {:?} differ outside dim {dim}", first.dims(), p.dims()),
+                format!(
+                    "cat: shapes {:?} and {:?} differ outside dim {dim}",
+                    first.dims(),
+                    p.dims()
+                ),
             ));
         }
         if p.place() != first.place() || p.dtype() != first.dtype() {
@@ -352,11 +492,56 @@ pub fn cat_data(parts: &[Data], dim: isize) -> PyResult<Data> {
     }
     guard(|| {
         Ok(match first {
-            Data::CpuF32(_) => Data::CpuF32(RawTensor::cat(&parts.iter().map(|p| match p { Data::CpuF32(t) => t.clone(), _ => unreachable!() }).collect::<Vec<_>>(), axis)),
-            Data::CpuF64(_) => Data::CpuF64(RawTensor::cat(&parts.iter().map(|p| match p { Data::CpuF64(t) => t.clone(), _ => unreachable!() }).collect::<Vec<_>>(), axis)),
-            Data::CpuF16(_) => Data::CpuF16(RawTensor::cat(&parts.iter().map(|p| match p { Data::CpuF16(t) => t.clone(), _ => unreachable!() }).collect::<Vec<_>>(), axis)),
-            Data::GpuF32(_) => Data::GpuF32(RawTensor::cat(&parts.iter().map(|p| match p { Data::GpuF32(t) => t.clone(), _ => unreachable!() }).collect::<Vec<_>>(), axis)),
-            Data::GpuF16(_) => Data::GpuF16(RawTensor::cat(&parts.iter().map(|p| match p { Data::GpuF16(t) => t.clone(), _ => unreachable!() }).collect::<Vec<_>>(), axis)),
+            Data::CpuF32(_) => Data::CpuF32(RawTensor::cat(
+                &parts
+                    .iter()
+                    .map(|p| match p {
+                        Data::CpuF32(t) => t.clone(),
+                        _ => unreachable!(),
+                    })
+                    .collect::<Vec<_>>(),
+                axis,
+            )),
+            Data::CpuF64(_) => Data::CpuF64(RawTensor::cat(
+                &parts
+                    .iter()
+                    .map(|p| match p {
+                        Data::CpuF64(t) => t.clone(),
+                        _ => unreachable!(),
+                    })
+                    .collect::<Vec<_>>(),
+                axis,
+            )),
+            Data::CpuF16(_) => Data::CpuF16(RawTensor::cat(
+                &parts
+                    .iter()
+                    .map(|p| match p {
+                        Data::CpuF16(t) => t.clone(),
+                        _ => unreachable!(),
+                    })
+                    .collect::<Vec<_>>(),
+                axis,
+            )),
+            Data::GpuF32(_) => Data::GpuF32(RawTensor::cat(
+                &parts
+                    .iter()
+                    .map(|p| match p {
+                        Data::GpuF32(t) => t.clone(),
+                        _ => unreachable!(),
+                    })
+                    .collect::<Vec<_>>(),
+                axis,
+            )),
+            Data::GpuF16(_) => Data::GpuF16(RawTensor::cat(
+                &parts
+                    .iter()
+                    .map(|p| match p {
+                        Data::GpuF16(t) => t.clone(),
+                        _ => unreachable!(),
+                    })
+                    .collect::<Vec<_>>(),
+                axis,
+            )),
         })
     })
 }
@@ -365,7 +550,9 @@ pub fn cat_data(parts: &[Data], dim: isize) -> PyResult<Data> {
 #[pyfunction]
 #[pyo3(signature = (tensors, dim=0))]
 pub fn stack(tensors: Vec<Bound<'_, Tensor>>, dim: isize) -> PyResult<Tensor> {
-    let first = tensors.first().ok_or_else(|| PyValueError::new_err("stack: expected at least one tensor"))?;
+    let first = tensors
+        .first()
+        .ok_or_else(|| PyValueError::new_err("stack: expected at least one tensor"))?;
     let dims = first.get().data().dims().to_vec();
     let axis = shape::axis("stack", dim, dims.len() + 1)?;
     let mut parts = Vec::with_capacity(tensors.len());
@@ -383,17 +570,27 @@ pub fn stack(tensors: Vec<Bound<'_, Tensor>>, dim: isize) -> PyResult<Tensor> {
 
 /// `cond ? a : b` elementwise, broadcast (`cond` non-zero is true).
 #[pyfunction(name = "where")]
-pub fn where_(cond: &Bound<'_, PyAny>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+pub fn where_(
+    cond: &Bound<'_, PyAny>,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+) -> PyResult<Tensor> {
     let like = [cond, a, b]
         .iter()
         .find_map(|o| o.cast::<Tensor>().ok().map(|t| t.get().data()))
-        .ok_or_else(|| PyTypeError::new_err("where: at least one argument must be a volta.Tensor"))?;
+        .ok_or_else(|| {
+            PyTypeError::new_err("where: at least one argument must be a volta.Tensor")
+        })?;
     let get = |o: &Bound<'_, PyAny>| match o.cast::<Tensor>() {
         Ok(t) => Ok(t.get().data()),
         Err(_) => data_from_object(o, Some(like.dtype()), like.place()),
     };
     let (c, x, y) = (get(cond)?, get(a)?, get(b)?);
-    let dims = shape::broadcast("where", &shape::broadcast("where", c.dims(), x.dims())?, y.dims())?;
+    let dims = shape::broadcast(
+        "where",
+        &shape::broadcast("where", c.dims(), x.dims())?,
+        y.dims(),
+    )?;
     guard(|| {
         zip!("where", (&c, &x, &y), |c, x, y| RawTensor::select(
             &ops::broadcast_to(c, &dims),

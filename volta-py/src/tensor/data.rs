@@ -111,7 +111,10 @@ pub fn mismatch(op: &str, data: &[&Data]) -> pyo3::PyErr {
             first.place_name()
         ));
     }
-    let other = data.iter().find(|d| d.dtype() != first.dtype()).unwrap_or(&first);
+    let other = data
+        .iter()
+        .find(|d| d.dtype() != first.dtype())
+        .unwrap_or(&first);
     errors::type_error(format!(
         "{op}: operands of different dtypes ({} and {}); convert one with .to({:?})",
         first.dtype().name(),
@@ -166,25 +169,49 @@ impl Data {
             Data::CpuF32(t) => t.to_vec().into_iter().map(f64::from).collect(),
             Data::CpuF64(t) => t.to_vec(),
             Data::CpuF16(t) => t.to_vec().into_iter().map(f64::from).collect(),
-            Data::GpuF32(t) => t.try_to_vec().map_err(errors::gpu)?.into_iter().map(f64::from).collect(),
-            Data::GpuF16(t) => t.try_to_vec().map_err(errors::gpu)?.into_iter().map(f64::from).collect(),
+            Data::GpuF32(t) => t
+                .try_to_vec()
+                .map_err(errors::gpu)?
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+            Data::GpuF16(t) => t
+                .try_to_vec()
+                .map_err(errors::gpu)?
+                .into_iter()
+                .map(f64::from)
+                .collect(),
         })
     }
 
     /// A new tensor with `values` (row-major) and `dims`, on `place` as `dtype`.
     pub fn from_f64(values: &[f64], dims: &[usize], place: Where, dtype: DType) -> PyResult<Data> {
         Ok(match (place, dtype) {
-            (Where::Cpu, DType::F32) => Data::CpuF32(RawTensor::from_vec(values.iter().map(|&v| v as f32).collect(), dims)),
+            (Where::Cpu, DType::F32) => Data::CpuF32(RawTensor::from_vec(
+                values.iter().map(|&v| v as f32).collect(),
+                dims,
+            )),
             (Where::Cpu, DType::F64) => Data::CpuF64(RawTensor::from_vec(values.to_vec(), dims)),
-            (Where::Cpu, DType::F16) => Data::CpuF16(RawTensor::from_vec(values.iter().map(|&v| f16::from_f64(v)).collect(), dims)),
-            (Where::Gpu, DType::F32) => Data::GpuF32(RawTensor::from_vec(values.iter().map(|&v| v as f32).collect(), dims)),
+            (Where::Cpu, DType::F16) => Data::CpuF16(RawTensor::from_vec(
+                values.iter().map(|&v| f16::from_f64(v)).collect(),
+                dims,
+            )),
+            (Where::Gpu, DType::F32) => Data::GpuF32(RawTensor::from_vec(
+                values.iter().map(|&v| v as f32).collect(),
+                dims,
+            )),
             (Where::Gpu, DType::F16) => {
                 check_gpu_f16()?;
-                Data::GpuF16(RawTensor::from_vec(values.iter().map(|&v| f16::from_f64(v)).collect(), dims))
+                Data::GpuF16(RawTensor::from_vec(
+                    values.iter().map(|&v| f16::from_f64(v)).collect(),
+                    dims,
+                ))
             }
-            (Where::Gpu, DType::F64) => return Err(errors::type_error(
-                "float64 tensors live on the CPU only (WGSL has no f64); use float32 on the GPU",
-            )),
+            (Where::Gpu, DType::F64) => {
+                return Err(errors::type_error(
+                    "float64 tensors live on the CPU only (WGSL has no f64); use float32 on the GPU",
+                ));
+            }
         })
     }
 
@@ -218,7 +245,10 @@ where
     B: volta::dtype::Float,
 {
     let (buf, layout) = t.view();
-    RawTensor::leaf(D::cast((buf, layout)), volta::backend::Layout::contiguous(t.dims()))
+    RawTensor::leaf(
+        D::cast((buf, layout)),
+        volta::backend::Layout::contiguous(t.dims()),
+    )
 }
 
 /// A `TypeError` unless the GPU computes in f16.

@@ -15,10 +15,12 @@ use volta_kernels::BinaryOp;
 /// Where a leaf's accumulated gradient lives.
 pub type Slot = Arc<Mutex<Option<Data>>>;
 
-static LEAVES: LazyLock<Mutex<HashMap<TensorId, Weak<Mutex<Option<Data>>>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Leaf id → its tensor's gradient slot.
+type Registry = HashMap<TensorId, Weak<Mutex<Option<Data>>>>;
 
-fn leaves() -> std::sync::MutexGuard<'static, HashMap<TensorId, Weak<Mutex<Option<Data>>>>> {
+static LEAVES: LazyLock<Mutex<Registry>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+fn leaves() -> std::sync::MutexGuard<'static, Registry> {
     LEAVES.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -36,11 +38,31 @@ pub fn unregister(id: TensorId) {
 /// to its `.grad`, as PyTorch accumulates.
 pub fn backward(root: &Data) -> pyo3::PyResult<()> {
     let grads: Vec<(TensorId, Data)> = match root.clone() {
-        Data::CpuF32(t) => t.backward().into_raw().map(|(i, g)| (i, Data::CpuF32(g))).collect(),
-        Data::CpuF64(t) => t.backward().into_raw().map(|(i, g)| (i, Data::CpuF64(g))).collect(),
-        Data::CpuF16(t) => t.backward().into_raw().map(|(i, g)| (i, Data::CpuF16(g))).collect(),
-        Data::GpuF32(t) => t.backward().into_raw().map(|(i, g)| (i, Data::GpuF32(g))).collect(),
-        Data::GpuF16(t) => t.backward().into_raw().map(|(i, g)| (i, Data::GpuF16(g))).collect(),
+        Data::CpuF32(t) => t
+            .backward()
+            .into_raw()
+            .map(|(i, g)| (i, Data::CpuF32(g)))
+            .collect(),
+        Data::CpuF64(t) => t
+            .backward()
+            .into_raw()
+            .map(|(i, g)| (i, Data::CpuF64(g)))
+            .collect(),
+        Data::CpuF16(t) => t
+            .backward()
+            .into_raw()
+            .map(|(i, g)| (i, Data::CpuF16(g)))
+            .collect(),
+        Data::GpuF32(t) => t
+            .backward()
+            .into_raw()
+            .map(|(i, g)| (i, Data::GpuF32(g)))
+            .collect(),
+        Data::GpuF16(t) => t
+            .backward()
+            .into_raw()
+            .map(|(i, g)| (i, Data::GpuF16(g)))
+            .collect(),
     };
     let _no_grad = volta::no_grad();
     let mut table = leaves();

@@ -23,14 +23,24 @@ pub fn get(t: &Tensor, key: &Bound<'_, PyAny>) -> PyResult<Tensor> {
             "too many indices for a tensor of rank {rank}: {consuming} were given"
         )));
     }
-    if items.iter().filter(|k| k.is_instance_of::<PyEllipsis>()).count() > 1 {
-        return Err(PyIndexError::new_err("an index can only have one ellipsis ('...')"));
+    if items
+        .iter()
+        .filter(|k| k.is_instance_of::<PyEllipsis>())
+        .count()
+        > 1
+    {
+        return Err(PyIndexError::new_err(
+            "an index can only have one ellipsis ('...')",
+        ));
     }
     // numpy pairs several integer lists element by element; `take` picks along one
     // axis, so a second list would give their outer product instead: refuse it.
     let is_int = |k: &Bound<'_, PyAny>| k.extract::<isize>().is_ok();
     let is_list = |k: &Bound<'_, PyAny>| {
-        !(k.is_none() || k.is_instance_of::<PyEllipsis>() || k.is_instance_of::<PySlice>() || is_int(k))
+        !(k.is_none()
+            || k.is_instance_of::<PyEllipsis>()
+            || k.is_instance_of::<PySlice>()
+            || is_int(k))
     };
     let lists: Vec<usize> = (0..items.len()).filter(|&i| is_list(&items[i])).collect();
     if lists.len() > 1 {
@@ -41,9 +51,10 @@ pub fn get(t: &Tensor, key: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     }
     // numpy's rule for an integer list with ints: when a slice, None or ... stands
     // between them, the list's axes go first in the result (else where the list is).
-    let advanced: Vec<usize> = (0..items.len()).filter(|&i| is_list(&items[i]) || is_int(&items[i])).collect();
-    let list_first = !lists.is_empty()
-        && advanced.windows(2).any(|w| w[1] != w[0] + 1);
+    let advanced: Vec<usize> = (0..items.len())
+        .filter(|&i| is_list(&items[i]) || is_int(&items[i]))
+        .collect();
+    let list_first = !lists.is_empty() && advanced.windows(2).any(|w| w[1] != w[0] + 1);
     // Walk the key: `axis` is the current axis of `data`; ints remove it, None adds one.
     let mut axis = 0usize;
     let mut list_at = None;
@@ -60,7 +71,9 @@ pub fn get(t: &Tensor, key: &Bound<'_, PyAny>) -> PyResult<Tensor> {
             let n = dims[axis];
             let idx = s.indices(n as isize)?;
             if idx.step <= 0 {
-                return Err(PyValueError::new_err("slices with a step ≤ 0 are not supported (use .flip)"));
+                return Err(PyValueError::new_err(
+                    "slices with a step ≤ 0 are not supported (use .flip)",
+                ));
             }
             let (start, len, step) = (idx.start as usize, idx.slicelength, idx.step as usize);
             data = guard(|| {
@@ -130,7 +143,9 @@ fn take(data: &Data, axis: usize, key: &Bound<'_, PyAny>) -> PyResult<(Data, usi
         .map(|&v| {
             let j = if v < 0.0 { v + n } else { v };
             if j < 0.0 || j >= n {
-                Err(PyIndexError::new_err(format!("index {v} is out of range for dim {axis} of size {n}")))
+                Err(PyIndexError::new_err(format!(
+                    "index {v} is out of range for dim {axis} of size {n}"
+                )))
             } else {
                 Ok(j as u32)
             }

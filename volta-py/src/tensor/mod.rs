@@ -100,7 +100,13 @@ impl Tensor {
     }
 
     /// A binary op with numpy broadcasting; `other` a tensor or a number.
-    fn binary(&self, op: BinaryOp, name: &str, other: &Bound<'_, PyAny>, reflected: bool) -> PyResult<Tensor> {
+    fn binary(
+        &self,
+        op: BinaryOp,
+        name: &str,
+        other: &Bound<'_, PyAny>,
+        reflected: bool,
+    ) -> PyResult<Tensor> {
         let a = self.data();
         if let Some(c) = number(other) {
             return guard(|| {
@@ -121,7 +127,13 @@ impl Tensor {
         guard(|| Ok(Tensor::result(map!(&d, t => t.unary(op)))))
     }
 
-    fn reduce_with(&self, name: &str, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, op: ReduceOp) -> PyResult<Tensor> {
+    fn reduce_with(
+        &self,
+        name: &str,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        op: ReduceOp,
+    ) -> PyResult<Tensor> {
         let d = self.data();
         let axes = dims_arg(name, dim, d.dims().len())?;
         if op != ReduceOp::Sum && axes.iter().any(|&a| d.dims()[a] == 0) {
@@ -130,7 +142,11 @@ impl Tensor {
                 d.dims()
             )));
         }
-        guard(|| Ok(Tensor::result(map!(&d, t => ops::reduce(t, op, &axes, keepdim)))))
+        guard(|| {
+            Ok(Tensor::result(
+                map!(&d, t => ops::reduce(t, op, &axes, keepdim)),
+            ))
+        })
     }
 
     fn place(&self) -> Where {
@@ -173,7 +189,10 @@ fn operand(obj: &Bound<'_, PyAny>, like: &Data) -> PyResult<Data> {
 /// `op(a, b)` broadcast numpy's way, checked first.
 pub fn binary_data(op: BinaryOp, name: &str, a: &Data, b: &Data) -> PyResult<Data> {
     let dims = shape::broadcast(name, a.dims(), b.dims())?;
-    guard(|| zip!(name, (a, b), |x, y| ops::broadcast_to(x, &dims).binary(op, &ops::broadcast_to(y, &dims))))
+    guard(|| {
+        zip!(name, (a, b), |x, y| ops::broadcast_to(x, &dims)
+            .binary(op, &ops::broadcast_to(y, &dims)))
+    })
 }
 
 /// A `dim=` argument: `None` (every axis), an int, or a tuple/list of ints.
@@ -185,9 +204,9 @@ fn dims_arg(op: &str, dim: Option<&Bound<'_, PyAny>>, rank: usize) -> PyResult<V
             let axes = if let Ok(a) = d.extract::<isize>() {
                 vec![shape::axis(op, a, rank)?]
             } else {
-                let list: Vec<isize> = d
-                    .extract()
-                    .map_err(|_| PyTypeError::new_err(format!("{op}: dim must be an int or a tuple of ints")))?;
+                let list: Vec<isize> = d.extract().map_err(|_| {
+                    PyTypeError::new_err(format!("{op}: dim must be an int or a tuple of ints"))
+                })?;
                 shape::axes(op, &list, rank)?
             };
             // A 0-d tensor's dim 0 is its one element: there is no axis to reduce.
@@ -237,7 +256,9 @@ impl Tensor {
         let dims = self.dims();
         match dim {
             None => Ok(PyTuple::new(py, dims)?.into_any()),
-            Some(d) => Ok(dims[shape::real_axis("size", d, dims.len())?].into_pyobject(py)?.into_any()),
+            Some(d) => Ok(dims[shape::real_axis("size", d, dims.len())?]
+                .into_pyobject(py)?
+                .into_any()),
         }
     }
 
@@ -266,7 +287,9 @@ impl Tensor {
     /// Where it lives: a `volta.Device` (`str()` gives `"cpu"` or `"gpu"`).
     #[getter]
     fn device(&self) -> Device {
-        Device { place: self.place() }
+        Device {
+            place: self.place(),
+        }
     }
 
     /// Whether ops on it are recorded for `backward()`.
@@ -282,7 +305,10 @@ impl Tensor {
 
     /// Makes a leaf require grad (or not), in place; returns it.
     #[pyo3(signature = (requires_grad=true))]
-    fn requires_grad_<'py>(slf: &Bound<'py, Self>, requires_grad: bool) -> PyResult<Bound<'py, Self>> {
+    fn requires_grad_<'py>(
+        slf: &Bound<'py, Self>,
+        requires_grad: bool,
+    ) -> PyResult<Bound<'py, Self>> {
         slf.get().set_tracking(requires_grad)?;
         Ok(slf.clone())
     }
@@ -381,7 +407,11 @@ impl Tensor {
     /// A copy that gradients flow through.
     fn clone(&self) -> PyResult<Tensor> {
         let d = self.data();
-        guard(|| Ok(Tensor::result(map!(&d, t => ops::scalar(t, BinaryOp::Mul, 1.0)))))
+        guard(|| {
+            Ok(Tensor::result(
+                map!(&d, t => ops::scalar(t, BinaryOp::Mul, 1.0)),
+            ))
+        })
     }
 
     /// Clears the gradient (`.grad = None`).
@@ -409,7 +439,11 @@ impl Tensor {
             Some(dt) if !dt.is_none() => a.call_method1("astype", (dt,))?,
             _ => a,
         };
-        if copy == Some(true) { a.call_method0("copy") } else { Ok(a) }
+        if copy == Some(true) {
+            a.call_method0("copy")
+        } else {
+            Ok(a)
+        }
     }
 
     /// The values as (nested) Python lists; a float for a 0-dim tensor.
@@ -498,11 +532,11 @@ impl Tensor {
         let d = me.data();
         let (mut place, mut asked) = (d.place(), None);
         for a in args.iter() {
-            if let Ok(s) = a.extract::<String>() {
-                if let Some(t) = DType::parse(&s) {
-                    asked = Some(t);
-                    continue;
-                }
+            if let Ok(s) = a.extract::<String>()
+                && let Some(t) = DType::parse(&s)
+            {
+                asked = Some(t);
+                continue;
             }
             if let Some(t) = create::dtype_of(&a)? {
                 asked = Some(t);
@@ -514,7 +548,9 @@ impl Tensor {
             place = crate::device::parse(Some(dev))?;
         }
         if let Some(t) = dtype {
-            asked = Some(create::dtype_of(t)?.ok_or_else(|| PyTypeError::new_err("dtype must be float16, float32 or float64"))?);
+            asked = Some(create::dtype_of(t)?.ok_or_else(|| {
+                PyTypeError::new_err("dtype must be float16, float32 or float64")
+            })?);
         }
         // float64 has no GPU form: moving it there without naming a dtype gives
         // float32 (as `.gpu()` does); asking for float64 on the GPU is a TypeError.
@@ -563,16 +599,36 @@ impl Tensor {
 
     // ---- arithmetic ----
 
-    fn __add__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Add, "add", o, false) }
-    fn __radd__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Add, "add", o, true) }
-    fn __sub__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Sub, "sub", o, false) }
-    fn __rsub__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Sub, "sub", o, true) }
-    fn __mul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Mul, "mul", o, false) }
-    fn __rmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Mul, "mul", o, true) }
-    fn __truediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Div, "div", o, false) }
-    fn __rtruediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Div, "div", o, true) }
-    fn __mod__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Mod, "remainder", o, false) }
-    fn __rmod__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Mod, "remainder", o, true) }
+    fn __add__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Add, "add", o, false)
+    }
+    fn __radd__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Add, "add", o, true)
+    }
+    fn __sub__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Sub, "sub", o, false)
+    }
+    fn __rsub__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Sub, "sub", o, true)
+    }
+    fn __mul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Mul, "mul", o, false)
+    }
+    fn __rmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Mul, "mul", o, true)
+    }
+    fn __truediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Div, "div", o, false)
+    }
+    fn __rtruediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Div, "div", o, true)
+    }
+    fn __mod__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Mod, "remainder", o, false)
+    }
+    fn __rmod__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Mod, "remainder", o, true)
+    }
 
     /// Above numpy's arrays and scalars, so that `np.float64(2) * t` and
     /// `np.ones(3) + t` call Tensor's reflected ops and give a Tensor (keeping its
@@ -582,7 +638,11 @@ impl Tensor {
         1000.0
     }
 
-    fn __pow__(&self, o: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> {
+    fn __pow__(
+        &self,
+        o: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Tensor> {
         match number(o) {
             Some(k) => {
                 let d = self.data();
@@ -592,7 +652,11 @@ impl Tensor {
         }
     }
 
-    fn __rpow__(&self, o: &Bound<'_, PyAny>, _modulo: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> {
+    fn __rpow__(
+        &self,
+        o: &Bound<'_, PyAny>,
+        _modulo: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Tensor> {
         self.binary(BinaryOp::Pow, "pow", o, true)
     }
 
@@ -601,9 +665,15 @@ impl Tensor {
         self.__pow__(exponent, None)
     }
 
-    fn __neg__(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Neg) }
-    fn __pos__(&self) -> Tensor { self.alias() }
-    fn __abs__(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Abs) }
+    fn __neg__(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Neg)
+    }
+    fn __pos__(&self) -> Tensor {
+        self.alias()
+    }
+    fn __abs__(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Abs)
+    }
 
     fn __matmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         let a = self.data();
@@ -623,39 +693,75 @@ impl Tensor {
     }
 
     /// `self + other` (also a method: `add`, `sub`, `mul`, `div`).
-    fn add(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.__add__(o) }
+    fn add(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.__add__(o)
+    }
     /// `self - other`.
-    fn sub(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.__sub__(o) }
+    fn sub(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.__sub__(o)
+    }
     /// `self * other`.
-    fn mul(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.__mul__(o) }
+    fn mul(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.__mul__(o)
+    }
     /// `self / other`.
-    fn div(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.__truediv__(o) }
+    fn div(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.__truediv__(o)
+    }
     /// The larger of the two, elementwise (broadcast).
-    fn maximum(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Max, "maximum", o, false) }
+    fn maximum(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Max, "maximum", o, false)
+    }
     /// The smaller of the two, elementwise (broadcast).
-    fn minimum(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Min, "minimum", o, false) }
+    fn minimum(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Min, "minimum", o, false)
+    }
 
-    fn __lt__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Lt, "lt", o, false) }
-    fn __le__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Le, "le", o, false) }
-    fn __gt__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Gt, "gt", o, false) }
-    fn __ge__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Ge, "ge", o, false) }
+    fn __lt__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Lt, "lt", o, false)
+    }
+    fn __le__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Le, "le", o, false)
+    }
+    fn __gt__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Gt, "gt", o, false)
+    }
+    fn __ge__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Ge, "ge", o, false)
+    }
     /// Elementwise `==` as 1.0/0.0 (the `==` operator does the same).
-    fn eq(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Eq, "eq", o, false) }
+    fn eq(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Eq, "eq", o, false)
+    }
     /// Elementwise `!=` as 1.0/0.0.
-    fn ne(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.binary(BinaryOp::Ne, "ne", o, false) }
+    fn ne(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.binary(BinaryOp::Ne, "ne", o, false)
+    }
 
-    fn __eq__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.eq(o) }
-    fn __ne__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> { self.ne(o) }
+    fn __eq__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.eq(o)
+    }
+    fn __ne__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.ne(o)
+    }
 
     fn __hash__(slf: &Bound<'_, Self>) -> isize {
         slf.as_ptr() as isize
     }
 
     // in place: the storage is replaced, the `.grad` slot kept
-    fn __iadd__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> { self.in_place(BinaryOp::Add, "add_", o) }
-    fn __isub__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> { self.in_place(BinaryOp::Sub, "sub_", o) }
-    fn __imul__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> { self.in_place(BinaryOp::Mul, "mul_", o) }
-    fn __itruediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> { self.in_place(BinaryOp::Div, "div_", o) }
+    fn __iadd__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.in_place(BinaryOp::Add, "add_", o)
+    }
+    fn __isub__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.in_place(BinaryOp::Sub, "sub_", o)
+    }
+    fn __imul__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.in_place(BinaryOp::Mul, "mul_", o)
+    }
+    fn __itruediv__(&self, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.in_place(BinaryOp::Div, "div_", o)
+    }
 
     /// In-place `self += other`; returns `self`.
     fn add_<'py>(slf: &Bound<'py, Self>, o: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Self>> {
@@ -700,48 +806,86 @@ impl Tensor {
         }
         let dims = d.dims().to_vec();
         let _g = volta::no_grad();
-        me.store(guard(|| Ok(map!(&s, t => ops::broadcast_to(t, &dims).contiguous())))?);
+        me.store(guard(|| {
+            Ok(map!(&s, t => ops::broadcast_to(t, &dims).contiguous()))
+        })?);
         Ok(slf.clone())
     }
 
     // ---- elementwise math ----
 
     /// e^x.
-    fn exp(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Exp) }
+    fn exp(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Exp)
+    }
     /// The natural logarithm.
-    fn log(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Log) }
+    fn log(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Log)
+    }
     /// 2^x.
-    fn exp2(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Exp2) }
+    fn exp2(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Exp2)
+    }
     /// log₂ x.
-    fn log2(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Log2) }
+    fn log2(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Log2)
+    }
     /// √x.
-    fn sqrt(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Sqrt) }
+    fn sqrt(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Sqrt)
+    }
     /// 1/√x.
-    fn rsqrt(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Sqrt)?.unary(UnaryOp::Recip) }
+    fn rsqrt(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Sqrt)?.unary(UnaryOp::Recip)
+    }
     /// 1/x.
-    fn reciprocal(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Recip) }
+    fn reciprocal(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Recip)
+    }
     /// |x|.
-    fn abs(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Abs) }
+    fn abs(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Abs)
+    }
     /// −x.
-    fn neg(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Neg) }
+    fn neg(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Neg)
+    }
     /// max(x, 0).
-    fn relu(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Relu) }
+    fn relu(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Relu)
+    }
     /// 1/(1 + e^−x).
-    fn sigmoid(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Sigmoid) }
+    fn sigmoid(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Sigmoid)
+    }
     /// tanh x.
-    fn tanh(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Tanh) }
+    fn tanh(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Tanh)
+    }
     /// sin x.
-    fn sin(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Sin) }
+    fn sin(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Sin)
+    }
     /// cos x.
-    fn cos(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Cos) }
+    fn cos(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Cos)
+    }
     /// GELU (the erf form, as PyTorch's default).
-    fn gelu(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Gelu) }
+    fn gelu(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Gelu)
+    }
     /// x·sigmoid(x).
-    fn silu(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Silu) }
+    fn silu(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Silu)
+    }
     /// ⌊x⌋.
-    fn floor(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Floor) }
+    fn floor(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Floor)
+    }
     /// The error function.
-    fn erf(&self) -> PyResult<Tensor> { self.unary(UnaryOp::Erf) }
+    fn erf(&self) -> PyResult<Tensor> {
+        self.unary(UnaryOp::Erf)
+    }
     /// x².
     fn square(&self) -> PyResult<Tensor> {
         let d = self.data();
@@ -751,10 +895,12 @@ impl Tensor {
     /// Each element limited to `[min, max]` (either may be `None`).
     #[pyo3(signature = (min=None, max=None))]
     fn clamp(&self, min: Option<f64>, max: Option<f64>) -> PyResult<Tensor> {
-        if let (Some(lo), Some(hi)) = (min, max) {
-            if lo > hi {
-                return Err(PyValueError::new_err(format!("clamp: min {lo} is greater than max {hi}")));
-            }
+        if let (Some(lo), Some(hi)) = (min, max)
+            && lo > hi
+        {
+            return Err(PyValueError::new_err(format!(
+                "clamp: min {lo} is greater than max {hi}"
+            )));
         }
         let d = self.data();
         guard(|| {
@@ -783,7 +929,10 @@ impl Tensor {
         let d = self.data();
         let axes = dims_arg("mean", dim, d.dims().len())?;
         if axes.iter().any(|&a| d.dims()[a] == 0) {
-            return Err(PyValueError::new_err(format!("mean: the reduced axes of shape {:?} are empty", d.dims())));
+            return Err(PyValueError::new_err(format!(
+                "mean: the reduced axes of shape {:?} are empty",
+                d.dims()
+            )));
         }
         guard(|| Ok(Tensor::result(map!(&d, t => ops::mean(t, &axes, keepdim)))))
     }
@@ -791,20 +940,43 @@ impl Tensor {
     /// The variance over `dim`, with `correction` (1, Bessel's, by default; as
     /// PyTorch's `unbiased=True`).
     #[pyo3(signature = (dim=None, keepdim=false, *, correction=1.0, unbiased=None))]
-    fn var(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, correction: f64, unbiased: Option<bool>) -> PyResult<Tensor> {
+    fn var(
+        &self,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        correction: f64,
+        unbiased: Option<bool>,
+    ) -> PyResult<Tensor> {
         let d = self.data();
         let axes = dims_arg("var", dim, d.dims().len())?;
         let c = match unbiased {
-            Some(u) => if u { 1.0 } else { 0.0 },
+            Some(u) => {
+                if u {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
             None => correction,
         };
-        guard(|| Ok(Tensor::result(map!(&d, t => ops::var(t, &axes, c, keepdim)))))
+        guard(|| {
+            Ok(Tensor::result(
+                map!(&d, t => ops::var(t, &axes, c, keepdim)),
+            ))
+        })
     }
 
     /// The standard deviation (see `var`).
     #[pyo3(signature = (dim=None, keepdim=false, *, correction=1.0, unbiased=None))]
-    fn std(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool, correction: f64, unbiased: Option<bool>) -> PyResult<Tensor> {
-        self.var(dim, keepdim, correction, unbiased)?.unary(UnaryOp::Sqrt)
+    fn std(
+        &self,
+        dim: Option<&Bound<'_, PyAny>>,
+        keepdim: bool,
+        correction: f64,
+        unbiased: Option<bool>,
+    ) -> PyResult<Tensor> {
+        self.var(dim, keepdim, correction, unbiased)?
+            .unary(UnaryOp::Sqrt)
     }
 
     /// The maximum over `dim` (an int, a tuple, or `None` for all).
@@ -822,13 +994,23 @@ impl Tensor {
     /// `max()`: the largest element; `max(dim)`: a `(values, indices)` pair along
     /// `dim`, as PyTorch; `max(other)`: the elementwise maximum.
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn max<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: bool) -> PyResult<Bound<'py, PyAny>> {
+    fn max<'py>(
+        &self,
+        py: Python<'py>,
+        dim: Option<&Bound<'py, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         self.extreme(py, dim, keepdim, true)
     }
 
     /// `min()`, `min(dim)` → `(values, indices)`, `min(other)`: as `max`.
     #[pyo3(signature = (dim=None, keepdim=false))]
-    fn min<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: bool) -> PyResult<Bound<'py, PyAny>> {
+    fn min<'py>(
+        &self,
+        py: Python<'py>,
+        dim: Option<&Bound<'py, PyAny>>,
+        keepdim: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         self.extreme(py, dim, keepdim, false)
     }
 
@@ -851,7 +1033,11 @@ impl Tensor {
         let a = shape::axis("softmax", dim, d.dims().len())?;
         // A 0-d tensor: its one element along its one (implicit) dim, as PyTorch.
         let one = d.dims().is_empty();
-        guard(|| Ok(Tensor::result(map!(&d, t => if one { t.reshape(&[1]).softmax(0).reshape(&[]) } else { t.softmax(a) }))))
+        guard(|| {
+            Ok(Tensor::result(
+                map!(&d, t => if one { t.reshape(&[1]).softmax(0).reshape(&[]) } else { t.softmax(a) }),
+            ))
+        })
     }
 
     /// log(softmax) along `dim`, computed stably.
@@ -859,7 +1045,11 @@ impl Tensor {
         let d = self.data();
         let a = shape::axis("log_softmax", dim, d.dims().len())?;
         let one = d.dims().is_empty();
-        guard(|| Ok(Tensor::result(map!(&d, t => if one { t.reshape(&[1]).log_softmax(0).reshape(&[]) } else { t.log_softmax(a) }))))
+        guard(|| {
+            Ok(Tensor::result(
+                map!(&d, t => if one { t.reshape(&[1]).log_softmax(0).reshape(&[]) } else { t.log_softmax(a) }),
+            ))
+        })
     }
 
     // ---- movement ----
@@ -887,7 +1077,9 @@ impl Tensor {
         let s = shape::axis("flatten", start_dim, dims.len())?;
         let e = shape::axis("flatten", end_dim, dims.len())?;
         if s > e {
-            return Err(PyValueError::new_err(format!("flatten: start_dim {start_dim} comes after end_dim {end_dim}")));
+            return Err(PyValueError::new_err(format!(
+                "flatten: start_dim {start_dim} comes after end_dim {end_dim}"
+            )));
         }
         let mut spec: Vec<isize> = dims[..s].iter().map(|&d| d as isize).collect();
         spec.push(dims[s..=e].iter().product::<usize>() as isize);
@@ -907,7 +1099,10 @@ impl Tensor {
     fn transpose(&self, dim0: isize, dim1: isize) -> PyResult<Tensor> {
         let d = self.data();
         let r = d.dims().len();
-        let (a, b) = (shape::axis("transpose", dim0, r)?, shape::axis("transpose", dim1, r)?);
+        let (a, b) = (
+            shape::axis("transpose", dim0, r)?,
+            shape::axis("transpose", dim1, r)?,
+        );
         if r == 0 {
             // dims 0/−1 of a 0-d tensor: nothing to swap (as PyTorch).
             return Ok(self.alias());
@@ -922,7 +1117,9 @@ impl Tensor {
         match self.dims().len() {
             0 | 1 => Ok(self.alias()),
             2 => self.transpose(0, 1),
-            r => Err(PyValueError::new_err(format!("t() expects a tensor of rank ≤ 2, got rank {r}; use transpose or mT"))),
+            r => Err(PyValueError::new_err(format!(
+                "t() expects a tensor of rank ≤ 2, got rank {r}; use transpose or mT"
+            ))),
         }
     }
 
@@ -973,7 +1170,11 @@ impl Tensor {
         let d = self.data();
         let dims = d.dims();
         if spec.len() < dims.len() {
-            return Err(errors::shape_error("expand", dims, &spec.iter().map(|&s| s.max(0) as usize).collect::<Vec<_>>()));
+            return Err(errors::shape_error(
+                "expand",
+                dims,
+                &spec.iter().map(|&s| s.max(0) as usize).collect::<Vec<_>>(),
+            ));
         }
         let pad = spec.len() - dims.len();
         let mut out = Vec::with_capacity(spec.len());
@@ -982,14 +1183,22 @@ impl Tensor {
             let size = match (s, cur) {
                 (-1, Some(c)) => c,
                 (s, _) if s >= 0 => s as usize,
-                _ => return Err(PyValueError::new_err(format!("expand: size {s} at position {i} is invalid (−1 keeps an existing dim; others must be ≥ 0)"))),
-            };
-            if let Some(c) = cur {
-                if c != size && c != 1 {
-                    return Err(errors::error(errors::Kind::Shape, format!(
-                        "expand: shape {dims:?} cannot expand to {spec:?} (axis {i} has size {c}, not 1)"
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "expand: size {s} at position {i} is invalid (−1 keeps an existing dim; others must be ≥ 0)"
                     )));
                 }
+            };
+            if let Some(c) = cur
+                && c != size
+                && c != 1
+            {
+                return Err(errors::error(
+                    errors::Kind::Shape,
+                    format!(
+                        "expand: shape {dims:?} cannot expand to {spec:?} (axis {i} has size {c}, not 1)"
+                    ),
+                ));
             }
             out.push(size);
         }
@@ -1012,7 +1221,9 @@ impl Tensor {
     /// `length` elements from `start` along `dim` (a view).
     fn narrow(&self, dim: isize, start: isize, length: isize) -> PyResult<Tensor> {
         if length < 0 {
-            return Err(PyValueError::new_err(format!("narrow: length must be ≥ 0, got {length}")));
+            return Err(PyValueError::new_err(format!(
+                "narrow: length must be ≥ 0, got {length}"
+            )));
         }
         let d = self.data();
         let a = shape::real_axis("narrow", dim, d.dims().len())?;
@@ -1025,25 +1236,36 @@ impl Tensor {
             )));
         }
         let length = length as usize;
-        guard(|| Ok(Tensor::result(map!(&d, t => t.narrow(a, s as usize, length)))))
+        guard(|| {
+            Ok(Tensor::result(
+                map!(&d, t => t.narrow(a, s as usize, length)),
+            ))
+        })
     }
 
     /// Splits into pieces of `split_size` along `dim` (the last may be smaller).
     #[pyo3(signature = (split_size, dim=0))]
     fn split(&self, split_size: isize, dim: isize) -> PyResult<Vec<Tensor>> {
         if split_size <= 0 {
-            return Err(PyValueError::new_err(format!("split: split_size must be positive, got {split_size}")));
+            return Err(PyValueError::new_err(format!(
+                "split: split_size must be positive, got {split_size}"
+            )));
         }
         let split_size = split_size as usize;
         let n = self.dims()[shape::real_axis("split", dim, self.dims().len())?];
-        (0..n).step_by(split_size).map(|s| self.narrow(dim, s as isize, split_size.min(n - s) as isize)).collect()
+        (0..n)
+            .step_by(split_size)
+            .map(|s| self.narrow(dim, s as isize, split_size.min(n - s) as isize))
+            .collect()
     }
 
     /// `chunks` pieces of (nearly) equal size along `dim`.
     #[pyo3(signature = (chunks, dim=0))]
     fn chunk(&self, chunks: isize, dim: isize) -> PyResult<Vec<Tensor>> {
         if chunks <= 0 {
-            return Err(PyValueError::new_err(format!("chunk: chunks must be positive, got {chunks}")));
+            return Err(PyValueError::new_err(format!(
+                "chunk: chunks must be positive, got {chunks}"
+            )));
         }
         let n = self.dims()[shape::real_axis("chunk", dim, self.dims().len())?];
         self.split(n.div_ceil(chunks as usize).max(1) as isize, dim)
@@ -1087,7 +1309,11 @@ impl Tensor {
 
     /// `slf` on `place` as `dtype` (its own dtype when `None`; float64 becomes
     /// float32 on the GPU): `slf` itself when nothing changes, as PyTorch.
-    fn moved<'py>(slf: &Bound<'py, Self>, place: Where, dtype: Option<DType>) -> PyResult<Bound<'py, Self>> {
+    fn moved<'py>(
+        slf: &Bound<'py, Self>,
+        place: Where,
+        dtype: Option<DType>,
+    ) -> PyResult<Bound<'py, Self>> {
         let me = slf.get();
         let d = me.data();
         let dtype = match dtype {
@@ -1138,17 +1364,26 @@ impl Tensor {
         let d = self.data();
         let out = self.binary(op, name, o, false)?.data();
         if out.dims() != d.dims() {
-            return Err(errors::error(errors::Kind::Shape, format!(
-                "{name}: the result of shape {:?} does not fit in place into shape {:?}",
-                out.dims(),
-                d.dims()
-            )));
+            return Err(errors::error(
+                errors::Kind::Shape,
+                format!(
+                    "{name}: the result of shape {:?} does not fit in place into shape {:?}",
+                    out.dims(),
+                    d.dims()
+                ),
+            ));
         }
         self.store(out);
         Ok(())
     }
 
-    fn extreme<'py>(&self, py: Python<'py>, dim: Option<&Bound<'py, PyAny>>, keepdim: bool, max: bool) -> PyResult<Bound<'py, PyAny>> {
+    fn extreme<'py>(
+        &self,
+        py: Python<'py>,
+        dim: Option<&Bound<'py, PyAny>>,
+        keepdim: bool,
+        max: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let op = if max { ReduceOp::Max } else { ReduceOp::Min };
         let name = if max { "max" } else { "min" };
         match dim {
@@ -1161,12 +1396,25 @@ impl Tensor {
                 let axis: isize = d.extract()?;
                 let values = self.reduce_with(name, Some(d), keepdim, op)?;
                 let indices = self.arg_extreme(py, Some(axis), keepdim, max)?;
-                Ok(PyTuple::new(py, [Bound::new(py, values)?.into_any(), Bound::new(py, indices)?.into_any()])?.into_any())
+                Ok(PyTuple::new(
+                    py,
+                    [
+                        Bound::new(py, values)?.into_any(),
+                        Bound::new(py, indices)?.into_any(),
+                    ],
+                )?
+                .into_any())
             }
         }
     }
 
-    fn arg_extreme(&self, py: Python<'_>, dim: Option<isize>, keepdim: bool, max: bool) -> PyResult<Tensor> {
+    fn arg_extreme(
+        &self,
+        py: Python<'_>,
+        dim: Option<isize>,
+        keepdim: bool,
+        max: bool,
+    ) -> PyResult<Tensor> {
         let d = self.data();
         let dims = d.dims().to_vec();
         let values = py.detach(|| d.to_f64())?;
@@ -1179,11 +1427,18 @@ impl Tensor {
             }
             Some(a) => {
                 let a = shape::axis("argmax", a, dims.len())?;
-                (Some(a), dims[..a].iter().product(), dims[a], dims[a + 1..].iter().product())
+                (
+                    Some(a),
+                    dims[..a].iter().product(),
+                    dims[a],
+                    dims[a + 1..].iter().product(),
+                )
             }
         };
         if len == 0 {
-            return Err(PyValueError::new_err(format!("argmax/argmin of an empty axis (shape {dims:?})")));
+            return Err(PyValueError::new_err(format!(
+                "argmax/argmin of an empty axis (shape {dims:?})"
+            )));
         }
         let mut out = Vec::with_capacity(outer * inner);
         for o in 0..outer {
@@ -1191,7 +1446,11 @@ impl Tensor {
                 let at = |k: usize| values[(o * len + k) * inner + i];
                 let mut best = 0;
                 for k in 1..len {
-                    let better = if max { at(k) > at(best) } else { at(k) < at(best) };
+                    let better = if max {
+                        at(k) > at(best)
+                    } else {
+                        at(k) < at(best)
+                    };
                     // NaN wins, as numpy's argmax.
                     if better || (at(k).is_nan() && !at(best).is_nan()) {
                         best = k;
@@ -1206,10 +1465,28 @@ impl Tensor {
             Some(a) => dims
                 .iter()
                 .enumerate()
-                .filter_map(|(i, &n)| if i == a { keepdim.then_some(1) } else { Some(n) })
+                .filter_map(|(i, &n)| {
+                    if i == a {
+                        keepdim.then_some(1)
+                    } else {
+                        Some(n)
+                    }
+                })
                 .collect(),
         };
-        Ok(Tensor::leaf(Data::from_f64(&out, &out_dims, d.place(), if d.place() == Where::Gpu { DType::F32 } else { d.dtype() })?, false))
+        Ok(Tensor::leaf(
+            Data::from_f64(
+                &out,
+                &out_dims,
+                d.place(),
+                if d.place() == Where::Gpu {
+                    DType::F32
+                } else {
+                    d.dtype()
+                },
+            )?,
+            false,
+        ))
     }
 }
 
@@ -1225,10 +1502,18 @@ pub fn matmul(a: &Data, b: &Data) -> PyResult<Data> {
                     // (M, K) or (K,) × (…, K, N): broadcast the matrix (a vector as
                     // one row, dropped after) over the batch; Volta's matmul shares
                     // only a right operand across a batch.
-                    let row = if ad.len() == 1 { vec![1, ad[0]] } else { ad.clone() };
+                    let row = if ad.len() == 1 {
+                        vec![1, ad[0]]
+                    } else {
+                        ad.clone()
+                    };
                     let mut dims = bd[..bd.len() - 2].to_vec();
                     dims.extend_from_slice(&row);
-                    let x = if ad.len() == 1 { x.reshape(&row) } else { x.clone() };
+                    let x = if ad.len() == 1 {
+                        x.reshape(&row)
+                    } else {
+                        x.clone()
+                    };
                     let y = ops::broadcast_to(&x, &dims).matmul(y);
                     if ad.len() == 1 { y.reshape(&out) } else { y }
                 } else {

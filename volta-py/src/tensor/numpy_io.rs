@@ -45,7 +45,9 @@ fn view<'py, E: volta::dtype::Element + Element>(
     let buf = t.buffer();
     let numel: usize = layout.dims.iter().product();
     if numel == 0 {
-        return Ok(PyArray1::<E>::from_vec(py, Vec::new()).reshape(layout.dims.to_vec())?.into_any());
+        return Ok(PyArray1::<E>::from_vec(py, Vec::new())
+            .reshape(layout.dims.to_vec())?
+            .into_any());
     }
     let shape = IxDyn(&layout.dims).strides(IxDyn(&layout.strides));
     // SAFETY: the layout addresses elements inside `buf` (Volta's invariant for every
@@ -53,7 +55,12 @@ fn view<'py, E: volta::dtype::Element + Element>(
     // the array; the array is made read-only because the buffer is shared.
     let array = unsafe {
         let v = ArrayViewD::from_shape_ptr(shape, buf.as_ptr().add(layout.offset));
-        let owner = Bound::new(py, Buffer { _data: data.clone() })?;
+        let owner = Bound::new(
+            py,
+            Buffer {
+                _data: data.clone(),
+            },
+        )?;
         PyArray::borrow_from_array(&v, owner.into_any())
     };
     let kwargs = PyDict::new(py);

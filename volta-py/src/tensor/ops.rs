@@ -7,23 +7,38 @@ use volta::dtype::Float;
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
 
 /// `op(t, c)` with a host scalar.
-pub fn scalar<D: Backend<E>, E: Float>(t: &RawTensor<D, E>, op: BinaryOp, c: f64) -> RawTensor<D, E> {
+pub fn scalar<D: Backend<E>, E: Float>(
+    t: &RawTensor<D, E>,
+    op: BinaryOp,
+    c: f64,
+) -> RawTensor<D, E> {
     t.scalar(op, E::from_f64(c))
 }
 
 /// `c op t` (the reflected forms: `2 - x`, `1 / x`).
-pub fn scalar_left<D: Backend<E>, E: Float>(t: &RawTensor<D, E>, op: BinaryOp, c: f64) -> RawTensor<D, E> {
+pub fn scalar_left<D: Backend<E>, E: Float>(
+    t: &RawTensor<D, E>,
+    op: BinaryOp,
+    c: f64,
+) -> RawTensor<D, E> {
     RawTensor::full_like_dims(t.dims(), E::from_f64(c)).binary(op, t)
 }
 
 /// `t` broadcast to `dims` (numpy's rule; checked by the caller).
-pub fn broadcast_to<D: Backend<E>, E: Float>(t: &RawTensor<D, E>, dims: &[usize]) -> RawTensor<D, E> {
+pub fn broadcast_to<D: Backend<E>, E: Float>(
+    t: &RawTensor<D, E>,
+    dims: &[usize],
+) -> RawTensor<D, E> {
     if t.dims() == dims {
         return t.clone();
     }
     let mut padded = vec![1; dims.len() - t.dims().len()];
     padded.extend_from_slice(t.dims());
-    let t = if padded == t.dims() { t.clone() } else { t.reshape(&padded) };
+    let t = if padded == t.dims() {
+        t.clone()
+    } else {
+        t.reshape(&padded)
+    };
     t.expand(dims)
 }
 
@@ -51,7 +66,10 @@ pub fn powf<D: Backend<E>, E: Float>(t: &RawTensor<D, E>, k: f64) -> RawTensor<D
         abs.scalar(BinaryOp::Pow, E::from_f64(k))
     } else {
         // x·|x|^(k−1), with k − 1 even: the sign comes from x.
-        t.binary(BinaryOp::Mul, &abs.scalar(BinaryOp::Pow, E::from_f64(k - 1.0)))
+        t.binary(
+            BinaryOp::Mul,
+            &abs.scalar(BinaryOp::Pow, E::from_f64(k - 1.0)),
+        )
     }
 }
 
@@ -90,9 +108,17 @@ pub fn reduce<D: Backend<E>, E: Float>(
 }
 
 /// The mean over `axes`.
-pub fn mean<D: Backend<E>, E: Float>(t: &RawTensor<D, E>, axes: &[usize], keepdim: bool) -> RawTensor<D, E> {
+pub fn mean<D: Backend<E>, E: Float>(
+    t: &RawTensor<D, E>,
+    axes: &[usize],
+    keepdim: bool,
+) -> RawTensor<D, E> {
     let n: usize = axes.iter().map(|&a| t.dims()[a]).product();
-    scalar(&reduce(t, ReduceOp::Sum, axes, keepdim), BinaryOp::Div, n as f64)
+    scalar(
+        &reduce(t, ReduceOp::Sum, axes, keepdim),
+        BinaryOp::Div,
+        n as f64,
+    )
 }
 
 /// The variance over `axes` with `correction` (1: unbiased, as PyTorch's default).
@@ -105,7 +131,11 @@ pub fn var<D: Backend<E>, E: Float>(
     let n: usize = axes.iter().map(|&a| t.dims()[a]).product();
     let centred = t.binary(BinaryOp::Sub, &mean(t, axes, true).expand(t.dims()));
     let sq = centred.binary(BinaryOp::Mul, &centred);
-    scalar(&reduce(&sq, ReduceOp::Sum, axes, keepdim), BinaryOp::Div, (n as f64 - correction).max(0.0))
+    scalar(
+        &reduce(&sq, ReduceOp::Sum, axes, keepdim),
+        BinaryOp::Div,
+        (n as f64 - correction).max(0.0),
+    )
 }
 
 /// `t` with the value of every element, as a new tensor of the same dims.
@@ -114,6 +144,10 @@ pub fn full_like<D: Backend<E>, E: Float>(t: &RawTensor<D, E>, value: f64) -> Ra
 }
 
 /// `u32` indices on `t`'s device (gather, embedding lookups, targets).
-pub fn indices<D: Backend<E>, E: Float>(_like: &RawTensor<D, E>, ids: Vec<u32>, dims: &[usize]) -> RawTensor<D, u32> {
+pub fn indices<D: Backend<E>, E: Float>(
+    _like: &RawTensor<D, E>,
+    ids: Vec<u32>,
+    dims: &[usize],
+) -> RawTensor<D, u32> {
     RawTensor::from_vec(ids, dims)
 }

@@ -19,7 +19,9 @@ pub fn broadcast(op: &str, a: &[usize], b: &[usize]) -> PyResult<Vec<usize>> {
             (x, 1) => Ok(x),
             _ => Err(errors::error(
                 errors::Kind::Shape,
-                format!("{op}: shapes {a:?} and {b:?} do not broadcast (axis {i} of the aligned shapes)"),
+                format!(
+                    "{op}: shapes {a:?} and {b:?} do not broadcast (axis {i} of the aligned shapes)"
+                ),
             )),
         })
         .collect()
@@ -70,7 +72,9 @@ pub fn axes(op: &str, list: &[isize], rank: usize) -> PyResult<Vec<usize>> {
         .collect::<PyResult<Vec<_>>>()?;
     out.sort_unstable();
     if out.windows(2).any(|w| w[0] == w[1]) {
-        return Err(PyValueError::new_err(format!("{op}: dim {list:?} repeats an axis")));
+        return Err(PyValueError::new_err(format!(
+            "{op}: dim {list:?} repeats an axis"
+        )));
     }
     Ok(out)
 }
@@ -81,7 +85,9 @@ pub fn reshape(op: &str, from: &[usize], spec: &[isize]) -> PyResult<Vec<usize>>
     let bad = || {
         errors::error(
             errors::Kind::Shape,
-            format!("{op}: cannot reshape a tensor of shape {from:?} ({numel} elements) to {spec:?}"),
+            format!(
+                "{op}: cannot reshape a tensor of shape {from:?} ({numel} elements) to {spec:?}"
+            ),
         )
     };
     let mut infer = None;
@@ -95,7 +101,7 @@ pub fn reshape(op: &str, from: &[usize], spec: &[isize]) -> PyResult<Vec<usize>>
     }
     let mut dims: Vec<usize> = spec.iter().map(|&d| d.max(0) as usize).collect();
     if let Some(i) = infer {
-        if known == 0 || numel % known != 0 {
+        if known == 0 || !numel.is_multiple_of(known) {
             return Err(bad());
         }
         dims[i] = numel / known;
@@ -113,11 +119,16 @@ pub fn permutation(op: &str, perm: &[isize], rank: usize) -> PyResult<Vec<usize>
             perm.len()
         )));
     }
-    let out = perm.iter().map(|&a| axis(op, a, rank)).collect::<PyResult<Vec<_>>>()?;
+    let out = perm
+        .iter()
+        .map(|&a| axis(op, a, rank))
+        .collect::<PyResult<Vec<_>>>()?;
     let mut seen = vec![false; rank];
     for &a in &out {
         if std::mem::replace(&mut seen[a], true) {
-            return Err(PyValueError::new_err(format!("{op}: {perm:?} repeats axis {a}")));
+            return Err(PyValueError::new_err(format!(
+                "{op}: {perm:?} repeats axis {a}"
+            )));
         }
     }
     Ok(out)
@@ -137,11 +148,21 @@ pub fn matmul(a: &[usize], b: &[usize]) -> PyResult<Vec<usize>> {
     if k_a != k_b {
         return Err(errors::error(
             errors::Kind::Shape,
-            format!("matmul: shapes {a:?} and {b:?} do not fit (inner dims {k_a} and {k_b} differ)"),
+            format!(
+                "matmul: shapes {a:?} and {b:?} do not fit (inner dims {k_a} and {k_b} differ)"
+            ),
         ));
     }
-    let batch_a = if a.len() > 2 { &a[..a.len() - 2] } else { &[][..] };
-    let batch_b = if b.len() > 2 { &b[..b.len() - 2] } else { &[][..] };
+    let batch_a = if a.len() > 2 {
+        &a[..a.len() - 2]
+    } else {
+        &[][..]
+    };
+    let batch_b = if b.len() > 2 {
+        &b[..b.len() - 2]
+    } else {
+        &[][..]
+    };
     let mut out = broadcast("matmul", batch_a, batch_b).map_err(|_| {
         errors::error(
             errors::Kind::Shape,

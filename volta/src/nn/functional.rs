@@ -58,7 +58,11 @@ pub fn avg_pool2d<D: Backend<E>, E: Float>(x: &RawTensor<D, E>, win: &Window2d) 
 }
 
 /// Unfolds the windows into the last axis of `(N, OH, OW, C, KH·KW)` and reduces it.
-fn pool<D: Backend<E>, E: Float>(x: &RawTensor<D, E>, win: &Window2d, max: bool) -> RawTensor<D, E> {
+fn pool<D: Backend<E>, E: Float>(
+    x: &RawTensor<D, E>,
+    win: &Window2d,
+    max: bool,
+) -> RawTensor<D, E> {
     let pad = if max { E::NEG_INFINITY } else { E::ZERO };
     let cols = x.unfold2d(*win, pad);
     let d = cols.dims().to_vec();
@@ -160,5 +164,8 @@ pub fn blend<D: Backend<E>, E: Float>(
 ) -> RawTensor<D, E> {
     let _guard = crate::autograd::no_grad();
     old.scalar(BinaryOp::Mul, E::from_f64(1.0 - momentum))
-        .binary(BinaryOp::Add, &new.scalar(BinaryOp::Mul, E::from_f64(momentum)))
+        .binary(
+            BinaryOp::Add,
+            &new.scalar(BinaryOp::Mul, E::from_f64(momentum)),
+        )
 }

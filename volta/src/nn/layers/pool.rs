@@ -2,9 +2,9 @@
 use super::conv::output_dims;
 use crate::backend::Backend;
 use crate::dtype::Float;
+use crate::nn::functional;
 use crate::nn::{Module, ToDevice, Visitor};
 use crate::shape::Dim;
-use crate::nn::functional;
 use crate::tensor::Tensor;
 use volta_kernels::Window2d;
 
