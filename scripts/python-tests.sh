@@ -14,7 +14,7 @@ fi
 # shellcheck disable=SC1091
 source "$venv/bin/activate"
 stamp="$venv/.requirements"
-want="maturin==1.16.0 pytest==8.4.2 hypothesis==6.140.2 micrograd==0.1.0 numpy safetensors==0.6.2 mypy==1.18.2 scikit-learn==1.9.1"
+want="pytest==8.4.2 hypothesis==6.140.2 micrograd==0.1.0 numpy safetensors==0.6.2 mypy==1.18.2 scikit-learn==1.9.1"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     # shellcheck disable=SC2086
     python -m pip install -q --disable-pip-version-check $want
@@ -22,13 +22,24 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 fi
 [ "${1:-}" = "--setup-only" ] && exit 0
 
-# The dev profile, as `cargo test` builds: maturin reuses its dependencies.
-maturin develop -q -m volta-py/Cargo.toml
+# The module, and the Rust programs the tests compare with (the language-model
+# example, the main job), built as one workspace build with every target: the same
+# feature set as `cargo test --workspace`, so after the test command's native tests
+# nothing but these three is compiled. (`maturin develop` or `cargo build -p …` would
+# resolve other features and rebuild the dependencies: minutes on 2 cores.) Built
+# before the venv is active: pyo3's build script reruns when VIRTUAL_ENV changes.
+deactivate
+cargo build -q --workspace --all-targets
+source "$venv/bin/activate"
 
-# The Rust programs the tests compare with: the language-model example and the
-# main job (digits checkpoints both ways).
-cargo build -q -p volta-examples --example generate
-cargo build -q -p volta-train
+# The package, editable: its Python sources from volta-py/python with the module
+# cargo built, as `maturin develop` lays it out. (`pip install ./volta-py` builds
+# the same crate into a wheel with maturin.)
+python -m pip uninstall -q -y volta 2>/dev/null || true
+ln -sf "$PWD/target/debug/lib_volta.so" volta-py/python/volta/_volta.abi3.so
+site=$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$PWD/volta-py/python" > "$site/volta-dev.pth"
+
 export VOLTA_GENERATE_EXAMPLE="$PWD/target/debug/examples/generate"
 export VOLTA_TRAIN_BIN="$PWD/target/debug/volta-train"
 

@@ -105,7 +105,8 @@ pub fn conv2d(
     {
         return Err(errors::shape_error("conv2d (bias)", b.dims(), &[wd[0]]));
     }
-    guard(|| match &b {
+    // The long CPU op of a CNN: the GIL is released while it runs.
+    input.py().detach(|| guard(|| match &b {
         Some(b) => zip!("conv2d", (&x, &w, b), |x, w, b| f::conv2d(
             x,
             w,
@@ -116,7 +117,7 @@ pub fn conv2d(
         None => zip!("conv2d", (&x, &w), |x, w| f::conv2d(
             x, w, None, &win, groups
         )),
-    })
+    }))
     .map(Tensor::result)
 }
 
@@ -640,7 +641,7 @@ pub fn linear(
         ));
     }
     let wt = guard(|| Ok(map!(&w, t => t.transpose_last())))?;
-    let y = crate::tensor::matmul(&x, &wt)?;
+    let y = input.py().detach(|| crate::tensor::matmul(&x, &wt))?;
     let y = match bias {
         Some(b) => {
             let b = b.get().data();

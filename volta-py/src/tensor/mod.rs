@@ -675,21 +675,22 @@ impl Tensor {
         self.unary(UnaryOp::Abs)
     }
 
-    fn __matmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    // Products are the long CPU ops: the GIL is released while they run.
+    fn __matmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         let a = self.data();
         let b = operand(o, &a)?;
-        matmul(&a, &b).map(Tensor::result)
+        py.detach(|| matmul(&a, &b)).map(Tensor::result)
     }
 
-    fn __rmatmul__(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    fn __rmatmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         let b = self.data();
         let a = operand(o, &b)?;
-        matmul(&a, &b).map(Tensor::result)
+        py.detach(|| matmul(&a, &b)).map(Tensor::result)
     }
 
     /// Matrix product with numpy's rules (`@`).
-    fn matmul(&self, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-        self.__matmul__(o)
+    fn matmul(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.__matmul__(py, o)
     }
 
     /// `self + other` (also a method: `add`, `sub`, `mul`, `div`).
