@@ -106,19 +106,23 @@ pub fn conv2d(
         return Err(errors::shape_error("conv2d (bias)", b.dims(), &[wd[0]]));
     }
     // The long CPU op of a CNN: the GIL is released while it runs.
-    input.py().detach(|| guard(|| match &b {
-        Some(b) => zip!("conv2d", (&x, &w, b), |x, w, b| f::conv2d(
-            x,
-            w,
-            Some(b),
-            &win,
-            groups
-        )),
-        None => zip!("conv2d", (&x, &w), |x, w| f::conv2d(
-            x, w, None, &win, groups
-        )),
-    }))
-    .map(Tensor::result)
+    input
+        .py()
+        .detach(|| {
+            guard(|| match &b {
+                Some(b) => zip!("conv2d", (&x, &w, b), |x, w, b| f::conv2d(
+                    x,
+                    w,
+                    Some(b),
+                    &win,
+                    groups
+                )),
+                None => zip!("conv2d", (&x, &w), |x, w| f::conv2d(
+                    x, w, None, &win, groups
+                )),
+            })
+        })
+        .map(Tensor::result)
 }
 
 fn pool(

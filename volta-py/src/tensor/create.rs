@@ -490,60 +490,24 @@ pub fn cat_data(parts: &[Data], dim: isize) -> PyResult<Data> {
             return Err(super::data::mismatch("cat", &[first, p]));
         }
     }
-    guard(|| {
-        Ok(match first {
-            Data::CpuF32(_) => Data::CpuF32(RawTensor::cat(
-                &parts
-                    .iter()
-                    .map(|p| match p {
-                        Data::CpuF32(t) => t.clone(),
-                        _ => unreachable!(),
-                    })
-                    .collect::<Vec<_>>(),
-                axis,
-            )),
-            Data::CpuF64(_) => Data::CpuF64(RawTensor::cat(
-                &parts
-                    .iter()
-                    .map(|p| match p {
-                        Data::CpuF64(t) => t.clone(),
-                        _ => unreachable!(),
-                    })
-                    .collect::<Vec<_>>(),
-                axis,
-            )),
-            Data::CpuF16(_) => Data::CpuF16(RawTensor::cat(
-                &parts
-                    .iter()
-                    .map(|p| match p {
-                        Data::CpuF16(t) => t.clone(),
-                        _ => unreachable!(),
-                    })
-                    .collect::<Vec<_>>(),
-                axis,
-            )),
-            Data::GpuF32(_) => Data::GpuF32(RawTensor::cat(
-                &parts
-                    .iter()
-                    .map(|p| match p {
-                        Data::GpuF32(t) => t.clone(),
-                        _ => unreachable!(),
-                    })
-                    .collect::<Vec<_>>(),
-                axis,
-            )),
-            Data::GpuF16(_) => Data::GpuF16(RawTensor::cat(
-                &parts
-                    .iter()
-                    .map(|p| match p {
-                        Data::GpuF16(t) => t.clone(),
-                        _ => unreachable!(),
-                    })
-                    .collect::<Vec<_>>(),
-                axis,
-            )),
-        })
-    })
+    // Every part has `first`'s variant (checked above): unwrap them all as it.
+    macro_rules! cat_as {
+        ($($v:ident),*) => {
+            match first {
+                $(Data::$v(_) => Data::$v(RawTensor::cat(
+                    &parts
+                        .iter()
+                        .map(|p| match p {
+                            Data::$v(t) => t.clone(),
+                            _ => unreachable!("cat: parts of one variant"),
+                        })
+                        .collect::<Vec<_>>(),
+                    axis,
+                )),)*
+            }
+        };
+    }
+    guard(|| Ok(cat_as!(CpuF32, CpuF64, CpuF16, GpuF32, GpuF16)))
 }
 
 /// Tensors of one shape stacked along a new axis `dim`.

@@ -1,61 +1,13 @@
 """Neural-network building blocks.
 
 micrograd's ``Neuron``, ``Layer`` and ``MLP`` (scalar ``volta.Value`` networks, seeded
-from Python's ``random`` exactly as micrograd's are).
+from Python's ``random`` exactly as micrograd's are), and PyTorch-style layers over
+``volta.Tensor`` (``Module``, ``Linear``, ``Conv2d``, norms, pooling, …). ``Module``
+here is the PyTorch-style base; micrograd's own is ``volta.nn.micrograd.Module``.
 """
 
+from volta.nn import modules, utils
 from volta.nn.micrograd import MLP, Layer, Neuron
-from volta.nn.modules import (
-    AvgPool2d,
-    BatchNorm2d,
-    Conv2d,
-    CrossEntropyLoss,
-    Dropout,
-    Embedding,
-    Flatten,
-    GELU,
-    Identity,
-    LayerNorm,
-    Linear,
-    MaxPool2d,
-    Module,
-    ModuleList,
-    MSELoss,
-    Parameter,
-    ReLU,
-    RMSNorm,
-    Sequential,
-    SiLU,
-    Sigmoid,
-    Softmax,
-    Tanh,
-)
+from volta.nn.modules import *  # noqa: F403  (the layers, listed in modules.__all__)
 
-__all__ = [
-    "Neuron",
-    "Layer",
-    "MLP",
-    "Module",
-    "Parameter",
-    "Linear",
-    "Conv2d",
-    "MaxPool2d",
-    "AvgPool2d",
-    "BatchNorm2d",
-    "LayerNorm",
-    "RMSNorm",
-    "Embedding",
-    "Dropout",
-    "ReLU",
-    "GELU",
-    "SiLU",
-    "Sigmoid",
-    "Tanh",
-    "Identity",
-    "Softmax",
-    "Flatten",
-    "Sequential",
-    "ModuleList",
-    "CrossEntropyLoss",
-    "MSELoss",
-]
+__all__ = ["Neuron", "Layer", "MLP", "utils", *modules.__all__]
