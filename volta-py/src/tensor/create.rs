@@ -200,6 +200,23 @@ fn size_args(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
 /// `n` values `f(0), f(1), …` in a buffer allocated fallibly: a tensor larger than
 /// the host can hold raises `MemoryError` (as numpy does) instead of aborting the
 /// process, which is what a failed allocation in Rust does.
+/// A new leaf of `values` with `dims`, on the `device=` argument's device as the
+/// `dtype=` argument's type (float32 by default): the end of every constructor.
+fn new_leaf(
+    values: &[f64],
+    dims: &[usize],
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<Tensor> {
+    let place = device::parse(device)?;
+    let ty = resolve(dtype_arg(dtype)?, None, place)?;
+    Ok(Tensor::leaf(
+        guard(|| Data::from_f64(values, dims, place, ty))?,
+        requires_grad,
+    ))
+}
+
 fn values(op: &str, n: usize, f: impl FnMut(usize) -> f64) -> PyResult<Vec<f64>> {
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| {
@@ -225,14 +242,9 @@ fn filled(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Tensor> {
-    let place = device::parse(device)?;
-    let ty = resolve(dtype_arg(dtype)?, None, place)?;
     let n: usize = dims.iter().product();
     let v = values("full", n, |_| value)?;
-    Ok(Tensor::leaf(
-        guard(|| Data::from_f64(&v, dims, place, ty))?,
-        requires_grad,
-    ))
+    new_leaf(&v, dims, dtype, device, requires_grad)
 }
 
 /// Zeros of the given dims: `zeros(2, 3)` or `zeros((2, 3))`.
@@ -280,14 +292,9 @@ fn random(
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<Tensor> {
-    let place = device::parse(device)?;
-    let ty = resolve(dtype_arg(dtype)?, None, place)?;
     let n: usize = dims.iter().product();
     let values = with_rng(|r| values("random", n, |_| draw(r)))?;
-    Ok(Tensor::leaf(
-        guard(|| Data::from_f64(&values, dims, place, ty))?,
-        requires_grad,
-    ))
+    new_leaf(&values, dims, dtype, device, requires_grad)
 }
 
 /// Standard normal samples (seed with `manual_seed`).
@@ -369,12 +376,7 @@ pub fn arange(
     }
     let n = ((end - start) / step).ceil().max(0.0) as usize;
     let values = values("arange", n, |i| start + i as f64 * step)?;
-    let place = device::parse(device)?;
-    let ty = resolve(dtype_arg(dtype)?, None, place)?;
-    Ok(Tensor::leaf(
-        guard(|| Data::from_f64(&values, &[n], place, ty))?,
-        requires_grad,
-    ))
+    new_leaf(&values, &[n], dtype, device, requires_grad)
 }
 
 /// `steps` evenly spaced values from `start` to `end` inclusive.
@@ -396,12 +398,7 @@ pub fn linspace(
             start + (end - start) * i as f64 / (steps - 1) as f64
         }
     })?;
-    let place = device::parse(device)?;
-    let ty = resolve(dtype_arg(dtype)?, None, place)?;
-    Ok(Tensor::leaf(
-        guard(|| Data::from_f64(&values, &[steps], place, ty))?,
-        requires_grad,
-    ))
+    new_leaf(&values, &[steps], dtype, device, requires_grad)
 }
 
 /// The `n × m` identity (m defaults to n).
@@ -417,12 +414,7 @@ pub fn eye(
     let (n, m) = (count("eye", "n", n)?, count("eye", "m", m.unwrap_or(n))?);
     let len = n.saturating_mul(m); // too many: MemoryError below
     let values = values("eye", len, |i| if i / m == i % m { 1.0 } else { 0.0 })?;
-    let place = device::parse(device)?;
-    let ty = resolve(dtype_arg(dtype)?, None, place)?;
-    Ok(Tensor::leaf(
-        guard(|| Data::from_f64(&values, &[n, m], place, ty))?,
-        requires_grad,
-    ))
+    new_leaf(&values, &[n, m], dtype, device, requires_grad)
 }
 
 fn like(t: &Tensor, value: f64, requires_grad: bool) -> PyResult<Tensor> {

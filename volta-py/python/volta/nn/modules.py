@@ -445,33 +445,6 @@ class Flatten(Module):
         return x.flatten(self.start_dim, self.end_dim)
 
 
-class Sequential(Module):
-    """Layers applied in order; named ``0``, ``1``, … (or by an ``OrderedDict``)."""
-
-    def __init__(self, *layers: Any) -> None:
-        super().__init__()
-        if len(layers) == 1 and isinstance(layers[0], OrderedDict):
-            for name, m in layers[0].items():
-                setattr(self, name, m)
-        else:
-            for i, m in enumerate(layers):
-                setattr(self, str(i), m)
-
-    def forward(self, x: Any) -> Any:
-        for m in self._modules.values():
-            x = m(x)
-        return x
-
-    def __getitem__(self, i: int) -> Module:
-        return list(self._modules.values())[i]
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
-
 class ModuleList(Module):
     """A list of modules, registered as ``0``, ``1``, …."""
 
@@ -492,6 +465,24 @@ class ModuleList(Module):
 
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
+
+
+class Sequential(ModuleList):
+    """Layers applied in order; named ``0``, ``1``, … (or by an ``OrderedDict``)."""
+
+    def __init__(self, *layers: Any) -> None:
+        Module.__init__(self)
+        if len(layers) == 1 and isinstance(layers[0], OrderedDict):
+            for name, m in layers[0].items():
+                setattr(self, name, m)
+        else:
+            for i, m in enumerate(layers):
+                setattr(self, str(i), m)
+
+    def forward(self, x: Any) -> Any:
+        for m in self._modules.values():
+            x = m(x)
+        return x
 
 
 class CrossEntropyLoss(Module):
