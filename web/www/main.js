@@ -308,7 +308,8 @@ async function send() {
       c.text += piece;
       answer.textContent = c.text;
       if (c.tokens > 1) c.tokPerSec = (c.tokens - 1) / ((now - firstAt) / 1000);
-      const speed = c.tokPerSec ? `, ${c.tokPerSec.toFixed(1)} tok/s` : '';
+      // Two significant digits: a CPU-emulated adapter decodes below 0.1 tok/s.
+      const speed = c.tokPerSec ? `, ${c.tokPerSec >= 10 ? c.tokPerSec.toFixed(1) : c.tokPerSec.toPrecision(2)} tok/s` : '';
       setStatus('chat-status', `prompt ${promptTokens} tokens in ${((firstAt - start) / 1000).toFixed(2)} s; ${c.tokens} tokens${speed}`);
       await yieldToBrowser();
     }
