@@ -11,6 +11,7 @@ mod support;
 
 mod anomaly;
 mod async_api;
+mod attention_gpu;
 mod checkpoint;
 mod constructors;
 mod data;

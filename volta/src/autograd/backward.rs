@@ -2,6 +2,7 @@
 use super::{Gradients, Op, no_grad};
 use crate::backend::Backend;
 use crate::dtype::Float;
+use crate::layout::Layout;
 use crate::shape::{Scalar, Shape};
 use crate::tensor::{RawTensor, Tensor, TensorId};
 use std::collections::HashSet;
@@ -253,6 +254,21 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
         Op::Fold2d(cols, win) => vec![(cols, g.unfold2d(*win, E::ZERO))],
         Op::Normalize(x, axis, center, eps) => {
             vec![(x, normalize_grad(x, out, g, *axis, *center, *eps))]
+        }
+        Op::Attention { q, k, v, lse, spec } => {
+            // Σ_c g·out per query row: the softmax backward's row term.
+            let delta = g.binary(BinaryOp::Mul, out).reduce(ReduceOp::Sum, 3);
+            let (dq, dk, dv) = D::attention_backward(
+                q.view(),
+                k.view(),
+                v.view(),
+                g.view(),
+                lse.view(),
+                delta.view(),
+                spec,
+            );
+            let grad = |buf, like: &T<D, E>| T::leaf(buf, Layout::contiguous(like.dims()));
+            vec![(q, grad(dq, q)), (k, grad(dk, k)), (v, grad(dv, v))]
         }
         Op::Custom(inputs, rule) => inputs.iter().zip(rule(inputs, g)).collect(),
     }

@@ -1,5 +1,5 @@
 //! The record of how a tensor was computed: the op and its inputs.
-use crate::backend::{Device, Memory};
+use crate::backend::{AttentionSpec, Device, Memory};
 use crate::dtype::Element;
 use crate::shape::Dims;
 use crate::tensor::RawTensor;
@@ -37,6 +37,15 @@ pub(crate) enum Op<D: Device + Memory<E>, E: Element> {
     Fold2d(T<D, E>, Window2d),
     /// Normalisation along an axis: `center` (layer norm) or RMS, and `eps`.
     Normalize(T<D, E>, usize, bool, E),
+    /// Fused attention of queries, keys and values, with the row log-sum-exp the
+    /// forward kept (a detached tensor) for the backward.
+    Attention {
+        q: T<D, E>,
+        k: T<D, E>,
+        v: T<D, E>,
+        lse: T<D, E>,
+        spec: AttentionSpec,
+    },
     /// An op whose backward rule was captured where its types are concrete (user
     /// kernels): `rule(inputs, grad)` gives each input's gradient.
     Custom(Vec<T<D, E>>, CustomBackward<D, E>),
@@ -72,6 +81,7 @@ impl<D: Device + Memory<E>, E: Element> Op<D, E> {
             Op::Unfold2d(..) => "Unfold2d".into(),
             Op::Fold2d(..) => "Fold2d".into(),
             Op::Normalize(_, _, center, _) => if *center { "LayerNorm" } else { "RmsNorm" }.into(),
+            Op::Attention { .. } => "Attention".into(),
             Op::Custom(..) => "a #[kernel] op".into(),
         }
     }
@@ -95,6 +105,7 @@ impl<D: Device + Memory<E>, E: Element> Op<D, E> {
             | Op::Fold2d(x, _)
             | Op::Normalize(x, _, _, _) => vec![x],
             Op::Binary(a, b, _) | Op::MatMul(a, b) | Op::Select(_, a, b) => vec![a, b],
+            Op::Attention { q, k, v, .. } => vec![q, k, v],
             Op::Cat(parts, _) | Op::Custom(parts, _) => parts.iter().collect(),
         }
     }

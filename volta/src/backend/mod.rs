@@ -6,6 +6,7 @@
 //! and kernels. Kernels receive buffers with a [`Layout`] (dims, strides, offset),
 //! so views (permute, expand, slices) cost no copy.
 
+mod attention;
 pub mod cpu;
 mod custom;
 pub mod gpu;
@@ -15,6 +16,8 @@ mod replay;
 
 use crate::dtype::{Element, Float};
 pub use crate::layout::Layout;
+pub(crate) use attention::AttentionDims;
+pub use attention::AttentionSpec;
 pub use custom::KernelBackend;
 pub use infer::InferenceBackend;
 pub use optim::{AdamStep, SgdStep};
@@ -132,6 +135,33 @@ pub trait Backend<E: Float>: Device + Memory<E> {
     /// bit (a `u32` hash `h` of `(seed, i)` from integer ops, then `(h >> 8)·2⁻²⁴` in
     /// `f32`, converted to `E`; see [`uniform_hash`](crate::random::uniform_hash)).
     fn uniform(len: usize, seed: u64) -> Buf<Self, E>;
+    /// Fused scaled-dot-product attention (flash attention): queries `q`
+    /// `[B, H, T, d]`, keys `k` and values `v` `[B, Hkv, S, d]` with `H` a multiple
+    /// of `Hkv` (query head `h` reads key/value head `h / (H/Hkv)`), any strides.
+    /// Returns the output `[B, H, T, d]` and each query row's log-sum-exp of its
+    /// scaled, masked scores `[B, H, T]` (the backward's softmax statistics), both
+    /// contiguous, without storing the `T×S` scores. Every row sees at least key 0.
+    fn attention(
+        q: View<Self, E>,
+        k: View<Self, E>,
+        v: View<Self, E>,
+        spec: &AttentionSpec,
+    ) -> (Buf<Self, E>, Buf<Self, E>);
+    /// The backward of [`attention`](Self::attention): from the gradient `dout` of
+    /// its output (any strides), its `lse` and `delta = Σ_c dout·out` per query row
+    /// (both `[B, H, T]`, contiguous), recomputes the scores tile by tile and
+    /// returns `(dq, dk, dv)`, contiguous with the dims of `q`, `k` and `v`; `dk`
+    /// and `dv` sum over the query heads that share a key/value head.
+    #[allow(clippy::too_many_arguments)]
+    fn attention_backward(
+        q: View<Self, E>,
+        k: View<Self, E>,
+        v: View<Self, E>,
+        dout: View<Self, E>,
+        lse: View<Self, E>,
+        delta: View<Self, E>,
+        spec: &AttentionSpec,
+    ) -> (Buf<Self, E>, Buf<Self, E>, Buf<Self, E>);
     /// One Adam/AdamW step of one parameter in one pass (see [`AdamStep`] for the
     /// formulas): reads the parameter `p`, its gradient `g` and its moments
     /// `(m, v)` (`None` before the first step: zero), all with `p`'s dims and any

@@ -23,7 +23,7 @@ mod model;
 mod module;
 mod summary;
 
-pub use crate::ops::attention::causal_attention;
+pub use crate::ops::attention::{attention, causal_attention};
 pub use layers::*;
 pub use model::{
     DeclaredOutput, Forward, InputFits, Model, Residual, ResidualShape, declared_output, model_dim,

@@ -1,23 +1,27 @@
-//! Causal scaled dot-product attention with grouped-query heads, composed from a
-//! matmul, a masked softmax and a matmul: the reference semantics (and autograd on
-//! both devices) that fused attention kernels must reproduce.
-use crate::backend::Backend;
+//! Scaled dot-product attention with grouped-query heads, fused: one kernel per
+//! device computes `softmax(q·kᵀ/√d + mask)·v` tile by tile and keeps each row's
+//! log-sum-exp, and one backward recomputes the scores from it, so neither pass
+//! stores the `T×S` score matrix (flash attention). Shape logic and autograd are
+//! here, once; the devices supply the kernels.
+use crate::autograd::Op;
+use crate::backend::{AttentionSpec, Backend};
 use crate::dtype::Float;
+use crate::layout::Layout;
 use crate::shape::Dim;
 use crate::tensor::{RawTensor, Tensor};
-use volta_kernels::BinaryOp;
 
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {
-    /// `softmax(q·kᵀ/√d + causal mask)·v` for queries `self` `[B, H, T, d]` and keys
-    /// and values `[B, Hkv, S, d]`, `H` a multiple of `Hkv`: query head `h` reads kv
-    /// head `h / (H/Hkv)` (grouped-query attention, llama.cpp's grouping). Query row
-    /// `t` is at position `start + t` and sees keys `0..=start + t`.
+    /// `softmax(q·kᵀ/√d + mask)·v` for queries `self` `[B, H, T, d]` and keys and
+    /// values `[B, Hkv, S, d]`, `H` a multiple of `Hkv`: query head `h` reads kv
+    /// head `h / (H/Hkv)` (grouped-query attention, llama.cpp's grouping). With
+    /// `causal = Some(start)`, query row `t` is at position `start + t` and sees
+    /// keys `0..=start + t`; with `None` every query sees every key.
     ///
     /// # Panics
     /// When the dims do not fit (rank, batch, head grouping, head dim, key and value
-    /// lengths), or when a query would see no key (`S == 0`).
+    /// lengths), or when there is no key (`S == 0`).
     #[track_caller]
-    pub fn causal_attention(&self, k: &Self, v: &Self, start: usize) -> Self {
+    pub fn attention(&self, k: &Self, v: &Self, causal: Option<usize>) -> Self {
         let (q_dims, k_dims) = (self.dims().to_vec(), k.dims().to_vec());
         let fits = q_dims.len() == 4
             && k_dims.len() == 4
@@ -29,34 +33,88 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
             && k_dims[2] > 0;
         assert!(
             fits,
-            "causal_attention: queries {q_dims:?} do not fit keys {k_dims:?} and values {:?} \
-             (expected [B, H, T, d] and [B, Hkv, S, d] with H a multiple of Hkv)",
+            "attention: queries {q_dims:?} do not fit keys {k_dims:?} and values {:?} \
+             (expected [B, H, T, d] and [B, Hkv, S, d] with H a multiple of Hkv and S > 0)",
             v.dims()
         );
-        let [b, h, t, d] = [q_dims[0], q_dims[1], q_dims[2], q_dims[3]];
-        let (hkv, s) = (k_dims[1], k_dims[2]);
-        let group = h / hkv;
-        // The queries of one kv head as one matrix: [B, Hkv, group·T, d].
-        let q = self.reshape(&[b, hkv, group * t, d]);
-        let scores = q
-            .matmul(&k.transpose_last())
-            .scalar(BinaryOp::Mul, E::from_f64(1.0 / (d as f64).sqrt()));
-        let mask: Vec<E> = (0..group * t)
-            .flat_map(|row| {
-                let position = start + row % t;
-                (0..s).map(move |key| {
-                    E::from_f64(if key <= position {
-                        0.0
-                    } else {
-                        f64::NEG_INFINITY
-                    })
-                })
-            })
-            .collect();
-        let mask = RawTensor::from_vec(mask, &[1, 1, group * t, s]).expand(scores.dims());
-        let weights = scores.binary(BinaryOp::Add, &mask).softmax(3);
-        weights.matmul(v).reshape(&[b, h, t, d])
+        let spec = AttentionSpec {
+            scale: 1.0 / (q_dims[3] as f64).sqrt(),
+            causal,
+        };
+        let (out, lse) = D::attention(self.view(), k.view(), v.view(), &spec);
+        let lse = RawTensor::leaf(lse, Layout::contiguous(&q_dims[..3]));
+        Self::from_op(
+            out,
+            Layout::contiguous(&q_dims),
+            || Op::Attention {
+                q: self.clone(),
+                k: k.clone(),
+                v: v.clone(),
+                lse,
+                spec,
+            },
+            &[self, k, v],
+        )
     }
+
+    /// Causal [`attention`](Self::attention): query row `t` at position
+    /// `start + t` sees keys `0..=start + t`.
+    ///
+    /// # Panics
+    /// As [`attention`](Self::attention).
+    #[track_caller]
+    pub fn causal_attention(&self, k: &Self, v: &Self, start: usize) -> Self {
+        self.attention(k, v, Some(start))
+    }
+}
+
+/// Scaled dot-product attention over typed tensors, fused (see
+/// [`RawTensor::attention`]): queries `[B, H, T, d]`, keys and values
+/// `[B, Hkv, S, d]`. `causal` hides from each query the keys after its position,
+/// the queries being the last `T` of the `S` positions (query `t` at `S − T + t`,
+/// as in a step over a KV cache). Batch and head dims are shared type parameters,
+/// so a mismatch of static dims does not compile; `usize` dims and the head
+/// grouping are checked at run time.
+///
+/// ```
+/// use volta::prelude::*;
+/// use volta::nn::attention;
+/// let q = Tensor::<Rank4<1, 4, 3, 8>>::ones();
+/// let kv = Tensor::<Rank4<1, 2, 5, 8>>::ones();
+/// let out = attention(&q, &kv, &kv, true);
+/// assert_eq!(out.to_vec(), vec![1.0; 4 * 3 * 8]);
+/// ```
+///
+/// # Panics
+/// When `causal` and there are fewer keys than queries (the first queries would
+/// see none), or as [`RawTensor::attention`].
+#[track_caller]
+pub fn attention<B, H, T, Hd, Hkv, S, D, E>(
+    q: &Tensor<(B, H, T, Hd), D, E>,
+    k: &Tensor<(B, Hkv, S, Hd), D, E>,
+    v: &Tensor<(B, Hkv, S, Hd), D, E>,
+    causal: bool,
+) -> Tensor<(B, H, T, Hd), D, E>
+where
+    B: Dim,
+    H: Dim,
+    T: Dim,
+    Hd: Dim,
+    Hkv: Dim,
+    S: Dim,
+    D: Backend<E>,
+    E: Float,
+{
+    let (t, s) = (q.raw().dims()[2], k.raw().dims()[2]);
+    let start = causal.then(|| {
+        assert!(
+            s >= t,
+            "attention: causal attention of {t} queries over {s} keys (the queries are the \
+             last positions, so S >= T)"
+        );
+        s - t
+    });
+    q.map_raw(|r| r.attention(k.raw(), v.raw(), start))
 }
 
 /// Causal grouped-query attention over typed tensors: queries `[B, H, T, d]`, keys
@@ -90,6 +148,40 @@ where
     E: Float,
 {
     q.map_raw(|r| r.causal_attention(k.raw(), v.raw(), start))
+}
+
+/// The composed reference: matmul, masked softmax, matmul (it stores the scores).
+#[cfg(test)]
+pub(crate) fn composed<D: Backend<E>, E: Float>(
+    q: &RawTensor<D, E>,
+    k: &RawTensor<D, E>,
+    v: &RawTensor<D, E>,
+    causal: Option<usize>,
+) -> RawTensor<D, E> {
+    use volta_kernels::BinaryOp;
+    let [b, h, t, d] = [q.dims()[0], q.dims()[1], q.dims()[2], q.dims()[3]];
+    let (hkv, s) = (k.dims()[1], k.dims()[2]);
+    let group = h / hkv;
+    let q = q.reshape(&[b, hkv, group * t, d]);
+    let scores = q
+        .matmul(&k.transpose_last())
+        .scalar(BinaryOp::Mul, E::from_f64(1.0 / (d as f64).sqrt()));
+    let spec = AttentionSpec { scale: 1.0, causal };
+    let mask: Vec<E> = (0..group * t)
+        .flat_map(|row| {
+            let visible = spec.visible(row % t, s);
+            (0..s).map(move |key| {
+                E::from_f64(if key < visible {
+                    0.0
+                } else {
+                    f64::NEG_INFINITY
+                })
+            })
+        })
+        .collect();
+    let mask = RawTensor::from_vec(mask, &[1, 1, group * t, s]).expand(scores.dims());
+    let weights = scores.binary(BinaryOp::Add, &mask).softmax(3);
+    weights.matmul(v).reshape(&[b, h, t, d])
 }
 
 #[cfg(test)]
@@ -159,6 +251,61 @@ mod tests {
         let want = reference(&q, &k, &v, [b, h, t, d], [hkv, s], start);
         for (a, w) in got.iter().zip(&want) {
             assert!((a - w).abs() < 1e-12, "{a} vs {w}");
+        }
+    }
+
+    /// Deterministic values in (−1.5, 1.5).
+    fn values(n: usize, seed: f64) -> Vec<f64> {
+        (0..n)
+            .map(|i| ((i as f64 + seed) * 0.7131).sin() * 1.5)
+            .collect()
+    }
+
+    /// The fused op against the composed reference, forward and every gradient, in
+    /// f64: grouped heads, a ragged length, strided queries (a permuted
+    /// `[B, T, H, d]` store), causal at an offset and not causal.
+    #[test]
+    fn fused_forward_and_gradients_match_the_composed_ops() {
+        use super::composed;
+        use crate::autograd::Gradients;
+        for (b, h, hkv, t, s, d, causal) in [
+            (2, 4, 2, 5, 5, 8, Some(0)),
+            (1, 3, 1, 3, 7, 4, Some(4)),
+            (2, 2, 2, 4, 6, 3, None),
+            (1, 1, 1, 1, 1, 2, Some(0)),
+        ] {
+            let leaf = |dims: &[usize], seed| {
+                RawTensor::<Cpu, f64>::from_vec(values(dims.iter().product(), seed), dims)
+                    .tracked_leaf()
+            };
+            let q_store = leaf(&[b, t, h, d], 0.0);
+            let (k, v) = (leaf(&[b, hkv, s, d], 1.0), leaf(&[b, hkv, s, d], 2.0));
+            let q = q_store.permute(&[0, 2, 1, 3]);
+            let w = RawTensor::<Cpu, f64>::from_vec(values(b * h * t * d, 3.0), &[b, h, t, d]);
+            let loss = |out: RawTensor<Cpu, f64>| -> (Vec<f64>, Gradients<Cpu, f64>) {
+                let values = out.to_vec();
+                let total = out
+                    .binary(volta_kernels::BinaryOp::Mul, &w)
+                    .reduce_all(volta_kernels::ReduceOp::Sum);
+                (values, total.backward())
+            };
+            let (fused, fg) = loss(q.attention(&k, &v, causal));
+            let (reference, rg) = loss(composed(&q, &k, &v, causal));
+            let close = |a: &[f64], b: &[f64], what: &str| {
+                assert_eq!(a.len(), b.len());
+                for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                    assert!((x - y).abs() < 1e-12, "{what}[{i}]: {x} vs {y} ({b:?})");
+                }
+            };
+            close(&fused, &reference, "out");
+            for (name, x) in [("dq", &q_store), ("dk", &k), ("dv", &v)] {
+                let got = fg.get_raw(x.id()).expect("a gradient").to_vec();
+                close(
+                    &got,
+                    &rg.get_raw(x.id()).expect("a gradient").to_vec(),
+                    name,
+                );
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 //! The CPU device: buffers are `Arc<Vec<E>>`, kernels are strided loops (rayon
 //! above a size threshold) and a tuned GEMM.
 
+mod attention;
 mod copy;
 mod elementwise;
 mod index;
@@ -16,7 +17,8 @@ mod window;
 
 use super::infer::{AttnShape, QFusion, QShape};
 use super::{
-    AdamStep, Backend, Buf, Device, InferenceBackend, KernelBackend, Memory, Replay, SgdStep, View,
+    AdamStep, AttentionSpec, Backend, Buf, Device, InferenceBackend, KernelBackend, Memory, Replay,
+    SgdStep, View,
 };
 use crate::dtype::{Element, Float};
 use crate::layout::Layout;
@@ -113,6 +115,35 @@ impl<E: Float> Backend<E> for Cpu {
         } else {
             (0..len).map(at).collect()
         })
+    }
+    fn attention(
+        q: View<Self, E>,
+        k: View<Self, E>,
+        v: View<Self, E>,
+        spec: &AttentionSpec,
+    ) -> (Buf<Self, E>, Buf<Self, E>) {
+        let (out, lse) = attention::attention((q.0, q.1), (k.0, k.1), (v.0, v.1), spec);
+        (Arc::new(out), Arc::new(lse))
+    }
+    fn attention_backward(
+        q: View<Self, E>,
+        k: View<Self, E>,
+        v: View<Self, E>,
+        dout: View<Self, E>,
+        lse: View<Self, E>,
+        delta: View<Self, E>,
+        spec: &AttentionSpec,
+    ) -> (Buf<Self, E>, Buf<Self, E>, Buf<Self, E>) {
+        let (dq, dk, dv) = attention::attention_backward(
+            (q.0, q.1),
+            (k.0, k.1),
+            (v.0, v.1),
+            (dout.0, dout.1),
+            (lse.0, lse.1),
+            (delta.0, delta.1),
+            spec,
+        );
+        (Arc::new(dq), Arc::new(dk), Arc::new(dv))
     }
     fn adam_step(
         p: View<Self, E>,

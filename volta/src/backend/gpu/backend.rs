@@ -7,14 +7,14 @@ use super::device::{self, rt, state};
 use super::fusion::{self, GpuBuffer};
 use super::kernels::elementwise::{convert, fill, map, write};
 use super::kernels::infer::{self, GpuQuantized};
-use super::kernels::{index, matmul, optim, window};
+use super::kernels::{attention, index, matmul, optim, window};
 use super::runtime::Runtime;
 use super::runtime::error::GpuError;
 use super::runtime::launch::alloc;
 use super::runtime::pool::Pooled;
 use super::runtime::transfer;
 use crate::backend::infer::{AttnShape, QFusion, QShape};
-use crate::backend::{AdamStep, Backend, Buf, Cast, Device, Memory, SgdStep, View};
+use crate::backend::{AdamStep, AttentionSpec, Backend, Buf, Cast, Device, Memory, SgdStep, View};
 use crate::dtype::f16;
 use crate::layout::Layout;
 use std::sync::Arc;
@@ -266,6 +266,48 @@ macro_rules! float_backend {
             }
             fn uniform(len: usize, seed: u64) -> Buf<Self, $t> {
                 GpuBuffer::new(window::uniform(rt(), $elem, len, seed), len)
+            }
+            fn attention(
+                q: View<Self, $t>,
+                k: View<Self, $t>,
+                v: View<Self, $t>,
+                spec: &AttentionSpec,
+            ) -> (Buf<Self, $t>, Buf<Self, $t>) {
+                let (out, lse) = attention::forward(
+                    rt(),
+                    $elem,
+                    [(q.0.raw(), q.1), (k.0.raw(), k.1), (v.0.raw(), v.1)],
+                    spec,
+                );
+                let rows = q.1.dims[..3].iter().product();
+                (GpuBuffer::new(out, q.1.numel()), GpuBuffer::new(lse, rows))
+            }
+            fn attention_backward(
+                q: View<Self, $t>,
+                k: View<Self, $t>,
+                v: View<Self, $t>,
+                dout: View<Self, $t>,
+                lse: View<Self, $t>,
+                delta: View<Self, $t>,
+                spec: &AttentionSpec,
+            ) -> (Buf<Self, $t>, Buf<Self, $t>, Buf<Self, $t>) {
+                let (dq, dk, dv) = attention::backward(
+                    rt(),
+                    $elem,
+                    [
+                        (q.0.raw(), q.1),
+                        (k.0.raw(), k.1),
+                        (v.0.raw(), v.1),
+                        (dout.0.raw(), dout.1),
+                    ],
+                    [(lse.0.raw(), lse.1), (delta.0.raw(), delta.1)],
+                    spec,
+                );
+                (
+                    GpuBuffer::new(dq, q.1.numel()),
+                    GpuBuffer::new(dk, k.1.numel()),
+                    GpuBuffer::new(dv, v.1.numel()),
+                )
             }
             fn adam_step(
                 p: View<Self, $t>,

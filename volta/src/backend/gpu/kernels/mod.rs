@@ -9,9 +9,11 @@
 //!   split-K, and the tiles tuned per adapter (`tuning`).
 //! - `index`: gather and scatter-add. `window`: im2col and its adjoint, random
 //!   fills. `optim`: the fused SGD-momentum and Adam steps. `infer`: quantised
-//!   matmul, dequantisation and the language model's attention.
+//!   matmul, dequantisation and the language model's attention. `attention`:
+//!   fused attention for training, forward and backward.
 //! - `slices`: running any of them in slices when an operand is larger than one
 //!   binding; it imports no kernel.
+pub(crate) mod attention;
 pub(crate) mod elementwise;
 pub(crate) mod index;
 pub(crate) mod infer;

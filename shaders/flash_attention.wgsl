@@ -1,0 +1,259 @@
+// Fused attention for training (flash attention): softmax(scale·q·kᵀ + mask)·v
+// without the T×S score matrix. Three entries, one thread per row:
+//   forward     per query row: online softmax over tiles of keys in workgroup
+//               memory; writes the output and the row's log-sum-exp;
+//   backward_q  per query row: recomputes each score from the log-sum-exp,
+//               dq = Σ_j ds_j·k_j·scale with ds = p·(g·v_j − delta);
+//   backward_kv per key row: loops over the query heads that share it and over
+//               tiles of queries: dv = Σ_t p·g_t, dk = Σ_t ds·q_t·scale.
+// No two threads write one row, so no atomics.
+//
+// p: [0] B, [1] H, [2] Hkv, [3] T, [4] S, [5] scale (f32 bits), [6] causal (0/1),
+//    [7] start (query row t sits at start + t and sees keys 0..=start + t),
+//    [8] q offset, [9..13] q strides (b, h, t, c), [13..18] k, [18..23] v,
+//    [23..28] g (the output's gradient), [28] lse offset, [29] delta offset
+//    (lse and delta contiguous [B, H, T]).
+// Outputs contiguous: forward out0 [B, H, T, D] and out1 the lse [B, H, T];
+// backward_q out0 dq; backward_kv out0 dk and out1 dv [B, Hkv, S, D].
+// The runtime prepends D (the head width) and TILE (rows per workgroup tile,
+// TILE·D <= 2048: two tiles fill WebGPU's 16 KiB of workgroup memory).
+alias T = f32;
+
+@group(0) @binding(0) var<storage, read> p: array<u32>;
+@group(0) @binding(1) var<storage, read> q: array<T>;
+@group(0) @binding(2) var<storage, read> k: array<T>;
+@group(0) @binding(3) var<storage, read> v: array<T>;
+@group(0) @binding(4) var<storage, read> g: array<T>;
+@group(0) @binding(5) var<storage, read> lse_in: array<T>;
+@group(0) @binding(6) var<storage, read> delta: array<T>;
+@group(0) @binding(7) var<storage, read_write> out0: array<T>;
+@group(0) @binding(8) var<storage, read_write> out1: array<T>;
+
+const WG: u32 = 64u;
+// Below every score: the running max starts here (not -inf: exp(-inf + inf) is NaN).
+const LOWEST: f32 = -3.0e38;
+
+var<workgroup> tile_a: array<f32, TILE * D>;
+var<workgroup> tile_b: array<f32, TILE * D>;
+
+// Element (b, h, t, c) of the view whose offset is p[base], strides after it.
+fn at(base: u32, b: u32, h: u32, t: u32, c: u32) -> u32 {
+    return p[base] + b * p[base + 1u] + h * p[base + 2u] + t * p[base + 3u] + c * p[base + 4u];
+}
+
+// How many keys (from key 0) query row t sees.
+fn visible(t: u32) -> u32 {
+    if (p[6] == 0u) {
+        return p[4];
+    }
+    return min(p[7] + t + 1u, p[4]);
+}
+
+// Keys j0.. of kv head (b, hk) into tile_a and their values into tile_b (zeros
+// past S). Called by the whole workgroup.
+fn load_keys(b: u32, hk: u32, j0: u32, li: u32) {
+    workgroupBarrier();
+    for (var e = li; e < TILE * D; e += WG) {
+        let j = j0 + e / D;
+        let c = e % D;
+        var kv = 0.0;
+        var vv = 0.0;
+        if (j < p[4]) {
+            kv = f32(k[at(13u, b, hk, j, c)]);
+            vv = f32(v[at(18u, b, hk, j, c)]);
+        }
+        tile_a[e] = kv;
+        tile_b[e] = vv;
+    }
+    workgroupBarrier();
+}
+
+// The keys the workgroup's query rows see together: those of its last row.
+fn keys_of_tile(tile: u32) -> u32 {
+    return visible(min(tile * WG + WG, p[3]) - 1u);
+}
+
+@compute @workgroup_size(64)
+fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let b = wid.z;
+    let h = wid.y;
+    let hk = h / (p[1] / p[2]);
+    let t = wid.x * WG + li;
+    let live = t < p[3];
+    let scale = bitcast<f32>(p[5]);
+    var qr: array<f32, D>;
+    var acc: array<f32, D>;
+    if (live) {
+        for (var c = 0u; c < D; c++) {
+            qr[c] = f32(q[at(8u, b, h, t, c)]) * scale;
+            acc[c] = 0.0;
+        }
+    }
+    let n = select(0u, visible(t), live);
+    var m = LOWEST;
+    var l = 0.0;
+    var s: array<f32, TILE>;
+    let kend = keys_of_tile(wid.x);
+    for (var j0 = 0u; j0 < kend; j0 += TILE) {
+        load_keys(b, hk, j0, li);
+        if (j0 < n) {
+            let cnt = min(TILE, n - j0);
+            var mx = m;
+            for (var jj = 0u; jj < cnt; jj++) {
+                var dot = 0.0;
+                for (var c = 0u; c < D; c++) {
+                    dot += qr[c] * tile_a[jj * D + c];
+                }
+                s[jj] = dot;
+                mx = max(mx, dot);
+            }
+            // Rescale what was summed under the old max once per tile.
+            let corr = exp(m - mx);
+            l *= corr;
+            for (var c = 0u; c < D; c++) {
+                acc[c] *= corr;
+            }
+            for (var jj = 0u; jj < cnt; jj++) {
+                let pj = exp(s[jj] - mx);
+                l += pj;
+                for (var c = 0u; c < D; c++) {
+                    acc[c] += pj * tile_b[jj * D + c];
+                }
+            }
+            m = mx;
+        }
+    }
+    if (live) {
+        let row = (b * p[1] + h) * p[3] + t;
+        for (var c = 0u; c < D; c++) {
+            out0[row * D + c] = T(acc[c] / l);
+        }
+        out1[row] = T(m + log(l));
+    }
+}
+
+@compute @workgroup_size(64)
+fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let b = wid.z;
+    let h = wid.y;
+    let hk = h / (p[1] / p[2]);
+    let t = wid.x * WG + li;
+    let live = t < p[3];
+    let scale = bitcast<f32>(p[5]);
+    let row = (b * p[1] + h) * p[3] + t;
+    var qr: array<f32, D>;
+    var gr: array<f32, D>;
+    var dq: array<f32, D>;
+    var lse = 0.0;
+    var dl = 0.0;
+    if (live) {
+        for (var c = 0u; c < D; c++) {
+            qr[c] = f32(q[at(8u, b, h, t, c)]) * scale;
+            gr[c] = f32(g[at(23u, b, h, t, c)]);
+            dq[c] = 0.0;
+        }
+        lse = f32(lse_in[p[28] + row]);
+        dl = f32(delta[p[29] + row]);
+    }
+    let n = select(0u, visible(t), live);
+    let kend = keys_of_tile(wid.x);
+    for (var j0 = 0u; j0 < kend; j0 += TILE) {
+        load_keys(b, hk, j0, li);
+        if (j0 < n) {
+            let cnt = min(TILE, n - j0);
+            for (var jj = 0u; jj < cnt; jj++) {
+                var sdot = 0.0;
+                var gdot = 0.0;
+                for (var c = 0u; c < D; c++) {
+                    sdot += qr[c] * tile_a[jj * D + c];
+                    gdot += gr[c] * tile_b[jj * D + c];
+                }
+                let ds = exp(sdot - lse) * (gdot - dl) * scale;
+                for (var c = 0u; c < D; c++) {
+                    dq[c] += ds * tile_a[jj * D + c];
+                }
+            }
+        }
+    }
+    if (live) {
+        for (var c = 0u; c < D; c++) {
+            out0[row * D + c] = T(dq[c]);
+        }
+    }
+}
+
+@compute @workgroup_size(64)
+fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let b = wid.z;
+    let hk = wid.y;
+    let j = wid.x * WG + li;
+    let live = j < p[4];
+    let scale = bitcast<f32>(p[5]);
+    let group = p[1] / p[2];
+    var kr: array<f32, D>;
+    var vr: array<f32, D>;
+    var dk: array<f32, D>;
+    var dv: array<f32, D>;
+    if (live) {
+        for (var c = 0u; c < D; c++) {
+            kr[c] = f32(k[at(13u, b, hk, j, c)]) * scale;
+            vr[c] = f32(v[at(18u, b, hk, j, c)]);
+            dk[c] = 0.0;
+            dv[c] = 0.0;
+        }
+    }
+    // Causal: the tile's first key is seen from query row first_key − start on.
+    var t_first = 0u;
+    let first_key = wid.x * WG;
+    if (p[6] != 0u && first_key > p[7]) {
+        t_first = (first_key - p[7]) / TILE * TILE;
+    }
+    for (var gi = 0u; gi < group; gi++) {
+        let h = hk * group + gi;
+        for (var t0 = t_first; t0 < p[3]; t0 += TILE) {
+            workgroupBarrier();
+            for (var e = li; e < TILE * D; e += WG) {
+                let t = t0 + e / D;
+                let c = e % D;
+                var qv = 0.0;
+                var gv = 0.0;
+                if (t < p[3]) {
+                    qv = f32(q[at(8u, b, h, t, c)]);
+                    gv = f32(g[at(23u, b, h, t, c)]);
+                }
+                tile_a[e] = qv;
+                tile_b[e] = gv;
+            }
+            workgroupBarrier();
+            if (live) {
+                let cnt = min(TILE, p[3] - t0);
+                for (var ii = 0u; ii < cnt; ii++) {
+                    let t = t0 + ii;
+                    if (j >= visible(t)) {
+                        continue;
+                    }
+                    let row = (b * p[1] + h) * p[3] + t;
+                    var sdot = 0.0;
+                    var gdot = 0.0;
+                    for (var c = 0u; c < D; c++) {
+                        sdot += kr[c] * tile_a[ii * D + c];
+                        gdot += vr[c] * tile_b[ii * D + c];
+                    }
+                    let pj = exp(sdot - f32(lse_in[p[28] + row]));
+                    let ds = pj * (gdot - f32(delta[p[29] + row])) * scale;
+                    for (var c = 0u; c < D; c++) {
+                        dv[c] += pj * tile_b[ii * D + c];
+                        dk[c] += ds * tile_a[ii * D + c];
+                    }
+                }
+            }
+        }
+    }
+    if (live) {
+        let row = (b * p[2] + hk) * p[4] + j;
+        for (var c = 0u; c < D; c++) {
+            out0[row * D + c] = T(dk[c]);
+            out1[row * D + c] = T(dv[c]);
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Fused attention on `Gpu` against `Cpu`: the output and the gradients of
+//! queries, keys and values, over lengths that are not a multiple of the kernels'
+//! tiles (and 1), grouped heads, head widths 8 to 64, causal at an offset and
+//! not causal, strided queries (a permuted `[B, T, H, d]` store). Small shapes:
+//! CI runs this on lavapipe.
+#![cfg(feature = "gpu")]
+
+use volta::backend::Backend;
+use volta::prelude::*;
+use volta::{Gradients, RawTensor};
+use volta_kernels::{BinaryOp, ReduceOp};
+
+/// Deterministic values in (−2, 2).
+fn values(n: usize, seed: u32) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i as f32 * 0.6180339 + seed as f32 * 0.371).fract() - 0.5) * 4.0)
+        .collect()
+}
+
+struct Case {
+    b: usize,
+    h: usize,
+    hkv: usize,
+    t: usize,
+    s: usize,
+    d: usize,
+    causal: Option<usize>,
+}
+
+/// The output and the gradients of `Σ out·w` for `(q_store, k, v)`.
+fn run<D: Backend<f32>>(c: &Case) -> (Vec<f32>, [Vec<f32>; 3]) {
+    let leaf = |dims: &[usize], seed| {
+        RawTensor::<D, f32>::from_vec(values(dims.iter().product(), seed), dims).tracked_leaf()
+    };
+    let q_store = leaf(&[c.b, c.t, c.h, c.d], 1);
+    let (k, v) = (
+        leaf(&[c.b, c.hkv, c.s, c.d], 2),
+        leaf(&[c.b, c.hkv, c.s, c.d], 3),
+    );
+    let q = q_store.permute(&[0, 2, 1, 3]);
+    let out = q.attention(&k, &v, c.causal);
+    let w = RawTensor::<D, f32>::from_vec(values(out.layout().numel(), 4), out.dims());
+    let got = out.to_vec();
+    let grads: Gradients<D> = out
+        .binary(BinaryOp::Mul, &w)
+        .reduce_all(ReduceOp::Sum)
+        .backward();
+    let grad = |x: &RawTensor<D, f32>| grads.get_raw(x.id()).expect("a gradient").to_vec();
+    (got, [grad(&q_store), grad(&k), grad(&v)])
+}
+
+#[track_caller]
+fn close(what: &str, cpu: &[f32], gpu: &[f32]) {
+    assert_eq!(cpu.len(), gpu.len(), "{what}: lengths differ");
+    for (i, (c, g)) in cpu.iter().zip(gpu).enumerate() {
+        assert!(
+            (c - g).abs() <= 1e-4 + 1e-4 * c.abs(),
+            "{what}[{i}]: cpu {c} vs gpu {g}"
+        );
+    }
+}
+
+#[test]
+fn fused_attention_and_its_gradients_match_the_cpu() {
+    let _gpu = crate::support::gpu_shared();
+    let cases = [
+        Case {
+            b: 1,
+            h: 1,
+            hkv: 1,
+            t: 1,
+            s: 1,
+            d: 8,
+            causal: Some(0),
+        },
+        Case {
+            b: 2,
+            h: 4,
+            hkv: 2,
+            t: 70,
+            s: 70,
+            d: 16,
+            causal: Some(0),
+        },
+        Case {
+            b: 1,
+            h: 3,
+            hkv: 1,
+            t: 5,
+            s: 67,
+            d: 32,
+            causal: Some(62),
+        },
+        Case {
+            b: 2,
+            h: 2,
+            hkv: 2,
+            t: 33,
+            s: 129,
+            d: 64,
+            causal: None,
+        },
+        Case {
+            b: 1,
+            h: 6,
+            hkv: 3,
+            t: 131,
+            s: 131,
+            d: 12,
+            causal: Some(0),
+        },
+    ];
+    for c in &cases {
+        let what = format!(
+            "B {} H {} Hkv {} T {} S {} d {} causal {:?}",
+            c.b, c.h, c.hkv, c.t, c.s, c.d, c.causal
+        );
+        let (cpu_out, cpu_grads) = run::<Cpu>(c);
+        let (gpu_out, gpu_grads) = run::<Gpu>(c);
+        close(&format!("{what}: out"), &cpu_out, &gpu_out);
+        for (name, (a, b)) in ["dq", "dk", "dv"]
+            .iter()
+            .zip(cpu_grads.iter().zip(&gpu_grads))
+        {
+            close(&format!("{what}: {name}"), a, b);
+        }
+    }
+}
