@@ -2,6 +2,7 @@
 //! parameters as typed tensors, and is a [`Module`](super::Module).
 
 mod activation;
+mod attention;
 mod conv;
 mod dropout;
 mod embedding;
@@ -9,8 +10,11 @@ mod flatten;
 mod linear;
 mod norm;
 mod pool;
+mod positional;
+mod transformer;
 
 pub use activation::{Gelu, Relu, Sigmoid, Silu, Tanh};
+pub use attention::{AttentionCache, MultiHeadAttention};
 pub use conv::{Conv2d, Conv2dOptions};
 pub use dropout::Dropout;
 pub use embedding::Embedding;
@@ -18,4 +22,8 @@ pub use flatten::Flatten;
 pub use linear::Linear;
 pub use norm::{BatchNorm2d, LayerNorm, RmsNorm};
 pub use pool::{AvgPool2d, GlobalAvgPool2d, MaxPool2d};
+pub use positional::PositionalEmbedding;
+pub use transformer::{
+    BlockNorm, BlockOptions, FeedForward, FeedForwardKind, NormKind, TransformerBlock,
+};
 pub use volta_kernels::{Window2d, WindowError};

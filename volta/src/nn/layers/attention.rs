@@ -1,0 +1,245 @@
+//! Multi-head self-attention over sequences `(B, T, C)`, on the fused attention
+//! op: one projection to queries, keys and values, optional RoPE, causal or not,
+//! grouped key/value heads, and an output projection. Parameter names follow
+//! nanoGPT (`c_attn`, `c_proj`), so a PyTorch user recognises a checkpoint.
+use crate::backend::Backend;
+use crate::backend::cpu::Cpu;
+use crate::dtype::Float;
+use crate::nn::{Linear, Module, ToDevice, Visitor};
+use crate::random::Rng;
+use crate::shape::{Const, Dim};
+use crate::tensor::{RawTensor, Tensor};
+use volta_kernels::BinaryOp;
+
+/// Multi-head self-attention of width `C` with `HEADS` query heads sharing
+/// `KV_HEADS` key/value heads (grouped-query attention; `KV_HEADS = HEADS` is
+/// classic multi-head attention), as nanoGPT's `CausalSelfAttention` or PyTorch's
+/// `nn.MultiheadAttention` with `batch_first=True`. `C` must be a multiple of
+/// `HEADS` and `HEADS` of `KV_HEADS`, or `new` does not compile (the error names
+/// the instance, e.g. `MultiHeadAttention::<10, 3>::new`).
+///
+/// The sequence length `T` is any `Dim` (usually a run-time `usize`); attention is
+/// the fused kernel (flash attention), so neither pass stores the `T×T` scores.
+/// Dropout on the attention weights is not applied (the fused kernel has none);
+/// [`TransformerBlock`](crate::nn::TransformerBlock) drops on the residual branch.
+///
+/// ```
+/// use volta::prelude::*;
+/// use volta::nn::MultiHeadAttention;
+/// let mut rng = Rng::seed(0);
+/// let attn = MultiHeadAttention::<16, 4>::new(&mut rng); // causal
+/// let x = Tensor::<(Const<2>, usize, Const<16>)>::randn_shaped((Const, 5, Const), &mut rng);
+/// let y = attn.forward(&x);
+/// assert_eq!(y.dims(), &[2, 5, 16]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct MultiHeadAttention<
+    const C: usize,
+    const HEADS: usize,
+    const KV_HEADS: usize = HEADS,
+    D: Backend<E> = Cpu,
+    E: Float = f32,
+> {
+    /// The fused projection's weight (nanoGPT's `c_attn.weight`):
+    /// `C + 2·KV_HEADS·C/HEADS` rows, the queries' `C` first, then the keys',
+    /// then the values'. (Its row count is a run-time dim: stable Rust cannot
+    /// compute it in a type.)
+    pub c_attn_weight: Tensor<(usize, Const<C>), D, E>,
+    /// The fused projection's bias (`c_attn.bias`).
+    pub c_attn_bias: Tensor<(usize,), D, E>,
+    /// The output projection (`c_proj`).
+    pub c_proj: Linear<C, C, D, E>,
+    /// Whether each position sees only itself and earlier ones.
+    pub causal: bool,
+    /// RoPE's base when queries and keys are rotated by position (`None`: no RoPE).
+    pub rope: Option<f64>,
+}
+
+/// The keys and values of the positions seen so far, per attention layer: a
+/// sampler feeds one new token at a time and attends over the cache.
+#[derive(Clone, Debug)]
+pub struct AttentionCache<D: Backend<E> = Cpu, E: Float = f32> {
+    keys: Option<RawTensor<D, E>>,
+    values: Option<RawTensor<D, E>>,
+}
+
+impl<D: Backend<E>, E: Float> Default for AttentionCache<D, E> {
+    fn default() -> Self {
+        AttentionCache {
+            keys: None,
+            values: None,
+        }
+    }
+}
+
+impl<D: Backend<E>, E: Float> AttentionCache<D, E> {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Positions held.
+    pub fn len(&self) -> usize {
+        self.keys.as_ref().map_or(0, |k| k.dims()[2])
+    }
+    /// Whether no position is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Forgets every position.
+    pub fn clear(&mut self) {
+        *self = Self::default();
+    }
+}
+
+impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E: Float>
+    MultiHeadAttention<C, HEADS, KV_HEADS, D, E>
+{
+    /// Evaluated by `new`: dims that cannot split into heads do not compile.
+    const HEADS_FIT: () = {
+        assert!(
+            HEADS > 0 && C.is_multiple_of(HEADS),
+            "MultiHeadAttention<C, HEADS>: the width C must be a multiple of HEADS"
+        );
+        assert!(
+            KV_HEADS > 0 && HEADS.is_multiple_of(KV_HEADS),
+            "MultiHeadAttention<C, HEADS, KV_HEADS>: HEADS must be a multiple of KV_HEADS"
+        );
+    };
+    /// Evaluated by `with_rope`: RoPE rotates pairs of a head's features.
+    const EVEN_HEADS: () = assert!(
+        (C / HEADS).is_multiple_of(2),
+        "MultiHeadAttention::with_rope: RoPE needs an even head width C / HEADS"
+    );
+    /// Features per head.
+    pub const HEAD_DIM: usize = C / HEADS;
+    /// Rows of the fused projection: queries, keys, values.
+    pub const QKV: usize = C + 2 * KV_HEADS * (C / HEADS);
+
+    /// A causal layer without RoPE, its projections initialised as
+    /// [`Linear::new`] does (uniform in `±1/√C`).
+    pub fn new(rng: &mut Rng) -> Self {
+        let () = Self::HEADS_FIT;
+        let bound = 1.0 / (C as f64).sqrt();
+        let (lo, hi) = (E::from_f64(-bound), E::from_f64(bound));
+        MultiHeadAttention {
+            c_attn_weight: Tensor::uniform_shaped((Self::QKV, Const), lo, hi, rng).requires_grad(),
+            c_attn_bias: Tensor::uniform_shaped((Self::QKV,), lo, hi, rng).requires_grad(),
+            c_proj: Linear::new(rng),
+            causal: true,
+            rope: None,
+        }
+    }
+
+    /// Every position sees every other (an encoder's attention).
+    pub fn bidirectional(mut self) -> Self {
+        self.causal = false;
+        self
+    }
+
+    /// Rotates queries and keys by position (RoPE with `base`, e.g. 10,000).
+    /// An odd head width does not compile.
+    pub fn with_rope(mut self, base: f64) -> Self {
+        let () = Self::EVEN_HEADS;
+        self.rope = Some(base);
+        self
+    }
+
+    /// Attends over the sequence `x` `(B, T, C)`.
+    #[track_caller]
+    pub fn forward<B: Dim, T: Dim>(
+        &self,
+        x: &Tensor<(B, T, Const<C>), D, E>,
+    ) -> Tensor<(B, T, Const<C>), D, E> {
+        x.map_raw(|r| self.attend(r, None))
+    }
+
+    /// Attends over the cached positions and `x`'s, which are appended to
+    /// `cache` (queries at positions `cache.len()..`). Sampling feeds one token
+    /// at a time this way.
+    #[track_caller]
+    pub fn forward_cached<B: Dim, T: Dim>(
+        &self,
+        x: &Tensor<(B, T, Const<C>), D, E>,
+        cache: &mut AttentionCache<D, E>,
+    ) -> Tensor<(B, T, Const<C>), D, E> {
+        x.map_raw(|r| self.attend(r, Some(cache)))
+    }
+
+    #[track_caller]
+    fn attend(
+        &self,
+        x: &RawTensor<D, E>,
+        cache: Option<&mut AttentionCache<D, E>>,
+    ) -> RawTensor<D, E> {
+        let (b, t) = (x.dims()[0], x.dims()[1]);
+        let (hd, kv) = (Self::HEAD_DIM, KV_HEADS * Self::HEAD_DIM);
+        let rows = self.c_attn_weight.dims()[0];
+        assert_eq!(
+            rows,
+            Self::QKV,
+            "MultiHeadAttention<{C}, {HEADS}, {KV_HEADS}>: c_attn.weight has {rows} rows, it needs {}",
+            Self::QKV
+        );
+        let flat = x.reshape(&[b * t, C]);
+        let bias = self
+            .c_attn_bias
+            .raw()
+            .reshape(&[1, rows])
+            .expand(&[b * t, rows]);
+        let qkv = flat
+            .matmul(&self.c_attn_weight.raw().transpose_last())
+            .binary(BinaryOp::Add, &bias);
+        // [B·T, width] → [B, heads, T, hd]
+        let heads = |from: usize, n: usize| {
+            qkv.narrow(1, from, n * hd)
+                .reshape(&[b, t, n, hd])
+                .permute(&[0, 2, 1, 3])
+        };
+        let (mut q, mut k, mut v) = (heads(0, HEADS), heads(C, KV_HEADS), heads(C + kv, KV_HEADS));
+        let start = cache.as_ref().map_or(0, |c| c.len());
+        if let Some(base) = self.rope {
+            q = q.rope(start, base);
+            k = k.rope(start, base);
+        }
+        if let Some(cache) = cache {
+            if let (Some(pk), Some(pv)) = (&cache.keys, &cache.values) {
+                k = RawTensor::cat(&[pk.clone(), k], 2);
+                v = RawTensor::cat(&[pv.clone(), v], 2);
+            }
+            cache.keys = Some(k.clone());
+            cache.values = Some(v.clone());
+        }
+        let y = q
+            .attention(&k, &v, self.causal.then_some(start))
+            .permute(&[0, 2, 1, 3])
+            .reshape(&[b * t, C]);
+        let proj = Tensor::<(usize, Const<C>), D, E>::try_from_raw(y)
+            .expect("the heads concatenate to C features");
+        self.c_proj.forward(&proj).into_raw().reshape(&[b, t, C])
+    }
+}
+
+impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E: Float>
+    Module<D, E> for MultiHeadAttention<C, HEADS, KV_HEADS, D, E>
+{
+    fn visit(&mut self, v: &mut Visitor<'_, D, E>) {
+        v.param("c_attn.weight", &mut self.c_attn_weight);
+        v.param("c_attn.bias", &mut self.c_attn_bias);
+        v.module("c_proj", &mut self.c_proj);
+    }
+}
+
+impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E: Float> ToDevice<E>
+    for MultiHeadAttention<C, HEADS, KV_HEADS, D, E>
+{
+    type On<D2: Backend<E>> = MultiHeadAttention<C, HEADS, KV_HEADS, D2, E>;
+    fn to<D2: Backend<E>>(&self) -> Self::On<D2> {
+        MultiHeadAttention {
+            c_attn_weight: self.c_attn_weight.to::<D2>(),
+            c_attn_bias: self.c_attn_bias.to::<D2>(),
+            c_proj: self.c_proj.to::<D2>(),
+            causal: self.causal,
+            rope: self.rope,
+        }
+    }
+}

@@ -1,0 +1,472 @@
+//! The pre-norm transformer block of GPT-2 and Llama: `x + attn(norm(x))`, then
+//! `x + mlp(norm(x))`, over sequences `(B, T, C)`. The norm (LayerNorm or
+//! RMSNorm), the feed-forward (GELU or SwiGLU), dropout, causality and RoPE are
+//! [`BlockOptions`]; parameter names follow nanoGPT (`ln_1`, `attn`, `ln_2`,
+//! `mlp.c_fc`, `mlp.c_proj`) and Hugging Face's Llama for SwiGLU
+//! (`mlp.gate_proj`, `mlp.up_proj`, `mlp.down_proj`).
+use super::attention::{AttentionCache, MultiHeadAttention};
+use crate::backend::Backend;
+use crate::backend::cpu::Cpu;
+use crate::dtype::Float;
+use crate::nn::{Dropout, LayerNorm, Linear, Module, RmsNorm, ToDevice, Visitor};
+use crate::random::Rng;
+use crate::shape::{Const, Dim};
+use crate::tensor::Tensor;
+use volta_kernels::{BinaryOp, UnaryOp};
+
+/// Which normalisation a block applies before each branch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NormKind {
+    /// LayerNorm with a bias (GPT-2).
+    #[default]
+    Layer,
+    /// RMSNorm (Llama).
+    Rms,
+}
+
+/// The feed-forward branch's activation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FeedForwardKind {
+    /// `c_proj(gelu(c_fc(x)))` (GPT-2; GELU's tanh form).
+    #[default]
+    Gelu,
+    /// `down_proj(silu(gate_proj(x)) · up_proj(x))` (Llama).
+    SwiGlu,
+}
+
+/// How a [`TransformerBlock`] is built. `Default`: LayerNorm, GELU, no dropout,
+/// causal, no RoPE (GPT-2 with learned positions added before the blocks).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BlockOptions {
+    /// The norm before each branch.
+    pub norm: NormKind,
+    /// The feed-forward branch.
+    pub feed_forward: FeedForwardKind,
+    /// Dropout on each branch's output before it is added back (nanoGPT's
+    /// `resid_dropout`), in training mode.
+    pub dropout: f64,
+    /// Whether attention is causal.
+    pub causal: bool,
+    /// RoPE's base, when attention rotates queries and keys by position.
+    pub rope: Option<f64>,
+}
+
+impl Default for BlockOptions {
+    fn default() -> Self {
+        BlockOptions {
+            norm: NormKind::Layer,
+            feed_forward: FeedForwardKind::Gelu,
+            dropout: 0.0,
+            causal: true,
+            rope: None,
+        }
+    }
+}
+
+/// A block's norm: LayerNorm or RMSNorm of width `C`.
+#[derive(Clone, Debug)]
+pub enum BlockNorm<const C: usize, D: Backend<E> = Cpu, E: Float = f32> {
+    /// LayerNorm.
+    Layer(LayerNorm<C, D, E>),
+    /// RMSNorm.
+    Rms(RmsNorm<C, D, E>),
+}
+
+impl<const C: usize, D: Backend<E>, E: Float> BlockNorm<C, D, E> {
+    fn new(kind: NormKind) -> Self {
+        match kind {
+            NormKind::Layer => BlockNorm::Layer(LayerNorm::new()),
+            NormKind::Rms => BlockNorm::Rms(RmsNorm::new()),
+        }
+    }
+    /// Normalises the last axis.
+    pub fn forward<B: Dim, T: Dim>(
+        &self,
+        x: &Tensor<(B, T, Const<C>), D, E>,
+    ) -> Tensor<(B, T, Const<C>), D, E> {
+        match self {
+            BlockNorm::Layer(n) => n.forward(x),
+            BlockNorm::Rms(n) => n.forward(x),
+        }
+    }
+}
+
+/// A block's feed-forward branch from width `C` through `FF` hidden features.
+#[derive(Clone, Debug)]
+pub enum FeedForward<const C: usize, const FF: usize, D: Backend<E> = Cpu, E: Float = f32> {
+    /// `c_proj(gelu(c_fc(x)))`.
+    Gelu {
+        /// Up to the hidden width.
+        c_fc: Linear<C, FF, D, E>,
+        /// Back to the model width.
+        c_proj: Linear<FF, C, D, E>,
+    },
+    /// `down_proj(silu(gate_proj(x)) · up_proj(x))`.
+    SwiGlu {
+        /// The gate.
+        gate_proj: Linear<C, FF, D, E>,
+        /// The gated values.
+        up_proj: Linear<C, FF, D, E>,
+        /// Back to the model width.
+        down_proj: Linear<FF, C, D, E>,
+    },
+}
+
+impl<const C: usize, const FF: usize, D: Backend<E>, E: Float> FeedForward<C, FF, D, E> {
+    fn new(kind: FeedForwardKind, rng: &mut Rng) -> Self {
+        match kind {
+            FeedForwardKind::Gelu => FeedForward::Gelu {
+                c_fc: Linear::new(rng),
+                c_proj: Linear::new(rng),
+            },
+            FeedForwardKind::SwiGlu => FeedForward::SwiGlu {
+                gate_proj: Linear::new(rng),
+                up_proj: Linear::new(rng),
+                down_proj: Linear::new(rng),
+            },
+        }
+    }
+    /// Applies the branch to rows of `C` features.
+    pub fn forward<N: Dim>(&self, x: &Tensor<(N, Const<C>), D, E>) -> Tensor<(N, Const<C>), D, E> {
+        match self {
+            FeedForward::Gelu { c_fc, c_proj } => {
+                let h = c_fc.forward(x);
+                c_proj.forward(&h.map_raw(|r| r.unary(UnaryOp::Gelu)))
+            }
+            FeedForward::SwiGlu {
+                gate_proj,
+                up_proj,
+                down_proj,
+            } => {
+                let gate = gate_proj.forward(x);
+                let up = up_proj.forward(x);
+                let h = gate.map_raw(|g| g.unary(UnaryOp::Silu).binary(BinaryOp::Mul, up.raw()));
+                down_proj.forward(&h)
+            }
+        }
+    }
+}
+
+/// A pre-norm transformer block of width `C`, `HEADS` attention heads over
+/// `KV_HEADS` key/value heads, and a feed-forward branch of `FF` hidden features:
+/// `x + drop(attn(ln_1(x)))`, then `x + drop(mlp(ln_2(x)))`, as nanoGPT's
+/// `Block` (GELU, LayerNorm) or Llama's decoder layer (SwiGLU, RMSNorm; see
+/// [`BlockOptions`]). `C` must be a multiple of `HEADS`, and `HEADS` of
+/// `KV_HEADS`, or `new` does not compile.
+///
+/// ```
+/// use volta::prelude::*;
+/// use volta::nn::TransformerBlock;
+/// let mut rng = Rng::seed(0);
+/// let block = TransformerBlock::<16, 4, 64>::new(&mut rng);
+/// let x = Tensor::<(Const<2>, usize, Const<16>)>::randn_shaped((Const, 7, Const), &mut rng);
+/// assert_eq!(block.forward(&x).dims(), &[2, 7, 16]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct TransformerBlock<
+    const C: usize,
+    const HEADS: usize,
+    const FF: usize,
+    const KV_HEADS: usize = HEADS,
+    D: Backend<E> = Cpu,
+    E: Float = f32,
+> {
+    /// The norm before attention.
+    pub ln_1: BlockNorm<C, D, E>,
+    /// Self-attention.
+    pub attn: MultiHeadAttention<C, HEADS, KV_HEADS, D, E>,
+    /// The norm before the feed-forward branch.
+    pub ln_2: BlockNorm<C, D, E>,
+    /// The feed-forward branch.
+    pub mlp: FeedForward<C, FF, D, E>,
+    /// Dropout on each branch's output.
+    pub dropout: Dropout,
+}
+
+impl<const C: usize, const HEADS: usize, const FF: usize, const KV_HEADS: usize, D, E>
+    TransformerBlock<C, HEADS, FF, KV_HEADS, D, E>
+where
+    D: Backend<E>,
+    E: Float,
+{
+    /// A GPT-2 block: LayerNorm, GELU, causal attention, no dropout.
+    pub fn new(rng: &mut Rng) -> Self {
+        Self::with_options(BlockOptions::default(), rng)
+    }
+
+    /// A block built as `options` say.
+    pub fn with_options(options: BlockOptions, rng: &mut Rng) -> Self {
+        let mut attn = MultiHeadAttention::new(rng);
+        attn.causal = options.causal;
+        if let Some(base) = options.rope {
+            attn = attn.with_rope(base);
+        }
+        TransformerBlock {
+            ln_1: BlockNorm::new(options.norm),
+            attn,
+            ln_2: BlockNorm::new(options.norm),
+            mlp: FeedForward::new(options.feed_forward, rng),
+            dropout: Dropout::new(options.dropout, rng),
+        }
+    }
+
+    /// Applies the block to a sequence `(B, T, C)`.
+    #[track_caller]
+    pub fn forward<B: Dim, T: Dim>(
+        &self,
+        x: &Tensor<(B, T, Const<C>), D, E>,
+    ) -> Tensor<(B, T, Const<C>), D, E> {
+        self.run(x, None)
+    }
+
+    /// [`forward`](Self::forward) over the positions in `cache` and then `x`'s
+    /// (see [`MultiHeadAttention::forward_cached`]).
+    #[track_caller]
+    pub fn forward_cached<B: Dim, T: Dim>(
+        &self,
+        x: &Tensor<(B, T, Const<C>), D, E>,
+        cache: &mut AttentionCache<D, E>,
+    ) -> Tensor<(B, T, Const<C>), D, E> {
+        self.run(x, Some(cache))
+    }
+
+    #[track_caller]
+    fn run<B: Dim, T: Dim>(
+        &self,
+        x: &Tensor<(B, T, Const<C>), D, E>,
+        cache: Option<&mut AttentionCache<D, E>>,
+    ) -> Tensor<(B, T, Const<C>), D, E> {
+        let normed = self.ln_1.forward(x);
+        let attended = match cache {
+            Some(c) => self.attn.forward_cached(&normed, c),
+            None => self.attn.forward(&normed),
+        };
+        let x = residual(x, &self.dropout.forward(&attended));
+        let (b, t) = (x.dims()[0], x.dims()[1]);
+        let normed = self.ln_2.forward(&x).into_raw().reshape(&[b * t, C]);
+        let rows = Tensor::<(usize, Const<C>), D, E>::try_from_raw(normed)
+            .expect("a sequence flattens to rows of C");
+        let fed = Tensor::from_raw(
+            x.shape(),
+            self.mlp.forward(&rows).into_raw().reshape(&[b, t, C]),
+        );
+        residual(&x, &self.dropout.forward(&fed))
+    }
+}
+
+/// `x + branch`.
+fn residual<S: crate::shape::Shape, D: Backend<E>, E: Float>(
+    x: &Tensor<S, D, E>,
+    branch: &Tensor<S, D, E>,
+) -> Tensor<S, D, E> {
+    x.map_raw(|r| r.binary(BinaryOp::Add, branch.raw()))
+}
+
+impl<const C: usize, const FF: usize, D: Backend<E>, E: Float> Module<D, E>
+    for FeedForward<C, FF, D, E>
+{
+    fn visit(&mut self, v: &mut Visitor<'_, D, E>) {
+        match self {
+            FeedForward::Gelu { c_fc, c_proj } => {
+                v.module("c_fc", c_fc);
+                v.module("c_proj", c_proj);
+            }
+            FeedForward::SwiGlu {
+                gate_proj,
+                up_proj,
+                down_proj,
+            } => {
+                v.module("gate_proj", gate_proj);
+                v.module("up_proj", up_proj);
+                v.module("down_proj", down_proj);
+            }
+        }
+    }
+}
+
+impl<const C: usize, D: Backend<E>, E: Float> Module<D, E> for BlockNorm<C, D, E> {
+    fn visit(&mut self, v: &mut Visitor<'_, D, E>) {
+        match self {
+            BlockNorm::Layer(n) => n.visit(v),
+            BlockNorm::Rms(n) => n.visit(v),
+        }
+    }
+}
+
+impl<const C: usize, const HEADS: usize, const FF: usize, const KV_HEADS: usize, D, E> Module<D, E>
+    for TransformerBlock<C, HEADS, FF, KV_HEADS, D, E>
+where
+    D: Backend<E>,
+    E: Float,
+{
+    fn visit(&mut self, v: &mut Visitor<'_, D, E>) {
+        v.module("ln_1", &mut self.ln_1);
+        v.module("attn", &mut self.attn);
+        v.module("ln_2", &mut self.ln_2);
+        v.module("mlp", &mut self.mlp);
+        v.module("dropout", &mut self.dropout);
+    }
+}
+
+impl<const C: usize, D: Backend<E>, E: Float> ToDevice<E> for BlockNorm<C, D, E> {
+    type On<D2: Backend<E>> = BlockNorm<C, D2, E>;
+    fn to<D2: Backend<E>>(&self) -> Self::On<D2> {
+        match self {
+            BlockNorm::Layer(n) => BlockNorm::Layer(n.to::<D2>()),
+            BlockNorm::Rms(n) => BlockNorm::Rms(n.to::<D2>()),
+        }
+    }
+}
+
+impl<const C: usize, const FF: usize, D: Backend<E>, E: Float> ToDevice<E>
+    for FeedForward<C, FF, D, E>
+{
+    type On<D2: Backend<E>> = FeedForward<C, FF, D2, E>;
+    fn to<D2: Backend<E>>(&self) -> Self::On<D2> {
+        match self {
+            FeedForward::Gelu { c_fc, c_proj } => FeedForward::Gelu {
+                c_fc: c_fc.to::<D2>(),
+                c_proj: c_proj.to::<D2>(),
+            },
+            FeedForward::SwiGlu {
+                gate_proj,
+                up_proj,
+                down_proj,
+            } => FeedForward::SwiGlu {
+                gate_proj: gate_proj.to::<D2>(),
+                up_proj: up_proj.to::<D2>(),
+                down_proj: down_proj.to::<D2>(),
+            },
+        }
+    }
+}
+
+impl<const C: usize, const HEADS: usize, const FF: usize, const KV_HEADS: usize, D, E> ToDevice<E>
+    for TransformerBlock<C, HEADS, FF, KV_HEADS, D, E>
+where
+    D: Backend<E>,
+    E: Float,
+{
+    type On<D2: Backend<E>> = TransformerBlock<C, HEADS, FF, KV_HEADS, D2, E>;
+    fn to<D2: Backend<E>>(&self) -> Self::On<D2> {
+        TransformerBlock {
+            ln_1: self.ln_1.to::<D2>(),
+            attn: self.attn.to::<D2>(),
+            ln_2: self.ln_2.to::<D2>(),
+            mlp: self.mlp.to::<D2>(),
+            dropout: ToDevice::<E>::to::<D2>(&self.dropout),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::AttentionCache;
+    use crate::shape::Shape;
+    use volta_kernels::ReduceOp;
+
+    type Seq = (Const<2>, usize, Const<8>);
+
+    /// `Σ y·w` with fixed weights, so every output element matters.
+    fn weighted<S: Shape>(y: &Tensor<S, Cpu, f64>) -> f64 {
+        let w: Vec<f64> = (0..y.numel()).map(|i| (0.37 * i as f64).sin()).collect();
+        let w = crate::tensor::RawTensor::<Cpu, f64>::from_vec(w, y.dims());
+        y.raw()
+            .binary(BinaryOp::Mul, &w)
+            .reduce_all(ReduceOp::Sum)
+            .to_vec()[0]
+    }
+
+    /// Finite differences of the weighted output against the gradient of the input
+    /// and of the fused projection, in f64, for both block flavours.
+    #[test]
+    fn block_gradients_match_finite_differences() {
+        let flavours = [
+            BlockOptions::default(),
+            BlockOptions {
+                norm: NormKind::Rms,
+                feed_forward: FeedForwardKind::SwiGlu,
+                rope: Some(10_000.0),
+                ..BlockOptions::default()
+            },
+        ];
+        for options in flavours {
+            let mut rng = Rng::seed(7);
+            let block = TransformerBlock::<8, 4, 16, 2, Cpu, f64>::with_options(options, &mut rng);
+            let x =
+                Tensor::<Seq, Cpu, f64>::randn_shaped((Const, 3, Const), &mut rng).requires_grad();
+            let y = block.forward(&x);
+            let w: Vec<f64> = (0..y.numel()).map(|i| (0.37 * i as f64).sin()).collect();
+            let w = crate::tensor::RawTensor::<Cpu, f64>::from_vec(w, y.dims());
+            let loss = y.raw().binary(BinaryOp::Mul, &w).reduce_all(ReduceOp::Sum);
+            let grads = loss.backward();
+            let gx = grads.get(&x).expect("x is used").to_vec();
+            let gw = grads
+                .get(&block.attn.c_attn_weight)
+                .expect("c_attn is used")
+                .to_vec();
+            let eps = 1e-6;
+            let xs = x.to_vec();
+            for i in (0..xs.len()).step_by(5) {
+                let at = |d: f64| {
+                    let mut v = xs.clone();
+                    v[i] += d;
+                    let xi = Tensor::<Seq, Cpu, f64>::from_vec_shaped(v, x.shape()).unwrap();
+                    weighted(&block.forward(&xi))
+                };
+                let numeric = (at(eps) - at(-eps)) / (2.0 * eps);
+                assert!(
+                    (numeric - gx[i]).abs() < 1e-6,
+                    "{options:?}: dx[{i}] {numeric} vs {}",
+                    gx[i]
+                );
+            }
+            let ws = block.attn.c_attn_weight.to_vec();
+            for i in (0..ws.len()).step_by(13) {
+                let at = |d: f64| {
+                    let mut v = ws.clone();
+                    v[i] += d;
+                    let mut b2 = block.clone();
+                    b2.attn.c_attn_weight =
+                        Tensor::from_vec_shaped(v, block.attn.c_attn_weight.shape()).unwrap();
+                    weighted(&b2.forward(&x.detach()))
+                };
+                let numeric = (at(eps) - at(-eps)) / (2.0 * eps);
+                assert!(
+                    (numeric - gw[i]).abs() < 1e-6,
+                    "{options:?}: dW[{i}] {numeric} vs {}",
+                    gw[i]
+                );
+            }
+        }
+    }
+
+    /// Feeding a sequence one token at a time through the cache gives the rows of
+    /// the whole sequence's forward pass.
+    #[test]
+    fn cached_steps_match_the_whole_sequence() {
+        let mut rng = Rng::seed(3);
+        let options = BlockOptions {
+            rope: Some(10_000.0),
+            ..BlockOptions::default()
+        };
+        let block = TransformerBlock::<8, 2, 16, 1, Cpu, f64>::with_options(options, &mut rng);
+        let x = Tensor::<Seq, Cpu, f64>::randn_shaped((Const, 4, Const), &mut rng);
+        let whole = block.forward(&x).to_vec();
+        let mut cache = AttentionCache::new();
+        let mut steps = vec![Vec::new(); 2];
+        for t in 0..4 {
+            let xt = Tensor::<Seq, Cpu, f64>::try_from_raw(x.raw().narrow(1, t, 1)).unwrap();
+            let y = block.forward_cached(&xt, &mut cache).to_vec();
+            for (b, rows) in steps.iter_mut().enumerate() {
+                rows.extend_from_slice(&y[b * 8..][..8]);
+            }
+        }
+        assert_eq!(cache.len(), 4);
+        let stepped: Vec<f64> = steps.concat();
+        for (i, (a, b)) in whole.iter().zip(&stepped).enumerate() {
+            assert!((a - b).abs() < 1e-12, "[{i}] {a} vs {b}");
+        }
+    }
+}
