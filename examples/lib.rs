@@ -2,6 +2,8 @@
 //! options, and the benchmarks' CNN. (The digits reader itself is `volta::data::readers::digits`.)
 
 pub mod cli;
+#[path = "gpt_model.rs"]
+pub mod gpt;
 
 use volta::prelude::*;
 

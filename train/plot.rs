@@ -9,10 +9,20 @@ use std::path::Path;
 const FONT: &[u8] = include_bytes!("assets/DejaVuSans.ttf");
 
 /// A curve: its legend label, colour and value per epoch.
-type Curve = (&'static str, RGBColor, fn(&EpochRecord) -> f64);
+type Curve<'a> = (&'a str, RGBColor, fn(&EpochRecord) -> f64);
 
-/// Draws `records` into a 1100×440 PNG at `path`.
+/// Draws `records` into a 1100×440 PNG at `path`, the training loss labelled
+/// as the main job computes it (with label smoothing).
 pub fn draw(path: &Path, records: &[EpochRecord]) -> Result<(), String> {
+    draw_labelled(path, records, "train (label-smoothed)")
+}
+
+/// [`draw`] with the training loss's legend `train_label`.
+pub fn draw_labelled(
+    path: &Path,
+    records: &[EpochRecord],
+    train_label: &str,
+) -> Result<(), String> {
     register_font("sans-serif", FontStyle::Normal, FONT)
         .map_err(|_| "the bundled font does not parse".to_string())?;
     let root = BitMapBackend::new(path, (1100, 440)).into_drawing_area();
@@ -49,10 +59,8 @@ pub fn draw(path: &Path, records: &[EpochRecord]) -> Result<(), String> {
             .map(move |r| (r.epoch as f64, f(r)))
             .collect::<Vec<_>>()
     };
-    let curves: [Curve; 2] = [
-        ("train (label-smoothed)", RGBColor(31, 119, 180), |r| {
-            r.train_loss
-        }),
+    let curves: [Curve<'_>; 2] = [
+        (train_label, RGBColor(31, 119, 180), |r| r.train_loss),
         ("test", RGBColor(255, 127, 14), |r| r.test_loss),
     ];
     for (label, color, value) in curves {

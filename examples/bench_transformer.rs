@@ -1,0 +1,196 @@
+//! The transformer benchmark on the GPU: fused attention forward + backward
+//! (f32, causal, head width 64) at T = 1024 and 4096; the memory an attention
+//! training step holds at T = 512 … 8192 (it should grow linearly); and the
+//! training step of nanoGPT's shakespeare-char configuration (6 blocks of width
+//! 384, 6 heads, T 256, batch 64, dropout 0.2, AdamW) in f32 and with
+//! `MatmulPrecision::Half`, with the step's kernel profile. The PyTorch peer is
+//! `scripts/device/transformer_peers.py` (same rows, same conventions).
+//!
+//! ```text
+//! cargo run --release -p volta-examples --example bench_transformer [-- --quick]
+//! ```
+use clap::Parser;
+use std::time::Instant;
+use volta::RawTensor;
+use volta::backend::gpu::MatmulPrecision;
+use volta::kernel::BinaryOp;
+use volta::nn::loss::cross_entropy;
+use volta::prelude::*;
+use volta_examples::gpt::{Gpt, Ids};
+
+/// The transformer benchmark (fused attention, its memory, the GPT training step).
+#[derive(Debug, Parser)]
+#[command(name = "bench_transformer")]
+struct Args {
+    /// Small shapes (software GPUs, CI): T 128/256, a 2-block GPT of batch 4.
+    #[arg(long)]
+    quick: bool,
+}
+
+fn median(mut ts: Vec<f64>) -> f64 {
+    ts.sort_by(f64::total_cmp);
+    ts[ts.len() / 2]
+}
+
+/// Seconds per call of `f` (synced), median of `runs` after a warm-up.
+fn time(runs: usize, mut f: impl FnMut()) -> f64 {
+    for _ in 0..3 {
+        f();
+    }
+    Gpu::sync().expect("the GPU works");
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                Gpu::sync().expect("the GPU works");
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    )
+}
+
+fn leaf(dims: &[usize], seed: u64) -> RawTensor<Gpu, f32> {
+    RawTensor::uniform(dims, seed).tracked_leaf()
+}
+
+/// One attention training step's work: forward, `Σ out·w`, backward.
+fn attention_step(
+    q: &RawTensor<Gpu, f32>,
+    k: &RawTensor<Gpu, f32>,
+    v: &RawTensor<Gpu, f32>,
+    w: &RawTensor<Gpu, f32>,
+) {
+    let out = q.attention(k, v, Some(0)).binary(BinaryOp::Mul, w);
+    let out = Tensor::<(usize, usize, usize, usize), Gpu>::try_from_raw(out).expect("rank 4");
+    let grads = out.sum_all().backward();
+    drop(grads);
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let info = Gpu::init()?;
+    println!("GPU: {} ({})", info.name, info.backend);
+    let (h, d) = (6, 64);
+    let lengths: &[(usize, usize)] = if args.quick {
+        &[(2, 128), (1, 256)]
+    } else {
+        &[(8, 1024), (2, 4096)]
+    };
+    for &(b, t) in lengths {
+        let (q, k, v) = (
+            leaf(&[b, h, t, d], 1),
+            leaf(&[b, h, t, d], 2),
+            leaf(&[b, h, t, d], 3),
+        );
+        let w = RawTensor::uniform(&[b, h, t, d], 4);
+        let s = time(10, || attention_step(&q, &k, &v, &w));
+        // Causal: half the scores; forward 2 products, backward 5 (FLOPs as
+        // FlashAttention-2 counts them: 4·B·H·T²·d forward, 2.5× that backward, halved).
+        let flops = 3.5 * 4.0 * (b * h * t * t * d) as f64 / 2.0;
+        println!(
+            "{:40} {:10.3} ms {:8.2} TFLOP/s",
+            format!("attention_fwd_bwd_f32_B{b}_T{t}"),
+            s * 1e3,
+            flops / s / 1e12
+        );
+    }
+    let memory_lengths: &[usize] = if args.quick {
+        &[128, 256, 512]
+    } else {
+        &[512, 1024, 2048, 4096, 8192]
+    };
+    for &t in memory_lengths {
+        Gpu::empty_cache();
+        let base = Gpu::memory().reserved_bytes;
+        let (q, k, v) = (
+            leaf(&[1, h, t, d], 1),
+            leaf(&[1, h, t, d], 2),
+            leaf(&[1, h, t, d], 3),
+        );
+        let w = RawTensor::uniform(&[1, h, t, d], 4);
+        attention_step(&q, &k, &v, &w);
+        Gpu::sync()?;
+        let held = Gpu::memory().reserved_bytes - base;
+        println!(
+            "{:40} {:10.2} MiB ({:.0} bytes per position)",
+            format!("attention_step_memory_T{t}"),
+            held as f64 / (1 << 20) as f64,
+            held as f64 / t as f64
+        );
+        drop((q, k, v, w));
+    }
+    let (batch, layers) = if args.quick { (4, 2) } else { (64, 6) };
+    for precision in [MatmulPrecision::Full, MatmulPrecision::Half] {
+        Gpu::set_matmul_precision(precision);
+        let mut rng = Rng::seed(0);
+        let mut model = Gpt::<65, 256, 384, 6, 1536, Gpu>::new(layers, 0.2, &mut rng);
+        let mut opt = Adam::<Gpu>::adamw(6e-4, 0.1);
+        let t = 256;
+        let data: Vec<u32> = (0..batch * (t + 1))
+            .map(|i| (i * 7919 % 65) as u32)
+            .collect();
+        let x: Vec<u32> = data.chunks(t + 1).flat_map(|c| c[..t].to_vec()).collect();
+        let y: Vec<u32> = data.chunks(t + 1).flat_map(|c| c[1..].to_vec()).collect();
+        let x = Ids::<Gpu>::from_vec_shaped(x, (batch, t))?;
+        let y = Tensor::<(usize,), Gpu, u32>::from_vec_shaped(y, (batch * t,))?;
+        let mut step = || {
+            let logits = model.forward(&x, None).expect("256 positions fit");
+            let rows = Tensor::<(usize, Const<65>), Gpu>::try_from_raw(
+                logits.raw().reshape(&[batch * t, 65]),
+            )
+            .expect("rows");
+            let loss = cross_entropy(&rows, &y);
+            let grads = loss.backward();
+            opt.step(&mut model, &grads);
+        };
+        let s = time(10, &mut step);
+        let name = format!("gpt_step_shakespeare_char_{precision:?}_B{batch}_L{layers}");
+        println!(
+            "{name:40} {:10.3} ms {:8.0} tokens/s",
+            s * 1e3,
+            (batch * t) as f64 / s
+        );
+        if let Ok(((), profile)) = Gpu::profile(&mut step) {
+            let total = profile.total().as_secs_f64();
+            let mut shares: Vec<(&str, f64)> = Vec::new();
+            for k in &profile.kernels {
+                let class = classify(&k.name);
+                match shares.iter_mut().find(|(c, _)| *c == class) {
+                    Some((_, s)) => *s += k.total.as_secs_f64(),
+                    None => shares.push((class, k.total.as_secs_f64())),
+                }
+            }
+            shares.sort_by(|a, b| b.1.total_cmp(&a.1));
+            let parts: Vec<String> = shares
+                .iter()
+                .map(|(c, s)| format!("{c} {:.0}%", 100.0 * s / total))
+                .collect();
+            println!(
+                "  profile ({:.2} ms of kernels, {} launches): {}",
+                total * 1e3,
+                profile.calls(),
+                parts.join(", ")
+            );
+        }
+    }
+    Gpu::set_matmul_precision(MatmulPrecision::Full);
+    Ok(())
+}
+
+/// The kernel class of a profile entry.
+fn classify(name: &str) -> &'static str {
+    if name.contains("flash_attention") {
+        "attention"
+    } else if name.contains("matmul") || name.contains("coop") {
+        "matmul"
+    } else if name.contains("normalize") || name.contains("norm") {
+        "norms"
+    } else if name.contains("adam") || name.contains("sgd") {
+        "optimiser"
+    } else if name.contains("softmax") {
+        "softmax (loss)"
+    } else {
+        "elementwise and other"
+    }
+}

@@ -1,0 +1,113 @@
+"""PyTorch peers of examples/bench_transformer.rs on the device machine, same rows
+and conventions: causal attention forward + backward (SDPA, f32 and f16) at
+T = 1024 and 4096, the memory of an attention step at T = 512 … 8192, and
+nanoGPT's shakespeare-char training step (6 blocks of width 384, 6 heads, T 256,
+batch 64, dropout 0.2, AdamW) eager in f32 (TF32 off) and under autocast f16.
+
+    python3 scripts/device/transformer_peers.py [--quick]
+"""
+import math, sys, time
+import torch, torch.nn as nn, torch.nn.functional as F
+
+dev = "cuda"
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+quick = "--quick" in sys.argv
+
+
+def timeit(fn, warm=3, iters=10):
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t)
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+h, d = 6, 64
+for dtype, tag in ((torch.float32, "f32"), (torch.float16, "f16")):
+    for b, t in ((2, 128), (1, 256)) if quick else ((8, 1024), (2, 4096)):
+        q, k, v = (torch.rand(b, h, t, d, device=dev, dtype=dtype, requires_grad=True) for _ in range(3))
+        w = torch.rand(b, h, t, d, device=dev, dtype=dtype)
+
+        def step():
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            (out * w).sum().backward()
+
+        s = timeit(step)
+        flops = 3.5 * 4.0 * b * h * t * t * d / 2.0
+        print(f"{'sdpa_fwd_bwd_' + tag + f'_B{b}_T{t}':40} {s * 1e3:10.3f} ms {flops / s / 1e12:8.2f} TFLOP/s", flush=True)
+
+for t in (128, 256, 512) if quick else (512, 1024, 2048, 4096, 8192):
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    q, k, v = (torch.rand(1, h, t, d, device=dev, requires_grad=True) for _ in range(3))
+    w = torch.rand(1, h, t, d, device=dev)
+    (F.scaled_dot_product_attention(q, k, v, is_causal=True) * w).sum().backward()
+    torch.cuda.synchronize()
+    held = torch.cuda.max_memory_allocated() - base
+    print(f"{'sdpa_step_memory_T' + str(t):40} {held / 2**20:10.2f} MiB ({held / t:.0f} bytes per position)", flush=True)
+    del q, k, v, w
+
+
+class Block(nn.Module):
+    """nanoGPT's block with F.scaled_dot_product_attention."""
+
+    def __init__(self, c, heads, p):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(c), nn.LayerNorm(c)
+        self.c_attn, self.c_proj = nn.Linear(c, 3 * c), nn.Linear(c, c)
+        self.c_fc, self.mlp_proj = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
+        self.heads, self.p = heads, p
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.p if self.training else 0.0)
+        x = x + self.drop(self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c)))
+        return x + self.drop(self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh")))
+
+
+class Gpt(nn.Module):
+    def __init__(self, vocab=65, block=256, c=384, heads=6, layers=6, p=0.2):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, c), nn.Embedding(block, c)
+        self.drop = nn.Dropout(p)
+        self.h = nn.ModuleList([Block(c, heads, p) for _ in range(layers)])
+        self.ln_f, self.lm_head = nn.LayerNorm(c), nn.Linear(c, vocab)
+
+    def forward(self, idx):
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for blk in self.h:
+            x = blk(x)
+        return self.lm_head(self.ln_f(x))
+
+
+batch, layers = (4, 2) if quick else (64, 6)
+for mode in ("f32", "autocast_f16"):
+    torch.manual_seed(0)
+    model = Gpt(layers=layers).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.1)
+    scaler = torch.amp.GradScaler(enabled=mode != "f32")
+    x = torch.randint(0, 65, (batch, 256), device=dev)
+    y = torch.randint(0, 65, (batch, 256), device=dev)
+
+    def train_step():
+        with torch.autocast("cuda", dtype=torch.float16, enabled=mode != "f32"):
+            loss = F.cross_entropy(model(x).view(-1, 65), y.view(-1))
+        opt.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    s = timeit(train_step)
+    print(f"{'torch_gpt_step_' + mode + f'_B{batch}_L{layers}':40} {s * 1e3:10.3f} ms {batch * 256 / s:8.0f} tokens/s", flush=True)
