@@ -24,6 +24,7 @@ use volta_examples::gpt::{Gpt, Ids};
 #[allow(dead_code)]
 mod history;
 #[path = "../train/plot.rs"]
+#[allow(dead_code)]
 mod plot;
 use history::EpochRecord;
 

@@ -9,6 +9,9 @@ use crate::shape::{Const, Dim, Rank2, ShapeError};
 use crate::tensor::Tensor;
 use volta_kernels::BinaryOp;
 
+/// A sequence `(B, T, C)`.
+type Sequence<B, T, const C: usize, D, E> = Tensor<(B, T, Const<C>), D, E>;
+
 /// A table of `MAX_T` learned position vectors of width `C` (drawn from
 /// N(0, 0.02²) as in GPT-2), added to sequences `(B, T, C)` with `T ≤ MAX_T`.
 /// A longer sequence is a [`ShapeError`] from [`try_forward`](Self::try_forward).
@@ -52,7 +55,7 @@ impl<const MAX_T: usize, const C: usize, D: Backend<E>, E: Float>
         &self,
         x: &Tensor<(B, T, Const<C>), D, E>,
         start: usize,
-    ) -> Result<Tensor<(B, T, Const<C>), D, E>, ShapeError> {
+    ) -> Result<Sequence<B, T, C, D, E>, ShapeError> {
         let (b, t) = (x.dims()[0], x.dims()[1]);
         if start + t > MAX_T {
             return Err(ShapeError::Mismatch {
