@@ -64,6 +64,17 @@ pub enum Value {
     Bool(bool),
 }
 
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Int(n) => write!(f, "{n}"),
+            Value::Pair(a, b) => write!(f, "({a}, {b})"),
+            Value::Float(x) => write!(f, "{x:?}"),
+            Value::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
 /// The layers `model!` knows (everything else is a nested model type).
 pub const BUILT_IN: &[&str] = &[
     "Linear",

@@ -318,7 +318,7 @@ impl Planner<'_> {
         let same = self.state.clone();
         let (ty, init, forward, output) = match kind.as_str() {
             "Linear" => {
-                let args = Args::take(self, &[], 2)?;
+                let args = Args::take(self, &[], &["in_features", "out_features"])?;
                 let f = self.dims(1, "flat features [B, features] (add `flatten` before it)")?;
                 let (i, o) = match args.positional[..] {
                     [o] => (f[0].clone(), o.int()?),
@@ -357,7 +357,7 @@ impl Planner<'_> {
                 let args = Args::take(
                     self,
                     &["kernel", "stride", "padding", "dilation", "groups", "bias"],
-                    1,
+                    &["out_channels"],
                 )?;
                 let [c, h, w] = self.image_dims()?;
                 let o = match &args.positional[..] {
@@ -414,13 +414,9 @@ impl Planner<'_> {
                 )
             }
             "MaxPool2d" | "AvgPool2d" => {
-                let args = Args::take(self, &["kernel", "stride", "padding"], 1)?;
+                let args = Args::take(self, &["kernel", "stride", "padding"], &["kernel"])?;
                 let [c, h, w] = self.image_dims()?;
-                let kernel = match &args.positional[..] {
-                    [k] => k.pair()?,
-                    [] => args.pair(self, "kernel", None)?,
-                    _ => return Err(self.err(format!("{kind}<kernel, stride = s, padding = p>"))),
-                };
+                let kernel = args.pair(self, "kernel", None)?;
                 let win = Window2d {
                     kernel,
                     stride: args.pair(self, "stride", None).unwrap_or(kernel),
@@ -454,7 +450,7 @@ impl Planner<'_> {
                 )
             }
             "GlobalAvgPool2d" => {
-                Args::take(self, &[], 0)?;
+                Args::take(self, &[], &[])?;
                 let [c, _, _] = self.image_dims()?;
                 let out = State::Known(vec![c]);
                 (
@@ -465,7 +461,7 @@ impl Planner<'_> {
                 )
             }
             "BatchNorm2d" => {
-                let args = Args::take(self, &["eps", "momentum"], 0)?;
+                let args = Args::take(self, &["eps", "momentum"], &[])?;
                 let [c, _, _] = self.image_dims()?;
                 let eps = args.float("eps", 1e-5)?;
                 let momentum = args.float("momentum", 0.1)?;
@@ -483,7 +479,7 @@ impl Planner<'_> {
                 )
             }
             "LayerNorm" | "RmsNorm" => {
-                let args = Args::take(self, &["eps"], 0)?;
+                let args = Args::take(self, &["eps"], &[])?;
                 let last = match self.state {
                     State::Known(d) if !d.is_empty() => d[d.len() - 1].clone(),
                     State::Known(_) => return Err(self.err("a norm needs at least one axis")),
@@ -500,12 +496,8 @@ impl Planner<'_> {
                 )
             }
             "Dropout" => {
-                let args = Args::take(self, &["p"], 1)?;
-                let p = match &args.positional[..] {
-                    [p] => p.float()?,
-                    [] => args.float("p", 0.5)?,
-                    _ => return Err(self.err("Dropout<p>")),
-                };
+                let args = Args::take(self, &["p"], &["p"])?;
+                let p = args.float("p", 0.5)?;
                 if !(0.0..=1.0).contains(&p) {
                     return Err(
                         self.err(format!("the drop probability must be in [0, 1], got {p}"))
@@ -519,7 +511,7 @@ impl Planner<'_> {
                 )
             }
             "Flatten" => {
-                Args::take(self, &[], 0)?;
+                Args::take(self, &[], &[])?;
                 let (forward, out) = flatten(self.state, b);
                 (
                     quote!(::volta::nn::Flatten),
@@ -529,7 +521,7 @@ impl Planner<'_> {
                 )
             }
             "Relu" | "Gelu" | "Silu" | "Sigmoid" | "Tanh" => {
-                Args::take(self, &[], 0)?;
+                Args::take(self, &[], &[])?;
                 let k = &self.spec.kind;
                 (
                     quote!(::volta::nn::#k),
@@ -682,24 +674,35 @@ fn with_device(ty: &syn::Type) -> TokenStream {
 /// A built-in layer's arguments, checked against what it accepts.
 struct Args<'a> {
     positional: Vec<&'a Arg>,
-    named: Vec<&'a Arg>,
+    /// The options given, by name; an unnamed argument whose slot is an option
+    /// (`MaxPool2d<2>`: `kernel`) counts as that option.
+    options: Vec<(String, &'a Arg)>,
 }
 
 impl<'a> Args<'a> {
-    fn take(p: &Planner<'a>, names: &[&str], max_positional: usize) -> syn::Result<Self> {
+    /// `names`: the options; `slots`: what the unnamed arguments are, in order.
+    /// An option may be given once, as PyTorch has it ("got multiple values").
+    fn take(p: &Planner<'a>, names: &[&str], slots: &[&str]) -> syn::Result<Self> {
         let (named, positional): (Vec<&Arg>, Vec<&Arg>) =
             p.spec.args.iter().partition(|a| a.name.is_some());
-        if positional.len() > max_positional {
+        if let Some(extra) = positional.get(slots.len()) {
             return Err(syn::Error::new(
-                positional[max_positional].span,
+                extra.span,
                 format!(
-                    "{} takes {max_positional} unnamed argument(s); name the others ({})",
+                    "{} takes {} unnamed argument(s); name the others ({})",
                     p.spec.kind,
+                    slots.len(),
                     names.join(", ")
                 ),
             ));
         }
-        for a in &named {
+        let mut options: Vec<(String, &Arg)> = slots
+            .iter()
+            .zip(&positional)
+            .filter(|(s, _)| names.contains(s))
+            .map(|(s, a)| (s.to_string(), *a))
+            .collect();
+        for a in named {
             let n = a.name.as_ref().unwrap();
             if !names.contains(&n.to_string().as_str()) {
                 let options = if names.is_empty() {
@@ -715,15 +718,33 @@ impl<'a> Args<'a> {
                     ),
                 ));
             }
+            if let Some((_, first)) = options.iter().find(|(o, _)| n == o) {
+                let how = if first.name.is_none() {
+                    " by position"
+                } else {
+                    ""
+                };
+                return Err(syn::Error::new_spanned(
+                    n,
+                    format!(
+                        "`{n}` is given twice ({}{how}, then {}); give it once",
+                        first.value, a.value
+                    ),
+                ));
+            }
+            options.push((n.to_string(), a));
         }
-        Ok(Args { positional, named })
+        Ok(Args {
+            positional,
+            options,
+        })
     }
 
     fn get(&self, name: &str) -> Option<&'a Arg> {
-        self.named
+        self.options
             .iter()
-            .find(|a| a.name.as_ref().is_some_and(|n| n == name))
-            .copied()
+            .find(|(o, _)| o == name)
+            .map(|(_, a)| *a)
     }
 
     fn pair(&self, p: &Planner, name: &str, default: Option<usize>) -> syn::Result<[usize; 2]> {
