@@ -180,10 +180,65 @@ impl Parse for Step {
             return Ok(Step::Function(name));
         }
         input.parse::<Token![:]>()?;
+        let spec: LayerSpec = input.parse()?;
+        if let Some(ty) = &spec.ty {
+            nested_type(ty, &name, 0)?;
+        }
         Ok(Step::Layer {
             name,
-            spec: Box::new(input.parse()?),
+            spec: Box::new(spec),
         })
+    }
+}
+
+/// A nested model is written bare (`Block`), or wrapped (`Residual<Block>`):
+/// `model!` gives it the outer model's device and float type, so arguments written
+/// on it would clash with those (rustc's E0107 would not say so). `depth`: how many
+/// `Residual`s enclose it.
+fn nested_type(ty: &syn::Type, field: &Ident, depth: usize) -> syn::Result<()> {
+    let syn::Type::Path(path) = ty else {
+        return Ok(());
+    };
+    let last = path.path.segments.last().expect("a path has a segment");
+    let (name, args) = match &last.arguments {
+        syn::PathArguments::None => return Ok(()),
+        syn::PathArguments::AngleBracketed(args) => (&last.ident, args),
+        other => return Err(syn::Error::new_spanned(other, "expected a model type")),
+    };
+    if name != "Residual" {
+        let (open, close) = ("Residual<".repeat(depth), ">".repeat(depth));
+        return Err(syn::Error::new_spanned(
+            args,
+            format!(
+                "write `{field}: {open}{name}{close}`: `model!` gives a nested model the device and float type of the one around it"
+            ),
+        ));
+    }
+    match Vec::from_iter(&args.args)[..] {
+        [syn::GenericArgument::Type(inner)] if is_built_in(inner) => Err(syn::Error::new_spanned(
+            inner,
+            format!(
+                "`Residual` wraps a `model!` struct, not a built-in layer: \
+                 put this layer in a `model!` block of its own, say `Block`, and write `{field}: Residual<Block>`"
+            ),
+        )),
+        [syn::GenericArgument::Type(inner)] => nested_type(inner, field, depth + 1),
+        _ => Err(syn::Error::new_spanned(
+            args,
+            "`Residual` takes one `model!` struct: `Residual<Block>`",
+        )),
+    }
+}
+
+/// Whether `ty` names one of the built-in layers.
+fn is_built_in(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| BUILT_IN.contains(&s.ident.to_string().as_str())),
+        _ => false,
     }
 }
 
