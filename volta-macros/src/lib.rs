@@ -69,14 +69,18 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `GlobalAvgPool2d`; `BatchNorm2d<eps, momentum>`; `LayerNorm<eps>` and
 /// `RmsNorm<eps>` (over the last axis); `Dropout<p>`; `Flatten`; `Relu`, `Gelu`,
 /// `Silu`, `Sigmoid`, `Tanh`; any other type is a nested model (a `model!` struct,
-/// or `Residual<M>` of one), checked against the shapes it declares. Bare steps:
+/// or `Residual<M>` of one, written without `<D, E>`: it gets the outer model's),
+/// checked against the shapes it declares. An option is given once, by name or (the
+/// pools' `k`, `Dropout`'s `p`) by position. Bare steps:
 /// `relu gelu silu sigmoid tanh flatten`.
 ///
 /// The macro computes every shape (with the runtime's window formula), checks every
 /// layer, and emits `struct Name<D = Cpu, E = f32>` with one typed public field per
 /// layer, `new(&mut Rng)`, `forward` for any batch dim, `summary()`, and the impls of
 /// `Module` (named parameters, train/eval), `ToDevice` (`.to::<Gpu>()`), `Model` and
-/// `Forward`. Errors point at the offending tokens and name both shapes.
+/// `Forward`. Errors point at the offending tokens and name both shapes, after a
+/// nested model too (whose output only rustc knows: it reports those, one error per
+/// mistake).
 #[proc_macro]
 pub fn model(input: TokenStream) -> TokenStream {
     model::expand(input.into())

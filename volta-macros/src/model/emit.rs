@@ -1,7 +1,8 @@
 //! Emitting the struct, its constructor, forward pass, summary and trait impls.
+use super::check::Check;
 use super::parse::ModelDef;
 use super::plan::{Plan, State};
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{format_ident, quote};
 
 pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
@@ -29,7 +30,7 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
     let out_ty = plan.output.ty();
     let in_dims = dims_of(&plan.input);
     let out_dims = dims_of(&plan.output);
-    let checks = &plan.checks;
+    let checks = checks(&plan.checks);
     let batch_str = batch.to_string();
     let rows = plan.steps.iter().map(|s| {
         let (n, l) = (&s.name, &s.layer);
@@ -54,12 +55,7 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
         plan.output.show(batch)
     );
     let d2 = format_ident!("D2");
-    let result = if plan.checked_output {
-        let span = super::plan::first_span(&def.output_tokens);
-        super::plan::respan(quote!(::volta::nn::declared_output(x)), span)
-    } else {
-        quote!(x)
-    };
+    let result = &plan.result;
     quote! {
         #(#attrs)*
         ///
@@ -91,6 +87,7 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
                 let x = x.clone();
                 #(#forward)*
                 #result
+                x
             }
 
             /// One row per layer with its output shape and parameter count.
@@ -141,8 +138,66 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
             }
         }
 
-        #(#checks)*
+        #checks
     }
+}
+
+/// The checks for rustc, in block order, as one item. Each is a trait implemented
+/// only when the check holds, so a failed one is an unmet bound at the user's
+/// tokens whose `on_unimplemented` message names the numbers (its const params
+/// `V0`, …). A check counts only while those before it hold: after a failed one,
+/// later dims mean nothing, and one mistake gives one error.
+fn checks(checks: &[Check]) -> TokenStream {
+    if checks.is_empty() {
+        return TokenStream::new();
+    }
+    let items = checks.iter().enumerate().map(|(i, c)| {
+        let (ok, next) = (format_ident!("OK{i}"), format_ident!("OK{}", i + 1));
+        let vs: Vec<_> = (0..c.values.len()).map(|k| format_ident!("V{k}")).collect();
+        let ts: Vec<_> = (0..c.types.len()).map(|k| format_ident!("T{k}")).collect();
+        let Check {
+            span,
+            holds,
+            message,
+            values,
+            types,
+        } = c;
+        // The error points at the `Self` type: spanned over the user's tokens.
+        let at = spanned(quote!(::core::primitive::bool), *span);
+        quote! {
+            const #next: bool = #ok && (#holds);
+            {
+                #[diagnostic::on_unimplemented(message = #message, label = "")]
+                trait ModelCheck<#(#ts,)* #(const #vs: usize,)* const HOLDS: bool> {
+                    type Ok;
+                }
+                impl<S: ?Sized, #(#ts,)* #(const #vs: usize,)*> ModelCheck<#(#ts,)* #(#vs,)* true> for S {
+                    type Ok = ();
+                }
+                let _: <#at as ModelCheck<#(#types,)* #({ #values },)* { !#ok || (#holds) }>>::Ok = ();
+            }
+        }
+    });
+    quote! {
+        #[allow(unused_braces, dead_code, clippy::all)]
+        const _: () = {
+            const OK0: bool = true;
+            #(#items)*
+        };
+    }
+}
+
+/// `tokens` spanning `first..last`: the first token at `first`, the others at
+/// `last` (rustc spans a path from its first token to its last).
+fn spanned(tokens: TokenStream, (first, last): (Span, Span)) -> TokenStream {
+    tokens
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut t): (usize, TokenTree)| {
+            t.set_span(if i == 0 { first } else { last });
+            t
+        })
+        .collect()
 }
 
 /// The dim types of a known state.

@@ -1,6 +1,8 @@
 //! `model!`: parse the block → plan its shapes (checking each layer) → emit the
-//! struct and its impls.
+//! struct and its impls. `check` words the errors, and holds the checks left to
+//! rustc (dims after a nested model).
 
+mod check;
 mod emit;
 mod parse;
 mod plan;

@@ -5,12 +5,13 @@
 //!
 //! Dims are numbers, except after a nested model: its output is known only to
 //! rustc (through `volta::nn::Model`), so later dims are const expressions and the
-//! checks on them are emitted as items that `cargo check` evaluates.
+//! checks on them are [`Check`]s, which `cargo check` evaluates (see `check`).
+use super::check::{Check, Holds, Site, cast, last_dim, spans};
 use super::parse::{Arg, FUNCTIONS, LayerSpec, ModelDef, Step, Value};
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote, quote_spanned};
 use syn::Ident;
-use volta_kernels::{Window2d, WindowError};
+use volta_kernels::Window2d;
 
 /// One per-sample dim: a number, or a `usize` const expression.
 #[derive(Clone)]
@@ -51,6 +52,48 @@ impl Dim {
             Dim::Sym(_) => None,
         }
     }
+    /// A dim that a failed check leaves: any value will do, rustc reports the check.
+    pub fn unknown() -> Dim {
+        Dim::Sym(quote!(0usize))
+    }
+    /// `f` of the dim: a number, or a const expression (`sym` of its expression).
+    fn map(&self, lit: impl Fn(usize) -> usize, sym: impl Fn(TokenStream) -> TokenStream) -> Dim {
+        match self {
+            Dim::Lit(n) => Dim::Lit(lit(*n)),
+            Dim::Sym(_) => Dim::Sym(sym(self.expr())),
+        }
+    }
+    /// Whether `n` divides the dim.
+    fn multiple_of(&self, n: usize) -> Holds {
+        match self {
+            Dim::Lit(d) => Ok(d.is_multiple_of(n)),
+            Dim::Sym(_) if n == 1 => Ok(true),
+            Dim::Sym(_) => {
+                let e = self.expr();
+                Err(quote!(#e % #n == 0))
+            }
+        }
+    }
+    /// Whether the dim is at least `n`.
+    fn at_least(&self, n: usize) -> Holds {
+        match self {
+            Dim::Lit(d) => Ok(*d >= n),
+            Dim::Sym(_) => {
+                let e = self.expr();
+                Err(quote!(#e >= #n))
+            }
+        }
+    }
+    /// Whether the two are equal.
+    fn equals(&self, other: &Dim) -> Holds {
+        match (self, other) {
+            (Dim::Lit(a), Dim::Lit(b)) => Ok(a == b),
+            _ => {
+                let (a, b) = (self.expr(), other.expr());
+                Err(quote!(#a == #b))
+            }
+        }
+    }
 }
 
 /// What reaches a layer (per sample, without the batch dim).
@@ -70,6 +113,16 @@ impl State {
                 quote!((#(#tys,)*))
             }
             State::Opaque(t) => t.clone(),
+        }
+    }
+    /// The shape type with the batch dim in front.
+    pub fn batched(&self, batch: &Ident) -> TokenStream {
+        match self {
+            State::Known(dims) => {
+                let tys = dims.iter().map(Dim::ty);
+                quote!((#batch, #(#tys,)*))
+            }
+            State::Opaque(t) => quote!(<#t as ::volta::shape::PrependDim<#batch>>::Output),
         }
     }
     /// `[B, 32, 28, 28]` (`?` for dims only rustc knows).
@@ -98,14 +151,15 @@ pub struct Planned {
     pub output: State,
 }
 
-/// The result of planning: steps, checks to emit, the final state.
+/// The result of planning: steps, checks for rustc, the final state.
 pub struct Plan {
     pub steps: Vec<Planned>,
-    pub checks: Vec<TokenStream>,
+    pub checks: Vec<Check>,
     pub input: State,
     pub output: State,
-    /// Whether rustc must check the declared output (dims it alone knows).
-    pub checked_output: bool,
+    /// The statement that gives `x` the declared output type, when only rustc
+    /// knows that the layers produce it.
+    pub result: TokenStream,
 }
 
 pub fn plan(def: &ModelDef) -> syn::Result<Plan> {
@@ -122,47 +176,48 @@ pub fn plan(def: &ModelDef) -> syn::Result<Plan> {
     for step in &def.steps {
         let planned = match step {
             Step::Function(f) => function(f, &state, batch)?,
-            Step::Layer { name, spec } => {
-                let mut p = Planner {
+            Step::Layer { name, spec } => Planner {
+                site: Site {
                     batch,
-                    state: &state,
+                    tokens: &spec.tokens,
                     checks: &mut checks,
-                    spec,
-                };
-                p.layer(name)?
+                },
+                spec,
+                state: state.clone(),
+                prelude: TokenStream::new(),
             }
+            .layer(name)?,
         };
         state = planned.output.clone();
         steps.push(planned);
     }
-    // The declared output.
-    let declared: Vec<usize> = def
+    let declared: Vec<Dim> = def
         .output
         .iter()
-        .map(|d| d.base10_parse())
+        .map(|d| d.base10_parse().map(Dim::Lit))
         .collect::<syn::Result<_>>()?;
-    let declared_state = State::Known(declared.iter().map(|&n| Dim::Lit(n)).collect());
-    match known_lits(&state) {
-        Some(dims) if dims != declared => {
-            return Err(syn::Error::new_spanned(
-                &def.output_tokens,
-                format!(
-                    "the layers produce {}, but the block declares {}",
-                    state.show(batch),
-                    declared_state.show(batch)
-                ),
-            ));
-        }
-        Some(_) => {}
-        // Checked by rustc where `forward` returns (see `emit`).
-        None => {}
-    }
+    let output = State::Known(declared.clone());
+    let declares = output.show(batch);
+    let mut site = Site {
+        batch,
+        tokens: &def.output_tokens,
+        checks: &mut checks,
+    };
+    let produce =
+        |shape: &str| format!("the layers produce {shape}, but the block declares {declares}");
+    let dims = site.open(&state, declared.len(), produce)?;
+    let same = dims.iter().zip(&declared).map(|(d, n)| d.equals(n));
+    site.require(all(same), |m| produce(&m.dims(&dims)))?;
+    let result = match known_lits(&state) {
+        Some(_) => TokenStream::new(),
+        None => cast(output.batched(batch)),
+    };
     Ok(Plan {
         steps,
         checks,
         input,
-        output: declared_state,
-        checked_output: known_lits(&state).is_none(),
+        output,
+        result,
     })
 }
 
@@ -174,43 +229,21 @@ fn known_lits(state: &State) -> Option<Vec<usize>> {
     }
 }
 
-/// An item that fails `cargo check` at `span_of`'s tokens unless `predicate` holds.
-fn where_check(span_of: &impl ToTokens, predicate: TokenStream) -> TokenStream {
-    let span = first_span(span_of);
-    let predicate = respan(predicate, span);
-    quote_spanned! {span=>
-        const _: () = {
-            #[allow(dead_code)]
-            fn check() where #predicate {}
-        };
+/// Whether all hold.
+fn all(conds: impl IntoIterator<Item = Holds>) -> Holds {
+    let mut exprs = Vec::new();
+    for c in conds {
+        match c {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) => exprs.push(e),
+        }
     }
-}
-
-/// The span of the first token (errors about a layer point at its tokens).
-pub fn first_span(tokens: &impl ToTokens) -> proc_macro2::Span {
-    tokens
-        .to_token_stream()
-        .into_iter()
-        .next()
-        .map_or_else(proc_macro2::Span::call_site, |t| t.span())
-}
-
-/// `tokens` with every span set to `span`, so that rustc reports an unmet bound in
-/// generated code at the user's tokens.
-pub fn respan(tokens: TokenStream, span: proc_macro2::Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|mut t| {
-            if let proc_macro2::TokenTree::Group(g) = &t {
-                let mut g2 = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
-                g2.set_span(span);
-                t = proc_macro2::TokenTree::Group(g2);
-            } else {
-                t.set_span(span);
-            }
-            t
-        })
-        .collect()
+    if exprs.is_empty() {
+        Ok(true)
+    } else {
+        Err(quote!(#((#exprs))&&*))
+    }
 }
 
 /// A stateless step written as a bare name.
@@ -261,15 +294,17 @@ fn flatten(state: &State, batch: &Ident) -> (TokenStream, State) {
 }
 
 struct Planner<'a> {
-    batch: &'a Ident,
-    state: &'a State,
-    checks: &'a mut Vec<TokenStream>,
+    site: Site<'a>,
     spec: &'a LayerSpec,
+    /// What reaches the layer.
+    state: State,
+    /// Statements before the layer's own (a cast of a nested model's output).
+    prelude: TokenStream,
 }
 
 impl Planner<'_> {
     fn err(&self, msg: impl std::fmt::Display) -> syn::Error {
-        syn::Error::new_spanned(&self.spec.tokens, msg)
+        self.site.err(msg)
     }
 
     fn written(&self) -> String {
@@ -284,38 +319,27 @@ impl Planner<'_> {
     /// The dims reaching this layer, which must have `rank` of them (`what` names
     /// the expected form in the error).
     fn dims(&mut self, rank: usize, what: &str) -> syn::Result<Vec<Dim>> {
-        match self.state {
-            State::Known(d) if d.len() == rank => Ok(d.clone()),
-            State::Known(_) => Err(self.err(format!(
-                "{} takes {what}, but {} reaches it",
-                self.spec.kind,
-                self.state.show(self.batch)
-            ))),
-            State::Opaque(t) => Ok((0..rank)
-                .map(|i| Dim::Sym(quote!(::volta::nn::model_dim::<#t>(#i, #rank))))
-                .collect()),
+        let kind = &self.spec.kind;
+        let dims = self.site.open(&self.state, rank, |shape| {
+            format!("{kind} takes {what}, but {shape} reaches it")
+        })?;
+        // A nested model's output, or a failed check's: its type is not `dims`'.
+        if !matches!(&self.state, State::Known(d) if d.len() == rank) {
+            self.take_as(dims.clone());
         }
+        Ok(dims)
     }
 
-    /// Checks `ok` now when it is a number, else emits it as a const assert.
-    fn require(&mut self, ok: Result<bool, TokenStream>, msg: String) -> syn::Result<()> {
-        match ok {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(self.err(msg)),
-            Err(cond) => {
-                let span = first_span(&self.spec.tokens);
-                let cond = respan(cond, span);
-                self.checks
-                    .push(quote_spanned!(span=> #[allow(clippy::all)] const _: () = assert!(#cond, #msg);));
-                Ok(())
-            }
-        }
+    /// Gives `x` the type of `dims`, where only a check for rustc tells that they
+    /// are its shape: a mismatch is then that check's error alone.
+    fn take_as(&mut self, dims: Vec<Dim>) {
+        self.state = State::Known(dims);
+        self.prelude = cast(self.state.batched(self.site.batch));
     }
 
     fn layer(&mut self, name: &Ident) -> syn::Result<Planned> {
         let kind = self.spec.kind.to_string();
-        let b = self.batch;
-        let same = self.state.clone();
+        let b = self.site.batch;
         let (ty, init, forward, output) = match kind.as_str() {
             "Linear" => {
                 let args = Args::take(self, &[], &["in_features", "out_features"])?;
@@ -323,24 +347,17 @@ impl Planner<'_> {
                 let (i, o) = match args.positional[..] {
                     [o] => (f[0].clone(), o.int()?),
                     [i, o] => {
-                        let i = i.int()?;
-                        match &f[0] {
-                            Dim::Lit(n) if *n != i => {
-                                return Err(self.err(format!(
-                                    "Linear<{i}, {o}> takes {i} features, but {} reaches it",
-                                    self.state.show(b),
-                                    o = o.int()?
-                                )));
-                            }
-                            Dim::Lit(_) => {}
-                            Dim::Sym(e) => {
-                                let msg = format!(
-                                    "Linear<{i}, …> takes {i} features, but another width reaches it"
-                                );
-                                self.require(Err(quote!(#e == #i)), msg)?;
-                            }
+                        let (i, o) = (i.int()?, o.int()?);
+                        self.site.require(f[0].equals(&Dim::Lit(i)), |m| {
+                            let reaching = m.state(&self.state);
+                            format!(
+                                "Linear<{i}, {o}> takes {i} features, but {reaching} reaches it"
+                            )
+                        })?;
+                        if f[0].lit().is_none() {
+                            self.take_as(vec![Dim::Lit(i)]);
                         }
-                        (Dim::Lit(i), o.int()?)
+                        (Dim::Lit(i), o)
                     }
                     _ => return Err(self.err("Linear<out> or Linear<in, out>")),
                 };
@@ -377,22 +394,10 @@ impl Planner<'_> {
                         "groups = {groups} must divide the {o} output channels"
                     )));
                 }
-                match &c {
-                    Dim::Lit(c) if !c.is_multiple_of(groups) => {
-                        return Err(self.err(format!(
-                            "groups = {groups} must divide the {c} input channels of {}",
-                            self.state.show(b)
-                        )));
-                    }
-                    Dim::Lit(_) => {}
-                    Dim::Sym(_) if groups == 1 => {}
-                    Dim::Sym(e) => {
-                        self.require(
-                            Err(quote!(#e % #groups == 0)),
-                            format!("groups = {groups} must divide the input channels"),
-                        )?;
-                    }
-                }
+                self.site.require(c.multiple_of(groups), |m| {
+                    let (c, reaching) = (m.num(&c), m.state(&self.state));
+                    format!("groups = {groups} must divide the {c} input channels of {reaching}")
+                })?;
                 let [oh, ow] = self.window(&win, [&h, &w], false)?;
                 let (ca, [kh, kw]) = (c.arg(), win.kernel);
                 let (stride, padding, dilation) = (win.stride, win.padding, win.dilation);
@@ -475,15 +480,15 @@ impl Planner<'_> {
                         layer
                     }),
                     quote!(let x = self.#name.forward(&x);),
-                    same,
+                    self.state.clone(),
                 )
             }
             "LayerNorm" | "RmsNorm" => {
                 let args = Args::take(self, &["eps"], &[])?;
-                let last = match self.state {
+                let last = match &self.state {
                     State::Known(d) if !d.is_empty() => d[d.len() - 1].clone(),
                     State::Known(_) => return Err(self.err("a norm needs at least one axis")),
-                    State::Opaque(t) => Dim::Sym(quote!(::volta::nn::model_last_dim::<#t>())),
+                    State::Opaque(t) => last_dim(t),
                 };
                 let default = if kind == "LayerNorm" { 1e-5 } else { 1e-6 };
                 let eps = args.float("eps", default)?;
@@ -492,7 +497,7 @@ impl Planner<'_> {
                     quote!(::volta::nn::#k<#la, D, E>),
                     quote!(::volta::nn::#k::new().with_eps(#eps)),
                     quote!(let x = self.#name.forward(&x);),
-                    same,
+                    self.state.clone(),
                 )
             }
             "Dropout" => {
@@ -507,12 +512,12 @@ impl Planner<'_> {
                     quote!(::volta::nn::Dropout),
                     quote!(::volta::nn::Dropout::new(#p, rng)),
                     quote!(let x = self.#name.forward(&x);),
-                    same,
+                    self.state.clone(),
                 )
             }
             "Flatten" => {
                 Args::take(self, &[], &[])?;
-                let (forward, out) = flatten(self.state, b);
+                let (forward, out) = flatten(&self.state, b);
                 (
                     quote!(::volta::nn::Flatten),
                     quote!(::volta::nn::Flatten),
@@ -527,14 +532,15 @@ impl Planner<'_> {
                     quote!(::volta::nn::#k),
                     quote!(::volta::nn::#k),
                     quote!(let x = self.#name.forward(&x);),
-                    same,
+                    self.state.clone(),
                 )
             }
             _ => return self.nested(name),
         };
+        let prelude = &self.prelude;
         Ok(Planned {
             field: Some((name.clone(), ty, init)),
-            forward,
+            forward: quote!(#prelude #forward),
             name: name.to_string(),
             layer: self.written(),
             output,
@@ -550,56 +556,55 @@ impl Planner<'_> {
     /// The output height and width of `win` over `hw`; `tile`: the windows must
     /// cover the padded input exactly (pooling must not drop rows).
     fn window(&mut self, win: &Window2d, hw: [&Dim; 2], tile: bool) -> syn::Result<[Dim; 2]> {
+        if [win.kernel, win.stride, win.dilation].concat().contains(&0) {
+            return Err(self.err("kernel, stride and dilation must be at least 1"));
+        }
         let mut out = [Dim::Lit(0), Dim::Lit(0)];
         for axis in 0..2 {
-            let what = ["rows", "columns"][axis];
-            match hw[axis] {
-                Dim::Lit(n) => {
-                    let len = win.output_len(axis, *n).map_err(|e| match e {
-                        WindowError::Zero => {
-                            self.err("kernel, stride and dilation must be at least 1")
-                        }
-                        e @ WindowError::KernelTooLarge { .. } => self.err(format!(
-                            "{e}: {} reaches this layer (padding {})",
-                            self.state.show(self.batch),
-                            win.padding[axis]
-                        )),
-                    })?;
-                    if tile && !win.covers(axis, *n) {
-                        let used = (len - 1) * win.stride[axis] + win.kernel[axis];
-                        return Err(self.err(format!(
-                            "the {}×{} windows (stride {}) do not tile {}: they cover {used} of its {} padded {what}; \
-                             pad the input or pick a window that divides it",
-                            win.kernel[0],
-                            win.kernel[1],
-                            win.stride[axis],
-                            self.state.show(self.batch),
-                            n + 2 * win.padding[axis],
-                        )));
-                    }
-                    out[axis] = Dim::Lit(len);
+            let (k, s, p) = (win.kernel[axis], win.stride[axis], win.padding[axis]);
+            let extent = win.dilation[axis] * (k - 1) + 1;
+            let padded = hw[axis].map(|n| n + 2 * p, |e| quote!(#e + 2 * #p));
+            self.site.require(padded.at_least(extent), |m| {
+                let (side, has) = (["height", "width"][axis], m.num(&padded));
+                let reaching = m.state(&self.state);
+                format!(
+                    "the kernel spans {extent} along the {side}, but the padded input has only {has}: \
+                     {reaching} reaches this layer (padding {p})"
+                )
+            })?;
+            // The runtime's formula for numbers; for rustc, the same, kept from
+            // overflowing where a check failed.
+            let len = match hw[axis] {
+                Dim::Lit(n) => win.output_len(axis, *n).map_or(Dim::unknown(), Dim::Lit),
+                Dim::Sym(_) => {
+                    let e = padded.expr();
+                    Dim::Sym(quote!(#e.saturating_sub(#extent) / #s + 1))
                 }
-                Dim::Sym(e) => {
-                    let (k, s, p, d) = (
-                        win.kernel[axis],
-                        win.stride[axis],
-                        win.padding[axis],
-                        win.dilation[axis],
-                    );
-                    let extent = d * (k - 1) + 1;
-                    self.require(
-                        Err(quote!(#e + 2 * #p >= #extent)),
-                        format!("the kernel spans {extent} {what}, more than the padded input has"),
-                    )?;
-                    if tile {
-                        self.require(
-                            Err(quote!((#e + 2 * #p - #extent) % #s == 0)),
-                            format!("the pooling windows do not tile the input's {what}"),
-                        )?;
+            };
+            if tile {
+                let covers = match hw[axis] {
+                    Dim::Lit(n) => Ok(win.covers(axis, *n)),
+                    Dim::Sym(_) => {
+                        let e = padded.expr();
+                        Err(quote!(#e.saturating_sub(#extent) % #s == 0))
                     }
-                    out[axis] = Dim::Sym(quote!((#e + 2 * #p - #extent) / #s + 1));
-                }
+                };
+                let used = len.map(
+                    |l| (l - 1) * s + k,
+                    |l| quote!(#l.saturating_sub(1) * #s + #k),
+                );
+                self.site.require(covers, |m| {
+                    let (used, padded) = (m.num(&used), m.num(&padded));
+                    let reaching = m.state(&self.state);
+                    let what = ["rows", "columns"][axis];
+                    format!(
+                        "the {}×{} windows (stride {s}) do not tile {reaching}: they cover {used} of its {padded} padded {what}; \
+                         pad the input or pick a window that divides it",
+                        win.kernel[0], win.kernel[1],
+                    )
+                })?;
             }
+            out[axis] = len;
         }
         Ok(out)
     }
@@ -608,13 +613,13 @@ impl Planner<'_> {
     /// (checked by rustc), and its declared output is what continues.
     fn nested(&mut self, name: &Ident) -> syn::Result<Planned> {
         let ty = self.spec.ty.clone().expect("a nested model has a type");
-        let reaching = self.state.ty();
-        self.checks.push(where_check(
-            &self.spec.tokens,
-            quote!(#reaching: ::volta::nn::InputFits<<#ty as ::volta::nn::Model>::Input>),
-        ));
+        let input = State::Opaque(quote!(<#ty as ::volta::nn::Model>::Input));
+        let layer = self.written();
+        self.site.fits(&self.state, &input.ty(), &layer)?;
+        // `x` as the input type, so that a mismatch is the check's error alone.
+        let cast = cast(input.batched(self.site.batch));
         let field_ty = with_device(&ty);
-        let span = first_span(&self.spec.tokens);
+        let (span, _) = spans(&self.spec.tokens);
         Ok(Planned {
             field: Some((
                 name.clone(),
@@ -622,10 +627,11 @@ impl Planner<'_> {
                 quote!(<#field_ty as ::volta::nn::Model>::new(rng)),
             )),
             forward: quote_spanned!(span=>
+                #cast
                 let x = ::volta::nn::Forward::<_, D, E>::forward(&self.#name, &x);
             ),
             name: name.to_string(),
-            layer: self.written(),
+            layer,
             output: State::Opaque(quote!(<#ty as ::volta::nn::Model>::Output)),
         })
     }
