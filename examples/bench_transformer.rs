@@ -151,6 +151,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             s * 1e3,
             (batch * t) as f64 / s
         );
+        // Where a step's wall time goes: recording on the host, then the wait.
+        let (created, waits) = (Gpu::buffers_created(), Gpu::host_waits());
+        let t0 = Instant::now();
+        step();
+        let recorded = t0.elapsed().as_secs_f64();
+        Gpu::sync()?;
+        println!(
+            "  one step: {:.1} ms recording, {:.1} ms in all; {} buffers created, {} host waits",
+            recorded * 1e3,
+            t0.elapsed().as_secs_f64() * 1e3,
+            Gpu::buffers_created() - created,
+            Gpu::host_waits() - waits
+        );
         if let Ok(((), profile)) = Gpu::profile(&mut step) {
             let total = profile.total().as_secs_f64();
             let mut shares: Vec<(&str, f64)> = Vec::new();

@@ -29,8 +29,11 @@ impl Kind {
     }
 }
 
-/// Free buffers are kept up to this many bytes; beyond, the least recently
-/// returned ones are released.
+/// Free buffers are kept up to this many bytes, or up to the most bytes the pool
+/// has held at once if that is more (a training step larger than this reuses its
+/// buffers every step instead of creating hundreds, as PyTorch's caching
+/// allocator keeps its blocks); beyond, the least recently returned ones are
+/// released. Out of memory empties the cache and retries (see [`Pool::get`]).
 const MAX_POOLED_BYTES: u64 = 2 << 30;
 
 /// Device memory of Volta's buffer pool, from [`Gpu::memory`](crate::Gpu::memory).
@@ -72,6 +75,8 @@ struct Shared {
     created: AtomicU64,
     /// Bytes of the pool's buffers that exist now (lent out or cached).
     allocated: AtomicU64,
+    /// The most bytes `allocated` has reached.
+    peak: AtomicU64,
     /// The most bytes the pool may hold (`u64::MAX`: as many as the device gives).
     limit: AtomicU64,
     /// Source of buffer ids ([`Pooled::id`]).
@@ -273,6 +278,7 @@ impl Pool {
                 free: Mutex::new(Free::new(MAX_POOLED_BYTES)),
                 created: Default::default(),
                 allocated: Default::default(),
+                peak: AtomicU64::new(0),
                 limit: AtomicU64::new(u64::MAX),
                 ids: AtomicU64::new(0),
                 bind_groups: BindGroups::default(),
@@ -391,7 +397,8 @@ impl Shared {
             return None;
         }
         self.created.fetch_add(1, Ordering::Relaxed);
-        self.allocated.fetch_add(size, Ordering::Relaxed);
+        let now = self.allocated.fetch_add(size, Ordering::Relaxed) + size;
+        self.peak.fetch_max(now, Ordering::Relaxed);
         Some((self.ids.fetch_add(1, Ordering::Relaxed), buffer))
     }
 
@@ -409,11 +416,11 @@ impl Shared {
 
     fn put(&self, kind: Kind, block: Block) {
         let size = block.1.size();
-        let released = self
-            .free
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .put(kind, size, block);
+        let released = {
+            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+            free.cap = MAX_POOLED_BYTES.max(self.peak.load(Ordering::Relaxed));
+            free.put(kind, size, block)
+        };
         if released.is_empty() {
             return;
         }
