@@ -3,7 +3,8 @@
 //! training step holds at T = 512 … 8192 (it should grow linearly); and the
 //! training step of nanoGPT's shakespeare-char configuration (6 blocks of width
 //! 384, 6 heads, T 256, batch 64, dropout 0.2, AdamW) in f32 and with
-//! `MatmulPrecision::Half`, with the step's kernel profile. The PyTorch peer is
+//! `MatmulPrecision::Half`, with the step's kernel profile (the `model!` GPT of
+//! `examples/gpt_model.rs`, over 256 byte tokens). The PyTorch peer is
 //! `scripts/device/transformer_peers.py` (same rows, same conventions).
 //!
 //! ```text
@@ -16,13 +17,13 @@ use volta::backend::gpu::MatmulPrecision;
 use volta::kernel::BinaryOp;
 use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
-use volta_examples::gpt::{Gpt, Ids};
+use volta_examples::gpt::{CharGpt, Ids};
 
 /// The transformer benchmark (fused attention, its memory, the GPT training step).
 #[derive(Debug, Parser)]
 #[command(name = "bench_transformer")]
 struct Args {
-    /// Small shapes (software GPUs, CI): T 128/256, a 2-block GPT of batch 4.
+    /// Small shapes (software GPUs, CI): T 128/256, the GPT step at batch 4.
     #[arg(long)]
     quick: bool,
 }
@@ -120,32 +121,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         drop((q, k, v, w));
     }
-    let (batch, layers) = if args.quick { (4, 2) } else { (64, 6) };
+    let batch = if args.quick { 4 } else { 64 };
     for precision in [MatmulPrecision::Full, MatmulPrecision::Half] {
         Gpu::set_matmul_precision(precision);
         let mut rng = Rng::seed(0);
-        let mut model = Gpt::<65, 256, 384, 6, 1536, Gpu>::new(layers, 0.2, &mut rng);
+        let mut model = CharGpt::<Gpu>::new(&mut rng);
         let mut opt = Adam::<Gpu>::adamw(6e-4, 0.1);
         let t = 256;
         let data: Vec<u32> = (0..batch * (t + 1))
-            .map(|i| (i * 7919 % 65) as u32)
+            .map(|i| (i * 7919 % 256) as u32)
             .collect();
         let x: Vec<u32> = data.chunks(t + 1).flat_map(|c| c[..t].to_vec()).collect();
         let y: Vec<u32> = data.chunks(t + 1).flat_map(|c| c[1..].to_vec()).collect();
         let x = Ids::<Gpu>::from_vec_shaped(x, (batch, t))?;
         let y = Tensor::<(usize,), Gpu, u32>::from_vec_shaped(y, (batch * t,))?;
         let mut step = || {
-            let logits = model.forward(&x, None).expect("256 positions fit");
-            let rows = Tensor::<(usize, Const<65>), Gpu>::try_from_raw(
-                logits.raw().reshape(&[batch * t, 65]),
+            let logits = model.forward(&x);
+            let rows = Tensor::<(usize, Const<256>), Gpu>::try_from_raw(
+                logits.raw().reshape(&[batch * t, 256]),
             )
-            .expect("rows");
+            .expect("rows of 256 logits");
             let loss = cross_entropy(&rows, &y);
             let grads = loss.backward();
             opt.step(&mut model, &grads);
         };
         let s = time(10, &mut step);
-        let name = format!("gpt_step_shakespeare_char_{precision:?}_B{batch}_L{layers}");
+        let name = format!("gpt_step_shakespeare_char_{precision:?}_B{batch}");
         println!(
             "{name:40} {:10.3} ms {:8.0} tokens/s",
             s * 1e3,

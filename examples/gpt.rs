@@ -1,9 +1,11 @@
 //! A GPT trained from scratch. By default it learns minGPT's addition task: two
 //! n-digit numbers in, their sum out (digits reversed, as minGPT writes it), and
 //! reports exact answers on held-out problems. With `--text FILE` it learns a
-//! byte-level model of any UTF-8 file and samples from it. Progress bars, a CSV of
-//! the epochs, a PNG of the curves and a safetensors checkpoint with nanoGPT's
-//! parameter names (`transformer.h.0.attn.c_attn.weight`, …), as the main job.
+//! byte-level model of any UTF-8 file (nanoGPT's shakespeare-char shape) and
+//! samples from it through the KV cache. Both GPTs are `model!` blocks
+//! (`examples/gpt_model.rs`). Progress bars, a CSV of the epochs, a PNG of the
+//! curves and a safetensors checkpoint with nanoGPT's parameter names (less its
+//! `transformer.` prefix: `h.0.attn.c_attn.weight`, …), as the main job.
 //!
 //! ```text
 //! cargo run --release -p volta-examples --example gpt                 # addition, CPU
@@ -18,7 +20,7 @@ use std::time::Instant;
 use volta::nn::loss::cross_entropy;
 use volta::optim::{CosineWarmup, LrSchedule, clip_grad_norm};
 use volta::prelude::*;
-use volta_examples::gpt::{Gpt, Ids};
+use volta_examples::gpt::{Adder, CharGpt, Ids};
 
 #[path = "../train/history.rs"]
 #[allow(dead_code)]
@@ -39,11 +41,8 @@ struct Args {
     /// Digits per operand of the addition task (1 to 5).
     #[arg(long, default_value_t = 2)]
     digits: usize,
-    /// Transformer blocks.
-    #[arg(long)]
-    layers: Option<usize>,
     /// Epochs over the training problems (addition) or of `--steps` steps (text).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 20)]
     epochs: u64,
     /// Steps per epoch with `--text`.
     #[arg(long, default_value_t = 200)]
@@ -54,9 +53,6 @@ struct Args {
     /// Peak learning rate (AdamW, cosine schedule after one epoch of warm-up).
     #[arg(long, default_value_t = 3e-3)]
     lr: f64,
-    /// Dropout on the residual branches and the embeddings.
-    #[arg(long, default_value_t = 0.0)]
-    dropout: f64,
     /// Seed of the problems, the split, the weights and the batches.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -69,6 +65,9 @@ struct Args {
     /// Exit with an error unless the held-out accuracy reaches this (addition).
     #[arg(long, default_value_t = 0.99)]
     min_accuracy: f64,
+    /// Stop once the held-out accuracy reaches this (addition; above 1: never).
+    #[arg(long, default_value_t = 1.0)]
+    stop_at: f64,
     /// Bytes to sample after training (text).
     #[arg(long, default_value_t = 200)]
     sample: usize,
@@ -154,9 +153,6 @@ impl Problems {
     }
 }
 
-/// The addition model: 10 digit tokens, up to 16 positions, width 64, 4 heads.
-type Adder<D> = Gpt<10, 16, 64, 4, 256, D>;
-
 fn addition<D: Backend<f32>>(args: &Args) -> Result<(), Box<dyn Error>> {
     let n = args.digits;
     if !(1..=5).contains(&n) {
@@ -183,10 +179,9 @@ fn addition<D: Backend<f32>>(args: &Args) -> Result<(), Box<dyn Error>> {
     shuffle(&mut pairs, &mut rng);
     let held = (pairs.len() / 10).max(1);
     let (test, train) = pairs.split_at(held);
-    let layers = args.layers.unwrap_or(2);
-    let mut model = Adder::<D>::new(layers, args.dropout, &mut rng);
+    let mut model = Adder::<D>::new(&mut rng);
     println!(
-        "addition of {n}-digit numbers: {} training problems, {} held out; {layers} blocks, {} parameters",
+        "addition of {n}-digit numbers: {} training problems, {} held out; {} parameters",
         train.len(),
         test.len(),
         model.param_count()
@@ -216,7 +211,7 @@ fn addition<D: Backend<f32>>(args: &Args) -> Result<(), Box<dyn Error>> {
             let x: Vec<u32> = seqs.iter().flat_map(|s| s[..len - 1].to_vec()).collect();
             let y: Vec<u32> = seqs.iter().flat_map(|s| s[2 * n..].to_vec()).collect();
             opt.set_lr(schedule.lr(step));
-            let logits = model.forward(&ids::<D>(x, chunk.len(), len - 1), None)?;
+            let logits = model.try_forward(&ids::<D>(x, chunk.len(), len - 1))?;
             let loss = cross_entropy(&rows(&logits, 2 * n - 1, n + 1), &targets::<D>(y));
             let value = loss.detach();
             let mut grads = loss.backward();
@@ -248,6 +243,10 @@ fn addition<D: Backend<f32>>(args: &Args) -> Result<(), Box<dyn Error>> {
             steps_per_second: steps_per_epoch as f64 / seconds,
         });
         save_run(&args.out, &mut model, &history)?;
+        if accuracy >= args.stop_at {
+            println!("every held-out problem answered exactly: stopping");
+            break;
+        }
     }
     for &(a, b) in test.iter().take(3) {
         let got = solve(&model, &problems, &[(a, b)])?[0];
@@ -277,7 +276,7 @@ fn score_addition<D: Backend<f32>>(
     let y: Vec<u32> = seqs.iter().flat_map(|s| s[2 * n..].to_vec()).collect();
     let loss = {
         let _no_grad = no_grad();
-        let logits = model.forward(&ids::<D>(x, test.len(), len - 1), None)?;
+        let logits = model.try_forward(&ids::<D>(x, test.len(), len - 1))?;
         f64::from(cross_entropy(&rows(&logits, 2 * n - 1, n + 1), &targets::<D>(y)).item())
     };
     let answers = solve(model, problems, test)?;
@@ -304,7 +303,7 @@ fn solve<D: Backend<f32>>(
         .flat_map(|&(x, y)| problems.sequence(x, y)[..2 * n].to_vec())
         .collect();
     let mut caches = model.caches();
-    let mut logits = model.forward(&ids::<D>(prompt, b, 2 * n), Some(&mut caches))?;
+    let mut logits = model.try_forward_cached(&ids::<D>(prompt, b, 2 * n), &mut caches)?;
     let mut digits = vec![Vec::new(); b];
     for k in 0..=n {
         let last = logits.dims()[1] - 1;
@@ -314,7 +313,7 @@ fn solve<D: Backend<f32>>(
             d.push(v);
         }
         if k < n {
-            logits = model.forward(&ids::<D>(next, b, 1), Some(&mut caches))?;
+            logits = model.try_forward_cached(&ids::<D>(next, b, 1), &mut caches)?;
         }
     }
     // The sum's digits come least significant first.
@@ -326,9 +325,6 @@ fn solve<D: Backend<f32>>(
 
 // ---- a text file ---------------------------------------------------------------
 
-/// nanoGPT's shakespeare-char shape over bytes: 256 tokens, 256 positions, width
-/// 384, 6 heads.
-type TextGpt<D> = Gpt<256, 256, 384, 6, 1536, D>;
 const BLOCK: usize = 256;
 
 fn text<D: Backend<f32>>(args: &Args, path: &Path) -> Result<(), Box<dyn Error>> {
@@ -346,10 +342,9 @@ fn text<D: Backend<f32>>(args: &Args, path: &Path) -> Result<(), Box<dyn Error>>
     let split = bytes.len() * 9 / 10;
     let (train, val) = bytes.split_at(split);
     let mut rng = Rng::seed(args.seed);
-    let layers = args.layers.unwrap_or(6);
-    let mut model = TextGpt::<D>::new(layers, args.dropout, &mut rng);
+    let mut model = CharGpt::<D>::new(&mut rng);
     println!(
-        "{}: {} bytes; {layers} blocks, {} parameters",
+        "{}: {} bytes; {} parameters",
         path.display(),
         bytes.len(),
         model.param_count()
@@ -367,7 +362,7 @@ fn text<D: Backend<f32>>(args: &Args, path: &Path) -> Result<(), Box<dyn Error>>
         for _ in 0..args.steps {
             let (x, y) = windows(train, t, args.batch, &mut rng);
             opt.set_lr(schedule.lr(step));
-            let logits = model.forward(&ids::<D>(x, args.batch, t), None)?;
+            let logits = model.try_forward(&ids::<D>(x, args.batch, t))?;
             let loss = cross_entropy(&rows(&logits, 0, t), &targets::<D>(y));
             let value = loss.detach();
             let mut grads = loss.backward();
@@ -383,7 +378,7 @@ fn text<D: Backend<f32>>(args: &Args, path: &Path) -> Result<(), Box<dyn Error>>
         let (val_loss, val_acc) = {
             let _no_grad = no_grad();
             let (x, y) = windows(val, t, args.batch, &mut rng);
-            let logits = rows(&model.forward(&ids::<D>(x, args.batch, t), None)?, 0, t);
+            let logits = rows(&model.try_forward(&ids::<D>(x, args.batch, t))?, 0, t);
             let predicted: Vec<u32> = logits.to_vec().chunks_exact(256).map(argmax).collect();
             let right = predicted.iter().zip(&y).filter(|(p, y)| p == y).count();
             let loss = f64::from(cross_entropy(&logits, &targets::<D>(y.clone())).item());
@@ -429,7 +424,7 @@ fn windows(data: &[u8], t: usize, batch: usize, rng: &mut Rng) -> (Vec<u32>, Vec
 /// Up to `len` bytes after `prompt`, sampled at temperature 0.8 among the 40
 /// likeliest through the KV cache (at most the model's 256 positions in all).
 fn sample_text<D: Backend<f32>>(
-    model: &TextGpt<D>,
+    model: &CharGpt<D>,
     prompt: &[u8],
     len: usize,
     seed: u64,
@@ -445,7 +440,8 @@ fn sample_text<D: Backend<f32>>(
     let mut out = prompt.to_vec();
     let mut next: Vec<u32> = prompt.iter().map(|&b| u32::from(b)).collect();
     while out.len() < prompt.len() + len && caches[0].len() + next.len() <= BLOCK {
-        let logits = model.forward(&ids::<D>(next.clone(), 1, next.len()), Some(&mut caches))?;
+        let logits =
+            model.try_forward_cached(&ids::<D>(next.clone(), 1, next.len()), &mut caches)?;
         let last = rows(&logits, next.len() - 1, 1).to_vec();
         let token = sampler.sample(&last);
         out.push(token as u8);
@@ -505,13 +501,14 @@ mod tests {
         assert_eq!(p.len(), 7);
     }
 
-    /// The default task (2-digit addition, 2 blocks) reaches 99% exact answers on
-    /// held-out problems on the CPU in 6 epochs (the example stops with an error
-    /// below `--min-accuracy`).
+    /// The default run (2-digit addition, 2 blocks, at most 20 epochs, stopping
+    /// at 100%) reaches 99% exact answers on held-out problems on the CPU (the
+    /// example errors below `--min-accuracy`). Seeds 0, 1 and 2 got there in 5 to
+    /// 14 epochs: a plateau with one digit unlearnt comes first.
     #[test]
     fn learns_addition_on_the_cpu() {
         let out = std::env::temp_dir().join(format!("volta-gpt-test-{}", std::process::id()));
-        let args = Args::parse_from(["gpt", "--epochs", "6", "--out", out.to_str().unwrap()]);
+        let args = Args::parse_from(["gpt", "--out", out.to_str().unwrap()]);
         std::fs::create_dir_all(&out).unwrap();
         let result = addition::<Cpu>(&args);
         assert!(result.is_ok(), "{result:?}");

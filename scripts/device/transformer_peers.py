@@ -2,7 +2,7 @@
 and conventions: causal attention forward + backward (SDPA, f32 and f16) at
 T = 1024 and 4096, the memory of an attention step at T = 512 … 8192, and
 nanoGPT's shakespeare-char training step (6 blocks of width 384, 6 heads, T 256,
-batch 64, dropout 0.2, AdamW) eager in f32 (TF32 off) and under autocast f16.
+batch 64, dropout 0.2, AdamW; 256 byte tokens as Volta's `CharGpt`) eager in f32 (TF32 off) and under autocast f16.
 
     python3 scripts/device/transformer_peers.py [--quick]
 """
@@ -77,7 +77,7 @@ class Block(nn.Module):
 
 
 class Gpt(nn.Module):
-    def __init__(self, vocab=65, block=256, c=384, heads=6, layers=6, p=0.2):
+    def __init__(self, vocab=256, block=256, c=384, heads=6, layers=6, p=0.2):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(vocab, c), nn.Embedding(block, c)
         self.drop = nn.Dropout(p)
@@ -92,18 +92,18 @@ class Gpt(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
-batch, layers = (4, 2) if quick else (64, 6)
+batch, layers = (4, 6) if quick else (64, 6)
 for mode in ("f32", "autocast_f16"):
     torch.manual_seed(0)
     model = Gpt(layers=layers).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.1)
     scaler = torch.amp.GradScaler(enabled=mode != "f32")
-    x = torch.randint(0, 65, (batch, 256), device=dev)
-    y = torch.randint(0, 65, (batch, 256), device=dev)
+    x = torch.randint(0, 256, (batch, 256), device=dev)
+    y = torch.randint(0, 256, (batch, 256), device=dev)
 
     def train_step():
         with torch.autocast("cuda", dtype=torch.float16, enabled=mode != "f32"):
-            loss = F.cross_entropy(model(x).view(-1, 65), y.view(-1))
+            loss = F.cross_entropy(model(x).view(-1, 256), y.view(-1))
         opt.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.step(opt)

@@ -31,6 +31,7 @@ mod layers_gpu;
 mod llama;
 mod llama_reference;
 mod model;
+mod model_sequences;
 mod optim_gpu;
 mod quiet_probe;
 mod smoke;

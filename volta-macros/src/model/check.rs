@@ -39,6 +39,7 @@ impl Shown<'_> {
     pub fn num(&mut self, d: &Dim) -> String {
         match d {
             Dim::Lit(n) => n.to_string(),
+            Dim::Run(t) => t.to_string(),
             Dim::Sym(_) => {
                 self.values.push(d.expr());
                 format!("{{V{}}}", self.values.len() - 1)

@@ -41,14 +41,27 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
             }
             None => quote!(0),
         };
+        // Run-time dims by their names (`[B, T, 64]`); others as rustc knows them.
+        let output = if s.output.has_run_dims() {
+            let shown = s.output.show(batch);
+            quote!(#shown.to_string())
+        } else {
+            quote!(::volta::nn::sample_shape::<#shape>(#batch_str))
+        };
         quote!(::volta::nn::SummaryRow {
             name: #n.to_string(),
             layer: #l.to_string(),
-            output: ::volta::nn::sample_shape::<#shape>(#batch_str),
+            output: #output,
             params: #params,
         })
     });
     let name_str = name.to_string();
+    let input_shown = if plan.input.has_run_dims() {
+        let shown = plan.input.show(batch);
+        quote!(#shown.to_string())
+    } else {
+        quote!(::volta::nn::sample_shape::<#in_ty>(#batch_str))
+    };
     let shapes_doc = format!(
         "`{}` → `{}`, for any batch dim (static or `usize`).",
         plan.input.show(batch),
@@ -56,6 +69,123 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
     );
     let d2 = format_ident!("D2");
     let result = &plan.result;
+    // Token ids in (an `Embedding` first), else values of the model's float type.
+    let in_elem = if plan.ids { quote!(u32) } else { quote!(E) };
+    let forward_fns = if plan.fallible {
+        quote! {
+            /// The forward pass, or the error of a sequence the model cannot take
+            /// (longer than its positional table):
+            #[doc = #shapes_doc]
+            pub fn try_forward<#batch: ::volta::Dim>(
+                &self,
+                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, #in_elem>,
+            ) -> ::std::result::Result<::volta::Tensor<(#batch, #(#out_dims),*), D, E>, ::volta::shape::ShapeError> {
+                let x = x.clone();
+                #(#forward)*
+                #result
+                Ok(x)
+            }
+
+            /// The forward pass:
+            #[doc = #shapes_doc]
+            ///
+            /// # Panics
+            /// Where [`try_forward`](Self::try_forward) returns an error, with its text.
+            #[track_caller]
+            pub fn forward<#batch: ::volta::Dim>(
+                &self,
+                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, #in_elem>,
+            ) -> ::volta::Tensor<(#batch, #(#out_dims),*), D, E> {
+                self.try_forward(x).unwrap_or_else(|e| panic!("{}: {e}", #name_str))
+            }
+        }
+    } else {
+        quote! {
+            /// The forward pass:
+            #[doc = #shapes_doc]
+            pub fn forward<#batch: ::volta::Dim>(
+                &self,
+                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, #in_elem>,
+            ) -> ::volta::Tensor<(#batch, #(#out_dims),*), D, E> {
+                let x = x.clone();
+                #(#forward)*
+                #result
+                x
+            }
+        }
+    };
+    // Sampling: the same steps over one KV cache per attention layer.
+    let slots: usize = plan.steps.iter().map(|s| s.caches).sum();
+    let cached_fns = if slots > 0 {
+        let steps = plan
+            .steps
+            .iter()
+            .map(|s| s.cached.as_ref().unwrap_or(&s.forward));
+        quote! {
+            /// One empty KV cache per attention layer, for
+            /// [`try_forward_cached`](Self::try_forward_cached).
+            pub fn caches(&self) -> ::std::vec::Vec<::volta::nn::AttentionCache<D, E>> {
+                ::std::vec![::volta::nn::AttentionCache::new(); #slots]
+            }
+
+            /// The forward pass over the positions after those in `caches` (from
+            /// [`caches`](Self::caches)), which it extends: a sampler feeds the
+            /// prompt, then one token at a time. Errors when the positions pass a
+            /// positional table.
+            ///
+            /// # Panics
+            /// When `caches` is not one cache per attention layer.
+            #[allow(unused_variables, unused_mut)]
+            pub fn try_forward_cached<#batch: ::volta::Dim>(
+                &self,
+                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, #in_elem>,
+                caches: &mut [::volta::nn::AttentionCache<D, E>],
+            ) -> ::std::result::Result<::volta::Tensor<(#batch, #(#out_dims),*), D, E>, ::volta::shape::ShapeError> {
+                assert_eq!(
+                    caches.len(),
+                    #slots,
+                    "{}: one KV cache per attention layer (call `caches()`)",
+                    #name_str
+                );
+                let start = caches[0].len();
+                let mut slots = caches.iter_mut();
+                let x = x.clone();
+                #(#steps)*
+                #result
+                Ok(x)
+            }
+        }
+    } else {
+        TokenStream::new()
+    };
+    // A model over run-time dims or token ids is not a layer of another model.
+    let nestable = !plan.ids && !plan.input.has_run_dims() && !plan.output.has_run_dims();
+    let nesting = if nestable {
+        quote! {
+        impl<D: ::volta::Backend<E>, E: ::volta::dtype::Float> ::volta::nn::Model for #name<D, E> {
+            type Input = #in_ty;
+            type Output = #out_ty;
+            fn new(rng: &mut ::volta::Rng) -> Self {
+                #name::new(rng)
+            }
+        }
+
+        impl<#batch: ::volta::Dim, D: ::volta::Backend<E>, E: ::volta::dtype::Float>
+            ::volta::nn::Forward<(#batch, #(#in_dims),*), D, E> for #name<D, E>
+        {
+            type Output = (#batch, #(#out_dims),*);
+            fn forward(
+                &self,
+                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, E>,
+            ) -> ::volta::Tensor<(#batch, #(#out_dims),*), D, E> {
+                #name::forward(self, x)
+            }
+        }
+
+        }
+    } else {
+        TokenStream::new()
+    };
     quote! {
         #(#attrs)*
         ///
@@ -78,23 +208,15 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
                 }
             }
 
-            /// The forward pass:
-            #[doc = #shapes_doc]
-            pub fn forward<#batch: ::volta::Dim>(
-                &self,
-                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, E>,
-            ) -> ::volta::Tensor<(#batch, #(#out_dims),*), D, E> {
-                let x = x.clone();
-                #(#forward)*
-                #result
-                x
-            }
+            #forward_fns
+
+            #cached_fns
 
             /// One row per layer with its output shape and parameter count.
             pub fn summary(&self) -> ::volta::nn::Summary {
                 ::volta::nn::Summary {
                     model: #name_str.to_string(),
-                    input: ::volta::nn::sample_shape::<#in_ty>(#batch_str),
+                    input: #input_shown,
                     rows: ::std::vec![#(#rows),*],
                 }
             }
@@ -118,25 +240,7 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
             }
         }
 
-        impl<D: ::volta::Backend<E>, E: ::volta::dtype::Float> ::volta::nn::Model for #name<D, E> {
-            type Input = #in_ty;
-            type Output = #out_ty;
-            fn new(rng: &mut ::volta::Rng) -> Self {
-                #name::new(rng)
-            }
-        }
-
-        impl<#batch: ::volta::Dim, D: ::volta::Backend<E>, E: ::volta::dtype::Float>
-            ::volta::nn::Forward<(#batch, #(#in_dims),*), D, E> for #name<D, E>
-        {
-            type Output = (#batch, #(#out_dims),*);
-            fn forward(
-                &self,
-                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, E>,
-            ) -> ::volta::Tensor<(#batch, #(#out_dims),*), D, E> {
-                #name::forward(self, x)
-            }
-        }
+        #nesting
 
         #checks
     }

@@ -7,6 +7,11 @@
 //!     relu,                                           // a stateless step
 //!     block: Residual<Block>,                         // another model! struct
 //! }
+//!
+//! pub struct Gpt for (B, T) -> (B, T, 10) {           // `T`: a run-time dim; token ids in
+//!     wte: Embedding<10, 64>,
+//!     h: [TransformerBlock<4>; 2],                    // a layer repeated
+//! }
 //! ```
 use proc_macro2::{Span, TokenStream};
 use syn::parse::{Parse, ParseStream};
@@ -21,11 +26,18 @@ pub struct ModelDef {
     /// The batch dim's name (`B`).
     pub batch: Ident,
     /// The per-sample input dims (after the batch).
-    pub input: Vec<LitInt>,
+    pub input: Vec<DimSpec>,
     /// The declared per-sample output dims, and the tokens to point errors at.
-    pub output: Vec<LitInt>,
+    pub output: Vec<DimSpec>,
     pub output_tokens: TokenStream,
     pub steps: Vec<Step>,
+}
+
+/// A dim as written in a shape: a number, or a name for a dim known only at run
+/// time (`T`, a sequence length).
+pub enum DimSpec {
+    Lit(LitInt),
+    Run(Ident),
 }
 
 /// One line of the block.
@@ -46,6 +58,8 @@ pub struct LayerSpec {
     pub tokens: TokenStream,
     /// For other types: the type as written.
     pub ty: Option<syn::Type>,
+    /// `[Layer<…>; n]`: the layer `n` times in a row, each with its own weights.
+    pub repeat: Option<usize>,
 }
 
 /// One argument of a built-in layer: `32`, `kernel = 3`, `kernel = (3, 5)`.
@@ -87,6 +101,10 @@ pub const BUILT_IN: &[&str] = &[
     "RmsNorm",
     "Dropout",
     "Flatten",
+    "Embedding",
+    "PositionalEmbedding",
+    "MultiHeadAttention",
+    "TransformerBlock",
     "Relu",
     "Gelu",
     "Silu",
@@ -146,8 +164,12 @@ impl Parse for ModelDef {
     }
 }
 
-/// `(B, 1, 28, 28)`: an optional leading name, then integer dims.
-fn shape(input: ParseStream, what: &str) -> syn::Result<(Option<Ident>, TokenStream, Vec<LitInt>)> {
+/// `(B, 1, 28, 28)` or `(B, T, 64)`: an optional leading name (the batch dim),
+/// then dims: integers, or names of dims known at run time.
+fn shape(
+    input: ParseStream,
+    what: &str,
+) -> syn::Result<(Option<Ident>, TokenStream, Vec<DimSpec>)> {
     let content;
     let parens = syn::parenthesized!(content in input);
     let inner: TokenStream = content.fork().parse()?;
@@ -162,15 +184,26 @@ fn shape(input: ParseStream, what: &str) -> syn::Result<(Option<Ident>, TokenStr
     } else {
         None
     };
-    let dims = Punctuated::<LitInt, Token![,]>::parse_terminated(&content).map_err(|e| {
+    let dims = Punctuated::<DimSpec, Token![,]>::parse_terminated(&content).map_err(|e| {
         syn::Error::new(
             e.span(),
             format!(
-                "the {what} shape lists integer dims after the batch dim, e.g. `(B, 1, 28, 28)`"
+                "the {what} shape lists dims after the batch dim: integers, or a name for a \
+                 dim known at run time, e.g. `(B, 1, 28, 28)` or `(B, T, 64)`"
             ),
         )
     })?;
     Ok((batch, tokens, dims.into_iter().collect()))
+}
+
+impl Parse for DimSpec {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.peek(Ident) {
+            Ok(DimSpec::Run(input.parse()?))
+        } else {
+            Ok(DimSpec::Lit(input.parse()?))
+        }
+    }
 }
 
 impl Parse for Step {
@@ -263,6 +296,11 @@ impl Parse for LayerSpec {
             }
             Ok((out, rest))
         })?;
+        if let Some(proc_macro2::TokenTree::Group(g)) = tokens.clone().into_iter().next()
+            && g.delimiter() == proc_macro2::Delimiter::Bracket
+        {
+            return repeated(g.stream(), tokens);
+        }
         syn::parse::Parser::parse2(
             |input: ParseStream| {
                 let path = syn::Path::parse_mod_style(&input.fork())?;
@@ -279,6 +317,7 @@ impl Parse for LayerSpec {
                         args: Vec::new(),
                         tokens: tokens.clone(),
                         ty: Some(ty),
+                        repeat: None,
                     });
                 }
                 syn::Path::parse_mod_style(input)?;
@@ -299,11 +338,46 @@ impl Parse for LayerSpec {
                     args,
                     tokens: tokens.clone(),
                     ty: None,
+                    repeat: None,
                 })
             },
             tokens.clone(),
         )
     }
+}
+
+/// `[Layer<…>; n]` (`inner` holds what is between the brackets; `tokens` the
+/// whole, for errors).
+fn repeated(inner: TokenStream, tokens: TokenStream) -> syn::Result<LayerSpec> {
+    let parts: Vec<_> = inner.clone().into_iter().collect();
+    let semi = parts
+        .iter()
+        .rposition(|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == ';'))
+        .ok_or_else(|| {
+            syn::Error::new_spanned(&tokens, "write a repeated layer as `[Layer<…>; n]`")
+        })?;
+    let layer: TokenStream = parts[..semi].iter().cloned().collect();
+    let count: TokenStream = parts[semi + 1..].iter().cloned().collect();
+    let n: LitInt = syn::parse2(count.clone()).map_err(|_| {
+        syn::Error::new_spanned(&count, "the repeat count is an integer: `[Layer<…>; 6]`")
+    })?;
+    let n: usize = n.base10_parse()?;
+    if n == 0 {
+        return Err(syn::Error::new_spanned(
+            &count,
+            "a layer repeated 0 times does nothing; drop the line",
+        ));
+    }
+    let mut spec: LayerSpec = syn::parse2(layer)?;
+    if spec.ty.is_some() || spec.repeat.is_some() {
+        return Err(syn::Error::new_spanned(
+            &tokens,
+            "`[Layer<…>; n]` repeats a built-in layer (TransformerBlock, MultiHeadAttention)",
+        ));
+    }
+    spec.repeat = Some(n);
+    spec.tokens = tokens;
+    Ok(spec)
 }
 
 impl Parse for Arg {

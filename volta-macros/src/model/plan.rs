@@ -7,25 +7,29 @@
 //! rustc (through `volta::nn::Model`), so later dims are const expressions and the
 //! checks on them are [`Check`]s, which `cargo check` evaluates (see `check`).
 use super::check::{Check, Holds, Site, cast, last_dim, spans};
-use super::parse::{Arg, FUNCTIONS, LayerSpec, ModelDef, Step, Value};
+use super::parse::{Arg, DimSpec, FUNCTIONS, LayerSpec, ModelDef, Step, Value};
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote, quote_spanned};
 use syn::Ident;
 use volta_kernels::Window2d;
 
-/// One per-sample dim: a number, or a `usize` const expression.
+/// One per-sample dim: a number, a `usize` const expression, or a dim known only
+/// at run time (`T`: a sequence length, typed `usize`).
 #[derive(Clone)]
 pub enum Dim {
     Lit(usize),
     Sym(TokenStream),
+    Run(Ident),
 }
 
 impl Dim {
-    /// The value as a `usize` expression.
+    /// The value as a `usize` const expression (layers that take run-time dims
+    /// never ask: `Planner::dims` turns those away first).
     pub fn expr(&self) -> TokenStream {
         match self {
             Dim::Lit(n) => quote!(#n),
             Dim::Sym(t) => quote!((#t)),
+            Dim::Run(_) => unreachable!("a run-time dim in a const expression"),
         }
     }
     /// As a const generic argument.
@@ -33,24 +37,32 @@ impl Dim {
         match self {
             Dim::Lit(n) => quote!(#n),
             Dim::Sym(t) => quote!({ #t }),
+            Dim::Run(_) => unreachable!("a run-time dim as a const argument"),
         }
     }
     /// As a dim type.
     pub fn ty(&self) -> TokenStream {
+        if let Dim::Run(_) = self {
+            return quote!(usize);
+        }
         let a = self.arg();
         quote!(::volta::Const<#a>)
     }
-    fn show(&self) -> String {
+    pub fn show(&self) -> String {
         match self {
             Dim::Lit(n) => n.to_string(),
             Dim::Sym(_) => "?".into(),
+            Dim::Run(t) => t.to_string(),
         }
     }
     fn lit(&self) -> Option<usize> {
         match self {
             Dim::Lit(n) => Some(*n),
-            Dim::Sym(_) => None,
+            Dim::Sym(_) | Dim::Run(_) => None,
         }
+    }
+    fn is_run(&self) -> bool {
+        matches!(self, Dim::Run(_))
     }
     /// A dim that a failed check leaves: any value will do, rustc reports the check.
     pub fn unknown() -> Dim {
@@ -60,15 +72,15 @@ impl Dim {
     fn map(&self, lit: impl Fn(usize) -> usize, sym: impl Fn(TokenStream) -> TokenStream) -> Dim {
         match self {
             Dim::Lit(n) => Dim::Lit(lit(*n)),
-            Dim::Sym(_) => Dim::Sym(sym(self.expr())),
+            Dim::Sym(_) | Dim::Run(_) => Dim::Sym(sym(self.expr())),
         }
     }
     /// Whether `n` divides the dim.
     fn multiple_of(&self, n: usize) -> Holds {
         match self {
             Dim::Lit(d) => Ok(d.is_multiple_of(n)),
-            Dim::Sym(_) if n == 1 => Ok(true),
-            Dim::Sym(_) => {
+            Dim::Sym(_) | Dim::Run(_) if n == 1 => Ok(true),
+            Dim::Sym(_) | Dim::Run(_) => {
                 let e = self.expr();
                 Err(quote!(#e % #n == 0))
             }
@@ -78,7 +90,7 @@ impl Dim {
     fn at_least(&self, n: usize) -> Holds {
         match self {
             Dim::Lit(d) => Ok(*d >= n),
-            Dim::Sym(_) => {
+            Dim::Sym(_) | Dim::Run(_) => {
                 let e = self.expr();
                 Err(quote!(#e >= #n))
             }
@@ -88,6 +100,8 @@ impl Dim {
     fn equals(&self, other: &Dim) -> Holds {
         match (self, other) {
             (Dim::Lit(a), Dim::Lit(b)) => Ok(a == b),
+            (Dim::Run(a), Dim::Run(b)) => Ok(a == b),
+            (Dim::Run(_), _) | (_, Dim::Run(_)) => Ok(false),
             _ => {
                 let (a, b) = (self.expr(), other.expr());
                 Err(quote!(#a == #b))
@@ -125,6 +139,10 @@ impl State {
             State::Opaque(t) => quote!(<#t as ::volta::shape::PrependDim<#batch>>::Output),
         }
     }
+    /// Whether a dim is known only at run time (a sequence length).
+    pub fn has_run_dims(&self) -> bool {
+        matches!(self, State::Known(d) if d.iter().any(Dim::is_run))
+    }
     /// `[B, 32, 28, 28]` (`?` for dims only rustc knows).
     pub fn show(&self, batch: &Ident) -> String {
         match self {
@@ -149,6 +167,11 @@ pub struct Planned {
     pub layer: String,
     /// The shape after the step.
     pub output: State,
+    /// The step over a KV cache, where it differs from `forward` (attention
+    /// layers take a cache each from `slots`; positions start at `start`), and
+    /// how many caches it takes.
+    pub cached: Option<TokenStream>,
+    pub caches: usize,
 }
 
 /// The result of planning: steps, checks for rustc, the final state.
@@ -160,42 +183,72 @@ pub struct Plan {
     /// The statement that gives `x` the declared output type, when only rustc
     /// knows that the layers produce it.
     pub result: TokenStream,
+    /// The input is token ids (`u32`): the first layer is an `Embedding`.
+    pub ids: bool,
+    /// A step can fail at run time (a sequence longer than a positional table):
+    /// the model gets `try_forward`, and `forward` panics with its error.
+    pub fallible: bool,
 }
 
 pub fn plan(def: &ModelDef) -> syn::Result<Plan> {
-    let input = State::Known(
-        def.input
+    let dims = |specs: &[DimSpec]| -> syn::Result<Vec<Dim>> {
+        specs
             .iter()
-            .map(|d| d.base10_parse().map(Dim::Lit))
-            .collect::<syn::Result<_>>()?,
-    );
+            .map(|d| match d {
+                DimSpec::Lit(n) => n.base10_parse().map(Dim::Lit),
+                DimSpec::Run(t) => Ok(Dim::Run(t.clone())),
+            })
+            .collect()
+    };
+    let input = State::Known(dims(&def.input)?);
+    let ids =
+        matches!(def.steps.first(), Some(Step::Layer { spec, .. }) if spec.kind == "Embedding");
     let mut state = input.clone();
     let mut steps = Vec::new();
     let mut checks = Vec::new();
+    let mut fallible = false;
     let batch = &def.batch;
-    for step in &def.steps {
+    for (i, step) in def.steps.iter().enumerate() {
         let planned = match step {
             Step::Function(f) => function(f, &state, batch)?,
-            Step::Layer { name, spec } => Planner {
-                site: Site {
-                    batch,
-                    tokens: &spec.tokens,
-                    checks: &mut checks,
-                },
-                spec,
-                state: state.clone(),
-                prelude: TokenStream::new(),
+            Step::Layer { name, spec } => {
+                let mut planner = Planner {
+                    site: Site {
+                        batch,
+                        tokens: &spec.tokens,
+                        checks: &mut checks,
+                    },
+                    spec,
+                    state: state.clone(),
+                    prelude: TokenStream::new(),
+                    first: i == 0,
+                    fallible: false,
+                    cached: None,
+                };
+                let planned = planner.repeated(name)?;
+                fallible |= planner.fallible;
+                planned
             }
-            .layer(name)?,
         };
         state = planned.output.clone();
         steps.push(planned);
     }
-    let declared: Vec<Dim> = def
-        .output
-        .iter()
-        .map(|d| d.base10_parse().map(Dim::Lit))
-        .collect::<syn::Result<_>>()?;
+    let declared = dims(&def.output)?;
+    for d in &declared {
+        if let Dim::Run(t) = d
+            && !def
+                .input
+                .iter()
+                .any(|i| matches!(i, DimSpec::Run(u) if u == t))
+        {
+            return Err(syn::Error::new_spanned(
+                t,
+                format!(
+                    "`{t}` is not a dim of the input; the output's run-time dims come from the input's"
+                ),
+            ));
+        }
+    }
     let output = State::Known(declared.clone());
     let declares = output.show(batch);
     let mut site = Site {
@@ -218,13 +271,18 @@ pub fn plan(def: &ModelDef) -> syn::Result<Plan> {
         input,
         output,
         result,
+        ids,
+        fallible,
     })
 }
 
-/// All dims as numbers, when they are.
+/// All dims as numbers (run-time dims as 0), when the macro knows them all.
 fn known_lits(state: &State) -> Option<Vec<usize>> {
     match state {
-        State::Known(dims) => dims.iter().map(Dim::lit).collect(),
+        State::Known(dims) => dims
+            .iter()
+            .map(|d| if d.is_run() { Some(0) } else { d.lit() })
+            .collect(),
         State::Opaque(_) => None,
     }
 }
@@ -250,6 +308,15 @@ fn all(conds: impl IntoIterator<Item = Holds>) -> Holds {
 fn function(f: &Ident, state: &State, batch: &Ident) -> syn::Result<Planned> {
     let name = f.to_string();
     let (forward, output) = match name.as_str() {
+        "flatten" if state.has_run_dims() => {
+            return Err(syn::Error::new_spanned(
+                f,
+                format!(
+                    "flatten takes dims known at compile time, but {} reaches it",
+                    state.show(batch)
+                ),
+            ));
+        }
         "flatten" => flatten(state, batch),
         "relu" | "gelu" | "silu" | "sigmoid" | "tanh" => {
             (quote_spanned!(f.span()=> let x = x.#f();), state.clone())
@@ -270,6 +337,8 @@ fn function(f: &Ident, state: &State, batch: &Ident) -> syn::Result<Planned> {
         layer: name.clone(),
         name,
         output,
+        cached: None,
+        caches: 0,
     })
 }
 
@@ -300,6 +369,13 @@ struct Planner<'a> {
     state: State,
     /// Statements before the layer's own (a cast of a nested model's output).
     prelude: TokenStream,
+    /// Whether this is the block's first step (where token ids may come in).
+    first: bool,
+    /// Set when the layer can fail at run time (see [`Plan::fallible`]).
+    fallible: bool,
+    /// The layer's step over a KV cache and the caches it takes (see
+    /// [`Planned::cached`]), when it differs from its plain step.
+    cached: Option<(TokenStream, usize)>,
 }
 
 impl Planner<'_> {
@@ -320,6 +396,12 @@ impl Planner<'_> {
     /// the expected form in the error).
     fn dims(&mut self, rank: usize, what: &str) -> syn::Result<Vec<Dim>> {
         let kind = &self.spec.kind;
+        if self.state.has_run_dims() {
+            return Err(self.err(format!(
+                "{kind} takes {what} known at compile time, but {} reaches it",
+                self.state.show(self.site.batch)
+            )));
+        }
         let dims = self.site.open(&self.state, rank, |shape| {
             format!("{kind} takes {what}, but {shape} reaches it")
         })?;
@@ -337,10 +419,226 @@ impl Planner<'_> {
         self.prelude = cast(self.state.batched(self.site.batch));
     }
 
+    /// The layer, or `[Layer; n]`: `n` of it in a row, which must keep the shape.
+    fn repeated(&mut self, name: &Ident) -> syn::Result<Planned> {
+        let Some(n) = self.spec.repeat else {
+            return self.layer(name);
+        };
+        let kind = self.spec.kind.to_string();
+        if !["TransformerBlock", "MultiHeadAttention"].contains(&kind.as_str()) {
+            return Err(self.err(format!(
+                "`[{kind}<…>; n]`: only TransformerBlock and MultiHeadAttention repeat"
+            )));
+        }
+        let before = self.state.show(self.site.batch);
+        let mut one = self.layer(name)?;
+        let (f, ty, init) = one.field.take().expect("a built-in layer has a field");
+        one.field = Some((
+            f,
+            quote!(::std::vec::Vec<#ty>),
+            quote!((0..#n).map(|_| #init).collect()),
+        ));
+        one.forward = quote!(let x = self.#name.iter().fold(x, |x, layer| layer.forward(&x)););
+        one.cached = Some(quote!(
+            let x = self.#name.iter().fold(x, |x, layer| {
+                layer.forward_cached(&x, slots.next().expect("model!: one cache per attention layer"))
+            });
+        ));
+        one.caches = n;
+        debug_assert_eq!(before, one.output.show(self.site.batch));
+        Ok(one)
+    }
+
+    /// `(T, C)` of a sequence `[B, T, C]` reaching the layer (`T` known at run time).
+    fn sequence(&self) -> syn::Result<(Dim, usize)> {
+        match &self.state {
+            State::Known(d) if d.len() == 2 && d[0].is_run() && d[1].lit().is_some() => {
+                Ok((d[0].clone(), d[1].lit().expect("checked")))
+            }
+            other => Err(self.err(format!(
+                "{} takes sequences [B, T, C] (`T` known at run time, e.g. `(B, T, 64)` in the \
+                 block's input), but {} reaches it",
+                self.spec.kind,
+                other.show(self.site.batch)
+            ))),
+        }
+    }
+
+    /// The attention layers' checks: heads that split the width and group over
+    /// the key/value heads, an even head width for RoPE.
+    fn heads(&self, c: usize, heads: usize, kv: usize, rope: bool) -> syn::Result<()> {
+        let kind = &self.spec.kind;
+        if heads == 0 || !c.is_multiple_of(heads) {
+            return Err(self.err(format!(
+                "{kind}: {heads} heads do not split the width {c} (the width must be a multiple of the heads)"
+            )));
+        }
+        if kv == 0 || !heads.is_multiple_of(kv) {
+            return Err(self.err(format!(
+                "{kind}: {heads} heads do not group over kv_heads = {kv} (heads must be a multiple of kv_heads)"
+            )));
+        }
+        if rope && !(c / heads).is_multiple_of(2) {
+            return Err(self.err(format!(
+                "{kind}: RoPE rotates pairs of features, but the head width {c} / {heads} = {} is odd",
+                c / heads
+            )));
+        }
+        Ok(())
+    }
+
     fn layer(&mut self, name: &Ident) -> syn::Result<Planned> {
         let kind = self.spec.kind.to_string();
         let b = self.site.batch;
+        if kind == "Embedding" && !self.first {
+            return Err(self.err(
+                "Embedding reads token ids: it is the block's first layer (the input `(B, T)` is ids)",
+            ));
+        }
         let (ty, init, forward, output) = match kind.as_str() {
+            "Embedding" => {
+                let args = Args::take(self, &[], &["num_embeddings", "embedding_dim"])?;
+                let [v, c] = match args.positional[..] {
+                    [v, c] => [v.int()?, c.int()?],
+                    _ => return Err(self.err("Embedding<vocabulary, width>")),
+                };
+                let State::Known(mut dims) = self.state.clone() else {
+                    unreachable!("the first layer sees the input")
+                };
+                dims.push(Dim::Lit(c));
+                (
+                    quote!(::volta::nn::Embedding<#v, #c, D, E>),
+                    quote!(::volta::nn::Embedding::new(rng)),
+                    quote!(let x = self.#name.forward(&x);),
+                    State::Known(dims),
+                )
+            }
+            "PositionalEmbedding" => {
+                let args = Args::take(self, &[], &["max_positions"])?;
+                let (_, c) = self.sequence()?;
+                let max = match args.positional[..] {
+                    [m] => m.int()?,
+                    _ => return Err(self.err("PositionalEmbedding<max_positions>")),
+                };
+                self.fallible = true;
+                self.cached = Some((quote!(let x = self.#name.try_forward(&x, start)?;), 0));
+                (
+                    quote!(::volta::nn::PositionalEmbedding<#max, #c, D, E>),
+                    quote!(::volta::nn::PositionalEmbedding::new(rng)),
+                    quote!(let x = self.#name.try_forward(&x, 0)?;),
+                    self.state.clone(),
+                )
+            }
+            "MultiHeadAttention" => {
+                let args = Args::take(self, &["heads", "kv_heads", "causal", "rope"], &["heads"])?;
+                let (_, c) = self.sequence()?;
+                let heads = args.int("heads", 0)?;
+                let kv = args.int("kv_heads", heads)?;
+                let (causal, rope) = (args.bool("causal", true)?, args.bool("rope", false)?);
+                self.heads(c, heads, kv, rope)?;
+                self.cached = Some((
+                    quote!(let x = self.#name.forward_cached(
+                        &x,
+                        slots.next().expect("model!: one cache per attention layer"),
+                    );),
+                    1,
+                ));
+                (
+                    quote!(::volta::nn::MultiHeadAttention<#c, #heads, #kv, D, E>),
+                    quote!({
+                        let mut layer = ::volta::nn::MultiHeadAttention::new(rng);
+                        layer.causal = #causal;
+                        if #rope {
+                            layer = layer.with_rope(10_000.0);
+                        }
+                        layer
+                    }),
+                    quote!(let x = self.#name.forward(&x);),
+                    self.state.clone(),
+                )
+            }
+            "TransformerBlock" => {
+                let options = [
+                    "heads", "ff", "kv_heads", "causal", "rope", "rms", "swiglu", "dropout",
+                ];
+                let args = Args::take(self, &options, &["heads"])?;
+                let (_, c) = self.sequence()?;
+                let heads = args.int("heads", 0)?;
+                let kv = args.int("kv_heads", heads)?;
+                let ff = args.int("ff", 4 * c)?;
+                let (causal, rope) = (args.bool("causal", true)?, args.bool("rope", false)?);
+                let (rms, swiglu) = (args.bool("rms", false)?, args.bool("swiglu", false)?);
+                let dropout = args.float("dropout", 0.0)?;
+                if !(0.0..=1.0).contains(&dropout) {
+                    return Err(self.err(format!("dropout must be in [0, 1], got {dropout}")));
+                }
+                self.heads(c, heads, kv, rope)?;
+                self.cached = Some((
+                    quote!(let x = self.#name.forward_cached(
+                        &x,
+                        slots.next().expect("model!: one cache per attention layer"),
+                    );),
+                    1,
+                ));
+                let norm = if rms { quote!(Rms) } else { quote!(Layer) };
+                let ffk = if swiglu { quote!(SwiGlu) } else { quote!(Gelu) };
+                let rope = if rope {
+                    quote!(Some(10_000.0))
+                } else {
+                    quote!(None)
+                };
+                (
+                    quote!(::volta::nn::TransformerBlock<#c, #heads, #ff, #kv, D, E>),
+                    quote!(::volta::nn::TransformerBlock::with_options(
+                        ::volta::nn::BlockOptions {
+                            norm: ::volta::nn::NormKind::#norm,
+                            feed_forward: ::volta::nn::FeedForwardKind::#ffk,
+                            dropout: #dropout,
+                            causal: #causal,
+                            rope: #rope,
+                        },
+                        rng,
+                    )),
+                    quote!(let x = self.#name.forward(&x);),
+                    self.state.clone(),
+                )
+            }
+            "Linear" if self.state.has_run_dims() => {
+                let args = Args::take(self, &[], &["in_features", "out_features"])?;
+                let (t, c) = self.sequence()?;
+                let o = match args.positional[..] {
+                    [o] => o.int()?,
+                    [i, o] if i.int()? == c => o.int()?,
+                    [i, o] => {
+                        let (i, o) = (i.int()?, o.int()?);
+                        return Err(self.err(format!(
+                            "Linear<{i}, {o}> takes {i} features, but {} reaches it",
+                            self.state.show(b)
+                        )));
+                    }
+                    _ => return Err(self.err("Linear<out> or Linear<in, out>")),
+                };
+                // The layer applies to each position: rows of C, then back.
+                let forward = quote! {
+                    let x: ::volta::Tensor<(#b, usize, ::volta::Const<#o>), D, E> = {
+                        let (n, t) = (x.dims()[0], x.dims()[1]);
+                        let positions = n * t;
+                        let rows = ::volta::Tensor::<(usize, ::volta::Const<#c>), D, E>::try_from_raw(
+                            x.raw().reshape(&[positions, #c]),
+                        )
+                        .expect("model!: a sequence is rows of its width");
+                        let y = self.#name.forward(&rows);
+                        ::volta::Tensor::try_from_raw(y.raw().reshape(&[n, t, #o]))
+                            .expect("model!: rows back into a sequence")
+                    };
+                };
+                (
+                    quote!(::volta::nn::Linear<#c, #o, D, E>),
+                    quote!(::volta::nn::Linear::new(rng)),
+                    forward,
+                    State::Known(vec![t, Dim::Lit(o)]),
+                )
+            }
             "Linear" => {
                 let args = Args::take(self, &[], &["in_features", "out_features"])?;
                 let f = self.dims(1, "flat features [B, features] (add `flatten` before it)")?;
@@ -486,6 +784,13 @@ impl Planner<'_> {
             "LayerNorm" | "RmsNorm" => {
                 let args = Args::take(self, &["eps"], &[])?;
                 let last = match &self.state {
+                    State::Known(d) if d.last().is_some_and(Dim::is_run) => {
+                        return Err(self.err(format!(
+                            "{kind} normalises the last dim, which must be known at compile time, \
+                             but {} reaches it",
+                            self.state.show(b)
+                        )));
+                    }
                     State::Known(d) if !d.is_empty() => d[d.len() - 1].clone(),
                     State::Known(_) => return Err(self.err("a norm needs at least one axis")),
                     State::Opaque(t) => last_dim(t),
@@ -538,12 +843,18 @@ impl Planner<'_> {
             _ => return self.nested(name),
         };
         let prelude = &self.prelude;
+        let (cached, caches) = match self.cached.take() {
+            Some((c, n)) => (Some(quote!(#prelude #c)), n),
+            None => (None, 0),
+        };
         Ok(Planned {
             field: Some((name.clone(), ty, init)),
             forward: quote!(#prelude #forward),
             name: name.to_string(),
             layer: self.written(),
             output,
+            cached,
+            caches,
         })
     }
 
@@ -576,7 +887,8 @@ impl Planner<'_> {
             // overflowing where a check failed.
             let len = match hw[axis] {
                 Dim::Lit(n) => win.output_len(axis, *n).map_or(Dim::unknown(), Dim::Lit),
-                Dim::Sym(_) => {
+                // `dims` turned run-time dims away.
+                Dim::Sym(_) | Dim::Run(_) => {
                     let e = padded.expr();
                     Dim::Sym(quote!(#e.saturating_sub(#extent) / #s + 1))
                 }
@@ -584,7 +896,7 @@ impl Planner<'_> {
             if tile {
                 let covers = match hw[axis] {
                     Dim::Lit(n) => Ok(win.covers(axis, *n)),
-                    Dim::Sym(_) => {
+                    Dim::Sym(_) | Dim::Run(_) => {
                         let e = padded.expr();
                         Err(quote!(#e.saturating_sub(#extent) % #s == 0))
                     }
@@ -613,6 +925,12 @@ impl Planner<'_> {
     /// (checked by rustc), and its declared output is what continues.
     fn nested(&mut self, name: &Ident) -> syn::Result<Planned> {
         let ty = self.spec.ty.clone().expect("a nested model has a type");
+        if self.state.has_run_dims() {
+            return Err(self.err(format!(
+                "a nested model takes shapes known at compile time, but {} reaches it",
+                self.state.show(self.site.batch)
+            )));
+        }
         let input = State::Opaque(quote!(<#ty as ::volta::nn::Model>::Input));
         let layer = self.written();
         self.site.fits(&self.state, &input.ty(), &layer)?;
@@ -633,6 +951,8 @@ impl Planner<'_> {
             name: name.to_string(),
             layer,
             output: State::Opaque(quote!(<#ty as ::volta::nn::Model>::Output)),
+            cached: None,
+            caches: 0,
         })
     }
 }

@@ -1,0 +1,39 @@
+use volta::prelude::*;
+
+model! {
+    /// Token ids come in through the first layer only.
+    pub struct A for (B, T, 16) -> (B, T, 16) {
+        norm: LayerNorm,
+        wte: Embedding<10, 16>,
+    }
+}
+
+model! {
+    /// A transformer block takes sequences, not flat features.
+    pub struct C for (B, 64) -> (B, 64) {
+        block: TransformerBlock<4>,
+    }
+}
+
+model! {
+    /// Convolutions take images whose sizes are known at compile time.
+    pub struct E2 for (B, T, 16) -> (B, T, 16) {
+        conv: Conv2d<4, kernel = 3>,
+    }
+}
+
+model! {
+    /// Only attention layers repeat.
+    pub struct F for (B, T, 16) -> (B, T, 16) {
+        fc: [Linear<16>; 2],
+    }
+}
+
+model! {
+    /// The output's run-time dims come from the input.
+    pub struct G for (B, T, 16) -> (B, S, 16) {
+        norm: LayerNorm,
+    }
+}
+
+fn main() {}

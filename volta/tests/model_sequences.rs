@@ -1,0 +1,137 @@
+//! `model!` over sequences: token ids through `Embedding`, a run-time length `T`,
+//! learned positions checked against their table, repeated transformer blocks,
+//! `Linear` per position, a summary that counts like PyTorch, and training.
+use volta::nn::loss::cross_entropy;
+use volta::prelude::*;
+
+model! {
+    /// A small GPT: 16 tokens, width 32, 2 blocks of 4 heads, at most 8 positions.
+    pub struct TinyGpt for (B, T) -> (B, T, 16) {
+        wte: Embedding<16, 32>,
+        wpe: PositionalEmbedding<8>,
+        drop: Dropout<0.0>,
+        h: [TransformerBlock<4, ff = 64>; 2],
+        ln_f: LayerNorm,
+        lm_head: Linear<16>,
+    }
+}
+
+model! {
+    /// An encoder over features: Llama-style blocks (RMSNorm, SwiGLU, RoPE, grouped
+    /// heads), not causal.
+    pub struct Encoder for (B, T, 24) -> (B, T, 3) {
+        attn: MultiHeadAttention<6, kv_heads = 2, causal = false, rope = true>,
+        blocks: [TransformerBlock<6, kv_heads = 3, rms = true, swiglu = true, rope = true, causal = false>; 2],
+        norm: RmsNorm,
+        head: Linear<24, 3>,
+        gelu,
+    }
+}
+
+type Ids = Tensor<(usize, usize), Cpu, u32>;
+
+#[test]
+fn a_gpt_in_model_trains_and_counts_its_parameters() {
+    let mut rng = Rng::seed(0);
+    let mut model = TinyGpt::<Cpu>::new(&mut rng);
+    // Parameters as PyTorch counts them.
+    let per_block =
+        2 * 32 + (32 * 96 + 96) + (32 * 32 + 32) + 2 * 32 + (32 * 64 + 64) + (64 * 32 + 32);
+    let want = 16 * 32 + 8 * 32 + 2 * per_block + 2 * 32 + (32 * 16 + 16);
+    assert_eq!(model.param_count(), want);
+    let summary = model.summary().to_string();
+    assert!(
+        summary.contains("[TransformerBlock<4, ff = 64>; 2]"),
+        "{summary}"
+    );
+    let names: Vec<String> = model.named_params().into_iter().map(|(n, _)| n).collect();
+    assert!(
+        names.iter().any(|n| n == "h.1.attn.c_attn.weight"),
+        "{names:?}"
+    );
+    // Learn to copy the previous token.
+    let seqs: Vec<u32> = (0..8 * 6).map(|i| ((i * 7 + i / 6) % 16) as u32).collect();
+    let x = Ids::from_vec_shaped(seqs.clone(), (8, 6)).unwrap();
+    let targets: Vec<u32> = seqs
+        .chunks(6)
+        .flat_map(|s| [s[0]].into_iter().chain(s[..5].iter().copied()))
+        .collect();
+    let y = Tensor::<(usize,), Cpu, u32>::from_vec_shaped(targets, (48,)).unwrap();
+    let mut opt = Adam::new(1e-2);
+    let mut losses = Vec::new();
+    for _ in 0..60 {
+        let logits = model.forward(&x);
+        assert_eq!(logits.dims(), &[8, 6, 16]);
+        let rows =
+            Tensor::<(usize, Const<16>)>::try_from_raw(logits.raw().reshape(&[48, 16])).unwrap();
+        let loss = cross_entropy(&rows, &y);
+        losses.push(loss.item());
+        let grads = loss.backward();
+        opt.step(&mut model, &grads);
+    }
+    assert!(losses[59] < 0.2 * losses[0], "{:?}", &losses[..5]);
+}
+
+#[test]
+fn a_sequence_past_the_positional_table_is_a_typed_error() {
+    let model = TinyGpt::<Cpu>::new(&mut Rng::seed(1));
+    let x = Ids::from_vec_shaped(vec![0; 9], (1, 9)).unwrap();
+    let err = model.try_forward(&x).unwrap_err();
+    assert!(err.to_string().contains("at most 8 positions"), "{err}");
+    let ok = Ids::from_vec_shaped(vec![0; 8], (1, 8)).unwrap();
+    assert_eq!(model.try_forward(&ok).unwrap().dims(), &[1, 8, 16]);
+}
+
+#[test]
+fn an_encoder_of_llama_blocks_runs_on_any_length() {
+    let model = Encoder::<Cpu>::new(&mut Rng::seed(2));
+    for t in [1, 5, 11] {
+        let x = Tensor::<(Const<2>, usize, Const<24>)>::randn_shaped(
+            (Const, t, Const),
+            &mut Rng::seed(3),
+        );
+        assert_eq!(model.forward(&x).dims(), &[2, t, 3]);
+    }
+}
+
+#[test]
+fn the_summary_reads_like_pytorchs() {
+    let model = TinyGpt::<Cpu>::new(&mut Rng::seed(0));
+    let shown = model.summary().to_string();
+    println!("{shown}");
+    assert!(
+        shown.contains("[B, T, 16]") && shown.contains("input [B, T]"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn cached_steps_continue_the_sequence() {
+    let mut model = TinyGpt::<Cpu>::new(&mut Rng::seed(4));
+    model.eval();
+    let seq: Vec<u32> = vec![3, 1, 4, 1, 5, 9];
+    let whole = model
+        .forward(&Ids::from_vec_shaped(seq.clone(), (1, 6)).unwrap())
+        .to_vec();
+    let mut caches = model.caches();
+    assert_eq!(caches.len(), 2);
+    let first = model
+        .try_forward_cached(
+            &Ids::from_vec_shaped(seq[..4].to_vec(), (1, 4)).unwrap(),
+            &mut caches,
+        )
+        .unwrap();
+    let mut stepped = first.to_vec();
+    for &t in &seq[4..] {
+        let y = model
+            .try_forward_cached(&Ids::from_vec_shaped(vec![t], (1, 1)).unwrap(), &mut caches)
+            .unwrap();
+        stepped.extend(y.to_vec());
+    }
+    for (i, (a, b)) in whole.iter().zip(&stepped).enumerate() {
+        assert!((a - b).abs() < 1e-5, "[{i}] {a} vs {b}");
+    }
+    // Past the table of 8 positions, the cached pass errors as the plain one does.
+    let more = Ids::from_vec_shaped(vec![0, 0, 0], (1, 3)).unwrap();
+    assert!(model.try_forward_cached(&more, &mut caches).is_err());
+}
