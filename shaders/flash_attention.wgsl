@@ -15,8 +15,10 @@
 //    (lse and delta contiguous [B, H, T]).
 // Outputs contiguous: forward out0 [B, H, T, D] and out1 the lse [B, H, T];
 // backward_q out0 dq; backward_kv out0 dk and out1 dv [B, Hkv, S, D].
-// The runtime prepends D (the head width) and TILE (rows per workgroup tile,
-// TILE·D <= 2048: two tiles fill WebGPU's 16 KiB of workgroup memory).
+// The runtime prepends D (the head width), DV = ⌈D/4⌉ (a row as vec4s: one
+// workgroup-memory read feeds four products; features past D are zeros) and
+// TILE (rows per workgroup tile, TILE·DV <= 512: two tiles fill WebGPU's 16 KiB
+// of workgroup memory).
 alias T = f32;
 
 @group(0) @binding(0) var<storage, read> p: array<u32>;
@@ -33,12 +35,72 @@ const WG: u32 = 64u;
 // Below every score: the running max starts here (not -inf: exp(-inf + inf) is NaN).
 const LOWEST: f32 = -3.0e38;
 
-var<workgroup> tile_a: array<f32, TILE * D>;
-var<workgroup> tile_b: array<f32, TILE * D>;
+var<workgroup> tile_a: array<vec4<f32>, TILE * DV>;
+var<workgroup> tile_b: array<vec4<f32>, TILE * DV>;
 
 // Element (b, h, t, c) of the view whose offset is p[base], strides after it.
 fn at(base: u32, b: u32, h: u32, t: u32, c: u32) -> u32 {
     return p[base] + b * p[base + 1u] + h * p[base + 2u] + t * p[base + 3u] + c * p[base + 4u];
+}
+
+// Features 4·part.. of row (b, h, t) of q (k, v, g); zeros past D.
+fn q4(b: u32, h: u32, t: u32, part: u32) -> vec4<f32> {
+    var r = vec4<f32>(0.0);
+    for (var i = 0u; i < 4u; i++) {
+        let c = 4u * part + i;
+        if (c < D) {
+            r[i] = f32(q[at(8u, b, h, t, c)]);
+        }
+    }
+    return r;
+}
+fn k4(b: u32, h: u32, t: u32, part: u32) -> vec4<f32> {
+    var r = vec4<f32>(0.0);
+    for (var i = 0u; i < 4u; i++) {
+        let c = 4u * part + i;
+        if (c < D) {
+            r[i] = f32(k[at(13u, b, h, t, c)]);
+        }
+    }
+    return r;
+}
+fn v4(b: u32, h: u32, t: u32, part: u32) -> vec4<f32> {
+    var r = vec4<f32>(0.0);
+    for (var i = 0u; i < 4u; i++) {
+        let c = 4u * part + i;
+        if (c < D) {
+            r[i] = f32(v[at(18u, b, h, t, c)]);
+        }
+    }
+    return r;
+}
+fn g4(b: u32, h: u32, t: u32, part: u32) -> vec4<f32> {
+    var r = vec4<f32>(0.0);
+    for (var i = 0u; i < 4u; i++) {
+        let c = 4u * part + i;
+        if (c < D) {
+            r[i] = f32(g[at(23u, b, h, t, c)]);
+        }
+    }
+    return r;
+}
+
+// Writes features 4·part.. of a contiguous row of out0 (or out1) at `row`.
+fn store0(row: u32, part: u32, x: vec4<f32>) {
+    for (var i = 0u; i < 4u; i++) {
+        let c = 4u * part + i;
+        if (c < D) {
+            out0[row * D + c] = T(x[i]);
+        }
+    }
+}
+fn store1(row: u32, part: u32, x: vec4<f32>) {
+    for (var i = 0u; i < 4u; i++) {
+        let c = 4u * part + i;
+        if (c < D) {
+            out1[row * D + c] = T(x[i]);
+        }
+    }
 }
 
 // How many keys (from key 0) query row t sees.
@@ -53,14 +115,13 @@ fn visible(t: u32) -> u32 {
 // past S). Called by the whole workgroup.
 fn load_keys(b: u32, hk: u32, j0: u32, li: u32) {
     workgroupBarrier();
-    for (var e = li; e < TILE * D; e += WG) {
-        let j = j0 + e / D;
-        let c = e % D;
-        var kv = 0.0;
-        var vv = 0.0;
+    for (var e = li; e < TILE * DV; e += WG) {
+        let j = j0 + e / DV;
+        var kv = vec4<f32>(0.0);
+        var vv = vec4<f32>(0.0);
         if (j < p[4]) {
-            kv = f32(k[at(13u, b, hk, j, c)]);
-            vv = f32(v[at(18u, b, hk, j, c)]);
+            kv = k4(b, hk, j, e % DV);
+            vv = v4(b, hk, j, e % DV);
         }
         tile_a[e] = kv;
         tile_b[e] = vv;
@@ -81,12 +142,12 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let t = wid.x * WG + li;
     let live = t < p[3];
     let scale = bitcast<f32>(p[5]);
-    var qr: array<f32, D>;
-    var acc: array<f32, D>;
+    var qr: array<vec4<f32>, DV>;
+    var acc: array<vec4<f32>, DV>;
     if (live) {
-        for (var c = 0u; c < D; c++) {
-            qr[c] = f32(q[at(8u, b, h, t, c)]) * scale;
-            acc[c] = 0.0;
+        for (var v = 0u; v < DV; v++) {
+            qr[v] = q4(b, h, t, v) * scale;
+            acc[v] = vec4<f32>(0.0);
         }
     }
     let n = select(0u, visible(t), live);
@@ -100,24 +161,25 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
             let cnt = min(TILE, n - j0);
             var mx = m;
             for (var jj = 0u; jj < cnt; jj++) {
-                var dot = 0.0;
-                for (var c = 0u; c < D; c++) {
-                    dot += qr[c] * tile_a[jj * D + c];
+                var d4 = vec4<f32>(0.0);
+                for (var v = 0u; v < DV; v++) {
+                    d4 += qr[v] * tile_a[jj * DV + v];
                 }
-                s[jj] = dot;
-                mx = max(mx, dot);
+                let dot_ = d4.x + d4.y + d4.z + d4.w;
+                s[jj] = dot_;
+                mx = max(mx, dot_);
             }
             // Rescale what was summed under the old max once per tile.
             let corr = exp(m - mx);
             l *= corr;
-            for (var c = 0u; c < D; c++) {
-                acc[c] *= corr;
+            for (var v = 0u; v < DV; v++) {
+                acc[v] *= corr;
             }
             for (var jj = 0u; jj < cnt; jj++) {
                 let pj = exp(s[jj] - mx);
                 l += pj;
-                for (var c = 0u; c < D; c++) {
-                    acc[c] += pj * tile_b[jj * D + c];
+                for (var v = 0u; v < DV; v++) {
+                    acc[v] += pj * tile_b[jj * DV + v];
                 }
             }
             m = mx;
@@ -125,8 +187,8 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     }
     if (live) {
         let row = (b * p[1] + h) * p[3] + t;
-        for (var c = 0u; c < D; c++) {
-            out0[row * D + c] = T(acc[c] / l);
+        for (var v = 0u; v < DV; v++) {
+            store0(row, v, acc[v] / l);
         }
         out1[row] = T(m + log(l));
     }
@@ -141,16 +203,16 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     let live = t < p[3];
     let scale = bitcast<f32>(p[5]);
     let row = (b * p[1] + h) * p[3] + t;
-    var qr: array<f32, D>;
-    var gr: array<f32, D>;
-    var dq: array<f32, D>;
+    var qr: array<vec4<f32>, DV>;
+    var gr: array<vec4<f32>, DV>;
+    var dq: array<vec4<f32>, DV>;
     var lse = 0.0;
     var dl = 0.0;
     if (live) {
-        for (var c = 0u; c < D; c++) {
-            qr[c] = f32(q[at(8u, b, h, t, c)]) * scale;
-            gr[c] = f32(g[at(23u, b, h, t, c)]);
-            dq[c] = 0.0;
+        for (var v = 0u; v < DV; v++) {
+            qr[v] = q4(b, h, t, v) * scale;
+            gr[v] = g4(b, h, t, v);
+            dq[v] = vec4<f32>(0.0);
         }
         lse = f32(lse_in[p[28] + row]);
         dl = f32(delta[p[29] + row]);
@@ -162,22 +224,24 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
         if (j0 < n) {
             let cnt = min(TILE, n - j0);
             for (var jj = 0u; jj < cnt; jj++) {
-                var sdot = 0.0;
-                var gdot = 0.0;
-                for (var c = 0u; c < D; c++) {
-                    sdot += qr[c] * tile_a[jj * D + c];
-                    gdot += gr[c] * tile_b[jj * D + c];
+                var s4 = vec4<f32>(0.0);
+                var g4_ = vec4<f32>(0.0);
+                for (var v = 0u; v < DV; v++) {
+                    s4 += qr[v] * tile_a[jj * DV + v];
+                    g4_ += gr[v] * tile_b[jj * DV + v];
                 }
+                let sdot = s4.x + s4.y + s4.z + s4.w;
+                let gdot = g4_.x + g4_.y + g4_.z + g4_.w;
                 let ds = exp(sdot - lse) * (gdot - dl) * scale;
-                for (var c = 0u; c < D; c++) {
-                    dq[c] += ds * tile_a[jj * D + c];
+                for (var v = 0u; v < DV; v++) {
+                    dq[v] += ds * tile_a[jj * DV + v];
                 }
             }
         }
     }
     if (live) {
-        for (var c = 0u; c < D; c++) {
-            out0[row * D + c] = T(dq[c]);
+        for (var v = 0u; v < DV; v++) {
+            store0(row, v, dq[v]);
         }
     }
 }
@@ -190,16 +254,16 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     let live = j < p[4];
     let scale = bitcast<f32>(p[5]);
     let group = p[1] / p[2];
-    var kr: array<f32, D>;
-    var vr: array<f32, D>;
-    var dk: array<f32, D>;
-    var dv: array<f32, D>;
+    var kr: array<vec4<f32>, DV>;
+    var vr: array<vec4<f32>, DV>;
+    var dk: array<vec4<f32>, DV>;
+    var dv: array<vec4<f32>, DV>;
     if (live) {
-        for (var c = 0u; c < D; c++) {
-            kr[c] = f32(k[at(13u, b, hk, j, c)]) * scale;
-            vr[c] = f32(v[at(18u, b, hk, j, c)]);
-            dk[c] = 0.0;
-            dv[c] = 0.0;
+        for (var v = 0u; v < DV; v++) {
+            kr[v] = k4(b, hk, j, v) * scale;
+            vr[v] = v4(b, hk, j, v);
+            dk[v] = vec4<f32>(0.0);
+            dv[v] = vec4<f32>(0.0);
         }
     }
     // Causal: the tile's first key is seen from query row first_key − start on.
@@ -212,14 +276,13 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
         let h = hk * group + gi;
         for (var t0 = t_first; t0 < p[3]; t0 += TILE) {
             workgroupBarrier();
-            for (var e = li; e < TILE * D; e += WG) {
-                let t = t0 + e / D;
-                let c = e % D;
-                var qv = 0.0;
-                var gv = 0.0;
+            for (var e = li; e < TILE * DV; e += WG) {
+                let t = t0 + e / DV;
+                var qv = vec4<f32>(0.0);
+                var gv = vec4<f32>(0.0);
                 if (t < p[3]) {
-                    qv = f32(q[at(8u, b, h, t, c)]);
-                    gv = f32(g[at(23u, b, h, t, c)]);
+                    qv = q4(b, h, t, e % DV);
+                    gv = g4(b, h, t, e % DV);
                 }
                 tile_a[e] = qv;
                 tile_b[e] = gv;
@@ -233,17 +296,19 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
                         continue;
                     }
                     let row = (b * p[1] + h) * p[3] + t;
-                    var sdot = 0.0;
-                    var gdot = 0.0;
-                    for (var c = 0u; c < D; c++) {
-                        sdot += kr[c] * tile_a[ii * D + c];
-                        gdot += vr[c] * tile_b[ii * D + c];
+                    var s4 = vec4<f32>(0.0);
+                    var g4_ = vec4<f32>(0.0);
+                    for (var v = 0u; v < DV; v++) {
+                        s4 += kr[v] * tile_a[ii * DV + v];
+                        g4_ += vr[v] * tile_b[ii * DV + v];
                     }
+                    let sdot = s4.x + s4.y + s4.z + s4.w;
+                    let gdot = g4_.x + g4_.y + g4_.z + g4_.w;
                     let pj = exp(sdot - f32(lse_in[p[28] + row]));
                     let ds = pj * (gdot - f32(delta[p[29] + row])) * scale;
-                    for (var c = 0u; c < D; c++) {
-                        dv[c] += pj * tile_b[ii * D + c];
-                        dk[c] += ds * tile_a[ii * D + c];
+                    for (var v = 0u; v < DV; v++) {
+                        dv[v] += pj * tile_b[ii * DV + v];
+                        dk[v] += ds * tile_a[ii * DV + v];
                     }
                 }
             }
@@ -251,9 +316,9 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     }
     if (live) {
         let row = (b * p[2] + hk) * p[4] + j;
-        for (var c = 0u; c < D; c++) {
-            out0[row * D + c] = T(dk[c]);
-            out1[row * D + c] = T(dv[c]);
+        for (var v = 0u; v < DV; v++) {
+            store0(row, v, dk[v]);
+            store1(row, v, dv[v]);
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Fused attention on `Gpu` against `Cpu`: the output and the gradients of
 //! queries, keys and values, over lengths that are not a multiple of the kernels'
-//! tiles (and 1), grouped heads, head widths 8 to 64, causal at an offset and
+//! tiles (and 1), grouped heads, head widths 6 to 64, causal at an offset and
 //! not causal, strided queries (a permuted `[B, T, H, d]` store). Small shapes:
 //! CI runs this on lavapipe.
 #![cfg(feature = "gpu")]
@@ -64,6 +64,16 @@ fn close(what: &str, cpu: &[f32], gpu: &[f32]) {
 fn fused_attention_and_its_gradients_match_the_cpu() {
     let _gpu = crate::support::gpu_shared();
     let cases = [
+        // A width that is not a multiple of 4 (the kernels read vec4s).
+        Case {
+            b: 1,
+            h: 2,
+            hkv: 1,
+            t: 9,
+            s: 9,
+            d: 6,
+            causal: None,
+        },
         Case {
             b: 1,
             h: 1,

@@ -19,9 +19,14 @@ const WG: usize = 64;
 /// The widest head the kernels take: each thread holds up to four rows of it.
 const MAX_HEAD_DIM: usize = 256;
 
-/// Rows per tile in workgroup memory: two tiles of `TILE·D` f32 fill 16 KiB.
+/// A row as vec4s (features past `d` are zeros).
+fn vec4s(d: usize) -> usize {
+    d.div_ceil(4)
+}
+
+/// Rows per tile in workgroup memory: two tiles of `TILE·⌈d/4⌉` vec4s fill 16 KiB.
 fn tile(d: usize) -> usize {
-    (2048 / d).min(WG)
+    (512 / vec4s(d)).min(WG)
 }
 
 /// The parameter block (see the shader's header).
@@ -79,7 +84,11 @@ fn run(
         },
         entry,
         || {
-            let consts = format!("const D: u32 = {d}u;\nconst TILE: u32 = {}u;\n", tile(d));
+            let consts = format!(
+                "const D: u32 = {d}u;\nconst DV: u32 = {}u;\nconst TILE: u32 = {}u;\n",
+                vec4s(d),
+                tile(d)
+            );
             with_elem(&(consts + SHADER), elem).into_owned()
         },
     );
