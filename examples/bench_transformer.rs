@@ -6,6 +6,7 @@
 //! `MatmulPrecision::Half`, with the step's kernel profile (the `model!` GPT of
 //! `examples/gpt_model.rs`, over 256 byte tokens). The PyTorch peer is
 //! `scripts/device/transformer_peers.py` (same rows, same conventions).
+//! `VOLTA_BENCH_KERNELS=1` lists the step's 25 costliest kernels too.
 //!
 //! ```text
 //! cargo run --release -p volta-examples --example bench_transformer [-- --quick]
@@ -180,6 +181,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .iter()
                 .map(|(c, s)| format!("{c} {:.0}%", 100.0 * s / total))
                 .collect();
+            if std::env::var_os("VOLTA_BENCH_KERNELS").is_some() {
+                for k in profile.kernels.iter().take(25) {
+                    println!(
+                        "    {:9.3} ms {:5} calls  {}",
+                        k.total.as_secs_f64() * 1e3,
+                        k.calls,
+                        k.name
+                    );
+                }
+            }
             println!(
                 "  profile ({:.2} ms of kernels, {} launches): {}",
                 total * 1e3,
