@@ -278,7 +278,7 @@ impl Gpu {
     /// `relu(a * b + c)` is one kernel that reads each input once and writes once;
     /// reductions, softmax and normalisation compute such a value in their
     /// loads, and it is written to memory when something needs it there (a
-    /// matmul, a copy, a read-back, [`GpuBuffer::realize`]). Results agree with
+    /// matmul, a copy, a read-back, [`GpuBuffer::realize`](super::GpuBuffer::realize)). Results agree with
     /// fusion off up to f32 rounding (for `f16` tensors, up to the rounding of
     /// intermediates, which a fused chain keeps in `f32`); turning it off helps
     /// to profile single ops.
