@@ -1,11 +1,13 @@
 // Fused attention for training (flash attention): softmax(scale·q·kᵀ + mask)·v
-// without the T×S score matrix. Three entries, one thread per row:
+// without the T×S score matrix. Four entries, one thread per row:
 //   forward     per query row: online softmax over tiles of keys in workgroup
 //               memory; writes the output and the row's log-sum-exp;
 //   backward_q  per query row: recomputes each score from the log-sum-exp,
 //               dq = Σ_j ds_j·k_j·scale with ds = p·(g·v_j − delta);
-//   backward_kv per key row: loops over the query heads that share it and over
-//               tiles of queries: dv = Σ_t p·g_t, dk = Σ_t ds·q_t·scale.
+//   backward_k  per key row: loops over the query heads that share it and over
+//               tiles of queries: dk = Σ_t ds·q_t·scale;
+//   backward_v  the same loops: dv = Σ_t p·g_t (apart from backward_k: one
+//               thread holding four rows of the head spills its registers).
 // No two threads write one row, so no atomics.
 //
 // p: [0] B, [1] H, [2] Hkv, [3] T, [4] S, [5] scale (f32 bits), [6] causal (0/1),
@@ -14,7 +16,7 @@
 //    [23..28] g (the output's gradient), [28] lse offset, [29] delta offset
 //    (lse and delta contiguous [B, H, T]).
 // Outputs contiguous: forward out0 [B, H, T, D] and out1 the lse [B, H, T];
-// backward_q out0 dq; backward_kv out0 dk and out1 dv [B, Hkv, S, D].
+// backward_q out0 dq; backward_k out0 dk, backward_v out1 dv [B, Hkv, S, D].
 // The runtime prepends D (the head width), DV = ⌈D/4⌉ (a row as vec4s: one
 // workgroup-memory read feeds four products; features past D are zeros) and
 // TILE (rows per workgroup tile, TILE·DV <= 512: two tiles fill WebGPU's 16 KiB
@@ -153,36 +155,33 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let n = select(0u, visible(t), live);
     var m = LOWEST;
     var l = 0.0;
-    var s: array<f32, TILE>;
     let kend = keys_of_tile(wid.x);
     for (var j0 = 0u; j0 < kend; j0 += TILE) {
         load_keys(b, hk, j0, li);
         if (j0 < n) {
             let cnt = min(TILE, n - j0);
-            var mx = m;
             for (var jj = 0u; jj < cnt; jj++) {
                 var d4 = vec4<f32>(0.0);
                 for (var v = 0u; v < DV; v++) {
                     d4 += qr[v] * tile_a[jj * DV + v];
                 }
-                let dot_ = d4.x + d4.y + d4.z + d4.w;
-                s[jj] = dot_;
-                mx = max(mx, dot_);
-            }
-            // Rescale what was summed under the old max once per tile.
-            let corr = exp(m - mx);
-            l *= corr;
-            for (var v = 0u; v < DV; v++) {
-                acc[v] *= corr;
-            }
-            for (var jj = 0u; jj < cnt; jj++) {
-                let pj = exp(s[jj] - mx);
+                let sc = d4.x + d4.y + d4.z + d4.w;
+                // Online softmax: rescale what was summed when the max grows
+                // (rarely, after the first keys), then add this key's share.
+                if (sc > m) {
+                    let corr = exp(m - sc);
+                    l *= corr;
+                    for (var v = 0u; v < DV; v++) {
+                        acc[v] *= corr;
+                    }
+                    m = sc;
+                }
+                let pj = exp(sc - m);
                 l += pj;
                 for (var v = 0u; v < DV; v++) {
                     acc[v] += pj * tile_b[jj * DV + v];
                 }
             }
-            m = mx;
         }
     }
     if (live) {
@@ -247,7 +246,7 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
 }
 
 @compute @workgroup_size(64)
-fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+fn backward_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let b = wid.z;
     let hk = wid.y;
     let j = wid.x * WG + li;
@@ -257,13 +256,11 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     var kr: array<vec4<f32>, DV>;
     var vr: array<vec4<f32>, DV>;
     var dk: array<vec4<f32>, DV>;
-    var dv: array<vec4<f32>, DV>;
     if (live) {
         for (var v = 0u; v < DV; v++) {
             kr[v] = k4(b, hk, j, v) * scale;
             vr[v] = v4(b, hk, j, v);
             dk[v] = vec4<f32>(0.0);
-            dv[v] = vec4<f32>(0.0);
         }
     }
     // Causal: the tile's first key is seen from query row first_key − start on.
@@ -307,7 +304,6 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
                     let pj = exp(sdot - f32(lse_in[p[28] + row]));
                     let ds = pj * (gdot - f32(delta[p[29] + row])) * scale;
                     for (var v = 0u; v < DV; v++) {
-                        dv[v] += pj * tile_b[ii * DV + v];
                         dk[v] += ds * tile_a[ii * DV + v];
                     }
                 }
@@ -318,6 +314,71 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
         let row = (b * p[2] + hk) * p[4] + j;
         for (var v = 0u; v < DV; v++) {
             store0(row, v, dk[v]);
+        }
+    }
+}
+
+@compute @workgroup_size(64)
+fn backward_v(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let b = wid.z;
+    let hk = wid.y;
+    let j = wid.x * WG + li;
+    let live = j < p[4];
+    let scale = bitcast<f32>(p[5]);
+    let group = p[1] / p[2];
+    var kr: array<vec4<f32>, DV>;
+    var dv: array<vec4<f32>, DV>;
+    if (live) {
+        for (var v = 0u; v < DV; v++) {
+            kr[v] = k4(b, hk, j, v) * scale;
+            dv[v] = vec4<f32>(0.0);
+        }
+    }
+    // Causal: the tile's first key is seen from query row first_key − start on.
+    var t_first = 0u;
+    let first_key = wid.x * WG;
+    if (p[6] != 0u && first_key > p[7]) {
+        t_first = (first_key - p[7]) / TILE * TILE;
+    }
+    for (var gi = 0u; gi < group; gi++) {
+        let h = hk * group + gi;
+        for (var t0 = t_first; t0 < p[3]; t0 += TILE) {
+            workgroupBarrier();
+            for (var e = li; e < TILE * DV; e += WG) {
+                let t = t0 + e / DV;
+                var qv = vec4<f32>(0.0);
+                var gv = vec4<f32>(0.0);
+                if (t < p[3]) {
+                    qv = q4(b, h, t, e % DV);
+                    gv = g4(b, h, t, e % DV);
+                }
+                tile_a[e] = qv;
+                tile_b[e] = gv;
+            }
+            workgroupBarrier();
+            if (live) {
+                let cnt = min(TILE, p[3] - t0);
+                for (var ii = 0u; ii < cnt; ii++) {
+                    let t = t0 + ii;
+                    if (j >= visible(t)) {
+                        continue;
+                    }
+                    let row = (b * p[1] + h) * p[3] + t;
+                    var s4 = vec4<f32>(0.0);
+                    for (var v = 0u; v < DV; v++) {
+                        s4 += kr[v] * tile_a[ii * DV + v];
+                    }
+                    let pj = exp(s4.x + s4.y + s4.z + s4.w - f32(lse_in[p[28] + row]));
+                    for (var v = 0u; v < DV; v++) {
+                        dv[v] += pj * tile_b[ii * DV + v];
+                    }
+                }
+            }
+        }
+    }
+    if (live) {
+        let row = (b * p[2] + hk) * p[4] + j;
+        for (var v = 0u; v < DV; v++) {
             store1(row, v, dv[v]);
         }
     }

@@ -1,7 +1,7 @@
 //! Fused attention for training (`shaders/flash_attention.wgsl`): the forward
-//! with each row's log-sum-exp, and the backward as two launches (one thread per
-//! query row for `dq`, one per key row for `dk` and `dv`), none of which stores
-//! the `T×S` scores. Views are read through their strides; outputs are
+//! with each row's log-sum-exp, and the backward as three launches (one thread
+//! per query row for `dq`, one per key row for `dk`, and for `dv`), none of which
+//! stores the `T×S` scores. Views are read through their strides; outputs are
 //! contiguous. Not sliced: an operand past one binding is reported as
 //! [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) at launch.
 use super::Operand;
@@ -73,7 +73,8 @@ fn run(
     let name = match entry {
         "forward" => "volta flash_attention forward",
         "backward_q" => "volta flash_attention backward_q",
-        _ => "volta flash_attention backward_kv",
+        "backward_k" => "volta flash_attention backward_k",
+        _ => "volta flash_attention backward_v",
     };
     let kern = kernel(
         rt,
@@ -161,14 +162,8 @@ pub(crate) fn backward(
         &with(&dq, &unused),
         [n.queries, n.heads, n.batch],
     );
-    run(
-        rt,
-        elem,
-        &n,
-        "backward_kv",
-        &p,
-        &with(&dk, &dv),
-        [n.keys, n.kv_heads, n.batch],
-    );
+    let keys = [n.keys, n.kv_heads, n.batch];
+    run(rt, elem, &n, "backward_k", &p, &with(&dk, &unused), keys);
+    run(rt, elem, &n, "backward_v", &p, &with(&unused, &dv), keys);
     (dq, dk, dv)
 }
