@@ -226,7 +226,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
         a0 = lane_sum(a0);
         a1 = lane_sum(a1);
-        if !SHUFFLE {
+        if !SHUFFLE && LANES > 1u {
             red0[li] = a0;
             red1[li] = a1;
             workgroupBarrier();
