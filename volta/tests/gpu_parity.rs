@@ -267,6 +267,40 @@ fn select_and_clamp() {
     }
 }
 
+/// A long strided axis with few outputs (a bias gradient's column sums) reduces
+/// in two passes, chunk by chunk: sums, maxima and minima, of a plain input, of a
+/// fused product, and of a broadcast operand, with gradients.
+#[test]
+fn column_reductions_in_two_passes() {
+    let _g = lock();
+    struct C(ReduceOp, bool);
+    impl Case for C {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let y = if self.1 {
+                x[0].binary(BinaryOp::Mul, &x[1].expand(x[0].dims()))
+            } else {
+                x[0].clone()
+            };
+            y.reduce(self.0, 0)
+        }
+    }
+    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+        for (rows, cols) in [(4096, 24), (1536, 7), (2048, 3)] {
+            for fused in [false, true] {
+                check(
+                    &format!("{op:?} of [{rows}, {cols}] fused {fused}"),
+                    9,
+                    &[
+                        (vec![rows, cols], Dist::Normal),
+                        (vec![1, cols], Dist::Normal),
+                    ],
+                    C(op, fused),
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn reductions_every_axis_both_kernels() {
     let _g = lock();
