@@ -267,9 +267,9 @@ fn select_and_clamp() {
     }
 }
 
-/// A long strided axis with few outputs (a bias gradient's column sums) reduces
-/// in two passes, chunk by chunk: sums, maxima and minima, of a plain input, of a
-/// fused product, and of a broadcast operand, with gradients.
+/// A long strided axis with few outputs (a bias gradient's column sums): sums,
+/// maxima and minima, of a plain input, of a fused product, and of a broadcast
+/// operand, with gradients.
 #[test]
 fn column_reductions_in_two_passes() {
     let _g = lock();

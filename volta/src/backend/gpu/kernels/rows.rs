@@ -41,21 +41,6 @@ pub(crate) fn rows(
         .filter(|&a| a != axis)
         .map(|a| dims[a])
         .product();
-    if let RowOp::Reduce(r) = op
-        && epilogue.is_none()
-        && let Some(chunk) = chunk_of(dims, axis, rows, inputs)
-    {
-        return in_two_passes(
-            rt,
-            (elem, out_elem),
-            r,
-            expr,
-            inputs,
-            scalars,
-            dims,
-            (axis, chunk),
-        );
-    }
     let writes_rows = op.writes_rows() || epilogue.is_some_and(|(_, per_row)| !per_row);
     let len = if writes_rows { rows * n } else { rows };
     let out = alloc(rt, len * out_elem.size());
@@ -173,90 +158,6 @@ pub(crate) fn rows(
         (&out, &out_dims),
     );
     out
-}
-
-/// The chunk length to split a reduction's axis by, when that pays: a long
-/// strided axis and few outputs (a bias gradient, the column sums of a
-/// [16384, 1536] matrix) would give one workgroup per output, 1,536 for the whole
-/// GPU, each reading its column with a stride (one sector per element).
-fn chunk_of(dims: &[usize], axis: usize, rows: usize, inputs: &[Operand]) -> Option<usize> {
-    let n = dims[axis];
-    let strided = inputs.iter().all(|(_, l)| l.strides[axis] != 1);
-    if n < 1024 || rows >= 4096 || !strided || dims.len() >= crate::shape::MAX_RANK {
-        return None;
-    }
-    [256, 128, 64, 32]
-        .into_iter()
-        .find(|&c| n.is_multiple_of(c))
-}
-
-/// A reduction along `axis` in two passes: the axis split into chunks of
-/// `chunk`, first a thread per (chunk, output) summing its chunk (neighbouring
-/// threads read neighbouring elements), into `f32` partials; then the partials
-/// of each output, as any reduction. The result has the one-pass result's layout.
-#[allow(clippy::too_many_arguments)]
-fn in_two_passes(
-    rt: &Runtime,
-    (elem, out_elem): (Elem, Elem),
-    r: ReduceOp,
-    expr: Expr,
-    inputs: &[Operand],
-    scalars: &[u32],
-    dims: &[usize],
-    (axis, chunk): (usize, usize),
-) -> Arc<Pooled> {
-    let split = |v: &[usize], outer: usize, inner: usize| {
-        let mut d = v.to_vec();
-        d[axis] = inner;
-        d.insert(axis, outer);
-        d
-    };
-    let n = dims[axis];
-    let layouts: Vec<Layout> = inputs
-        .iter()
-        .map(|(_, l)| Layout {
-            dims: crate::shape::Dims::new(&split(&l.dims, n / chunk, chunk)),
-            strides: crate::shape::Dims::new(&split(
-                &l.strides,
-                l.strides[axis] * chunk,
-                l.strides[axis],
-            )),
-            offset: l.offset,
-        })
-        .collect();
-    let views: Vec<Operand> = inputs
-        .iter()
-        .zip(&layouts)
-        .map(|((b, _), l)| (*b, l))
-        .collect();
-    let chunked = split(dims, n / chunk, chunk);
-    let op = RowOp::Reduce(r);
-    let partials = rows(
-        rt,
-        (elem, Elem::F32),
-        op,
-        expr,
-        None,
-        &views,
-        scalars,
-        &chunked,
-        axis + 1,
-    );
-    let mut partial_dims = chunked;
-    partial_dims[axis + 1] = 1;
-    let partial_layout = Layout::contiguous(&partial_dims);
-    let view = [(&partials, &partial_layout)];
-    rows(
-        rt,
-        (Elem::F32, out_elem),
-        op,
-        Expr::input(0),
-        None,
-        &view,
-        &[],
-        &partial_dims,
-        axis,
-    )
 }
 
 /// Records the row kernel writing `out` (contiguous: the reduced dims, or `dims`
