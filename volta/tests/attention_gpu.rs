@@ -136,3 +136,34 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
         }
     }
 }
+
+/// A transformer block (grouped heads, RoPE, SwiGLU, RMSNorm) moved to the GPU
+/// computes what it computes on the CPU: output and every parameter's gradient.
+#[test]
+fn a_transformer_block_on_the_gpu_matches_the_cpu() {
+    use volta::nn::{BlockOptions, FeedForwardKind, NormKind, ToDevice, TransformerBlock};
+    let _gpu = crate::support::gpu_shared();
+    let options = BlockOptions {
+        norm: NormKind::Rms,
+        feed_forward: FeedForwardKind::SwiGlu,
+        rope: Some(10_000.0),
+        ..BlockOptions::default()
+    };
+    let mut rng = Rng::seed(5);
+    let mut cpu = TransformerBlock::<16, 4, 32, 2>::with_options(options, &mut rng);
+    let mut gpu = cpu.to::<Gpu>();
+    let x = Tensor::<(Const<2>, usize, Const<16>)>::randn_shaped((Const, 7, Const), &mut rng);
+    let (yc, yg) = (cpu.forward(&x), gpu.forward(&x.to::<Gpu>()));
+    close("block output", &yc.to_vec(), &yg.to_vec());
+    let (gc, gg) = (yc.sum_all().backward(), yg.sum_all().backward());
+    let (pc, pg) = (cpu.named_params(), gpu.named_params());
+    assert_eq!(pc.len(), 12);
+    for ((name, c), (_, g)) in pc.iter().zip(&pg) {
+        let (c, g) = (gc.get_raw(c.id()), gg.get_raw(g.id()));
+        close(
+            name,
+            &c.expect("a gradient").to_vec(),
+            &g.expect("a gradient").to_vec(),
+        );
+    }
+}

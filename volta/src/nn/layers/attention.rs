@@ -181,17 +181,20 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
             Self::QKV
         );
         let flat = x.reshape(&[b * t, C]);
-        let bias = self
-            .c_attn_bias
-            .raw()
-            .reshape(&[1, rows])
-            .expand(&[b * t, rows]);
-        let qkv = flat
-            .matmul(&self.c_attn_weight.raw().transpose_last())
-            .binary(BinaryOp::Add, &bias);
-        // [B·T, width] → [B, heads, T, hd]
+        // One product per part of the fused projection (its rows sliced): each
+        // result is contiguous, so splitting heads is a free view, and the input's
+        // gradient is three products summed, not three slices of a fused product
+        // padded back to its width.
         let heads = |from: usize, n: usize| {
-            qkv.narrow(1, from, n * hd)
+            let w = self.c_attn_weight.raw().narrow(0, from, n * hd);
+            let bias = self
+                .c_attn_bias
+                .raw()
+                .narrow(0, from, n * hd)
+                .reshape(&[1, n * hd])
+                .expand(&[b * t, n * hd]);
+            flat.matmul(&w.transpose_last())
+                .binary(BinaryOp::Add, &bias)
                 .reshape(&[b, t, n, hd])
                 .permute(&[0, 2, 1, 3])
         };
