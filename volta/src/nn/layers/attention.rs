@@ -56,7 +56,11 @@ pub struct MultiHeadAttention<
 }
 
 /// The keys and values of the positions seen so far, per attention layer: a
-/// sampler feeds one new token at a time and attends over the cache.
+/// sampler feeds one new token at a time and attends over the cache. Each step
+/// appends by concatenation (a copy of the cache: cheap for a sampler's few
+/// hundred positions; the language model's [`KvCache`](crate::models::KvCache)
+/// writes in place). Sample under [`no_grad`](crate::no_grad), or the cache
+/// keeps every step's graph alive.
 #[derive(Clone, Debug)]
 pub struct AttentionCache<D: Backend<E> = Cpu, E: Float = f32> {
     keys: Option<RawTensor<D, E>>,
