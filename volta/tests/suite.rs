@@ -9,6 +9,7 @@
 
 mod support;
 
+mod adapter_choice;
 mod anomaly;
 mod async_api;
 mod attention_gpu;

@@ -10,6 +10,8 @@ use super::kernels::matmul::tiled::MatmulTiles;
 use super::kernels::matmul::tuning::Tuning;
 use super::kernels::matmul::{self, MatmulPrecision};
 use super::runtime::Runtime;
+#[cfg(not(target_arch = "wasm32"))]
+use super::runtime::device::GpuAdapter;
 use super::runtime::device::GpuInfo;
 use super::runtime::error::GpuError;
 use super::runtime::pool::MemoryStats;
@@ -26,17 +28,43 @@ pub(crate) struct State {
     pub rt: Runtime,
     /// Matmul tiles tuned on this adapter.
     pub tuning: Tuning,
+    /// The adapter asked for (an index of `Gpu::adapters`; `None`: wgpu's
+    /// preferred one).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    pub adapter: Option<usize>,
 }
 
 static STATE: OnceLock<Result<State, GpuError>> = OnceLock::new();
 
+/// The adapter the environment asks for: `VOLTA_ADAPTER`, an index of
+/// `Gpu::adapters` (unset or empty: wgpu's preferred adapter).
+fn adapter_from_env() -> Result<Option<usize>, GpuError> {
+    match std::env::var("VOLTA_ADAPTER") {
+        Ok(v) if !v.trim().is_empty() => v.trim().parse().map(Some).map_err(|_| {
+            GpuError::Unsupported(format!(
+                "VOLTA_ADAPTER={v:?} is not an adapter index (Gpu::adapters() lists them)"
+            ))
+        }),
+        _ => Ok(None),
+    }
+}
+
+/// Opens the device's state on `adapter`, once.
+#[cfg(not(target_arch = "wasm32"))]
+fn open(adapter: Result<Option<usize>, GpuError>) -> Result<&'static State, GpuError> {
+    STATE
+        .get_or_init(|| {
+            let adapter = adapter?;
+            Runtime::open(adapter, Submission::from_env()).map(|rt| State::on(rt, adapter))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
 /// The device's state, opened on first use.
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn init() -> Result<&'static State, GpuError> {
-    STATE
-        .get_or_init(|| Runtime::open(Submission::from_env()).map(State::on))
-        .as_ref()
-        .map_err(Clone::clone)
+    open(adapter_from_env())
 }
 
 /// The device's state: in the browser it cannot be opened without waiting, so
@@ -52,9 +80,12 @@ pub(crate) fn init() -> Result<&'static State, GpuError> {
 /// Opens the device's state without blocking, once.
 async fn init_async() -> Result<&'static State, GpuError> {
     if STATE.get().is_none() {
-        let opened = Runtime::open_async(Submission::from_env())
-            .await
-            .map(State::on);
+        let opened = match adapter_from_env() {
+            Ok(adapter) => Runtime::open_async(adapter, Submission::from_env())
+                .await
+                .map(|rt| State::on(rt, adapter)),
+            Err(e) => Err(e),
+        };
         // Two tasks that open at once: the first to finish is kept.
         let _ = STATE.set(opened);
     }
@@ -62,9 +93,13 @@ async fn init_async() -> Result<&'static State, GpuError> {
 }
 
 impl State {
-    fn on(rt: Runtime) -> State {
+    fn on(rt: Runtime, adapter: Option<usize>) -> State {
         let tuning = Tuning::new(&rt.gpu.info);
-        State { rt, tuning }
+        State {
+            rt,
+            tuning,
+            adapter,
+        }
     }
 }
 
@@ -97,6 +132,35 @@ impl Gpu {
     /// [`GpuError::NotOpened`] and ops on `Gpu` tensors panic saying so.
     pub fn init() -> Result<GpuInfo, GpuError> {
         init().map(|s| s.rt.gpu.info.clone())
+    }
+
+    /// Opens adapter `index` of [`adapters`](Self::adapters) (once per process)
+    /// and describes it: a process per GPU, as data-parallel training runs (each
+    /// MPI rank its local rank's GPU). Setting `VOLTA_ADAPTER=index` does the
+    /// same for [`init`](Self::init) and the first op.
+    ///
+    /// Errors with [`GpuError::NoSuchAdapter`] past the list, and with
+    /// [`GpuError::Unsupported`] when the GPU is already open on another adapter
+    /// (call it before the first `Gpu` op).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn init_on(index: usize) -> Result<GpuInfo, GpuError> {
+        let state = open(Ok(Some(index)))?;
+        match state.adapter {
+            Some(i) if i == index => Ok(state.rt.gpu.info.clone()),
+            other => Err(GpuError::Unsupported(format!(
+                "the GPU is already open on {}: call Gpu::init_on({index}) before the first Gpu op",
+                other.map_or("the preferred adapter".to_string(), |i| format!(
+                    "adapter {i}"
+                ))
+            ))),
+        }
+    }
+
+    /// The adapters this machine offers, in the order [`init_on`](Self::init_on)
+    /// takes (it opens none of them).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn adapters() -> Vec<GpuAdapter> {
+        pollster::block_on(super::runtime::device::adapters_async())
     }
 
     /// Opens the GPU (once per process) without blocking, and describes the

@@ -60,7 +60,7 @@ pub use kernels::matmul::tiled::{MatmulTiles, Staging};
 #[cfg(feature = "gpu")]
 pub use replay::GpuGraph;
 #[cfg(feature = "gpu")]
-pub use runtime::device::GpuInfo;
+pub use runtime::device::{GpuAdapter, GpuInfo};
 #[cfg(feature = "gpu")]
 pub use runtime::error::GpuError;
 #[cfg(feature = "gpu")]

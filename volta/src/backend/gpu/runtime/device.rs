@@ -5,6 +5,49 @@ use super::error::GpuError;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Poll, Waker};
 
+/// An adapter the machine offers, as [`Gpu::adapters`](crate::Gpu::adapters)
+/// lists them: [`Gpu::init_on`](crate::Gpu::init_on) (or `VOLTA_ADAPTER`) opens
+/// the one at `index` (one process per GPU, e.g. each MPI rank its own).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuAdapter {
+    /// Its place in the list.
+    pub index: usize,
+    /// Adapter name, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    /// Graphics API wgpu drives it through (Vulkan, Metal, Dx12, …).
+    pub backend: String,
+    /// Discrete, integrated, virtual or CPU.
+    pub device_type: String,
+}
+
+/// The wgpu instance over the platform's graphics APIs (as the environment
+/// configures wgpu).
+fn instance() -> wgpu::Instance {
+    quiet_device_select();
+    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+}
+
+/// Every adapter the machine offers, in wgpu's order (natively: the browser
+/// shows a page one adapter, the one it picks).
+#[cfg(not(target_arch = "wasm32"))]
+pub async fn adapters_async() -> Vec<GpuAdapter> {
+    instance()
+        .enumerate_adapters(wgpu::Backends::all())
+        .await
+        .iter()
+        .enumerate()
+        .map(|(index, a)| {
+            let a = a.get_info();
+            GpuAdapter {
+                index,
+                name: a.name,
+                backend: format!("{:?}", a.backend),
+                device_type: format!("{:?}", a.device_type),
+            }
+        })
+        .collect()
+}
+
 /// What [`Gpu::init`](crate::Gpu::init) found: the adapter and the limits of note.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GpuInfo {
@@ -96,24 +139,33 @@ impl GpuDevice {
     /// [`open_async`](Self::open_async), waiting for it (not in the browser,
     /// where nothing may block).
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn open() -> Result<GpuDevice, GpuError> {
-        pollster::block_on(Self::open_async())
+    pub fn open(adapter: Option<usize>) -> Result<GpuDevice, GpuError> {
+        pollster::block_on(Self::open_async(adapter))
     }
 
-    /// Opens the adapter wgpu prefers for high performance, with every optional
-    /// feature of [`WANTED`] it has and its own limits (wgpu's defaults cap
-    /// bindings at 128 MiB and shared memory at 16 KiB).
-    pub async fn open_async() -> Result<GpuDevice, GpuError> {
-        quiet_device_select();
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = instance
-            .request_adapter(&wgpu::RequestAdapterOptions {
-                power_preference: wgpu::PowerPreference::HighPerformance,
-                ..Default::default()
-            })
-            .await
-            .map_err(|_| GpuError::NoAdapter)?;
+    /// Opens adapter `adapter` of [`adapters_async`]'s list, or (`None`) the one
+    /// wgpu prefers for high performance, with every optional feature of
+    /// [`WANTED`] it has and its own limits (wgpu's defaults cap bindings at
+    /// 128 MiB and shared memory at 16 KiB).
+    pub async fn open_async(adapter: Option<usize>) -> Result<GpuDevice, GpuError> {
+        let instance = instance();
+        let adapter = match adapter {
+            Some(index) => {
+                let mut all = instance.enumerate_adapters(wgpu::Backends::all()).await;
+                let count = all.len();
+                if index >= count {
+                    return Err(GpuError::NoSuchAdapter { index, count });
+                }
+                all.swap_remove(index)
+            }
+            None => instance
+                .request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::HighPerformance,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|_| GpuError::NoAdapter)?,
+        };
         let available = adapter.features();
         let disabled = std::env::var("VOLTA_GPU_DISABLE").unwrap_or_default();
         let disabled: Vec<&str> = disabled.split(',').map(str::trim).collect();

@@ -7,6 +7,14 @@
 pub enum GpuError {
     /// No adapter (GPU driver or software Vulkan) was found.
     NoAdapter,
+    /// [`Gpu::init_on`](crate::Gpu::init_on) (or `VOLTA_ADAPTER`) asked for an
+    /// adapter past the machine's list.
+    NoSuchAdapter {
+        /// The index asked for.
+        index: usize,
+        /// Adapters the machine has.
+        count: usize,
+    },
     /// The adapter refused to create a device.
     RequestDevice(String),
     /// The device ran out of memory, even after Volta's buffer pool released
@@ -64,6 +72,11 @@ impl std::fmt::Display for GpuError {
                 "no GPU adapter found: install your GPU's driver (Vulkan, Metal or DX12), \
                  or for Vulkan on the CPU install Mesa's lavapipe \
                  (Debian/Ubuntu: `apt-get install mesa-vulkan-drivers libvulkan1`)",
+            ),
+            GpuError::NoSuchAdapter { index, count } => write!(
+                f,
+                "no GPU adapter {index}: this machine has {count} (indices from 0; \
+                 `Gpu::adapters()` lists them)"
             ),
             GpuError::RequestDevice(e) => write!(f, "the GPU adapter refused a device: {e}"),
             GpuError::OutOfMemory {

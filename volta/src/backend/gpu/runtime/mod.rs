@@ -48,16 +48,19 @@ pub(crate) struct Runtime {
 }
 
 impl Runtime {
-    /// Opens the preferred adapter and the runtime over it, submitting batches
-    /// as `submission` says.
+    /// Opens adapter `adapter` (`None`: the preferred one) and the runtime over
+    /// it, submitting batches as `submission` says.
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn open(submission: Submission) -> Result<Runtime, GpuError> {
-        GpuDevice::open().map(|gpu| Runtime::on(gpu, submission))
+    pub fn open(adapter: Option<usize>, submission: Submission) -> Result<Runtime, GpuError> {
+        GpuDevice::open(adapter).map(|gpu| Runtime::on(gpu, submission))
     }
 
     /// [`open`](Self::open) without blocking (the browser's way).
-    pub async fn open_async(submission: Submission) -> Result<Runtime, GpuError> {
-        GpuDevice::open_async()
+    pub async fn open_async(
+        adapter: Option<usize>,
+        submission: Submission,
+    ) -> Result<Runtime, GpuError> {
+        GpuDevice::open_async(adapter)
             .await
             .map(|gpu| Runtime::on(gpu, submission))
     }
