@@ -13,7 +13,6 @@
 //! cargo run --release -p volta-examples --example gpt -- --text input.txt --steps 2000
 //! ```
 use clap::{Parser, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -28,7 +27,10 @@ mod history;
 #[path = "../train/plot.rs"]
 #[allow(dead_code)]
 mod plot;
+#[path = "../train/progress.rs"]
+mod progress;
 use history::EpochRecord;
+use progress::progress;
 
 /// Trains a GPT from scratch: minGPT's addition task, or a byte-level model of a text file.
 #[derive(Debug, Parser)]
@@ -213,11 +215,7 @@ fn addition<D: Backend<f32>>(args: &Args) -> Result<(), Box<dyn Error>> {
             opt.set_lr(schedule.lr(step));
             let logits = model.try_forward(&ids::<D>(x, chunk.len(), len - 1))?;
             let loss = cross_entropy(&rows(&logits, 2 * n - 1, n + 1), &targets::<D>(y));
-            let value = loss.detach();
-            let mut grads = loss.backward();
-            clip_grad_norm(&mut grads, 1.0);
-            opt.step(&mut model, &grads);
-            loss_sum += f64::from(value.item());
+            loss_sum += descend(&mut model, &mut opt, loss);
             step += 1;
             bar.inc(1);
         }
@@ -364,11 +362,7 @@ fn text<D: Backend<f32>>(args: &Args, path: &Path) -> Result<(), Box<dyn Error>>
             opt.set_lr(schedule.lr(step));
             let logits = model.try_forward(&ids::<D>(x, args.batch, t))?;
             let loss = cross_entropy(&rows(&logits, 0, t), &targets::<D>(y));
-            let value = loss.detach();
-            let mut grads = loss.backward();
-            clip_grad_norm(&mut grads, 1.0);
-            opt.step(&mut model, &grads);
-            loss_sum += f64::from(value.item());
+            loss_sum += descend(&mut model, &mut opt, loss);
             step += 1;
             bar.inc(1);
         }
@@ -452,6 +446,20 @@ fn sample_text<D: Backend<f32>>(
 
 // ---- shared --------------------------------------------------------------------
 
+/// One AdamW step on `loss`, gradients clipped to norm 1 (nanoGPT's); returns the
+/// loss.
+fn descend<M: Module<D, f32>, D: Backend<f32>>(
+    model: &mut M,
+    opt: &mut Adam<D>,
+    loss: Tensor<(), D>,
+) -> f64 {
+    let value = loss.detach();
+    let mut grads = loss.backward();
+    clip_grad_norm(&mut grads, 1.0);
+    opt.step(model, &grads);
+    f64::from(value.item())
+}
+
 fn argmax(row: &[f32]) -> u32 {
     (0..row.len())
         .max_by(|&a, &b| row[a].total_cmp(&row[b]))
@@ -474,19 +482,6 @@ fn save_run<M: Module<D, f32>, D: Backend<f32>>(
     history::write(&out.join("gpt.csv"), history)?;
     plot::draw_labelled(&out.join("gpt.png"), history, "train")?;
     Ok(())
-}
-
-fn progress(epoch: u64, epochs: u64, steps: u64) -> ProgressBar {
-    let bar = ProgressBar::new(steps);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "epoch {prefix} [{bar:30.cyan/blue}] {pos}/{len} steps  {per_sec}",
-        )
-        .expect("a valid template")
-        .progress_chars("=> "),
-    );
-    bar.set_prefix(format!("{epoch:>2}/{epochs}"));
-    bar
 }
 
 #[cfg(test)]

@@ -131,6 +131,34 @@ fn load_keys(b: u32, hk: u32, j0: u32, li: u32) {
     workgroupBarrier();
 }
 
+// Queries t0.. of head (b, h) into tile_a and the output's gradient for them
+// into tile_b (zeros past T). Called by the whole workgroup.
+fn load_queries(b: u32, h: u32, t0: u32, li: u32) {
+    workgroupBarrier();
+    for (var e = li; e < TILE * DV; e += WG) {
+        let t = t0 + e / DV;
+        var qv = vec4<f32>(0.0);
+        var gv = vec4<f32>(0.0);
+        if (t < p[3]) {
+            qv = q4(b, h, t, e % DV);
+            gv = g4(b, h, t, e % DV);
+        }
+        tile_a[e] = qv;
+        tile_b[e] = gv;
+    }
+    workgroupBarrier();
+}
+
+// The first tile of queries that sees any key of key tile `tile`: causal, its
+// first key is seen from query row first_key − start on.
+fn first_query_tile(tile: u32) -> u32 {
+    let first_key = tile * WG;
+    if (p[6] != 0u && first_key > p[7]) {
+        return (first_key - p[7]) / TILE * TILE;
+    }
+    return 0u;
+}
+
 // The keys the workgroup's query rows see together: those of its last row.
 fn keys_of_tile(tile: u32) -> u32 {
     return visible(min(tile * WG + WG, p[3]) - 1u);
@@ -263,28 +291,11 @@ fn backward_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
             dk[v] = vec4<f32>(0.0);
         }
     }
-    // Causal: the tile's first key is seen from query row first_key − start on.
-    var t_first = 0u;
-    let first_key = wid.x * WG;
-    if (p[6] != 0u && first_key > p[7]) {
-        t_first = (first_key - p[7]) / TILE * TILE;
-    }
+    let t_first = first_query_tile(wid.x);
     for (var gi = 0u; gi < group; gi++) {
         let h = hk * group + gi;
         for (var t0 = t_first; t0 < p[3]; t0 += TILE) {
-            workgroupBarrier();
-            for (var e = li; e < TILE * DV; e += WG) {
-                let t = t0 + e / DV;
-                var qv = vec4<f32>(0.0);
-                var gv = vec4<f32>(0.0);
-                if (t < p[3]) {
-                    qv = q4(b, h, t, e % DV);
-                    gv = g4(b, h, t, e % DV);
-                }
-                tile_a[e] = qv;
-                tile_b[e] = gv;
-            }
-            workgroupBarrier();
+            load_queries(b, h, t0, li);
             if (live) {
                 let cnt = min(TILE, p[3] - t0);
                 for (var ii = 0u; ii < cnt; ii++) {
@@ -334,28 +345,11 @@ fn backward_v(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
             dv[v] = vec4<f32>(0.0);
         }
     }
-    // Causal: the tile's first key is seen from query row first_key − start on.
-    var t_first = 0u;
-    let first_key = wid.x * WG;
-    if (p[6] != 0u && first_key > p[7]) {
-        t_first = (first_key - p[7]) / TILE * TILE;
-    }
+    let t_first = first_query_tile(wid.x);
     for (var gi = 0u; gi < group; gi++) {
         let h = hk * group + gi;
         for (var t0 = t_first; t0 < p[3]; t0 += TILE) {
-            workgroupBarrier();
-            for (var e = li; e < TILE * DV; e += WG) {
-                let t = t0 + e / DV;
-                var qv = vec4<f32>(0.0);
-                var gv = vec4<f32>(0.0);
-                if (t < p[3]) {
-                    qv = q4(b, h, t, e % DV);
-                    gv = g4(b, h, t, e % DV);
-                }
-                tile_a[e] = qv;
-                tile_b[e] = gv;
-            }
-            workgroupBarrier();
+            load_queries(b, h, t0, li);
             if (live) {
                 let cnt = min(TILE, p[3] - t0);
                 for (var ii = 0u; ii < cnt; ii++) {

@@ -5,6 +5,7 @@ mod data_path;
 mod history;
 mod model;
 mod plot;
+mod progress;
 mod run;
 
 use std::process::ExitCode;

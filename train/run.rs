@@ -4,7 +4,7 @@ use crate::args::{Args, DeviceChoice};
 use crate::history::{self, EpochRecord};
 use crate::model::DigitsCnn;
 use crate::plot;
-use indicatif::{ProgressBar, ProgressStyle};
+use crate::progress::progress;
 use std::error::Error;
 use std::fmt;
 use std::path::PathBuf;
@@ -322,19 +322,6 @@ fn evaluate<D: Backend<f32>>(
     }
     model.train();
     (f64::from(total.item()) / count as f64, confusion)
-}
-
-fn progress(epoch: u64, epochs: u64, steps: u64) -> ProgressBar {
-    let bar = ProgressBar::new(steps);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "epoch {prefix} [{bar:30.cyan/blue}] {pos}/{len} steps  {per_sec}  {msg}",
-        )
-        .expect("a valid template")
-        .progress_chars("=> "),
-    );
-    bar.set_prefix(format!("{epoch:>2}/{epochs}"));
-    bar
 }
 
 #[cfg(test)]
