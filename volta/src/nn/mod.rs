@@ -25,9 +25,6 @@ mod summary;
 
 pub use crate::ops::attention::{attention, causal_attention};
 pub use layers::*;
-pub use model::{
-    DeclaredOutput, Forward, InputFits, Model, Residual, ResidualShape, declared_output, model_dim,
-    model_last_dim,
-};
+pub use model::{Forward, Model, Residual, ResidualShape};
 pub use module::{Entry, Module, Param, ToDevice, Visitor};
 pub use summary::{Summary, SummaryRow, sample_shape};

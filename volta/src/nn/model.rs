@@ -33,54 +33,6 @@ pub trait Model: Sized {
     fn new(rng: &mut Rng) -> Self;
 }
 
-/// What reaches a nested model in a `model!` block must be the input it declares.
-#[diagnostic::on_unimplemented(
-    message = "shape mismatch in `model!`: this layer takes `{Expected}` per sample, but `{Self}` reaches it",
-    label = "the layers before this one produce `{Self}`"
-)]
-pub trait InputFits<Expected: Shape>: Shape {}
-#[diagnostic::do_not_recommend]
-impl<Expected: Shape, S: SameShape<Expected>> InputFits<Expected> for S {}
-
-/// The layers of a `model!` block must produce the output it declares.
-#[diagnostic::on_unimplemented(
-    message = "shape mismatch in `model!`: the layers produce `{Self}`, but the block declares `{Declared}`",
-    label = "declared here"
-)]
-pub trait DeclaredOutput<Declared: Shape>: Shape {}
-#[diagnostic::do_not_recommend]
-impl<Declared: Shape, S: SameShape<Declared>> DeclaredOutput<Declared> for S {}
-
-/// `x` with the output type a `model!` block declares, when rustc alone can tell
-/// that the layers produce it (after a nested model).
-#[doc(hidden)]
-pub fn declared_output<S: DeclaredOutput<T>, T: Shape, D: Backend<E>, E: Float>(
-    x: Tensor<S, D, E>,
-) -> Tensor<T, D, E> {
-    Tensor::try_from_raw(x.raw().clone()).expect("equal shapes by the DeclaredOutput bound")
-}
-
-/// Dim `i` of a per-sample shape `S` of rank `rank` (`model!` reads a nested
-/// model's output with it, in const context).
-#[doc(hidden)]
-pub const fn model_dim<S: Shape>(i: usize, rank: usize) -> usize {
-    assert!(
-        S::RANK == rank,
-        "model!: the layer after a nested model expects another rank than it outputs"
-    );
-    match S::STATIC_DIMS[i] {
-        Some(n) => n,
-        None => panic!("model!: nested models have static shapes"),
-    }
-}
-
-/// The last dim of a per-sample shape `S` (for a norm after a nested model).
-#[doc(hidden)]
-pub const fn model_last_dim<S: Shape>() -> usize {
-    assert!(S::RANK > 0, "model!: a norm needs at least one axis");
-    model_dim::<S>(S::RANK - 1, S::RANK)
-}
-
 /// `x + f(x)`: a residual connection around a model that keeps its input's shape
 /// (checked at compile time).
 ///
