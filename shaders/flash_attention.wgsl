@@ -45,62 +45,53 @@ fn at(base: u32, b: u32, h: u32, t: u32, c: u32) -> u32 {
     return p[base] + b * p[base + 1u] + h * p[base + 2u] + t * p[base + 3u] + c * p[base + 4u];
 }
 
-// Features 4·part.. of row (b, h, t) of q (k, v, g); zeros past D.
-fn q4(b: u32, h: u32, t: u32, part: u32) -> vec4<f32> {
-    var r = vec4<f32>(0.0);
-    for (var i = 0u; i < 4u; i++) {
-        let c = 4u * part + i;
-        if (c < D) {
-            r[i] = f32(q[at(8u, b, h, t, c)]);
+// The operands by number, as the parameter block lists them after its first
+// eight entries (each view's offset and strides take five).
+const Q: u32 = 0u;
+const K: u32 = 1u;
+const V: u32 = 2u;
+const G: u32 = 3u;
+
+// Element i of operand `which` (a constant at every call: the branch folds).
+fn operand(which: u32, i: u32) -> f32 {
+    switch which {
+        case 0u: {
+            return f32(q[i]);
+        }
+        case 1u: {
+            return f32(k[i]);
+        }
+        case 2u: {
+            return f32(v[i]);
+        }
+        default: {
+            return f32(g[i]);
         }
     }
-    return r;
 }
-fn k4(b: u32, h: u32, t: u32, part: u32) -> vec4<f32> {
+
+// Features 4·part.. of row (b, h, t) of operand `which`; zeros past D.
+fn row4(which: u32, b: u32, h: u32, t: u32, part: u32) -> vec4<f32> {
     var r = vec4<f32>(0.0);
     for (var i = 0u; i < 4u; i++) {
         let c = 4u * part + i;
         if (c < D) {
-            r[i] = f32(k[at(13u, b, h, t, c)]);
-        }
-    }
-    return r;
-}
-fn v4(b: u32, h: u32, t: u32, part: u32) -> vec4<f32> {
-    var r = vec4<f32>(0.0);
-    for (var i = 0u; i < 4u; i++) {
-        let c = 4u * part + i;
-        if (c < D) {
-            r[i] = f32(v[at(18u, b, h, t, c)]);
-        }
-    }
-    return r;
-}
-fn g4(b: u32, h: u32, t: u32, part: u32) -> vec4<f32> {
-    var r = vec4<f32>(0.0);
-    for (var i = 0u; i < 4u; i++) {
-        let c = 4u * part + i;
-        if (c < D) {
-            r[i] = f32(g[at(23u, b, h, t, c)]);
+            r[i] = operand(which, at(8u + 5u * which, b, h, t, c));
         }
     }
     return r;
 }
 
-// Writes features 4·part.. of a contiguous row of out0 (or out1) at `row`.
-fn store0(row: u32, part: u32, x: vec4<f32>) {
+// Writes features 4·part.. of a contiguous row of out0 (`second`: out1) at `row`.
+fn store(second: bool, row: u32, part: u32, x: vec4<f32>) {
     for (var i = 0u; i < 4u; i++) {
         let c = 4u * part + i;
         if (c < D) {
-            out0[row * D + c] = T(x[i]);
-        }
-    }
-}
-fn store1(row: u32, part: u32, x: vec4<f32>) {
-    for (var i = 0u; i < 4u; i++) {
-        let c = 4u * part + i;
-        if (c < D) {
-            out1[row * D + c] = T(x[i]);
+            if (second) {
+                out1[row * D + c] = T(x[i]);
+            } else {
+                out0[row * D + c] = T(x[i]);
+            }
         }
     }
 }
@@ -122,8 +113,8 @@ fn load_keys(b: u32, hk: u32, j0: u32, li: u32) {
         var kv = vec4<f32>(0.0);
         var vv = vec4<f32>(0.0);
         if (j < p[4]) {
-            kv = k4(b, hk, j, e % DV);
-            vv = v4(b, hk, j, e % DV);
+            kv = row4(K, b, hk, j, e % DV);
+            vv = row4(V, b, hk, j, e % DV);
         }
         tile_a[e] = kv;
         tile_b[e] = vv;
@@ -140,8 +131,8 @@ fn load_queries(b: u32, h: u32, t0: u32, li: u32) {
         var qv = vec4<f32>(0.0);
         var gv = vec4<f32>(0.0);
         if (t < p[3]) {
-            qv = q4(b, h, t, e % DV);
-            gv = g4(b, h, t, e % DV);
+            qv = row4(Q, b, h, t, e % DV);
+            gv = row4(G, b, h, t, e % DV);
         }
         tile_a[e] = qv;
         tile_b[e] = gv;
@@ -176,7 +167,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     var acc: array<vec4<f32>, DV>;
     if (live) {
         for (var v = 0u; v < DV; v++) {
-            qr[v] = q4(b, h, t, v) * scale;
+            qr[v] = row4(Q, b, h, t, v) * scale;
             acc[v] = vec4<f32>(0.0);
         }
     }
@@ -215,7 +206,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     if (live) {
         let row = (b * p[1] + h) * p[3] + t;
         for (var v = 0u; v < DV; v++) {
-            store0(row, v, acc[v] / l);
+            store(false, row, v, acc[v] / l);
         }
         out1[row] = T(m + log(l));
     }
@@ -237,8 +228,8 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     var dl = 0.0;
     if (live) {
         for (var v = 0u; v < DV; v++) {
-            qr[v] = q4(b, h, t, v) * scale;
-            gr[v] = g4(b, h, t, v);
+            qr[v] = row4(Q, b, h, t, v) * scale;
+            gr[v] = row4(G, b, h, t, v);
             dq[v] = vec4<f32>(0.0);
         }
         lse = f32(lse_in[p[28] + row]);
@@ -268,7 +259,7 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     }
     if (live) {
         for (var v = 0u; v < DV; v++) {
-            store0(row, v, dq[v]);
+            store(false, row, v, dq[v]);
         }
     }
 }
@@ -286,8 +277,8 @@ fn backward_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     var dk: array<vec4<f32>, DV>;
     if (live) {
         for (var v = 0u; v < DV; v++) {
-            kr[v] = k4(b, hk, j, v) * scale;
-            vr[v] = v4(b, hk, j, v);
+            kr[v] = row4(K, b, hk, j, v) * scale;
+            vr[v] = row4(V, b, hk, j, v);
             dk[v] = vec4<f32>(0.0);
         }
     }
@@ -324,7 +315,7 @@ fn backward_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     if (live) {
         let row = (b * p[2] + hk) * p[4] + j;
         for (var v = 0u; v < DV; v++) {
-            store0(row, v, dk[v]);
+            store(false, row, v, dk[v]);
         }
     }
 }
@@ -341,7 +332,7 @@ fn backward_v(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     var dv: array<vec4<f32>, DV>;
     if (live) {
         for (var v = 0u; v < DV; v++) {
-            kr[v] = k4(b, hk, j, v) * scale;
+            kr[v] = row4(K, b, hk, j, v) * scale;
             dv[v] = vec4<f32>(0.0);
         }
     }
@@ -373,7 +364,7 @@ fn backward_v(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     if (live) {
         let row = (b * p[2] + hk) * p[4] + j;
         for (var v = 0u; v < DV; v++) {
-            store1(row, v, dv[v]);
+            store(true, row, v, dv[v]);
         }
     }
 }
