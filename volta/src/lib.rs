@@ -26,6 +26,8 @@ extern crate self as volta;
 pub mod autograd;
 pub mod backend;
 pub mod data;
+#[cfg(feature = "distributed")]
+pub mod distributed;
 pub mod dtype;
 pub mod io;
 pub mod kernel;

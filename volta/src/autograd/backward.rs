@@ -21,7 +21,7 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     where
         S: Scalar,
     {
-        backward(self.into_raw())
+        backward(self.into_raw(), &mut |_, _| {})
     }
 }
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {
@@ -38,7 +38,26 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
             "backward() needs a one-element tensor, got dims {:?}",
             self.dims()
         );
-        backward(self)
+        backward(self, &mut |_, _| {})
+    }
+
+    /// [`backward`](Self::backward), calling `on_leaf(id, grad)` as soon as the
+    /// gradient of each tracked leaf is complete (every op that used the leaf has
+    /// passed its gradient back), leaves closest to the loss first. On the GPU the
+    /// gradient may still be computing: reading it there waits for it, while the
+    /// walk goes on recording the gradients of earlier layers. Data-parallel
+    /// training starts each bucket's all-reduce from here.
+    pub fn backward_with(
+        self,
+        on_leaf: &mut dyn FnMut(TensorId, &RawTensor<D, E>),
+    ) -> Gradients<D, E> {
+        assert_eq!(
+            self.layout().numel(),
+            1,
+            "backward_with() needs a one-element tensor, got dims {:?}",
+            self.dims()
+        );
+        backward(self, on_leaf)
     }
 }
 
@@ -46,7 +65,10 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
 type InputGrads<'a, D, E> = Vec<(&'a T<D, E>, T<D, E>)>;
 
 /// Gradients of the scalar `root` with respect to every tracked leaf.
-pub(crate) fn backward<D: Backend<E>, E: Float>(root: T<D, E>) -> Gradients<D, E> {
+pub(crate) fn backward<D: Backend<E>, E: Float>(
+    root: T<D, E>,
+    on_leaf: &mut dyn FnMut(TensorId, &T<D, E>),
+) -> Gradients<D, E> {
     let _guard = no_grad(); // the backward pass builds no graph of its own
     let _backward = super::anomaly::BackwardGuard::enter();
     let mut grads = Gradients::new();
@@ -61,7 +83,11 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(root: T<D, E>) -> Gradients<D, E
             continue;
         };
         match node.op() {
-            None => leaf_grads.add_raw(node.id(), g),
+            None => {
+                // A leaf comes after every node that uses it: its gradient is whole.
+                on_leaf(node.id(), &g);
+                leaf_grads.add_raw(node.id(), g);
+            }
             Some(op) => {
                 for (k, (input, grad)) in input_grads(op, node, &g).into_iter().enumerate() {
                     if super::anomaly::enabled()

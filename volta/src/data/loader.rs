@@ -164,6 +164,8 @@ pub struct DataLoader<F: Shape = (usize,), K: Batching = Dynamic, D: Device + Me
     drop_last: bool,
     seed: Option<u64>,
     prefetch: usize,
+    /// This process's share of each epoch: `(rank, world size)`.
+    shard: (usize, usize),
     _kind: PhantomData<fn() -> (K, D)>,
 }
 
@@ -185,6 +187,7 @@ impl<F: Shape, K: Batching, D: Device + Memory<f32>> std::fmt::Debug for DataLoa
             .field("drop_last", &self.drop_last)
             .field("seed", &self.seed)
             .field("prefetch", &self.prefetch)
+            .field("shard", &self.shard)
             .field("device", &D::NAME)
             .finish()
     }
@@ -207,6 +210,7 @@ impl DataLoader {
             drop_last: false,
             seed: None,
             prefetch: DEFAULT_PREFETCH,
+            shard: (0, 1),
             _kind: PhantomData,
         }
     }
@@ -224,6 +228,7 @@ impl<F: Shape, K: Batching, D: Device + Memory<f32>> DataLoader<F, K, D> {
             drop_last: self.drop_last,
             seed: self.seed,
             prefetch: self.prefetch,
+            shard: self.shard,
             _kind: PhantomData,
         }
     }
@@ -288,6 +293,29 @@ impl<F: Shape, K: Batching, D: Device + Memory<f32>> DataLoader<F, K, D> {
         self
     }
 
+    /// Takes rank `rank`'s share of every epoch out of `world` processes
+    /// (data-parallel training, as PyTorch's `DistributedSampler`): the epoch's
+    /// order (shuffled from the seed, the same on every rank) is dealt out in turn,
+    /// so rank `r` gets positions `r, r + world, r + 2·world, …`. The shares are
+    /// disjoint, and step `i` of the `world` ranks covers what step `i` of one
+    /// process with `world` times the batch would. With
+    /// [`drop_last`](DataLoader::drop_last) every rank gets `len / world` samples
+    /// (the last `len mod world` of each epoch's order sit out that epoch) and so
+    /// takes as many steps as the others, which a collective per step needs;
+    /// without it, every sample is visited once per epoch and the first
+    /// `len mod world` ranks get one sample more.
+    ///
+    /// # Panics
+    /// When `world` is 0 or `rank` is not below it.
+    pub fn shard(mut self, rank: usize, world: usize) -> Self {
+        assert!(
+            world > 0 && rank < world,
+            "DataLoader::shard: rank {rank} is not one of the {world} ranks"
+        );
+        self.shard = (rank, world);
+        self
+    }
+
     /// How many batches the background thread prepares ahead (collated and
     /// uploaded to the device) while the caller works on the current one; the
     /// default is [`DEFAULT_PREFETCH`]. `0` prepares each batch on the calling
@@ -318,9 +346,9 @@ impl<F: Shape, K: Batching, D: Device + Memory<f32>> DataLoader<F, K, D> {
         self.batch_size
     }
 
-    /// Number of batches per epoch.
+    /// Number of batches per epoch (of this rank's [`shard`](Self::shard)).
     pub fn len(&self) -> usize {
-        let n = self.dataset.len();
+        let n = self.shard_len();
         if self.drop_last {
             n / self.batch_size
         } else {
@@ -333,13 +361,34 @@ impl<F: Shape, K: Batching, D: Device + Memory<f32>> DataLoader<F, K, D> {
         self.len() == 0
     }
 
+    /// Samples per epoch in this rank's share.
+    fn shard_len(&self) -> usize {
+        let (rank, world) = self.shard;
+        let n = self.dataset.len();
+        if self.drop_last {
+            n / world
+        } else {
+            n / world + usize::from(rank < n % world)
+        }
+    }
+
     /// The order in which epoch `epoch` visits the dataset (before cutting it into
     /// batches): `0..len` without [`shuffle`](Self::shuffle), else a permutation
-    /// that depends only on the seed and `epoch`.
+    /// that depends only on the seed and `epoch`; of a [`shard`](Self::shard),
+    /// this rank's share of that order.
     pub fn sample_order(&self, epoch: u64) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.dataset.len()).collect();
         if let Some(seed) = self.seed {
             Rng::seed(epoch_seed(seed, epoch)).shuffle(&mut order);
+        }
+        let (rank, world) = self.shard;
+        if world > 1 {
+            order = order
+                .into_iter()
+                .skip(rank)
+                .step_by(world)
+                .take(self.shard_len())
+                .collect();
         }
         order
     }
@@ -619,5 +668,51 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a.len(), 5);
         assert_eq!(a[4].1.len(), 3);
+    }
+
+    /// Shards are disjoint and seeded, and step `i` of two ranks at batch `b`
+    /// covers step `i` of one process at batch `2b`.
+    #[test]
+    fn shards_split_each_global_batch() {
+        let one = DataLoader::new(data(23))
+            .features::<Rank1<2>>()
+            .unwrap()
+            .batch::<6>()
+            .drop_last()
+            .shuffle(9);
+        let half = || {
+            DataLoader::new(data(23))
+                .features::<Rank1<2>>()
+                .unwrap()
+                .batch::<3>()
+                .drop_last()
+                .shuffle(9)
+        };
+        let (r0, r1) = (half().shard(0, 2), half().shard(1, 2));
+        assert_eq!((one.len(), r0.len(), r1.len()), (3, 3, 3));
+        let global = one.sample_order(4);
+        let (a, b) = (r0.sample_order(4), r1.sample_order(4));
+        assert_eq!(a.len(), 11);
+        assert!(a.iter().all(|i| !b.contains(i)), "shards overlap");
+        for step in 0..3 {
+            let mut both: Vec<usize> = a[3 * step..3 * step + 3].to_vec();
+            both.extend_from_slice(&b[3 * step..3 * step + 3]);
+            both.sort_unstable();
+            let mut want = global[6 * step..6 * step + 6].to_vec();
+            want.sort_unstable();
+            assert_eq!(both, want, "step {step}");
+        }
+        // Without drop_last every sample is visited once per epoch.
+        let all = |rank| {
+            DataLoader::new(data(23))
+                .batch_size(4)
+                .shuffle(9)
+                .shard(rank, 3)
+                .sample_order(2)
+        };
+        let mut seen: Vec<usize> = (0..3).flat_map(all).collect();
+        assert_eq!((all(0).len(), all(2).len()), (8, 7));
+        seen.sort_unstable();
+        assert_eq!(seen, (0..23).collect::<Vec<_>>());
     }
 }
