@@ -12,6 +12,9 @@
 //! cargo run --release -p volta-examples --example gpt -- --device gpu
 //! cargo run --release -p volta-examples --example gpt -- --text input.txt --steps 2000
 //! ```
+//!
+//! Built with `--features distributed` and started by `mpirun -np N`, it trains
+//! on N ranks, each taking `--batch` sequences of every step (as the main job).
 use clap::{Parser, ValueEnum};
 use std::error::Error;
 use std::path::{Path, PathBuf};
@@ -29,8 +32,12 @@ mod history;
 mod plot;
 #[path = "../train/progress.rs"]
 mod progress;
+#[path = "../train/ranks.rs"]
+#[allow(dead_code)]
+mod ranks;
 use history::EpochRecord;
 use progress::progress;
+use ranks::{Ranks, Replica};
 
 /// Trains a GPT from scratch: minGPT's addition task, or a byte-level model of a text file.
 #[derive(Debug, Parser)]
@@ -104,20 +111,39 @@ fn targets<D: Backend<f32>>(data: Vec<u32>) -> Tensor<(usize,), D, u32> {
 fn main() -> Result<(), Box<dyn Error>> {
     let args = Args::parse();
     std::fs::create_dir_all(&args.out)?;
+    let ranks = Ranks::join()?;
+    if ranks.world() > 1 && ranks.is_main() {
+        println!(
+            "{} ranks, {} sequences each per step",
+            ranks.world(),
+            args.batch
+        );
+    }
     match args.device {
-        DeviceChoice::Cpu => run::<Cpu>(&args),
+        DeviceChoice::Cpu => run::<Cpu>(&args, &ranks),
         DeviceChoice::Gpu => {
-            let info = Gpu::init()?;
-            println!("GPU: {} ({})", info.name, info.backend);
-            run::<Gpu>(&args)
+            let info = ranks.gpu()?;
+            if ranks.is_main() {
+                println!("GPU: {} ({})", info.name, info.backend);
+            }
+            run::<Gpu>(&args, &ranks)
         }
     }
 }
 
-fn run<D: Backend<f32>>(args: &Args) -> Result<(), Box<dyn Error>> {
+fn run<D: Backend<f32>>(args: &Args, ranks: &Ranks) -> Result<(), Box<dyn Error>> {
     match &args.text {
-        None => addition::<D>(args),
-        Some(path) => text::<D>(args, path),
+        None => addition::<D>(args, ranks),
+        Some(path) => text::<D>(args, path, ranks),
+    }
+}
+
+/// The main rank's progress bar; the others' are hidden.
+fn bar(ranks: &Ranks, epoch: u64, epochs: u64, steps: u64) -> indicatif::ProgressBar {
+    if ranks.is_main() {
+        progress(epoch, epochs, steps)
+    } else {
+        indicatif::ProgressBar::hidden()
     }
 }
 
@@ -155,7 +181,7 @@ impl Problems {
     }
 }
 
-fn addition<D: Backend<f32>>(args: &Args) -> Result<(), Box<dyn Error>> {
+fn addition<D: Backend<f32>>(args: &Args, ranks: &Ranks) -> Result<(), Box<dyn Error>> {
     let n = args.digits;
     if !(1..=5).contains(&n) {
         return Err(format!("--digits {n}: choose 1 to 5").into());
@@ -181,14 +207,20 @@ fn addition<D: Backend<f32>>(args: &Args) -> Result<(), Box<dyn Error>> {
     shuffle(&mut pairs, &mut rng);
     let held = (pairs.len() / 10).max(1);
     let (test, train) = pairs.split_at(held);
-    let mut model = Adder::<D>::new(&mut rng);
-    println!(
-        "addition of {n}-digit numbers: {} training problems, {} held out; {} parameters",
-        train.len(),
-        test.len(),
-        model.param_count()
-    );
-    let steps_per_epoch = (train.len() / args.batch).max(1) as u64;
+    let mut model = ranks.replicate(Adder::<D>::new(&mut rng))?;
+    let main = ranks.is_main();
+    if main {
+        println!(
+            "addition of {n}-digit numbers: {} training problems, {} held out; {} parameters",
+            train.len(),
+            test.len(),
+            model.param_count()
+        );
+    }
+    // Each step takes `batch` problems on every rank: this rank's share of
+    // `batch × ranks` (the order is the same on every rank).
+    let global = args.batch * ranks.world();
+    let steps_per_epoch = (train.len() / global).max(1) as u64;
     let total = steps_per_epoch * args.epochs;
     let schedule = CosineWarmup::new(args.lr, steps_per_epoch, total);
     let mut opt = Adam::<D>::adamw(args.lr, 0.1);
@@ -199,13 +231,11 @@ fn addition<D: Backend<f32>>(args: &Args) -> Result<(), Box<dyn Error>> {
     let mut accuracy = 0.0;
     for epoch in 1..=args.epochs {
         shuffle(&mut order, &mut rng);
-        let bar = progress(epoch, args.epochs, steps_per_epoch);
+        let bar = bar(ranks, epoch, args.epochs, steps_per_epoch);
         let started = Instant::now();
         let mut loss_sum = 0.0;
-        for chunk in order
-            .chunks_exact(args.batch)
-            .take(steps_per_epoch as usize)
-        {
+        for step_problems in order.chunks_exact(global).take(steps_per_epoch as usize) {
+            let chunk = &step_problems[ranks.rank() * args.batch..][..args.batch];
             let seqs: Vec<Vec<u32>> = chunk
                 .iter()
                 .map(|&i| problems.sequence(train[i].0, train[i].1))
@@ -215,16 +245,26 @@ fn addition<D: Backend<f32>>(args: &Args) -> Result<(), Box<dyn Error>> {
             opt.set_lr(schedule.lr(step));
             let logits = model.try_forward(&ids::<D>(x, chunk.len(), len - 1))?;
             let loss = cross_entropy(&rows(&logits, 2 * n - 1, n + 1), &targets::<D>(y));
-            loss_sum += descend(&mut model, &mut opt, loss);
+            loss_sum += descend(&mut model, &mut opt, loss)?;
             step += 1;
             bar.inc(1);
         }
         let seconds = started.elapsed().as_secs_f64();
         bar.finish_and_clear();
+        let mut mean_loss = [loss_sum];
+        ranks.sum(&mut mean_loss)?;
+        let loss_sum = mean_loss[0] / ranks.world() as f64;
+        // Every rank holds the same model: each scores all held-out problems.
         model.eval();
         let (test_loss, acc) = score_addition(&model, &problems, test)?;
         model.train();
         accuracy = acc;
+        if !main {
+            if accuracy >= args.stop_at {
+                break;
+            }
+            continue;
+        }
         println!(
             "epoch {epoch:>2}/{}  train loss {:.4}  held-out loss {test_loss:.4}  exact answers {:.2}%  {:.1} steps/s",
             args.epochs,
@@ -246,7 +286,7 @@ fn addition<D: Backend<f32>>(args: &Args) -> Result<(), Box<dyn Error>> {
             break;
         }
     }
-    for &(a, b) in test.iter().take(3) {
+    for &(a, b) in test.iter().take(if main { 3 } else { 0 }) {
         let got = solve(&model, &problems, &[(a, b)])?[0];
         println!("{a} + {b} = {got}");
     }
@@ -325,7 +365,7 @@ fn solve<D: Backend<f32>>(
 
 const BLOCK: usize = 256;
 
-fn text<D: Backend<f32>>(args: &Args, path: &Path) -> Result<(), Box<dyn Error>> {
+fn text<D: Backend<f32>>(args: &Args, path: &Path, ranks: &Ranks) -> Result<(), Box<dyn Error>> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     std::str::from_utf8(&bytes).map_err(|e| format!("{}: not UTF-8 ({e})", path.display()))?;
     if bytes.len() < 2 * (BLOCK + 1) {
@@ -340,13 +380,16 @@ fn text<D: Backend<f32>>(args: &Args, path: &Path) -> Result<(), Box<dyn Error>>
     let split = bytes.len() * 9 / 10;
     let (train, val) = bytes.split_at(split);
     let mut rng = Rng::seed(args.seed);
-    let mut model = CharGpt::<D>::new(&mut rng);
-    println!(
-        "{}: {} bytes; {} parameters",
-        path.display(),
-        bytes.len(),
-        model.param_count()
-    );
+    let mut model = ranks.replicate(CharGpt::<D>::new(&mut rng))?;
+    let main = ranks.is_main();
+    if main {
+        println!(
+            "{}: {} bytes; {} parameters",
+            path.display(),
+            bytes.len(),
+            model.param_count()
+        );
+    }
     let total = args.steps * args.epochs;
     let schedule = CosineWarmup::new(args.lr, args.steps.min(total / 10).max(1), total);
     let mut opt = Adam::<D>::adamw(args.lr, 0.1);
@@ -354,20 +397,26 @@ fn text<D: Backend<f32>>(args: &Args, path: &Path) -> Result<(), Box<dyn Error>>
     let mut history = Vec::new();
     let mut step = 0;
     for epoch in 1..=args.epochs {
-        let bar = progress(epoch, args.epochs, args.steps);
+        let bar = bar(ranks, epoch, args.epochs, args.steps);
         let started = Instant::now();
         let mut loss_sum = 0.0;
         for _ in 0..args.steps {
-            let (x, y) = windows(train, t, args.batch, &mut rng);
+            // Every rank draws the step's windows for all ranks, and takes its own.
+            let (x, y) = windows(train, t, args.batch * ranks.world(), &mut rng);
+            let share = |v: Vec<u32>| v[ranks.rank() * args.batch * t..][..args.batch * t].to_vec();
+            let (x, y) = (share(x), share(y));
             opt.set_lr(schedule.lr(step));
             let logits = model.try_forward(&ids::<D>(x, args.batch, t))?;
             let loss = cross_entropy(&rows(&logits, 0, t), &targets::<D>(y));
-            loss_sum += descend(&mut model, &mut opt, loss);
+            loss_sum += descend(&mut model, &mut opt, loss)?;
             step += 1;
             bar.inc(1);
         }
         let seconds = started.elapsed().as_secs_f64();
         bar.finish_and_clear();
+        let mut mean_loss = [loss_sum];
+        ranks.sum(&mut mean_loss)?;
+        let loss_sum = mean_loss[0] / ranks.world() as f64;
         model.eval();
         let (val_loss, val_acc) = {
             let _no_grad = no_grad();
@@ -380,6 +429,9 @@ fn text<D: Backend<f32>>(args: &Args, path: &Path) -> Result<(), Box<dyn Error>>
         };
         model.train();
         let train_loss = loss_sum / args.steps as f64;
+        if !main {
+            continue;
+        }
         println!(
             "epoch {epoch:>2}/{}  train loss {train_loss:.4}  val loss {val_loss:.4}  next-byte accuracy {:.1}%  {:.2} steps/s",
             args.epochs,
@@ -397,10 +449,12 @@ fn text<D: Backend<f32>>(args: &Args, path: &Path) -> Result<(), Box<dyn Error>>
         save_run(&args.out, &mut model, &history)?;
     }
     model.eval();
-    println!(
-        "--- sample ---\n{}",
-        sample_text(&model, b"\n", args.sample, args.seed)?
-    );
+    if main {
+        println!(
+            "--- sample ---\n{}",
+            sample_text(&model, b"\n", args.sample, args.seed)?
+        );
+    }
     Ok(())
 }
 
@@ -446,18 +500,18 @@ fn sample_text<D: Backend<f32>>(
 
 // ---- shared --------------------------------------------------------------------
 
-/// One AdamW step on `loss`, gradients clipped to norm 1 (nanoGPT's); returns the
-/// loss.
+/// One AdamW step on `loss` (gradients averaged over the ranks, then clipped to
+/// norm 1 as nanoGPT's); returns this rank's loss.
 fn descend<M: Module<D, f32>, D: Backend<f32>>(
-    model: &mut M,
+    model: &mut Replica<M, D>,
     opt: &mut Adam<D>,
     loss: Tensor<(), D>,
-) -> f64 {
+) -> Result<f64, Box<dyn Error>> {
     let value = loss.detach();
-    let mut grads = loss.backward();
+    let mut grads = model.backward(loss)?;
     clip_grad_norm(&mut grads, 1.0);
     opt.step(model, &grads);
-    f64::from(value.item())
+    Ok(f64::from(value.item()))
 }
 
 fn argmax(row: &[f32]) -> u32 {
@@ -505,9 +559,45 @@ mod tests {
         let out = std::env::temp_dir().join(format!("volta-gpt-test-{}", std::process::id()));
         let args = Args::parse_from(["gpt", "--out", out.to_str().unwrap()]);
         std::fs::create_dir_all(&out).unwrap();
-        let result = addition::<Cpu>(&args);
+        let result = addition::<Cpu>(&args, &Ranks::join().unwrap());
         assert!(result.is_ok(), "{result:?}");
         assert!(out.join("gpt.safetensors").exists() && out.join("gpt.png").exists());
+        std::fs::remove_dir_all(&out).ok();
+    }
+
+    /// One rank of the job below (run by `mpirun`, not by the test harness).
+    #[cfg(feature = "distributed")]
+    #[test]
+    #[ignore = "an MPI rank of two_ranks_train_the_gpt"]
+    fn rank() {
+        let out = std::env::var("VOLTA_GPT_OUT").expect("run by its parent test");
+        let args = Args::parse_from(["gpt", "--out", &out, "--epochs", "2", "--min-accuracy", "0"]);
+        addition::<Cpu>(&args, &Ranks::join().unwrap()).unwrap();
+    }
+
+    /// `mpirun -np 2` trains the GPT on two ranks; only rank 0 reports and saves.
+    #[cfg(feature = "distributed")]
+    #[test]
+    fn two_ranks_train_the_gpt() {
+        let out = std::env::temp_dir().join(format!("volta-gpt-mpi-{}", std::process::id()));
+        std::fs::create_dir_all(&out).unwrap();
+        let output = std::process::Command::new("mpirun")
+            .args(["-np", "2", "--oversubscribe"])
+            .arg(std::env::current_exe().unwrap())
+            .args(["--ignored", "--exact", "tests::rank", "--nocapture"])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("VOLTA_GPT_OUT", &out)
+            .output()
+            .expect("mpirun runs (install Open MPI: openmpi-bin)");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(stdout.matches("epoch  2/2").count(), 1, "{stdout}");
+        assert!(out.join("gpt.safetensors").exists());
         std::fs::remove_dir_all(&out).ok();
     }
 }

@@ -56,6 +56,31 @@ if [ "$(uname -s)" = Linux ]; then
     fi
 fi
 
+# The data-parallel tests run `mpirun -np 2`; building them needs MPI's headers
+# and libclang (the `mpi` crate generates its bindings with bindgen).
+have_mpi() {
+    command -v mpirun >/dev/null && command -v mpicc >/dev/null &&
+        ldconfig -p 2>/dev/null | grep -q 'libclang'
+}
+if [ "$(uname -s)" = Linux ] && ! have_mpi; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+        echo "test.sh: installing Open MPI and libclang ..."
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            openmpi-bin libopenmpi-dev libclang-dev
+    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+        sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive sudo apt-get install -y -qq --no-install-recommends \
+            openmpi-bin libopenmpi-dev libclang-dev
+    else
+        echo "test.sh: the distributed tests need Open MPI and libclang:" >&2
+        echo "         'apt-get install openmpi-bin libopenmpi-dev libclang-dev'" >&2
+        exit 1
+    fi
+fi
+# Open MPI refuses to run as root unless told it is fine (containers, CI).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
 # While the native tests build, install what the browser and Python tests need
 # (Chromium, the wasm-bindgen CLI, the Python venv): each logs to target/.
 mkdir -p target
@@ -87,7 +112,8 @@ if command -v python3 >/dev/null; then
     python3 scripts/test_fetch_model.py
 fi
 
-cargo test --workspace "$@"
+# One build of everything, with data-parallel training (MPI) compiled in.
+cargo test --workspace --features volta-train/distributed,volta-examples/distributed "$@"
 
 # The Python package: built into target/py-venv, then its pytest suite.
 wait "$python_setup" || { cat target/provision-python.log >&2; exit 1; }

@@ -6,6 +6,7 @@ mod history;
 mod model;
 mod plot;
 mod progress;
+mod ranks;
 mod run;
 
 use std::process::ExitCode;
@@ -23,7 +24,9 @@ fn main() -> ExitCode {
     }
     match run::run(&args) {
         Ok(report) => {
-            println!("{report}");
+            if report.main {
+                println!("{report}");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

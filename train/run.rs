@@ -5,6 +5,7 @@ use crate::history::{self, EpochRecord};
 use crate::model::DigitsCnn;
 use crate::plot;
 use crate::progress::progress;
+use crate::ranks::Ranks;
 use std::error::Error;
 use std::fmt;
 use std::path::PathBuf;
@@ -56,6 +57,8 @@ pub struct Report {
     pub confusion: ConfusionMatrix,
     /// Seconds spent in this process's epochs (training and evaluation).
     pub seconds: f64,
+    /// Whether this process is the one that reports (rank 0).
+    pub main: bool,
     files: Files,
 }
 
@@ -89,27 +92,44 @@ impl fmt::Display for Report {
 /// Runs the job `args` describe.
 pub fn run(args: &Args) -> Result<Report, Box<dyn Error>> {
     args.check()?;
+    let ranks = Ranks::join()?;
     let data_path = args.data_path()?;
     let data = digits::load(&data_path)?;
     let mut rng = Rng::seed(args.seed);
     let (train, test) = data.split(TEST_FRACTION, &mut rng);
-    println!(
-        "digits: {} training and {} test images of 1×8×8, 10 classes ({})",
-        train.len(),
-        test.len(),
-        data_path.display()
-    );
-    println!("{}", DigitsCnn::<Cpu>::new(&mut Rng::seed(0)).summary());
-    match resolve(args.device)? {
+    let main = ranks.is_main();
+    if main {
+        println!(
+            "digits: {} training and {} test images of 1×8×8, 10 classes ({})",
+            train.len(),
+            test.len(),
+            data_path.display()
+        );
+        println!("{}", DigitsCnn::<Cpu>::new(&mut Rng::seed(0)).summary());
+    }
+    let world = match ranks.world() {
+        1 => String::new(),
+        n => format!(" × {n} ranks, batch {BATCH} each"),
+    };
+    match resolve(args.device, &ranks)? {
         Resolved::Cpu => {
-            println!("device: CPU ({} threads)", rayon_threads());
-            train_on::<Cpu>(args, train, test, rng, || None)
+            if main {
+                println!(
+                    "device: CPU ({} threads){world}",
+                    rayon::current_num_threads()
+                );
+            }
+            train_on::<Cpu>(args, &ranks, train, test, rng, || None)
         }
         #[cfg(feature = "gpu")]
         Resolved::Gpu(info) => {
-            println!("device: GPU, {info}");
+            if main {
+                println!("device: GPU, {info}{world}");
+            }
             // Device memory per epoch: flat after the first once the pool is warm.
-            train_on::<Gpu>(args, train, test, rng, || Some(Gpu::memory().to_string()))
+            train_on::<Gpu>(args, &ranks, train, test, rng, || {
+                Some(Gpu::memory().to_string())
+            })
         }
     }
 }
@@ -122,24 +142,30 @@ pub fn evaluate_checkpoint(
 ) -> Result<(), Box<dyn Error>> {
     let data = digits::load(args.data_path()?)?;
     let (_, test) = data.split(TEST_FRACTION, &mut Rng::seed(args.seed));
-    match resolve(args.device)? {
-        Resolved::Cpu => evaluate_on::<Cpu>(checkpoint, test),
+    let ranks = Ranks::join()?;
+    match resolve(args.device, &ranks)? {
+        Resolved::Cpu => evaluate_on::<Cpu>(checkpoint, test, &ranks),
         #[cfg(feature = "gpu")]
-        Resolved::Gpu(_) => evaluate_on::<Gpu>(checkpoint, test),
+        Resolved::Gpu(_) => evaluate_on::<Gpu>(checkpoint, test, &ranks),
     }
 }
 
 fn evaluate_on<D: Backend<f32>>(
     checkpoint: &std::path::Path,
     test: Labelled,
+    ranks: &Ranks,
 ) -> Result<(), Box<dyn Error>> {
     let loader = DataLoader::new(test)
         .features::<Rank3<1, 8, 8>>()?
         .batch::<EVAL_BATCH>()
+        .shard(ranks.rank(), ranks.world())
         .device::<D>();
     let mut model = DigitsCnn::<D>::new(&mut Rng::seed(0));
     io::load(checkpoint, &mut model)?;
-    let (loss, matrix) = evaluate(&mut model, &loader);
+    let (loss, matrix) = evaluate(&mut model, &loader, ranks)?;
+    if !ranks.is_main() {
+        return Ok(());
+    }
     println!("{matrix}");
     println!(
         "test loss {loss:.4}, accuracy {:.4} ({} images) for {}",
@@ -158,17 +184,20 @@ enum Resolved {
 }
 
 /// `auto` takes a hardware GPU (software adapters such as lavapipe are slower than
-/// the CPU backend); `gpu` takes any adapter and fails when there is none.
-fn resolve(choice: DeviceChoice) -> Result<Resolved, Box<dyn Error>> {
+/// the CPU backend); `gpu` takes any adapter and fails when there is none. Each
+/// rank opens its own (the local rank's).
+fn resolve(choice: DeviceChoice, ranks: &Ranks) -> Result<Resolved, Box<dyn Error>> {
     #[cfg(feature = "gpu")]
     match choice {
         DeviceChoice::Cpu => Ok(Resolved::Cpu),
-        DeviceChoice::Gpu => Ok(Resolved::Gpu(Gpu::init()?)),
-        DeviceChoice::Auto => Ok(match Gpu::init() {
+        DeviceChoice::Gpu => Ok(Resolved::Gpu(ranks.gpu()?)),
+        DeviceChoice::Auto => Ok(match ranks.gpu() {
             Ok(info) if info.device_type != "Cpu" => Resolved::Gpu(info),
             _ => Resolved::Cpu,
         }),
     }
+    #[cfg(not(feature = "gpu"))]
+    let _ = ranks;
     #[cfg(not(feature = "gpu"))]
     match choice {
         DeviceChoice::Gpu => {
@@ -178,12 +207,9 @@ fn resolve(choice: DeviceChoice) -> Result<Resolved, Box<dyn Error>> {
     }
 }
 
-fn rayon_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 fn train_on<D: Backend<f32>>(
     args: &Args,
+    ranks: &Ranks,
     train: Labelled,
     test: Labelled,
     mut rng: Rng,
@@ -196,11 +222,14 @@ fn train_on<D: Backend<f32>>(
         .batch::<BATCH>()
         .drop_last()
         .shuffle(args.seed)
+        .shard(ranks.rank(), ranks.world())
         .device::<D>();
     let test_loader = DataLoader::new(test)
         .features::<Rank3<1, 8, 8>>()?
         .batch::<EVAL_BATCH>()
+        .shard(ranks.rank(), ranks.world())
         .device::<D>();
+    let main = ranks.is_main();
 
     let mut model = DigitsCnn::<D>::new(&mut rng);
     let mut opt = Adam::<D>::adamw(LR, WEIGHT_DECAY);
@@ -226,11 +255,15 @@ fn train_on<D: Backend<f32>>(
         }
         records = history::read(&files.metrics, done as usize)?;
         first = done + 1;
-        println!(
-            "resuming after epoch {done} from {}",
-            files.checkpoint.display()
-        );
+        if main {
+            println!(
+                "resuming after epoch {done} from {}",
+                files.checkpoint.display()
+            );
+        }
     }
+    // Every rank starts from rank 0's model (the same checkpoint when resuming).
+    let mut model = ranks.replicate(model)?;
 
     let start = Instant::now();
     let mut confusion = ConfusionMatrix::new(10);
@@ -238,7 +271,11 @@ fn train_on<D: Backend<f32>>(
     let last = args.stop_after.map_or(epochs, u64::from);
     for epoch in first..=last {
         model.train();
-        let bar = progress(epoch, epochs, steps_per_epoch);
+        let bar = if main {
+            progress(epoch, epochs, steps_per_epoch)
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
         let epoch_start = Instant::now();
         let mut loss_sum = Tensor::<(), D>::zeros();
         for (i, batch) in loader.epoch(epoch).enumerate() {
@@ -248,7 +285,7 @@ fn train_on<D: Backend<f32>>(
             let loss = cross_entropy_smoothed(&logits, &batch.targets, SMOOTHING);
             let value = loss.detach();
             loss_sum = loss_sum + value.clone();
-            let mut grads = loss.backward();
+            let mut grads = model.backward(loss)?;
             clip_grad_norm(&mut grads, MAX_GRAD_NORM);
             opt.step(&mut model, &grads);
             bar.inc(1);
@@ -259,16 +296,22 @@ fn train_on<D: Backend<f32>>(
         }
         bar.finish_and_clear();
         let seconds = epoch_start.elapsed().as_secs_f64();
-        let (test_loss, matrix) = evaluate(&mut model, &test_loader);
+        let (test_loss, matrix) = evaluate(&mut model, &test_loader, ranks)?;
         confusion = matrix;
+        let mut train_loss = [f64::from(loss_sum.item()) / steps_per_epoch as f64];
+        ranks.sum(&mut train_loss)?;
         let record = EpochRecord {
             epoch: epoch as usize,
-            train_loss: f64::from(loss_sum.item()) / steps_per_epoch as f64,
+            train_loss: train_loss[0] / ranks.world() as f64,
             test_loss,
             test_accuracy: confusion.accuracy(),
             lr: opt.lr(),
             steps_per_second: steps_per_epoch as f64 / seconds,
         };
+        records.push(record.clone());
+        if !main {
+            continue;
+        }
         println!(
             "epoch {:>2}/{epochs}  train loss {:.4}  test loss {:.4}  test accuracy {:.2}%  {:.0} steps/s",
             record.epoch,
@@ -280,7 +323,6 @@ fn train_on<D: Backend<f32>>(
         if let Some(memory) = memory() {
             println!("          device memory: {memory}");
         }
-        records.push(record);
         let meta = Metadata::from([
             ("epoch".to_string(), epoch.to_string()),
             ("seed".to_string(), args.seed.to_string()),
@@ -290,23 +332,28 @@ fn train_on<D: Backend<f32>>(
     }
     if first > last {
         // Nothing left to train: report the saved model.
-        let (_, matrix) = evaluate(&mut model, &test_loader);
+        let (_, matrix) = evaluate(&mut model, &test_loader, ranks)?;
         confusion = matrix;
     }
-    plot::draw(&files.plot, &records)?;
+    if main {
+        plot::draw(&files.plot, &records)?;
+    }
     Ok(Report {
         records,
         confusion,
         seconds: start.elapsed().as_secs_f64(),
+        main,
         files,
     })
 }
 
-/// Mean test loss (plain cross-entropy) and the confusion matrix, in eval mode.
+/// Mean test loss (plain cross-entropy) and the confusion matrix, in eval mode,
+/// over every rank's share of the test set.
 fn evaluate<D: Backend<f32>>(
     model: &mut DigitsCnn<D>,
     loader: &DataLoader<Rank3<1, 8, 8>, volta::data::batching::UpTo<EVAL_BATCH>, D>,
-) -> (f64, ConfusionMatrix) {
+    ranks: &Ranks,
+) -> Result<(f64, ConfusionMatrix), Box<dyn Error>> {
     model.eval();
     let _no_grad = no_grad();
     let mut confusion = ConfusionMatrix::new(10);
@@ -321,7 +368,13 @@ fn evaluate<D: Backend<f32>>(
         count += n;
     }
     model.train();
-    (f64::from(total.item()) / count as f64, confusion)
+    // Sums over the ranks: the loss, the count, then the matrix's cells.
+    let mut sums = vec![f64::from(total.item()), count as f64];
+    sums.extend(confusion.counts().iter().flatten().map(|&c| c as f64));
+    ranks.sum(&mut sums)?;
+    let cells: Vec<u64> = sums[2..].iter().map(|&c| c as u64).collect();
+    let confusion = ConfusionMatrix::from_counts(10, &cells);
+    Ok((sums[0] / sums[1], confusion))
 }
 
 #[cfg(test)]
@@ -396,5 +449,54 @@ mod tests {
             .unwrap();
         assert!(err.to_string().contains("seed"), "{err}");
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// One rank of the job below (run by `mpirun`, not by the test harness).
+    #[cfg(feature = "distributed")]
+    #[test]
+    #[ignore = "an MPI rank of two_ranks_train_the_main_job_and_one_process_resumes_it"]
+    fn rank() {
+        let out = std::env::var("VOLTA_TRAIN_OUT").expect("run by its parent test");
+        let report = run(&args(
+            std::path::Path::new(&out),
+            &["--epochs", "2", "--stop-after", "1"],
+        ))
+        .expect("the rank's run succeeds");
+        assert_eq!(
+            report.main,
+            std::env::var("OMPI_COMM_WORLD_RANK").unwrap() == "0"
+        );
+    }
+
+    /// `mpirun -np 2` trains the main job's first epoch on two ranks (each
+    /// taking half of every batch), and a single process resumes its checkpoint
+    /// for the second: a checkpoint does not depend on the number of ranks.
+    #[cfg(feature = "distributed")]
+    #[test]
+    fn two_ranks_train_the_main_job_and_one_process_resumes_it() {
+        let out = std::env::temp_dir().join(format!("volta-train-mpi-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let output = std::process::Command::new("mpirun")
+            .args(["-np", "2", "--oversubscribe"])
+            .arg(std::env::current_exe().unwrap())
+            .args(["--ignored", "--exact", "run::tests::rank", "--nocapture"])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("VOLTA_TRAIN_OUT", &out)
+            .output()
+            .expect("mpirun runs (install Open MPI: openmpi-bin)");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        // Only rank 0 reports.
+        assert_eq!(stdout.matches("epoch  1/2").count(), 1, "{stdout}");
+        assert!(stdout.contains("× 2 ranks, batch 32 each"), "{stdout}");
+        let resumed = run(&args(&out, &["--epochs", "2", "--resume"])).unwrap();
+        assert_eq!(resumed.records.len(), 2);
+        assert!(resumed.accuracy() > 0.9, "{}", resumed.accuracy());
+        std::fs::remove_dir_all(&out).unwrap();
     }
 }

@@ -138,6 +138,19 @@ pub fn init() -> Result<ProcessGroup, DistributedError> {
     })
 }
 
+/// Whether an MPI launcher (`mpirun`, `mpiexec`, `srun` with PMI) started this
+/// process: a program can then call [`init`], and run on its own otherwise
+/// without starting MPI at all.
+pub fn launched() -> bool {
+    [
+        "OMPI_COMM_WORLD_SIZE", // Open MPI
+        "PMI_SIZE",             // MPICH, Intel MPI, Slurm's PMI-1/2
+        "PMIX_RANK",            // PMIx launchers (Slurm, PRRTE)
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some())
+}
+
 /// Gives each of the `ranks` on this host its share of the cores for CPU kernels,
 /// unless the user chose (`RAYON_NUM_THREADS`) or the pool already started.
 fn share_cores(ranks: usize) {

@@ -37,7 +37,7 @@ mod group;
 pub use data_parallel::{BucketTiming, DEFAULT_BUCKET_BYTES, DataParallel, StepProfile};
 pub use error::DistributedError;
 pub(crate) use group::Pending;
-pub use group::{DEFAULT_TIMEOUT, ProcessGroup, TIMEOUT_ENV, init};
+pub use group::{DEFAULT_TIMEOUT, ProcessGroup, TIMEOUT_ENV, init, launched};
 /// The MPI bindings Volta runs on (the `mpi` crate), for programs that need
 /// their own collectives or name [`Equivalence`](mpi::datatype::Equivalence).
 pub use mpi;

@@ -181,6 +181,25 @@ impl ConfusionMatrix {
         self.counts.fill(0);
     }
 
+    /// A matrix over `classes` classes holding `cells`, row-major
+    /// (`cells[truth * classes + predicted]`): counts summed elsewhere, such as
+    /// over the ranks of a data-parallel job.
+    ///
+    /// # Panics
+    /// When `cells` does not hold `classes²` counts.
+    pub fn from_counts(classes: usize, cells: &[u64]) -> Self {
+        assert_eq!(
+            cells.len(),
+            classes * classes,
+            "ConfusionMatrix::from_counts: {classes} classes need {} cells, got {}",
+            classes * classes,
+            cells.len()
+        );
+        let mut m = Self::new(classes);
+        m.counts.copy_from_slice(cells);
+        m
+    }
+
     /// The counts, `counts()[truth][predicted]`.
     pub fn counts(&self) -> Vec<Vec<u64>> {
         self.counts
