@@ -15,6 +15,7 @@
 //! ```
 use clap::Parser;
 use std::time::Instant;
+use volta::RawTensor;
 use volta::distributed::{DataParallel, ProcessGroup, StepProfile};
 use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
@@ -34,6 +35,77 @@ struct Args {
     /// Timed steps per row (after three warm-up steps).
     #[arg(long, default_value_t = 20)]
     steps: usize,
+    /// Only the parts of a step's communication, for the GPT's 43 MB of
+    /// gradients: read-back, upload, and MPI's all-reduce two ways.
+    #[arg(long)]
+    transfers: bool,
+}
+
+/// Times the stages of moving `n` f32 gradients between ranks.
+fn transfers(group: &ProcessGroup, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    use volta::distributed::mpi::collective::SystemOperation;
+    use volta::distributed::mpi::topology::SimpleCommunicator;
+    use volta::distributed::mpi::traits::{Communicator, CommunicatorCollectives};
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2] * 1e3
+    };
+    let g = RawTensor::<Gpu, f32>::uniform(&[n], 1);
+    Gpu::sync()?;
+    let read = med((0..10)
+        .map(|_| {
+            let t = Instant::now();
+            let v = g.to_vec();
+            std::hint::black_box(v);
+            t.elapsed().as_secs_f64()
+        })
+        .collect());
+    let host: Vec<f32> = g.to_vec();
+    let upload = med((0..10)
+        .map(|_| {
+            let t = Instant::now();
+            let up = RawTensor::<Gpu, f32>::from_vec(host.clone(), &[n]);
+            Gpu::sync().unwrap();
+            drop(up);
+            t.elapsed().as_secs_f64()
+        })
+        .collect());
+    // MPI_THREAD_MULTIPLE: this thread may use the world while Volta's MPI
+    // thread is idle.
+    let world = SimpleCommunicator::world();
+    let ranks = world.size() as usize;
+    let mut out = vec![0f32; n];
+    let allreduce = med((0..10)
+        .map(|_| {
+            world.barrier();
+            let t = Instant::now();
+            world.all_reduce_into(&host[..], &mut out[..], SystemOperation::sum());
+            t.elapsed().as_secs_f64()
+        })
+        .collect());
+    let block = n / ranks;
+    let mut mine = vec![0f32; block];
+    let scatter_gather = med((0..10)
+        .map(|_| {
+            world.barrier();
+            let t = Instant::now();
+            world.reduce_scatter_block_into(
+                &host[..block * ranks],
+                &mut mine[..],
+                SystemOperation::sum(),
+            );
+            world.all_gather_into(&mine[..], &mut out[..block * ranks]);
+            t.elapsed().as_secs_f64()
+        })
+        .collect());
+    if group.is_main() {
+        let mb = (n * 4) as f64 / 1e6;
+        println!(
+            "transfers of {mb:.1} MB: read-back {read:.2} ms, upload {upload:.2} ms, MPI_Allreduce {allreduce:.2} ms, reduce-scatter + all-gather {scatter_gather:.2} ms ({} ranks)",
+            ranks
+        );
+    }
+    Ok(())
 }
 
 #[derive(Module)]
@@ -112,6 +184,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             info.name,
             info.backend
         );
+    }
+    if args.transfers {
+        return transfers(&group, 10_765_056);
     }
     let rank = group.rank() as u64;
     let overlaps: &[bool] = if group.world_size() > 1 {

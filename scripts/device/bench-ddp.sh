@@ -12,10 +12,15 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for f in .device/mpi/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The machine's own PMIx plugins (Ubuntu's) do not fit Debian's libpmix: without
+# this, mpirun crashes in pmix_preg_base_generate_ppn (seen 2026-11-26).
+export PMIX_MCA_preg=native
 # One host: Open MPI's local launcher, no ssh.
 mpi=(mpirun --mca plm isolated --bind-to none)
 gunzip -c .device/bin/bench_ddp.gz > ~/bench_ddp && chmod +x ~/bench_ddp
 out="${OUT:-/tmp}"
+# The parts of the communication alone: read-back, upload, MPI's all-reduce.
+timeout 60 "${mpi[@]}" -np 2 ~/bench_ddp --transfers 2>&1 | grep -v '^\[' | tee "$out/transfers.txt"
 timeout 150 "${mpi[@]}" -np 1 ~/bench_ddp 2>&1 | tee "$out/volta-np1.txt"
 timeout 150 "${mpi[@]}" -np 2 ~/bench_ddp 2>&1 | tee "$out/volta-np2.txt"
 PYTHONUNBUFFERED=1 timeout 120 python3 scripts/device/ddp_peers.py --world 1 2>&1 | tee "$out/torch-np1.txt"

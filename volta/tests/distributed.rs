@@ -260,8 +260,8 @@ fn floats(bits: &str) -> Vec<f32> {
 }
 
 /// Two ranks at batch `b` end with the parameters of one process at batch `2b`.
-/// The two ranks agree to the bit (each bucket is summed once, on one rank, and
-/// sent to both). Against one process they agree to 1e-6: one process sums the
+/// The two ranks agree to the bit (both receive the same all-reduced sums: see
+/// `sum_into` in `volta/src/distributed/group.rs`). Against one process they agree to 1e-6: one process sums the
 /// `2b` per-sample gradient terms in one order, two ranks sum `b` each and then
 /// the two halves, so the sums round differently (measured: 9e-8 after 12 steps).
 fn check_equivalence(device: &str, extra: &[&str], single: Vec<f32>) {

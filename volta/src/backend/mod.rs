@@ -44,6 +44,10 @@ pub trait Memory<E: Element>: 'static {
     type Buffer: Clone + Send + Sync + 'static;
     /// Uploads host data.
     fn from_vec(data: Vec<E>) -> Self::Buffer;
+    /// Uploads a copy of host data the caller keeps (a buffer reused every step).
+    fn from_slice(data: &[E]) -> Self::Buffer {
+        Self::from_vec(data.to_vec())
+    }
     /// A buffer of `len` copies of `value`.
     fn full(len: usize, value: E) -> Self::Buffer;
     /// What a read-back can fail with: [`Infallible`](std::convert::Infallible) on

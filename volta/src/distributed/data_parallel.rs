@@ -1,5 +1,6 @@
 //! [`DataParallel`]: one model replica per rank, gradients averaged in buckets
 //! while the backward pass is still running.
+use super::group::sum_into;
 use super::{DistributedError, Pending, ProcessGroup};
 use crate::autograd::{Gradients, no_grad};
 use crate::backend::Backend;
@@ -60,6 +61,9 @@ pub struct DataParallel<M, D: Backend<E>, E: Float = f32> {
     bucket_bytes: usize,
     overlap: bool,
     profile: StepProfile,
+    /// Each bucket's host buffer for the averaged gradients, kept from step to
+    /// step: fresh pages cost more than the copy.
+    host: Vec<Vec<E>>,
     _device: PhantomData<fn() -> (D, E)>,
 }
 
@@ -107,6 +111,7 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
             bucket_bytes: DEFAULT_BUCKET_BYTES,
             overlap: true,
             profile: StepProfile::default(),
+            host: Vec::new(),
             _device: PhantomData,
         })
     }
@@ -187,12 +192,15 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
         let mut launched: Vec<Launched<E>> = Vec::with_capacity(buckets.len());
         let mut failure = None;
         let overlap = self.overlap;
+        let mut host = std::mem::take(&mut self.host);
+        host.resize_with(buckets.len(), Vec::new);
 
         let launch = |b: usize,
                       grads: Vec<Option<RawTensor<D, E>>>,
-                      launched: &mut Vec<Launched<E>>|
+                      launched: &mut Vec<Launched<E>>,
+                      out: Vec<E>|
          -> Result<(), DistributedError> {
-            let pending = self.launch(b, &buckets[b], &slots, grads, start)?;
+            let pending = self.launch(b, &buckets[b], &slots, grads, out, start)?;
             launched.push(pending);
             Ok(())
         };
@@ -212,7 +220,8 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
                         break;
                     }
                     let grads = std::mem::take(&mut filling[next]);
-                    if let Err(e) = launch(next, grads, &mut launched) {
+                    let out = std::mem::take(&mut host[next]);
+                    if let Err(e) = launch(next, grads, &mut launched, out) {
                         failure = Some(e);
                     }
                 }
@@ -227,7 +236,8 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
         while launched.len() < buckets.len() {
             let next = launched.len();
             let grads = std::mem::take(&mut filling[next]);
-            launch(next, grads, &mut launched)?;
+            let out = std::mem::take(&mut host[next]);
+            launch(next, grads, &mut launched, out)?;
         }
         let backward = start.elapsed();
         let buffers = self.start_buffer_broadcast()?;
@@ -236,16 +246,17 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
         let mut timings = Vec::with_capacity(launched.len());
         let _no_grad = no_grad();
         for (b, job) in launched.into_iter().enumerate() {
-            let (flat, timing) = job.pending.wait()??;
+            let (mean, present, timing) = job.pending.wait()??;
             let members = &buckets[b];
             let total: usize = members.iter().map(|&p| slots[p].numel).sum();
             // One upload per bucket; each gradient is a view of it.
-            let device = RawTensor::<D, E>::from_vec(flat[..total].to_vec(), &[total]);
+            let device = RawTensor::<D, E>::from_slice(&mean[..total], &[total]);
+            host[b] = mean;
             let mut offset = 0;
             for (k, &p) in members.iter().enumerate() {
                 let n = slots[p].numel;
-                // The presence flags follow the gradients: some rank had one.
-                if flat[total + k] > E::ZERO {
+                // Some rank had a gradient for it.
+                if present[k] > E::ZERO {
                     let g = device.narrow(0, offset, n).reshape(&slots[p].dims);
                     averaged.add_raw(ids[p], g);
                 }
@@ -258,6 +269,7 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
             set_buffers(&mut self.model, values);
         }
         let _ = grads; // this rank's own gradients: superseded by the averages
+        self.host = host;
         self.profile = StepProfile {
             backward,
             wait: start.elapsed() - backward,
@@ -274,6 +286,7 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
         members: &[usize],
         slots: &[Slot],
         grads: Vec<Option<RawTensor<D, E>>>,
+        mut out: Vec<E>,
         step_start: Instant,
     ) -> Result<Launched<E>, DistributedError> {
         let _no_grad = no_grad();
@@ -299,16 +312,22 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
         let started = step_start.elapsed();
         let pending = self.group.start(
             format!("all-reduce of gradient bucket {b}"),
-            move |comm| -> Result<(Vec<E>, BucketTiming), DistributedError> {
+            move |comm| -> Result<(Vec<E>, Vec<E>, BucketTiming), DistributedError> {
                 let t = Instant::now();
-                let mut data = flat
+                let data = flat
                     .try_to_vec()
                     .map_err(|e| DistributedError::Device(e.to_string()))?;
                 let read = t.elapsed();
-                data.extend(flags);
-                super::group::mean_deterministic(comm, &mut data);
+                sum_into(comm, &data, &mut out);
+                let mut present = Vec::new();
+                sum_into(comm, &flags, &mut present);
+                let ranks = E::from_f64(comm.size() as f64);
+                for x in &mut out {
+                    *x = *x / ranks;
+                }
                 Ok((
-                    data,
+                    out,
+                    present,
                     BucketTiming {
                         elements,
                         started,
@@ -360,8 +379,9 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
 
 /// A bucket on its way through the MPI thread.
 struct Launched<E> {
+    /// The averaged gradients, the presence flags summed, the timing.
     #[allow(clippy::type_complexity)]
-    pending: Pending<Result<(Vec<E>, BucketTiming), DistributedError>>,
+    pending: Pending<Result<(Vec<E>, Vec<E>, BucketTiming), DistributedError>>,
 }
 
 /// The ids and dims of the model's trainable parameters, in visit order.

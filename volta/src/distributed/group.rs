@@ -254,9 +254,9 @@ impl ProcessGroup {
         }
         let data = values.to_vec();
         let sums = self.run("all-reduce of metrics", move |comm| {
-            let mut data = data;
-            sum_deterministic(comm, &mut data);
-            data
+            let mut sums = Vec::new();
+            sum_into(comm, &data, &mut sums);
+            sums
         })?;
         values.copy_from_slice(&sums);
         Ok(())
@@ -321,46 +321,24 @@ impl<R> Pending<R> {
     }
 }
 
-/// Sums `data` over the ranks so that every rank receives the same bits, run
-/// after run: a reduce-scatter sums each block once, on the rank that owns it, in
-/// the order Open MPI fixes for this world size and message size; an all-gather
-/// then hands those sums to everyone. (An all-reduce may let each rank add the
-/// same numbers in its own order, and ranks would drift apart by rounding.)
-fn sum_deterministic<E: Float + Equivalence>(comm: &SimpleCommunicator, data: &mut Vec<E>) {
-    reduce_blocks(comm, data, |_| {});
-}
-
-/// [`sum_deterministic`] divided by the number of ranks: gradient averaging.
-pub(crate) fn mean_deterministic<E: Float + Equivalence>(
+/// Sums `data` over the ranks into `out` (resized to fit): `MPI_Allreduce`.
+/// Every rank receives the same bits, run after run, for a given world size and
+/// length: Open MPI picks its algorithm from those alone, and each of its
+/// algorithms either sums every block once and hands the sum around (ring,
+/// Rabenseifner) or has pairs of ranks add the same two partial sums (recursive
+/// doubling, where `a + b == b + a` exactly). The tests check two ranks' weights
+/// are bitwise equal after training.
+pub(crate) fn sum_into<E: Float + Equivalence>(
     comm: &SimpleCommunicator,
-    data: &mut Vec<E>,
+    data: &[E],
+    out: &mut Vec<E>,
 ) {
-    let ranks = E::from_f64(comm.size() as f64);
-    reduce_blocks(comm, data, |block| {
-        for x in block {
-            *x = *x / ranks;
-        }
-    });
-}
-
-fn reduce_blocks<E: Float + Equivalence>(
-    comm: &SimpleCommunicator,
-    data: &mut Vec<E>,
-    finish: impl FnOnce(&mut [E]),
-) {
-    let ranks = comm.size() as usize;
-    let n = data.len();
-    if ranks == 1 || n == 0 {
-        finish(data);
-        return;
+    out.resize(data.len(), E::ZERO);
+    if comm.size() == 1 {
+        out.copy_from_slice(data);
+    } else if !data.is_empty() {
+        comm.all_reduce_into(data, &mut out[..], SystemOperation::sum());
     }
-    let block = n.div_ceil(ranks);
-    data.resize(block * ranks, E::ZERO);
-    let mut mine = vec![E::ZERO; block];
-    comm.reduce_scatter_block_into(&data[..], &mut mine[..], SystemOperation::sum());
-    finish(&mut mine);
-    comm.all_gather_into(&mine[..], &mut data[..]);
-    data.truncate(n);
 }
 
 impl Drop for Inner {

@@ -90,6 +90,13 @@ impl<D: Device + Memory<E>, E: Element> RawTensor<D, E> {
         Self::leaf(D::from_vec(data), Layout::contiguous(dims))
     }
 
+    /// A contiguous untracked tensor holding a copy of `data` (length already
+    /// checked), which the caller keeps.
+    pub fn from_slice(data: &[E], dims: &[usize]) -> Self {
+        debug_assert_eq!(data.len(), dims.iter().product::<usize>());
+        Self::leaf(D::from_slice(data), Layout::contiguous(dims))
+    }
+
     /// The result of an op: tracked (and remembering `op`) when gradients are
     /// enabled and an input is tracked.
     #[track_caller]

@@ -55,7 +55,10 @@ macro_rules! memory {
         impl Memory<$t> for Gpu {
             type Buffer = GpuBuffer<$t>;
             fn from_vec(data: Vec<$t>) -> Self::Buffer {
-                GpuBuffer::new(transfer::upload(rt(), &data), data.len())
+                Self::from_slice(&data)
+            }
+            fn from_slice(data: &[$t]) -> Self::Buffer {
+                GpuBuffer::new(transfer::upload(rt(), data), data.len())
             }
             fn full(len: usize, value: $t) -> Self::Buffer {
                 GpuBuffer::new(fill(rt(), $elem, len, value.scalar_bits()), len)

@@ -78,6 +78,6 @@ impl Replay for Gpu {
         let c = rt();
         let dst = buf.raw().clone();
         let staging = stage(c, bytemuck::cast_slice(data));
-        c.recorder().upload(&c.gpu, &staging, &dst);
+        c.recorder().upload(&c.gpu, &staging, &dst, 0);
     }
 }

@@ -430,14 +430,14 @@ impl Recorder {
         Some(Batch { encoder, writes })
     }
 
-    /// Records the copy of a [`stage`]d upload into `dst`, in order with the
-    /// kernels around it.
-    pub fn upload(&mut self, gpu: &GpuDevice, staging: &wgpu::Buffer, dst: &Pooled) {
+    /// Records the copy of a [`stage`]d upload into `dst` at byte `offset`, in
+    /// order with the kernels around it.
+    pub fn upload(&mut self, gpu: &GpuDevice, staging: &wgpu::Buffer, dst: &Pooled, offset: u64) {
         if self.dispatches >= MAX_DISPATCHES {
             self.hand_over(gpu);
         }
         self.encoder(gpu)
-            .copy_buffer_to_buffer(staging, 0, &dst.buffer, 0, staging.size());
+            .copy_buffer_to_buffer(staging, 0, &dst.buffer, offset, staging.size());
         // Staging memory is held until submission: count uploads toward the batch.
         self.dispatches += 1;
         self.recorded += 1;

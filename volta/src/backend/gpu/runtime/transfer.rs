@@ -27,11 +27,20 @@ pub(crate) fn upload<E: bytemuck::Pod>(rt: &Runtime, data: &[E]) -> Arc<Pooled> 
             padded = [bytes, &[0; 3][..4 - bytes.len() % 4]].concat();
             &padded[..]
         };
-        let staging = stage(rt, bytes);
-        rt.recorder().upload(&rt.gpu, &staging, &buf);
+        // Large uploads go in pieces: a staging buffer past the allocator's
+        // block size is a dedicated allocation of fresh memory each time, which
+        // costs more than the copy (43 MB: 42 ms on an H200 VM, 2026-11-26).
+        for (i, piece) in bytes.chunks(STAGING_PIECE).enumerate() {
+            let staging = stage(rt, piece);
+            rt.recorder()
+                .upload(&rt.gpu, &staging, &buf, (i * STAGING_PIECE) as u64);
+        }
     }
     buf
 }
+
+/// The largest staging buffer of one upload (a multiple of 4 bytes).
+const STAGING_PIECE: usize = 4 << 20;
 
 /// Reads `n` contiguous elements of `size` bytes from element `offset` of `buf`.
 pub(crate) fn download<E: bytemuck::Pod>(
@@ -182,10 +191,16 @@ impl Read {
                 .get_mapped_range()
                 .map_err(|e| GpuError::ReadBack(e.to_string()))?;
             let raised: [u32; 4] = bytemuck::pod_read_unaligned(&view[self.bytes as usize..]);
-            let data: Vec<E> = view[self.elements.clone()]
-                .chunks_exact(self.size)
-                .map(bytemuck::pod_read_unaligned)
-                .collect();
+            let bytes = &view[self.elements.clone()];
+            // One memcpy when the elements are aligned (mapped ranges are), else
+            // element by element.
+            let data: Vec<E> = match bytemuck::try_cast_slice::<u8, E>(bytes) {
+                Ok(elements) => elements.to_vec(),
+                Err(_) => bytes
+                    .chunks_exact(self.size)
+                    .map(bytemuck::pod_read_unaligned)
+                    .collect(),
+            };
             (data, raised)
         };
         buffer.unmap();
