@@ -52,19 +52,20 @@ fn transfers(group: &ProcessGroup, n: usize) -> Result<(), Box<dyn std::error::E
     };
     let g = RawTensor::<Gpu, f32>::uniform(&[n], 1);
     Gpu::sync()?;
+    // As DataParallel moves a bucket: through host buffers kept from one step
+    // to the next.
+    let mut host: Vec<f32> = Vec::new();
     let read = med((0..10)
         .map(|_| {
             let t = Instant::now();
-            let v = g.to_vec();
-            std::hint::black_box(v);
+            g.try_read_into(&mut host).unwrap();
             t.elapsed().as_secs_f64()
         })
         .collect());
-    let host: Vec<f32> = g.to_vec();
     let upload = med((0..10)
         .map(|_| {
             let t = Instant::now();
-            let up = RawTensor::<Gpu, f32>::from_vec(host.clone(), &[n]);
+            let up = RawTensor::<Gpu, f32>::from_slice(&host, &[n]);
             Gpu::sync().unwrap();
             drop(up);
             t.elapsed().as_secs_f64()
@@ -127,6 +128,7 @@ fn time(
     let mut times = Vec::new();
     let mut sums = [0.0; 4];
     let mut buckets = 0;
+    let mut last = StepProfile::default();
     for _ in 0..steps {
         let t = Instant::now();
         let p = step();
@@ -141,8 +143,21 @@ fn time(
             .map(|b| b.reduce.as_secs_f64())
             .sum::<f64>();
         buckets = p.buckets.len();
+        last = p;
     }
     times.sort_by(f64::total_cmp);
+    // `VOLTA_BENCH_BUCKETS=1`: when each bucket of the last step started.
+    if std::env::var_os("VOLTA_BENCH_BUCKETS").is_some() {
+        for (i, b) in last.buckets.iter().enumerate() {
+            eprintln!(
+                "    bucket {i}: {} elements, started {:.2} ms into the backward pass, read-back {:.2} ms, all-reduce {:.2} ms",
+                b.elements,
+                b.started.as_secs_f64() * 1e3,
+                b.read.as_secs_f64() * 1e3,
+                b.reduce.as_secs_f64() * 1e3
+            );
+        }
+    }
     Ok((
         times[times.len() / 2],
         sums.map(|s| s / steps as f64),

@@ -5,7 +5,7 @@ use crate::dtype::Float;
 use crate::layout::Layout;
 use crate::shape::{Scalar, Shape};
 use crate::tensor::{RawTensor, Tensor, TensorId};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
 
 type T<D, E> = RawTensor<D, E>;
@@ -76,6 +76,20 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(
         return grads;
     }
     let order = topological_order(&root);
+    // How many ops still have to pass a gradient to each node. A depth-first
+    // order can put a leaf long before the ops that use it are done (the last
+    // layer's weight early in the order, so late in this walk): counting lets
+    // the leaf's gradient go out as soon as its last user has run.
+    let mut users: HashMap<TensorId, usize> = HashMap::new();
+    for node in &order {
+        if let Some(op) = node.op() {
+            for input in op.inputs() {
+                if input.is_tracked() {
+                    *users.entry(input.id()).or_default() += 1;
+                }
+            }
+        }
+    }
     grads.add_raw(root.id(), T::full_like_dims(root.dims(), E::ONE));
     let mut leaf_grads = Gradients::new();
     for node in order.iter().rev() {
@@ -84,7 +98,8 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(
         };
         match node.op() {
             None => {
-                // A leaf comes after every node that uses it: its gradient is whole.
+                // Only the root can be a leaf reached here: every other leaf is
+                // finished below, when its last user has passed its gradient.
                 on_leaf(node.id(), &g);
                 leaf_grads.add_raw(node.id(), g);
             }
@@ -104,6 +119,21 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(
                     }
                     if input.is_tracked() {
                         grads.add_raw(input.id(), grad);
+                    }
+                }
+                for input in op.inputs() {
+                    if !input.is_tracked() {
+                        continue;
+                    }
+                    let left = users.get_mut(&input.id()).expect("counted above");
+                    *left -= 1;
+                    if *left == 0
+                        && input.op().is_none()
+                        && let Some(g) = grads.take_raw(input.id())
+                    {
+                        // A leaf's gradient is whole once its last user has run.
+                        on_leaf(input.id(), &g);
+                        leaf_grads.add_raw(input.id(), g);
                     }
                 }
             }

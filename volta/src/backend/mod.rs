@@ -63,6 +63,33 @@ pub trait Memory<E: Element>: 'static {
             panic!("{e} (call `try_to_vec` or `try_item` to handle this error)")
         })
     }
+    /// [`try_to_vec`](Memory::try_to_vec) into `out`, replacing its contents and
+    /// reusing its allocation: for a buffer read back every step, whose fresh
+    /// pages would cost more than the copy.
+    fn try_read_into(
+        buf: &Self::Buffer,
+        layout: &Layout,
+        out: &mut Vec<E>,
+    ) -> Result<(), Self::Error> {
+        *out = Self::try_to_vec(buf, layout)?;
+        Ok(())
+    }
+    /// [`try_read_into`](Memory::try_read_into), started now and finished by
+    /// the future, which may run on another thread: the copy is recorded here, in
+    /// order with the work recorded before it, so the future waits for that work
+    /// only (a thread that recorded the copy itself later could find the rest of
+    /// a backward pass recorded before it). The future hands `out` back filled.
+    fn read_into_later(
+        buf: &Self::Buffer,
+        layout: &Layout,
+        out: Vec<E>,
+    ) -> impl Future<Output = Result<Vec<E>, Self::Error>> + Send + 'static
+    where
+        E: Send,
+    {
+        let mut out = out;
+        std::future::ready(Self::try_read_into(buf, layout, &mut out).map(|()| out))
+    }
     /// [`try_to_vec`](Memory::try_to_vec) without blocking, for the browser: the
     /// read-back is started now and the future completes when the data arrives.
     /// On the CPU it is ready at once.

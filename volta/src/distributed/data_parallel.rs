@@ -50,7 +50,7 @@ pub const DEFAULT_BUCKET_BYTES: usize = 25 << 20;
 /// let mut model = DataParallel::new(&group, model)?;
 /// let mut opt = Sgd::new(0.1);
 /// let x = Tensor::<Rank2<8, 4>>::ones();
-/// let loss = model.forward(&x).square().mean();
+/// let loss = model.forward(&x).square().mean_all();
 /// let grads = model.backward(loss)?; // averaged over the ranks
 /// opt.step(&mut model, &grads);
 /// # Ok(()) }
@@ -61,9 +61,9 @@ pub struct DataParallel<M, D: Backend<E>, E: Float = f32> {
     bucket_bytes: usize,
     overlap: bool,
     profile: StepProfile,
-    /// Each bucket's host buffer for the averaged gradients, kept from step to
-    /// step: fresh pages cost more than the copy.
-    host: Vec<Vec<E>>,
+    /// Each bucket's host buffers (its gradients as read back, and their
+    /// average), kept from step to step: fresh pages cost more than the copy.
+    host: Vec<(Vec<E>, Vec<E>)>,
     _device: PhantomData<fn() -> (D, E)>,
 }
 
@@ -193,12 +193,12 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
         let mut failure = None;
         let overlap = self.overlap;
         let mut host = std::mem::take(&mut self.host);
-        host.resize_with(buckets.len(), Vec::new);
+        host.resize_with(buckets.len(), Default::default);
 
         let launch = |b: usize,
                       grads: Vec<Option<RawTensor<D, E>>>,
                       launched: &mut Vec<Launched<E>>,
-                      out: Vec<E>|
+                      out: (Vec<E>, Vec<E>)|
          -> Result<(), DistributedError> {
             let pending = self.launch(b, &buckets[b], &slots, grads, out, start)?;
             launched.push(pending);
@@ -246,12 +246,12 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
         let mut timings = Vec::with_capacity(launched.len());
         let _no_grad = no_grad();
         for (b, job) in launched.into_iter().enumerate() {
-            let (mean, present, timing) = job.pending.wait()??;
+            let (read, mean, present, timing) = job.pending.wait()??;
             let members = &buckets[b];
             let total: usize = members.iter().map(|&p| slots[p].numel).sum();
             // One upload per bucket; each gradient is a view of it.
             let device = RawTensor::<D, E>::from_slice(&mean[..total], &[total]);
-            host[b] = mean;
+            host[b] = (read, mean);
             let mut offset = 0;
             for (k, &p) in members.iter().enumerate() {
                 let n = slots[p].numel;
@@ -286,7 +286,7 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
         members: &[usize],
         slots: &[Slot],
         grads: Vec<Option<RawTensor<D, E>>>,
-        mut out: Vec<E>,
+        (mut data, mut out): (Vec<E>, Vec<E>),
         step_start: Instant,
     ) -> Result<Launched<E>, DistributedError> {
         let _no_grad = no_grad();
@@ -309,13 +309,17 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
             RawTensor::cat(&parts, 0)
         };
         let elements = flat.layout().numel();
+        // The copy is recorded here, right after the bucket's gradients; had the
+        // MPI thread recorded it, the training thread (which holds the recorder
+        // most of the time) could have recorded the rest of the backward pass
+        // first, and the read would wait for all of it.
+        let read = flat.read_into_later(std::mem::take(&mut data));
         let started = step_start.elapsed();
         let pending = self.group.start(
             format!("all-reduce of gradient bucket {b}"),
-            move |comm| -> Result<(Vec<E>, Vec<E>, BucketTiming), DistributedError> {
+            move |comm| -> Result<Bucket<E>, DistributedError> {
                 let t = Instant::now();
-                let data = flat
-                    .try_to_vec()
+                let data = pollster::block_on(read)
                     .map_err(|e| DistributedError::Device(e.to_string()))?;
                 let read = t.elapsed();
                 sum_into(comm, &data, &mut out);
@@ -326,6 +330,7 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
                     *x = *x / ranks;
                 }
                 Ok((
+                    data,
                     out,
                     present,
                     BucketTiming {
@@ -379,10 +384,12 @@ impl<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence> DataParallel<M, D, 
 
 /// A bucket on its way through the MPI thread.
 struct Launched<E> {
-    /// The averaged gradients, the presence flags summed, the timing.
-    #[allow(clippy::type_complexity)]
-    pending: Pending<Result<(Vec<E>, Vec<E>, BucketTiming), DistributedError>>,
+    pending: Pending<Result<Bucket<E>, DistributedError>>,
 }
+
+/// A reduced bucket: its gradients as this rank read them back, their average
+/// over the ranks, the presence flags summed, and its timing.
+type Bucket<E> = (Vec<E>, Vec<E>, Vec<E>, BucketTiming);
 
 /// The ids and dims of the model's trainable parameters, in visit order.
 fn params<M: Module<D, E>, D: Backend<E>, E: Float>(model: &mut M) -> (Vec<TensorId>, Vec<Slot>) {

@@ -204,6 +204,25 @@ impl<D: Device + Memory<E>, E: Element> RawTensor<D, E> {
         D::try_to_vec(&self.0.buffer, &self.0.layout)
     }
 
+    /// Starts reading the tensor back into `out` (see [`Memory::read_into_later`]):
+    /// the copy is recorded now; the future, which may run on another thread,
+    /// hands `out` back filled.
+    pub fn read_into_later(
+        &self,
+        out: Vec<E>,
+    ) -> impl Future<Output = Result<Vec<E>, <D as Memory<E>>::Error>> + Send + 'static
+    where
+        E: Send,
+    {
+        <D as Memory<E>>::read_into_later(&self.0.buffer, &self.0.layout, out)
+    }
+
+    /// [`try_to_vec`](Self::try_to_vec) into `out`, replacing its contents and
+    /// reusing its allocation (a buffer read back every step).
+    pub fn try_read_into(&self, out: &mut Vec<E>) -> Result<(), <D as Memory<E>>::Error> {
+        D::try_read_into(&self.0.buffer, &self.0.layout, out)
+    }
+
     /// [`try_to_vec`](Self::try_to_vec) without blocking (the browser's
     /// read-back): the copy starts now, the future completes when it arrives.
     pub fn try_to_vec_async(

@@ -69,6 +69,27 @@ macro_rules! memory {
                 let (packed, offset) = packed(rt, buf, layout, $elem);
                 transfer::download(rt, &packed, offset, layout.numel())
             }
+            fn try_read_into(
+                buf: &Self::Buffer,
+                layout: &Layout,
+                out: &mut Vec<$t>,
+            ) -> Result<(), GpuError> {
+                let rt = &device::init()?.rt;
+                let (packed, offset) = packed(rt, buf, layout, $elem);
+                transfer::download_into(rt, &packed, offset, layout.numel(), out)
+            }
+            fn read_into_later(
+                buf: &Self::Buffer,
+                layout: &Layout,
+                out: Vec<$t>,
+            ) -> impl Future<Output = Result<Vec<$t>, GpuError>> + Send + 'static {
+                let n = layout.numel();
+                let read = device::init().and_then(|s| {
+                    let (packed, offset) = packed(&s.rt, buf, layout, $elem);
+                    transfer::Reading::start::<$t>(&s.rt, &packed, offset, n)
+                });
+                async move { read?.finish(out).await }
+            }
             fn try_to_vec_async(
                 buf: &Self::Buffer,
                 layout: &Layout,

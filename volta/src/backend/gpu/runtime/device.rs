@@ -375,9 +375,14 @@ impl GpuDevice {
     /// without sleeping: a blocking wait parks the thread, and waking it costs
     /// more than a small kernel. Long waits block after [`SPIN`].
     #[cfg(not(target_arch = "wasm32"))]
+    ///
+    /// With `submission`, the blocking wait covers that submission only, not work
+    /// other threads submitted after it (a read-back started in the middle of a
+    /// backward pass then returns before the rest of the pass has run).
     pub fn wait_for(
         &self,
         done: &Callback,
+        submission: Option<wgpu::SubmissionIndex>,
     ) -> Result<Result<(), wgpu::BufferAsyncError>, GpuError> {
         let lost = |e: wgpu::PollError| GpuError::ReadBack(e.to_string());
         let start = std::time::Instant::now();
@@ -389,7 +394,10 @@ impl GpuDevice {
             std::hint::spin_loop();
         }
         self.device
-            .poll(wgpu::PollType::wait_indefinitely())
+            .poll(wgpu::PollType::Wait {
+                submission_index: submission,
+                timeout: None,
+            })
             .map_err(lost)?;
         Ok(done.wait())
     }
@@ -400,6 +408,7 @@ impl GpuDevice {
     pub fn wait_for(
         &self,
         _done: &Callback,
+        _submission: Option<wgpu::SubmissionIndex>,
     ) -> Result<Result<(), wgpu::BufferAsyncError>, GpuError> {
         Err(GpuError::WouldBlock)
     }
@@ -410,6 +419,7 @@ impl GpuDevice {
     pub async fn callback(
         &self,
         done: &Callback,
+        submission: Option<wgpu::SubmissionIndex>,
     ) -> Result<Result<(), wgpu::BufferAsyncError>, GpuError> {
         std::future::poll_fn(|cx| {
             if let Err(e) = self.check_lost() {
@@ -418,7 +428,7 @@ impl GpuDevice {
             match done.take(Some(cx.waker())) {
                 Some(r) => Poll::Ready(Ok(r)),
                 None if cfg!(target_arch = "wasm32") => Poll::Pending,
-                None => Poll::Ready(self.wait_for(done)),
+                None => Poll::Ready(self.wait_for(done, submission.clone())),
             }
         })
         .await

@@ -156,7 +156,7 @@ fn read(gpu: &GpuDevice, buffer: &wgpu::Buffer) -> Result<Vec<u64>, GpuError> {
     buffer
         .slice(..)
         .map_async(wgpu::MapMode::Read, done.sender());
-    gpu.wait_for(&done)?
+    gpu.wait_for(&done, None)?
         .map_err(|e| GpuError::ReadBack(e.to_string()))?;
     let ticks = {
         let view = buffer

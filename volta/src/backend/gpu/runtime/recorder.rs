@@ -388,15 +388,19 @@ impl Recorder {
 
     /// Submits everything recorded so far, on this thread, after the batches
     /// handed over before it: when this returns, a wait on the device covers it.
-    pub fn flush(&mut self, gpu: &GpuDevice) {
-        if let Some(batch) = self.take_batch(gpu) {
-            self.submitter.submit(batch);
-        } else {
-            self.submitter.wait();
-        }
+    /// Returns the submission's index when there was something to submit.
+    pub fn flush(&mut self, gpu: &GpuDevice) -> Option<wgpu::SubmissionIndex> {
+        let index = match self.take_batch(gpu) {
+            Some(batch) => Some(self.submitter.submit(batch)),
+            None => {
+                self.submitter.wait();
+                None
+            }
+        };
         if let Some(failure) = self.submitter.take_failure() {
             gpu.report(GpuError::Validation(failure));
         }
+        index
     }
 
     /// Hands a full batch to the submitting thread and goes on recording.
@@ -444,7 +448,8 @@ impl Recorder {
     }
 
     /// Records a copy of `bytes` bytes at `offset` of `src` into a fresh staging
-    /// buffer, followed by the error flags, and submits.
+    /// buffer, followed by the error flags, and submits; returns the staging
+    /// buffer and the submission to wait for.
     pub fn copy_out(
         &mut self,
         gpu: &GpuDevice,
@@ -452,7 +457,7 @@ impl Recorder {
         src: &Arc<Pooled>,
         offset: u64,
         bytes: u64,
-    ) -> Pooled {
+    ) -> (Pooled, Option<wgpu::SubmissionIndex>) {
         assert!(
             !Graph::is_capturing_here(&self.capture),
             "a value was read back inside Gpu::capture: a captured step cannot read \
@@ -465,8 +470,8 @@ impl Recorder {
             encoder.copy_buffer_to_buffer(&src.buffer, offset, &staging.buffer, 0, bytes);
         }
         encoder.copy_buffer_to_buffer(&flags.buffer, 0, &staging.buffer, bytes, 16);
-        self.flush(gpu);
+        let index = self.flush(gpu);
         self.waits += 1;
-        staging
+        (staging, index)
     }
 }

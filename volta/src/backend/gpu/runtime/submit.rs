@@ -52,11 +52,11 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    fn submit(self, queue: &wgpu::Queue) {
+    fn submit(self, queue: &wgpu::Queue) -> wgpu::SubmissionIndex {
         for (buffer, bytes) in &self.writes {
             queue.write_buffer(buffer, 0, bytes);
         }
-        queue.submit([self.encoder.finish()]);
+        queue.submit([self.encoder.finish()])
     }
 }
 
@@ -167,7 +167,8 @@ impl Submitter {
     /// Submits `batch` on the submitting thread; the caller goes on recording.
     pub fn hand_over(&mut self, batch: Batch) {
         let Some(tx) = &self.thread else {
-            return batch.submit(&self.queue);
+            batch.submit(&self.queue);
+            return;
         };
         match tx.send(batch) {
             Ok(()) => self.handed += 1,
@@ -180,9 +181,9 @@ impl Submitter {
     }
 
     /// Submits `batch` now, after every batch handed over before it.
-    pub fn submit(&mut self, batch: Batch) {
+    pub fn submit(&mut self, batch: Batch) -> wgpu::SubmissionIndex {
         self.wait();
-        batch.submit(&self.queue);
+        batch.submit(&self.queue)
     }
 
     /// Waits until every handed-over batch is submitted.

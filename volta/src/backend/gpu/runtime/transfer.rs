@@ -49,13 +49,26 @@ pub(crate) fn download<E: bytemuck::Pod>(
     offset: usize,
     n: usize,
 ) -> Result<Vec<E>, GpuError> {
+    let mut out = Vec::new();
+    download_into(rt, buf, offset, n, &mut out)?;
+    Ok(out)
+}
+
+/// [`download`] into `out`, reusing its allocation.
+pub(crate) fn download_into<E: bytemuck::Pod>(
+    rt: &Runtime,
+    buf: &Arc<Pooled>,
+    offset: usize,
+    n: usize,
+    out: &mut Vec<E>,
+) -> Result<(), GpuError> {
     // Answered before anything is recorded: in the browser the wait never ends.
     if cfg!(target_arch = "wasm32") {
         return Err(GpuError::WouldBlock);
     }
     let read = Read::start(rt, buf, offset, n, size_of::<E>())?;
-    let mapped = rt.gpu.wait_for(&read.done)?;
-    read.finish(rt, mapped)
+    let mapped = rt.gpu.wait_for(&read.done, read.submission.clone())?;
+    read.finish_into(rt, mapped, out)
 }
 
 /// [`download`] without blocking: the copy is recorded and submitted now; the
@@ -67,8 +80,41 @@ pub(crate) async fn download_async<E: bytemuck::Pod>(
     n: usize,
 ) -> Result<Vec<E>, GpuError> {
     let read = Read::start(rt, buf, offset, n, size_of::<E>())?;
-    let mapped = rt.gpu.callback(&read.done).await?;
-    read.finish(rt, mapped)
+    let mapped = rt.gpu.callback(&read.done, read.submission.clone()).await?;
+    let mut out = Vec::new();
+    read.finish_into(rt, mapped, &mut out)?;
+    Ok(out)
+}
+
+/// A read-back whose copy is recorded and submitted, to be finished later,
+/// possibly on another thread.
+pub(crate) struct Reading {
+    rt: &'static Runtime,
+    read: Read,
+}
+
+impl Reading {
+    /// Records and submits the copy of `n` elements from element `offset` of `buf`.
+    pub(crate) fn start<E: bytemuck::Pod>(
+        rt: &'static Runtime,
+        buf: &Arc<Pooled>,
+        offset: usize,
+        n: usize,
+    ) -> Result<Reading, GpuError> {
+        let read = Read::start(rt, buf, offset, n, size_of::<E>())?;
+        Ok(Reading { rt, read })
+    }
+
+    /// Waits for the copy and fills `out` (replacing its contents).
+    pub(crate) async fn finish<E: bytemuck::Pod>(
+        self,
+        mut out: Vec<E>,
+    ) -> Result<Vec<E>, GpuError> {
+        let Reading { rt, read } = self;
+        let mapped = rt.gpu.callback(&read.done, read.submission.clone()).await?;
+        read.finish_into(rt, mapped, &mut out)?;
+        Ok(out)
+    }
 }
 
 /// Submits pending work, waits, and reports errors since the last sync point.
@@ -123,6 +169,8 @@ impl Drop for Read {
 /// (copies move whole 4-byte words), being mapped.
 struct Read {
     staging: Pooled,
+    /// The submission that holds the copy.
+    submission: Option<wgpu::SubmissionIndex>,
     done: Arc<Callback>,
     /// Whether `finish` unmapped the staging buffer (else `drop` does).
     finished: bool,
@@ -153,9 +201,9 @@ impl Read {
         };
         let word = start - start % 4;
         let bytes = (end.next_multiple_of(4) - word) as u64;
-        let staging = rt
-            .recorder()
-            .copy_out(&rt.gpu, &rt.pool, src, word as u64, bytes);
+        let (staging, submission) =
+            rt.recorder()
+                .copy_out(&rt.gpu, &rt.pool, src, word as u64, bytes);
         let done = Arc::new(Callback::default());
         staging
             .buffer
@@ -163,6 +211,7 @@ impl Read {
             .map_async(wgpu::MapMode::Read, done.sender());
         Ok(Read {
             staging,
+            submission,
             done,
             finished: false,
             bytes,
@@ -171,13 +220,14 @@ impl Read {
         })
     }
 
-    /// The elements, once mapped; reports kernel error flags and any pending
-    /// asynchronous error.
-    fn finish<E: bytemuck::Pod>(
+    /// The elements into `out`, once mapped; reports kernel error flags and any
+    /// pending asynchronous error.
+    fn finish_into<E: bytemuck::Pod>(
         mut self,
         rt: &Runtime,
         mapped: Result<(), wgpu::BufferAsyncError>,
-    ) -> Result<Vec<E>, GpuError> {
+        out: &mut Vec<E>,
+    ) -> Result<(), GpuError> {
         if mapped.is_err() {
             // Nothing is mapped, so nothing to unmap.
             self.finished = true;
@@ -185,7 +235,7 @@ impl Read {
         rt.gpu.take_error()?;
         mapped.map_err(|e| GpuError::ReadBack(e.to_string()))?;
         let buffer = &self.staging.buffer;
-        let (data, raised) = {
+        let raised = {
             let view = buffer
                 .slice(..self.bytes + 16)
                 .get_mapped_range()
@@ -194,14 +244,16 @@ impl Read {
             let bytes = &view[self.elements.clone()];
             // One memcpy when the elements are aligned (mapped ranges are), else
             // element by element.
-            let data: Vec<E> = match bytemuck::try_cast_slice::<u8, E>(bytes) {
-                Ok(elements) => elements.to_vec(),
-                Err(_) => bytes
-                    .chunks_exact(self.size)
-                    .map(bytemuck::pod_read_unaligned)
-                    .collect(),
-            };
-            (data, raised)
+            out.clear();
+            match bytemuck::try_cast_slice::<u8, E>(bytes) {
+                Ok(elements) => out.extend_from_slice(elements),
+                Err(_) => out.extend(
+                    bytes
+                        .chunks_exact(self.size)
+                        .map(bytemuck::pod_read_unaligned::<E>),
+                ),
+            }
+            raised
         };
         buffer.unmap();
         self.finished = true;
@@ -209,6 +261,6 @@ impl Read {
             rt.gpu.queue.write_buffer(&flags(rt).buffer, 0, &[0; 16]);
             return Err(GpuError::IndexOutOfRange);
         }
-        Ok(data)
+        Ok(())
     }
 }
