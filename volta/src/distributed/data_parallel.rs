@@ -29,9 +29,10 @@ pub const DEFAULT_BUCKET_BYTES: usize = 25 << 20;
 ///   and dims of every parameter and buffer; a typed error names the first that
 ///   differs) and copies rank 0's values to every rank.
 /// - The gradients travel in buckets of about
-///   [`DEFAULT_BUCKET_BYTES`], filled from the layers nearest the loss. A bucket's
-///   read-back and all-reduce start, on the MPI thread, as soon as the backward
-///   pass has finished its gradients, while the pass goes on to earlier layers.
+///   [`DEFAULT_BUCKET_BYTES`], filled from the layers nearest the loss. As soon as
+///   the backward pass has finished a bucket's gradients, its copy to the host is
+///   recorded and the MPI thread takes over (waiting for the copy, then the
+///   all-reduce), while the pass goes on to earlier layers.
 /// - Buffers (batch norm's running statistics) are broadcast from rank 0 after
 ///   each backward pass, as DDP does before each forward.
 /// - Each rank's gradient is the mean over its own batch; the average over ranks
