@@ -57,3 +57,49 @@ fn generic_batch_dim_needs_no_extra_bounds() {
     let s = Tensor::<Rank2<1, 3>>::ones();
     assert_eq!(add_rows(&s, &s).to_vec(), vec![2.0; 3]);
 }
+
+/// `backward_with` hands each leaf's gradient over as soon as its last user has
+/// passed its gradient back: the last layer's weight before the first layer's
+/// (data-parallel training starts its all-reduce there), each leaf once, and the
+/// same gradients as `backward`.
+#[test]
+fn backward_with_hands_over_leaves_closest_to_the_loss_first() {
+    let mut rng = Rng::seed(3);
+    let layers: Vec<Linear<4, 4>> = (0..4).map(|_| Linear::new(&mut rng)).collect();
+    let x = Tensor::<Rank2<2, 4>>::randn(&mut rng);
+    let forward = || {
+        let mut h = x.clone();
+        for l in &layers {
+            h = l.forward(&h).tanh();
+        }
+        // The first layer's weight is used twice: its gradient is whole only after
+        // both uses have passed theirs back.
+        (h + layers[0].weight.sum_all().broadcast::<Rank2<2, 4>, _>())
+            .square()
+            .sum_all()
+    };
+    let mut seen = Vec::new();
+    let grads = forward()
+        .raw()
+        .clone()
+        .backward_with(&mut |id, g| seen.push((id, g.to_vec())));
+    let weights: Vec<volta::TensorId> = layers.iter().map(|l| l.weight.id()).collect();
+    let at = |id| {
+        seen.iter()
+            .position(|(s, _)| *s == id)
+            .expect("every weight is handed over")
+    };
+    for k in 1..4 {
+        assert!(
+            at(weights[k]) < at(weights[k - 1]),
+            "layer {k} after layer {}",
+            k - 1
+        );
+    }
+    let plain = forward().backward();
+    assert_eq!(seen.len(), plain.len(), "each leaf once");
+    for (id, g) in &seen {
+        assert_eq!(plain.get_raw(*id).unwrap().to_vec(), *g);
+        assert_eq!(grads.get_raw(*id).unwrap().to_vec(), *g);
+    }
+}

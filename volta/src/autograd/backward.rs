@@ -5,7 +5,7 @@ use crate::dtype::Float;
 use crate::layout::Layout;
 use crate::shape::{Scalar, Shape};
 use crate::tensor::{RawTensor, Tensor, TensorId};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp};
 
 type T<D, E> = RawTensor<D, E>;
@@ -75,13 +75,10 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(
     if !root.is_tracked() {
         return grads;
     }
-    let order = topological_order(&root);
-    // How many ops still have to pass a gradient to each node. A depth-first
-    // order can put a leaf long before the ops that use it are done (the last
-    // layer's weight early in the order, so late in this walk): counting lets
-    // the leaf's gradient go out as soon as its last user has run.
+    // How many ops still have to pass a gradient to each node: a node runs once
+    // its last user has, and a leaf's gradient is then whole.
     let mut users: HashMap<TensorId, usize> = HashMap::new();
-    for node in &order {
+    for node in reachable(&root) {
         if let Some(op) = node.op() {
             for input in op.inputs() {
                 if input.is_tracked() {
@@ -92,80 +89,101 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(
     }
     grads.add_raw(root.id(), T::full_like_dims(root.dims(), E::ONE));
     let mut leaf_grads = Gradients::new();
-    for node in order.iter().rev() {
-        let Some(g) = grads.take_raw(node.id()) else {
-            continue;
-        };
-        match node.op() {
-            None => {
-                // Only the root can be a leaf reached here: every other leaf is
-                // finished below, when its last user has passed its gradient.
+    // Of the nodes whose users have all run, the one created last goes first
+    // (ids grow with creation), as PyTorch's engine orders its ready queue: the
+    // walk retraces the forward pass backwards, and a layer's parameters (the
+    // views of a weight included) are finished right after the layer, not when a
+    // depth-first order happens to reach them. Data-parallel training starts
+    // each bucket's all-reduce from `on_leaf`.
+    let mut ready = BinaryHeap::from([Ready(root)]);
+    while let Some(Ready(node)) = ready.pop() {
+        let g = grads.take_raw(node.id());
+        let Some(op) = node.op() else {
+            // Only the root is a leaf here; the others are finished below.
+            if let Some(g) = g {
                 on_leaf(node.id(), &g);
                 leaf_grads.add_raw(node.id(), g);
             }
-            Some(op) => {
-                for (k, (input, grad)) in input_grads(op, node, &g).into_iter().enumerate() {
-                    if super::anomaly::enabled()
-                        && let Some((i, v)) = super::anomaly::first_bad(&grad.to_vec())
-                    {
-                        panic!(
-                            "detect_anomaly: the backward of `{}` (whose forward ran at {}) \
-                             produced {v:?} in the gradient of its input {k} (element {i}, \
-                             dims {:?})",
-                            op.name(),
-                            node.site(),
-                            grad.dims()
-                        );
-                    }
-                    if input.is_tracked() {
-                        grads.add_raw(input.id(), grad);
-                    }
-                }
-                for input in op.inputs() {
-                    if !input.is_tracked() {
-                        continue;
-                    }
-                    let left = users.get_mut(&input.id()).expect("counted above");
-                    *left -= 1;
-                    if *left == 0
-                        && input.op().is_none()
-                        && let Some(g) = grads.take_raw(input.id())
-                    {
-                        // A leaf's gradient is whole once its last user has run.
-                        on_leaf(input.id(), &g);
-                        leaf_grads.add_raw(input.id(), g);
-                    }
-                }
+            continue;
+        };
+        // A node no gradient reached still counts as run for its inputs.
+        let passed = g
+            .as_ref()
+            .map_or_else(Vec::new, |g| input_grads(op, &node, g));
+        for (k, (input, grad)) in passed.into_iter().enumerate() {
+            if super::anomaly::enabled()
+                && let Some((i, v)) = super::anomaly::first_bad(&grad.to_vec())
+            {
+                panic!(
+                    "detect_anomaly: the backward of `{}` (whose forward ran at {}) \
+                     produced {v:?} in the gradient of its input {k} (element {i}, \
+                     dims {:?})",
+                    op.name(),
+                    node.site(),
+                    grad.dims()
+                );
+            }
+            if input.is_tracked() {
+                grads.add_raw(input.id(), grad);
+            }
+        }
+        for input in op.inputs() {
+            if !input.is_tracked() {
+                continue;
+            }
+            let left = users.get_mut(&input.id()).expect("counted above");
+            *left -= 1;
+            if *left > 0 {
+                continue;
+            }
+            if input.op().is_some() {
+                ready.push(Ready(input.clone()));
+            } else if let Some(g) = grads.take_raw(input.id()) {
+                on_leaf(input.id(), &g);
+                leaf_grads.add_raw(input.id(), g);
             }
         }
     }
     leaf_grads
 }
 
-/// Nodes reachable from `root`, inputs before outputs (iterative DFS: deep graphs
-/// cannot overflow the stack).
-fn topological_order<D: Backend<E>, E: Float>(root: &T<D, E>) -> Vec<T<D, E>> {
-    let mut order = Vec::new();
-    let mut seen: HashSet<TensorId> = HashSet::new();
-    let mut stack = vec![(root.clone(), false)];
-    while let Some((node, inputs_done)) = stack.pop() {
-        if inputs_done {
-            order.push(node);
-            continue;
-        }
-        if !seen.insert(node.id()) {
-            continue;
-        }
-        stack.push((node.clone(), true));
+/// The tracked nodes reachable from `root` (iterative: deep graphs cannot
+/// overflow the stack).
+fn reachable<D: Backend<E>, E: Float>(root: &T<D, E>) -> Vec<T<D, E>> {
+    let mut seen: HashSet<TensorId> = HashSet::from([root.id()]);
+    let mut stack = vec![root.clone()];
+    let mut nodes = Vec::new();
+    while let Some(node) = stack.pop() {
         if let Some(op) = node.op() {
             for input in op.inputs() {
-                if input.is_tracked() && !seen.contains(&input.id()) {
-                    stack.push((input.clone(), false));
+                if input.is_tracked() && seen.insert(input.id()) {
+                    stack.push(input.clone());
                 }
             }
         }
+        nodes.push(node);
     }
-    order
+    nodes
+}
+
+/// A node whose users have all passed their gradients, ordered by creation.
+struct Ready<D: Backend<E>, E: Float>(T<D, E>);
+
+impl<D: Backend<E>, E: Float> PartialEq for Ready<D, E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.id() == other.0.id()
+    }
+}
+impl<D: Backend<E>, E: Float> Eq for Ready<D, E> {}
+impl<D: Backend<E>, E: Float> PartialOrd for Ready<D, E> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<D: Backend<E>, E: Float> Ord for Ready<D, E> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.id().cmp(&other.0.id())
+    }
 }
 
 /// The backward rule of each op: gradients of its inputs given the output `out` and
