@@ -581,21 +581,7 @@ mod tests {
     fn two_ranks_train_the_gpt() {
         let out = std::env::temp_dir().join(format!("volta-gpt-mpi-{}", std::process::id()));
         std::fs::create_dir_all(&out).unwrap();
-        let output = std::process::Command::new("mpirun")
-            .args(["-np", "2", "--oversubscribe"])
-            .arg(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "tests::rank", "--nocapture"])
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .env("VOLTA_GPT_OUT", &out)
-            .output()
-            .expect("mpirun runs (install Open MPI: openmpi-bin)");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let stdout = ranks::run_two_ranks("tests::rank", &[("VOLTA_GPT_OUT", &out)]);
         assert_eq!(stdout.matches("epoch  2/2").count(), 1, "{stdout}");
         assert!(out.join("gpt.safetensors").exists());
         std::fs::remove_dir_all(&out).ok();

@@ -139,3 +139,29 @@ impl<M: Module<D, f32>, D: Backend<f32>> Module<D, f32> for Replica<M, D> {
         (**self).visit(v);
     }
 }
+
+/// Runs this test binary's test `rank_test` on two ranks (`mpirun -np 2`) with
+/// `env`, and returns its stdout; panics with both outputs when it fails.
+#[cfg(all(test, feature = "distributed"))]
+pub fn run_two_ranks(rank_test: &str, env: &[(&str, &std::path::Path)]) -> String {
+    let mut cmd = std::process::Command::new("mpirun");
+    cmd.args(["-np", "2", "--oversubscribe"])
+        .arg(std::env::current_exe().expect("the test binary's path"))
+        .args(["--ignored", "--exact", rank_test, "--nocapture"])
+        // As root (containers, CI), Open MPI wants to be told that is fine.
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let output = cmd
+        .output()
+        .expect("mpirun runs (install Open MPI: openmpi-bin)");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}

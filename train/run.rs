@@ -476,21 +476,7 @@ mod tests {
     fn two_ranks_train_the_main_job_and_one_process_resumes_it() {
         let out = std::env::temp_dir().join(format!("volta-train-mpi-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
-        let output = std::process::Command::new("mpirun")
-            .args(["-np", "2", "--oversubscribe"])
-            .arg(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "run::tests::rank", "--nocapture"])
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .env("VOLTA_TRAIN_OUT", &out)
-            .output()
-            .expect("mpirun runs (install Open MPI: openmpi-bin)");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let stdout = crate::ranks::run_two_ranks("run::tests::rank", &[("VOLTA_TRAIN_OUT", &out)]);
         // Only rank 0 reports.
         assert_eq!(stdout.matches("epoch  1/2").count(), 1, "{stdout}");
         assert!(stdout.contains("× 2 ranks, batch 32 each"), "{stdout}");

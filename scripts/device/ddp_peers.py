@@ -6,27 +6,15 @@ AdamW), one process per GPU, median step time after a warm-up.
 
     python3 scripts/device/ddp_peers.py [--quick] [--world N]   # N processes (default: every GPU)
 """
-import os, sys, time
+import os, sys
 import torch, torch.nn as nn, torch.nn.functional as F
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.dirname(__file__))
+from peers_common import Gpt, timeit  # noqa: E402
+
 quick = "--quick" in sys.argv
-
-
-def timeit(fn, warm=3, iters=20):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(iters):
-        t = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        ts.append(time.perf_counter() - t)
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def digits_cnn():
@@ -44,7 +32,6 @@ def worker(rank, world):
     dev = f"cuda:{rank}"
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    from transformer_peers_model import Gpt
 
     def row(name, s, samples):
         if rank == 0:
@@ -63,7 +50,7 @@ def worker(rank, world):
         loss.backward()
         opt.step()
 
-    row(f"gpt_step_B{b}_T{t}", timeit(gpt_step), b)
+    row(f"gpt_step_B{b}_T{t}", timeit(gpt_step, iters=20), b)
 
     b = 64 if quick else 512
     mlp = nn.parallel.DistributedDataParallel(
@@ -77,7 +64,7 @@ def worker(rank, world):
         F.cross_entropy(mlp(xb), yb).backward()
         opt2.step()
 
-    row(f"mlp_step_B{b}", timeit(mlp_step), b)
+    row(f"mlp_step_B{b}", timeit(mlp_step, iters=20), b)
 
     b = 32
     cnn = nn.parallel.DistributedDataParallel(digits_cnn().to(dev), device_ids=[rank])
@@ -89,7 +76,7 @@ def worker(rank, world):
         F.cross_entropy(cnn(xi), yi).backward()
         opt3.step()
 
-    row(f"digits_cnn_step_B{b}", timeit(cnn_step), b)
+    row(f"digits_cnn_step_B{b}", timeit(cnn_step, iters=20), b)
     dist.destroy_process_group()
 
 

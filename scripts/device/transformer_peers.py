@@ -6,27 +6,16 @@ batch 64, dropout 0.2, AdamW; 256 byte tokens as Volta's `CharGpt`) eager in f32
 
     python3 scripts/device/transformer_peers.py [--quick]
 """
-import math, sys, time
-import torch, torch.nn as nn, torch.nn.functional as F
+import os, sys
+import torch, torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(__file__))
+from peers_common import Gpt, timeit  # noqa: E402
 
 dev = "cuda"
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 quick = "--quick" in sys.argv
-
-
-def timeit(fn, warm=3, iters=10):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(iters):
-        t = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        ts.append(time.perf_counter() - t)
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 h, d = 6, 64
@@ -55,9 +44,6 @@ for t in (128, 256, 512) if quick else (512, 1024, 2048, 4096, 8192):
     print(f"{'sdpa_step_memory_T' + str(t):40} {held / 2**20:10.2f} MiB ({held / t:.0f} bytes per position)", flush=True)
     del q, k, v, w
 
-
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from transformer_peers_model import Gpt  # noqa: E402
 
 batch, layers = (4, 6) if quick else (64, 6)
 for mode in ("f32", "autocast_f16"):

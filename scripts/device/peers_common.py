@@ -1,5 +1,22 @@
-"""nanoGPT's model as transformer_peers.py times it (shared with ddp_peers.py)."""
+"""What the PyTorch peer scripts share: the timing loop, and nanoGPT's model as
+transformer_peers.py and ddp_peers.py time it."""
+import time
 import torch, torch.nn as nn, torch.nn.functional as F
+
+
+def timeit(fn, warm=3, iters=10):
+    """Median seconds of `iters` synchronised calls of `fn`, after `warm` calls."""
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t)
+    ts.sort()
+    return ts[len(ts) // 2]
 
 
 class Block(nn.Module):
