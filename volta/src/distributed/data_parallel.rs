@@ -5,7 +5,7 @@ use super::{DistributedError, Pending, ProcessGroup};
 use crate::autograd::{Gradients, no_grad};
 use crate::backend::Backend;
 use crate::dtype::Float;
-use crate::nn::{Entry, Module, Visitor};
+use crate::nn::{Entry, Module, Param, Visitor};
 use crate::shape::Scalar;
 use crate::tensor::{RawTensor, Tensor, TensorId};
 use mpi::datatype::Equivalence;
@@ -543,21 +543,16 @@ fn broadcast_state<M: Module<D, E>, D: Backend<E>, E: Float + Equivalence>(
     let values = group.broadcast(values)?;
     let counters = group.broadcast(counters)?;
     let (mut at, mut counter) = (0, 0);
+    // The next tensor of `values`, with the dims of `p`.
+    let mut next = |p: &dyn Param<D, E>| {
+        let n = p.value().layout().numel();
+        at += n;
+        RawTensor::from_vec(values[at - n..at].to_vec(), p.value().dims())
+    };
+    let matched = "the ranks' models were checked to match";
     model.visit(&mut Visitor::new(&mut |_, entry| match entry {
-        Entry::Param(p) => {
-            let n = p.value().layout().numel();
-            let dims = p.value().dims().to_vec();
-            p.update(RawTensor::from_vec(values[at..at + n].to_vec(), &dims))
-                .expect("the ranks' models were checked to match");
-            at += n;
-        }
-        Entry::Buffer(b) => {
-            let n = b.value().layout().numel();
-            let dims = b.value().dims().to_vec();
-            b.set(RawTensor::from_vec(values[at..at + n].to_vec(), &dims))
-                .expect("the ranks' models were checked to match");
-            at += n;
-        }
+        Entry::Param(p) => p.update(next(&*p)).expect(matched),
+        Entry::Buffer(b) => b.set(next(&*b)).expect(matched),
         Entry::Counter(c) => {
             *c = counters[counter];
             counter += 1;
