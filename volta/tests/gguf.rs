@@ -527,3 +527,43 @@ fn smollm2_reads_with_its_architecture_and_weights() {
         );
     }
 }
+
+/// A model fuses a layer's projections into one matrix. Tensors stored in
+/// different block types (as "K-quant mix" files store them) are an error naming
+/// each tensor's type; a block type the reader does not decode is named first.
+#[test]
+fn fused_tensors_of_different_block_types_name_their_types() {
+    use volta::Cpu;
+    use volta::tensor::QTensor;
+    let mut w = Writer::default();
+    w.header(3, 3, 0);
+    w.tensor("q8", &[32, 1], 8, 0);
+    w.tensor("q4", &[32, 1], 2, 64);
+    w.tensor("q5", &[32, 1], 6, 128);
+    w.pad_to(32);
+    w.0.extend(f16::from_f32(0.25).to_le_bytes());
+    w.0.extend((0..32).map(|i| i as u8));
+    w.pad_to(64);
+    w.0.extend(q4_blocks().0);
+    w.pad_to(64);
+    w.0.extend([0u8; 22]); // one Q5_0 block
+    let g = Gguf::parse("mix.gguf", w.0).unwrap();
+    let err = QTensor::<Cpu>::from_gguf_stacked(&g, &["q8", "q4"], 32).unwrap_err();
+    assert!(
+        matches!(err.kind, GgufErrorKind::MixedTypes { .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "GGUF file mix.gguf: tensors fused into one matrix have different block types \
+         (`q8` is Q8_0, `q4` is Q4_0); Volta fuses tensors of one block type"
+    );
+    let err = QTensor::<Cpu>::from_gguf_stacked(&g, &["q8", "q5"], 32).unwrap_err();
+    assert!(
+        matches!(err.kind, GgufErrorKind::UnsupportedType { ref name, ty } if name == "q5" && ty.name() == "Q5_0"),
+        "{err:?}"
+    );
+    // One block type: fused.
+    let fused = QTensor::<Cpu>::from_gguf_stacked(&g, &["q8", "q8"], 32).unwrap();
+    assert_eq!(fused.shape().rows, 2);
+}

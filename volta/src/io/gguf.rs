@@ -246,6 +246,14 @@ pub enum GgufErrorKind {
         /// Its type.
         ty: GgmlType,
     },
+    /// Tensors a model fuses into one matrix (a layer's query, key and value
+    /// projections) stored in different block types, as "K-quant mix" files do.
+    MixedTypes {
+        /// The tensors, in the order they are fused.
+        names: Vec<String>,
+        /// Their block types, in the same order.
+        types: Vec<GgmlType>,
+    },
     /// A metadata key the caller needs is absent.
     MissingKey(String),
     /// A metadata value of another type than the caller needs.
@@ -342,6 +350,19 @@ impl fmt::Display for GgufError {
                 write!(
                     f,
                     "tensor `{name}` has type {ty}, which this reader does not decode"
+                )
+            }
+            GgufErrorKind::MixedTypes { names, types } => {
+                let each: Vec<String> = names
+                    .iter()
+                    .zip(types)
+                    .map(|(n, t)| format!("`{n}` is {}", t.name()))
+                    .collect();
+                write!(
+                    f,
+                    "tensors fused into one matrix have different block types ({}); \
+                     Volta fuses tensors of one block type",
+                    each.join(", ")
                 )
             }
             GgufErrorKind::MissingKey(k) => write!(f, "no metadata key `{k}`"),

@@ -80,18 +80,38 @@ impl<D: InferenceBackend> QTensor<D> {
     /// along the rows into one matrix (a fused QKV or gate-up projection).
     pub fn from_gguf_stacked(gguf: &Gguf, names: &[&str], cols: usize) -> Result<Self, GgufError> {
         let mut bytes = Vec::new();
-        let (mut rows, mut ty) = (0, None);
+        let mut rows = 0;
+        let mut types = Vec::with_capacity(names.len());
+        let error = |kind| GgufError {
+            path: gguf.path().to_path_buf(),
+            kind,
+        };
         for &name in names {
             let (info, data) = gguf.tensor(name)?;
+            // An undecodable type is named first: it is what stops the load.
+            if !info.ty.is_supported() {
+                return Err(error(GgufErrorKind::UnsupportedType {
+                    name: name.to_string(),
+                    ty: info.ty,
+                }));
+            }
             let shape = info.shape();
-            if shape.len() != 2 || shape[1] != cols || ty.is_some_and(|t| t != info.ty) {
+            if shape.len() != 2 || shape[1] != cols {
                 return Err(dims_error(gguf, name));
             }
-            ty = Some(info.ty);
+            types.push(info.ty);
             rows += shape[0];
             bytes.extend_from_slice(data);
         }
-        let ty = ty.ok_or_else(|| dims_error(gguf, "(no tensors)"))?;
+        if types.windows(2).any(|w| w[0] != w[1]) {
+            return Err(error(GgufErrorKind::MixedTypes {
+                names: names.iter().map(|n| n.to_string()).collect(),
+                types,
+            }));
+        }
+        let ty = *types
+            .first()
+            .ok_or_else(|| dims_error(gguf, "(no tensors)"))?;
         Self::from_blocks(ty, rows, cols, &bytes).map_err(|e| GgufError {
             path: gguf.path().to_path_buf(),
             kind: match e {
