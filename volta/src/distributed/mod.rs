@@ -9,8 +9,8 @@
 //! 3. [`DataLoader::shard`](crate::data::DataLoader::shard) gives each rank its
 //!    share of every epoch.
 //! 4. [`DataParallel`] wraps the model: rank 0's values reach every rank, and
-//!    [`DataParallel::backward`] returns gradients averaged over the ranks, their
-//!    all-reduce overlapping the backward pass.
+//!    [`DataParallel::backward`] returns gradients averaged over the ranks, each
+//!    bucket's all-reduce started while the backward pass goes on.
 //! 5. [`ProcessGroup::all_reduce_sum`] sums metrics; rank 0
 //!    ([`ProcessGroup::is_main`]) prints, plots and saves.
 //!
