@@ -27,6 +27,13 @@ struct Args {
     /// Small shapes (software GPUs, CI): T 128/256, the GPT step at batch 4.
     #[arg(long)]
     quick: bool,
+    /// Caps the workgroup memory the attention kernels plan for (16384: the
+    /// browser's plan), to compare plans on one adapter.
+    #[arg(long)]
+    attention_workgroup_bytes: Option<u32>,
+    /// Only the attention rows.
+    #[arg(long)]
+    attention_only: bool,
 }
 
 fn median(mut ts: Vec<f64>) -> f64 {
@@ -73,6 +80,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let info = Gpu::init()?;
     println!("GPU: {} ({})", info.name, info.backend);
+    Gpu::set_attention_workgroup_bytes(args.attention_workgroup_bytes);
     let (h, d) = (6, 64);
     let lengths: &[(usize, usize)] = if args.quick {
         &[(2, 128), (1, 256)]
@@ -96,6 +104,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             s * 1e3,
             flops / s / 1e12
         );
+        if std::env::var_os("VOLTA_BENCH_KERNELS").is_some()
+            && let Ok(((), profile)) = Gpu::profile(|| attention_step(&q, &k, &v, &w))
+        {
+            print_kernels(&profile);
+        }
+    }
+    if args.attention_only {
+        return Ok(());
     }
     let memory_lengths: &[usize] = if args.quick {
         &[128, 256, 512]
@@ -182,14 +198,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .map(|(c, s)| format!("{c} {:.0}%", 100.0 * s / total))
                 .collect();
             if std::env::var_os("VOLTA_BENCH_KERNELS").is_some() {
-                for k in profile.kernels.iter().take(25) {
-                    println!(
-                        "    {:9.3} ms {:5} calls  {}",
-                        k.total.as_secs_f64() * 1e3,
-                        k.calls,
-                        k.name
-                    );
-                }
+                print_kernels(&profile);
             }
             println!(
                 "  profile ({:.2} ms of kernels, {} launches): {}",
@@ -201,6 +210,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     Gpu::set_matmul_precision(MatmulPrecision::Full);
     Ok(())
+}
+
+/// The 25 kernels that took longest, one line each (`VOLTA_BENCH_KERNELS`).
+fn print_kernels(profile: &volta::backend::gpu::Profile) {
+    for k in profile.kernels.iter().take(25) {
+        println!(
+            "    {:9.3} ms {:5} calls  {}",
+            k.total.as_secs_f64() * 1e3,
+            k.calls,
+            k.name
+        );
+    }
 }
 
 /// The kernel class of a profile entry.

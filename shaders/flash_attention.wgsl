@@ -1,14 +1,24 @@
 // Fused attention for training (flash attention): softmax(scale·q·kᵀ + mask)·v
-// without the T×S score matrix. Four entries, one thread per row:
-//   forward     per query row: online softmax over tiles of keys in workgroup
-//               memory; writes the output and the row's log-sum-exp;
-//   backward_q  per query row: recomputes each score from the log-sum-exp,
-//               dq = Σ_j ds_j·k_j·scale with ds = p·(g·v_j − delta);
-//   backward_k  per key row: loops over the query heads that share it and over
-//               tiles of queries: dk = Σ_t ds·q_t·scale;
-//   backward_v  the same loops: dv = Σ_t p·g_t (apart from backward_k: one
-//               thread holding four rows of the head spills its registers).
-// No two threads write one row, so no atomics.
+// without the T×S score matrix, tiled like a GEMM. 128 threads per workgroup,
+// each holding a 4×4 tile of scores and a 4-row slice of its outputs in
+// registers. Three entries:
+//   forward      per block of 64 query rows, tiles of 32 keys: S = q·kᵀ, online
+//                softmax (the row max shared through workgroup memory), O += P·v;
+//                writes O and each row's log-sum-exp;
+//   backward_q   per block of 64 query rows, tiles of 32 keys: recomputes P from
+//                the log-sum-exp, dS = P·(dO·vᵀ − delta), dq += dS·k;
+//   backward_kv  per block of 64 keys, tiles of 32 query rows (of every query
+//                head that shares the key head): dv += Pᵀ·dO, dk += dSᵀ·q.
+// Every output row has one owner, so no atomics. Causal tiles above the
+// diagonal are skipped.
+//
+// Workgroup memory: the P region (a 64×32 or 32×64 tile of probabilities or
+// score gradients, 512 vec4s), then the X region (the rest), which holds the
+// score products' operands transposed, a chunk of DCF (forward) or DCB
+// (backward) features at a time (rows padded by 4 floats so that the stores
+// are free of bank conflicts), then the output products' operand as rows, RC
+// at a time. The runtime sizes the chunks to the adapter's workgroup memory:
+// larger chunks, fewer barriers; WebGPU's default 16 KiB takes 16 and 8.
 //
 // p: [0] B, [1] H, [2] Hkv, [3] T, [4] S, [5] scale (f32 bits), [6] causal (0/1),
 //    [7] start (query row t sits at start + t and sees keys 0..=start + t),
@@ -16,11 +26,10 @@
 //    [23..28] g (the output's gradient), [28] lse offset, [29] delta offset
 //    (lse and delta contiguous [B, H, T]).
 // Outputs contiguous: forward out0 [B, H, T, D] and out1 the lse [B, H, T];
-// backward_q out0 dq; backward_k out0 dk, backward_v out1 dv [B, Hkv, S, D].
-// The runtime prepends D (the head width), DV = ⌈D/4⌉ (a row as vec4s: one
-// workgroup-memory read feeds four products; features past D are zeros) and
-// TILE (rows per workgroup tile, TILE·DV <= 512: two tiles fill WebGPU's 16 KiB
-// of workgroup memory).
+// backward_q out0 dq; backward_kv out0 dk and out1 dv [B, Hkv, S, D].
+// The runtime prepends D (the head width), DP (D rounded up to a power of two
+// >= 32: a row in workgroup memory, zeros past D), NV = DP / 32 (vec4 columns
+// per thread), ACC = 4·NV, DCF, DCB, RC and SMEM (vec4s of workgroup memory).
 alias T = f32;
 
 @group(0) @binding(0) var<storage, read> p: array<u32>;
@@ -33,17 +42,12 @@ alias T = f32;
 @group(0) @binding(7) var<storage, read_write> out0: array<T>;
 @group(0) @binding(8) var<storage, read_write> out1: array<T>;
 
-const WG: u32 = 64u;
+const THREADS: u32 = 128u;
 // Below every score: the running max starts here (not -inf: exp(-inf + inf) is NaN).
 const LOWEST: f32 = -3.0e38;
-
-var<workgroup> tile_a: array<vec4<f32>, TILE * DV>;
-var<workgroup> tile_b: array<vec4<f32>, TILE * DV>;
-
-// Element (b, h, t, c) of the view whose offset is p[base], strides after it.
-fn at(base: u32, b: u32, h: u32, t: u32, c: u32) -> u32 {
-    return p[base] + b * p[base + 1u] + h * p[base + 2u] + t * p[base + 3u] + c * p[base + 4u];
-}
+// The X region's first vec4.
+const XB: u32 = 512u;
+var<workgroup> sm: array<vec4<f32>, SMEM>;
 
 // The operands by number, as the parameter block lists them after its first
 // eight entries (each view's offset and strides take five).
@@ -70,27 +74,105 @@ fn operand(which: u32, i: u32) -> f32 {
     }
 }
 
-// Features 4·part.. of row (b, h, t) of operand `which`; zeros past D.
-fn row4(which: u32, b: u32, h: u32, t: u32, part: u32) -> vec4<f32> {
-    var r = vec4<f32>(0.0);
-    for (var i = 0u; i < 4u; i++) {
-        let c = 4u * part + i;
-        if (c < D) {
-            r[i] = operand(which, at(8u + 5u * which, b, h, t, c));
-        }
-    }
-    return r;
+// Head (b, h) of operand `which`: its first element and its row and feature strides.
+fn head(which: u32, b: u32, h: u32) -> vec3<u32> {
+    let s = 8u + 5u * which;
+    return vec3<u32>(p[s] + b * p[s + 1u] + h * p[s + 2u], p[s + 3u], p[s + 4u]);
 }
 
-// Writes features 4·part.. of a contiguous row of out0 (`second`: out1) at `row`.
-fn store(second: bool, row: u32, part: u32, x: vec4<f32>) {
+// Element (t, c) of a head, zero past `rows` rows or D features.
+fn element(which: u32, hd: vec3<u32>, t: u32, rows: u32, c: u32) -> f32 {
+    if (t < rows && c < D) {
+        return operand(which, hd.x + t * hd.y + c * hd.z);
+    }
+    return 0.0;
+}
+
+// Writes scalar i of the workgroup memory.
+fn put(i: u32, x: f32) {
+    sm[i >> 2u][i & 3u] = x;
+}
+
+// Features c0..c0 + dc of rows t0..t0 + n of a head, transposed: feature c of
+// row t lands at (float) dst + c·(n + 4) + t.
+fn load_transposed(which: u32, hd: vec3<u32>, t0: u32, n: u32, rows: u32, c0: u32, dc: u32, dst: u32, li: u32) {
+    for (var e = li; e < dc * n; e += THREADS) {
+        let t = e / dc;
+        let c = e % dc;
+        put(dst + c * (n + 4u) + t, element(which, hd, t0 + t, rows, c0 + c));
+    }
+}
+
+// Rows t0..t0 + n of a head, DP features each, at vec4 `dst` (row-major).
+fn load_rows(which: u32, hd: vec3<u32>, t0: u32, n: u32, rows: u32, dst: u32, li: u32) {
+    for (var e = li; e < n * (DP / 4u); e += THREADS) {
+        let t = e / (DP / 4u);
+        let c = 4u * (e % (DP / 4u));
+        var x = vec4<f32>(0.0);
+        for (var i = 0u; i < 4u; i++) {
+            x[i] = element(which, hd, t0 + t, rows, c + i);
+        }
+        sm[dst + e] = x;
+    }
+}
+
+// s[i] (four columns) += Σ_c a[c][4m + i] · b[c][4n..4n + 4] over `dc` rows of
+// two transposed tiles at vec4s `a` and `b` with row lengths `la` and `lb` vec4s.
+fn scores(s: ptr<function, array<vec4<f32>, 4>>, a: u32, la: u32, m: u32, b: u32, lb: u32, n: u32, dc: u32) {
+    for (var c = 0u; c < dc; c++) {
+        let x = sm[a + c * la + m];
+        let y = sm[b + c * lb + n];
+        for (var i = 0u; i < 4u; i++) {
+            (*s)[i] += x[i] * y;
+        }
+    }
+}
+
+// acc[i·NV + w] += Σ_r a[r][4m + i] · x[r][32w + 4cg..] over `n` rows: a tile of
+// P or dS (rows of 16 vec4s at vec4 `a`, from row `r0`) times rows of a DP-wide
+// operand in the X region.
+fn accumulate(acc: ptr<function, array<vec4<f32>, ACC>>, a: u32, r0: u32, m: u32, n: u32, cg: u32) {
+    for (var r = 0u; r < n; r++) {
+        let x = sm[a + (r0 + r) * 16u + m];
+        for (var w = 0u; w < NV; w++) {
+            let y = sm[XB + r * (DP / 4u) + 8u * w + cg];
+            for (var i = 0u; i < 4u; i++) {
+                (*acc)[i * NV + w] += x[i] * y;
+            }
+        }
+    }
+}
+
+// acc += the P or dS tile (32 rows from vec4 0) times rows t0..t0 + 32 of
+// operand `which`, RC rows at a time through the X region.
+fn product(acc: ptr<function, array<vec4<f32>, ACC>>, m: u32, which: u32, hd: vec3<u32>, t0: u32, rows: u32, cg: u32, li: u32) {
+    for (var r0 = 0u; r0 < 32u; r0 += RC) {
+        workgroupBarrier();
+        load_rows(which, hd, t0 + r0, RC, rows, XB, li);
+        workgroupBarrier();
+        accumulate(acc, 0u, r0, m, RC, cg);
+    }
+}
+
+// Writes rows t0..t0 + 4 (up to `rows`) of a contiguous [rows, D] block at
+// `base` rows into out0 (`second`: out1), columns 32w + 4cg.., each scaled.
+fn store(second: bool, acc: ptr<function, array<vec4<f32>, ACC>>, base: u32, t0: u32, rows: u32, cg: u32, by: vec4<f32>) {
     for (var i = 0u; i < 4u; i++) {
-        let c = 4u * part + i;
-        if (c < D) {
-            if (second) {
-                out1[row * D + c] = T(x[i]);
-            } else {
-                out0[row * D + c] = T(x[i]);
+        let t = t0 + i;
+        if (t >= rows) {
+            continue;
+        }
+        for (var w = 0u; w < NV; w++) {
+            for (var e = 0u; e < 4u; e++) {
+                let c = 32u * w + 4u * cg + e;
+                if (c < D) {
+                    let x = T((*acc)[i * NV + w][e] * by[i]);
+                    if (second) {
+                        out1[(base + t) * D + c] = x;
+                    } else {
+                        out0[(base + t) * D + c] = x;
+                    }
+                }
             }
         }
     }
@@ -104,267 +186,267 @@ fn visible(t: u32) -> u32 {
     return min(p[7] + t + 1u, p[4]);
 }
 
-// Keys j0.. of kv head (b, hk) into tile_a and their values into tile_b (zeros
-// past S). Called by the whole workgroup.
-fn load_keys(b: u32, hk: u32, j0: u32, li: u32) {
-    workgroupBarrier();
-    for (var e = li; e < TILE * DV; e += WG) {
-        let j = j0 + e / DV;
-        var kv = vec4<f32>(0.0);
-        var vv = vec4<f32>(0.0);
-        if (j < p[4]) {
-            kv = row4(K, b, hk, j, e % DV);
-            vv = row4(V, b, hk, j, e % DV);
+// How many keys query rows t0..t0 + n see together: those of the last live row.
+fn keys_of_block(t0: u32, n: u32) -> u32 {
+    return visible(min(t0 + n, p[3]) - 1u);
+}
+
+// How many keys each of rows t0..t0 + 4 sees (0 past T).
+fn visible4(t0: u32) -> vec4<u32> {
+    var n = vec4<u32>(0u);
+    for (var i = 0u; i < 4u; i++) {
+        if (t0 + i < p[3]) {
+            n[i] = visible(t0 + i);
         }
-        tile_a[e] = kv;
-        tile_b[e] = vv;
     }
-    workgroupBarrier();
+    return n;
 }
 
-// Queries t0.. of head (b, h) into tile_a and the output's gradient for them
-// into tile_b (zeros past T). Called by the whole workgroup.
-fn load_queries(b: u32, h: u32, t0: u32, li: u32) {
-    workgroupBarrier();
-    for (var e = li; e < TILE * DV; e += WG) {
-        let t = t0 + e / DV;
-        var qv = vec4<f32>(0.0);
-        var gv = vec4<f32>(0.0);
-        if (t < p[3]) {
-            qv = row4(Q, b, h, t, e % DV);
-            gv = row4(G, b, h, t, e % DV);
+// Four values of a [B, H, T] row vector (lse, or `second`: delta) from row t0,
+// zeros past T.
+fn per_row(second: bool, row0: u32, t0: u32) -> vec4<f32> {
+    var x = vec4<f32>(0.0);
+    for (var i = 0u; i < 4u; i++) {
+        if (t0 + i < p[3]) {
+            if (second) {
+                x[i] = f32(delta[p[29] + row0 + t0 + i]);
+            } else {
+                x[i] = f32(lse_in[p[28] + row0 + t0 + i]);
+            }
         }
-        tile_a[e] = qv;
-        tile_b[e] = gv;
     }
-    workgroupBarrier();
+    return x;
 }
 
-// The first tile of queries that sees any key of key tile `tile`: causal, its
-// first key is seen from query row first_key − start on.
-fn first_query_tile(tile: u32) -> u32 {
-    let first_key = tile * WG;
-    if (p[6] != 0u && first_key > p[7]) {
-        return (first_key - p[7]) / TILE * TILE;
-    }
-    return 0u;
+fn max4(x: vec4<f32>) -> f32 {
+    return max(max(x.x, x.y), max(x.z, x.w));
 }
 
-// The keys the workgroup's query rows see together: those of its last row.
-fn keys_of_tile(tile: u32) -> u32 {
-    return visible(min(tile * WG + WG, p[3]) - 1u);
-}
-
-@compute @workgroup_size(64)
+// Threads: rows 4·rg.., keys 4·kg.. of the 64×32 score tile; outputs rows
+// 4·rg.., columns 32w + 4·kg...
+@compute @workgroup_size(128)
 fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let b = wid.z;
     let h = wid.y;
     let hk = h / (p[1] / p[2]);
-    let t = wid.x * WG + li;
-    let live = t < p[3];
+    let r0 = wid.x * 64u;
+    let rg = li / 8u;
+    let kg = li % 8u;
     let scale = bitcast<f32>(p[5]);
-    var qr: array<vec4<f32>, DV>;
-    var acc: array<vec4<f32>, DV>;
-    if (live) {
-        for (var v = 0u; v < DV; v++) {
-            qr[v] = row4(Q, b, h, t, v) * scale;
-            acc[v] = vec4<f32>(0.0);
+    let qh = head(Q, b, h);
+    let kh = head(K, b, hk);
+    let vh = head(V, b, hk);
+    let vis = visible4(r0 + 4u * rg);
+    var o: array<vec4<f32>, ACC>;
+    var m = vec4<f32>(LOWEST);
+    var l = vec4<f32>(0.0);
+    // Qᵀ chunk [DCF][68] then Kᵀ chunk [DCF][36], in floats from the X region.
+    let kt = 4u * XB + DCF * 68u;
+    let kend = keys_of_block(r0, 64u);
+    for (var j0 = 0u; j0 < kend; j0 += 32u) {
+        var s: array<vec4<f32>, 4>;
+        for (var c0 = 0u; c0 < D; c0 += DCF) {
+            workgroupBarrier();
+            load_transposed(Q, qh, r0, 64u, p[3], c0, DCF, 4u * XB, li);
+            load_transposed(K, kh, j0, 32u, p[4], c0, DCF, kt, li);
+            workgroupBarrier();
+            scores(&s, XB, 17u, rg, kt / 4u, 9u, kg, DCF);
         }
-    }
-    let n = select(0u, visible(t), live);
-    var m = LOWEST;
-    var l = 0.0;
-    let kend = keys_of_tile(wid.x);
-    for (var j0 = 0u; j0 < kend; j0 += TILE) {
-        load_keys(b, hk, j0, li);
-        if (j0 < n) {
-            let cnt = min(TILE, n - j0);
-            for (var jj = 0u; jj < cnt; jj++) {
-                var d4 = vec4<f32>(0.0);
-                for (var v = 0u; v < DV; v++) {
-                    d4 += qr[v] * tile_a[jj * DV + v];
+        var part = vec4<f32>(LOWEST);
+        for (var i = 0u; i < 4u; i++) {
+            for (var e = 0u; e < 4u; e++) {
+                if (j0 + 4u * kg + e < vis[i]) {
+                    s[i][e] *= scale;
+                } else {
+                    s[i][e] = LOWEST;
                 }
-                let sc = d4.x + d4.y + d4.z + d4.w;
-                // Online softmax: rescale what was summed when the max grows
-                // (rarely, after the first keys), then add this key's share.
-                if (sc > m) {
-                    let corr = exp(m - sc);
-                    l *= corr;
-                    for (var v = 0u; v < DV; v++) {
-                        acc[v] *= corr;
-                    }
-                    m = sc;
-                }
-                let pj = exp(sc - m);
-                l += pj;
-                for (var v = 0u; v < DV; v++) {
-                    acc[v] += pj * tile_b[jj * DV + v];
+            }
+            part[i] = max4(s[i]);
+        }
+        // The row max over the eight threads that share the rows.
+        workgroupBarrier();
+        sm[XB + kg * 16u + rg] = part;
+        workgroupBarrier();
+        var mnew = m;
+        for (var gi = 0u; gi < 8u; gi++) {
+            mnew = max(mnew, sm[XB + gi * 16u + rg]);
+        }
+        let corr = exp(m - mnew);
+        m = mnew;
+        var pt: array<vec4<f32>, 4>;
+        for (var i = 0u; i < 4u; i++) {
+            for (var e = 0u; e < 4u; e++) {
+                if (j0 + 4u * kg + e < vis[i]) {
+                    pt[e][i] = exp(s[i][e] - m[i]);
+                } else {
+                    pt[e][i] = 0.0;
                 }
             }
         }
-    }
-    if (live) {
-        let row = (b * p[1] + h) * p[3] + t;
-        for (var v = 0u; v < DV; v++) {
-            store(false, row, v, acc[v] / l);
+        // Each thread sums its own keys; the row sums meet at the end.
+        l = l * corr + pt[0] + pt[1] + pt[2] + pt[3];
+        for (var i = 0u; i < 4u; i++) {
+            for (var w = 0u; w < NV; w++) {
+                o[i * NV + w] *= corr[i];
+            }
         }
-        out1[row] = T(m + log(l));
+        // Pᵀ [32 keys][64 rows] into the P region.
+        for (var e = 0u; e < 4u; e++) {
+            sm[(4u * kg + e) * 16u + rg] = pt[e];
+        }
+        product(&o, rg, V, vh, j0, p[4], kg, li);
+    }
+    // The row sums over the eight threads that share the rows.
+    workgroupBarrier();
+    sm[XB + kg * 16u + rg] = l;
+    workgroupBarrier();
+    var total = vec4<f32>(0.0);
+    for (var gi = 0u; gi < 8u; gi++) {
+        total += sm[XB + gi * 16u + rg];
+    }
+    let row0 = (b * p[1] + h) * p[3];
+    store(false, &o, row0, r0 + 4u * rg, p[3], kg, 1.0 / total);
+    if (kg == 0u) {
+        for (var i = 0u; i < 4u; i++) {
+            let t = r0 + 4u * rg + i;
+            if (t < p[3]) {
+                out1[row0 + t] = T(m[i] + log(total[i]));
+            }
+        }
     }
 }
 
-@compute @workgroup_size(64)
+// Threads as in the forward.
+@compute @workgroup_size(128)
 fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let b = wid.z;
     let h = wid.y;
     let hk = h / (p[1] / p[2]);
-    let t = wid.x * WG + li;
-    let live = t < p[3];
+    let r0 = wid.x * 64u;
+    let rg = li / 8u;
+    let kg = li % 8u;
     let scale = bitcast<f32>(p[5]);
-    let row = (b * p[1] + h) * p[3] + t;
-    var qr: array<vec4<f32>, DV>;
-    var gr: array<vec4<f32>, DV>;
-    var dq: array<vec4<f32>, DV>;
-    var lse = 0.0;
-    var dl = 0.0;
-    if (live) {
-        for (var v = 0u; v < DV; v++) {
-            qr[v] = row4(Q, b, h, t, v) * scale;
-            gr[v] = row4(G, b, h, t, v);
-            dq[v] = vec4<f32>(0.0);
+    let qh = head(Q, b, h);
+    let kh = head(K, b, hk);
+    let vh = head(V, b, hk);
+    let gh = head(G, b, h);
+    let row0 = (b * p[1] + h) * p[3];
+    let vis = visible4(r0 + 4u * rg);
+    let lse = per_row(false, row0, r0 + 4u * rg);
+    let dl = per_row(true, row0, r0 + 4u * rg);
+    var dq: array<vec4<f32>, ACC>;
+    // Qᵀ [DCB][68], Kᵀ [DCB][36], dOᵀ [DCB][68], Vᵀ [DCB][36] (floats).
+    let kt = 4u * XB + DCB * 68u;
+    let gt = kt + DCB * 36u;
+    let vt = gt + DCB * 68u;
+    let kend = keys_of_block(r0, 64u);
+    for (var j0 = 0u; j0 < kend; j0 += 32u) {
+        var s: array<vec4<f32>, 4>;
+        var dp: array<vec4<f32>, 4>;
+        for (var c0 = 0u; c0 < D; c0 += DCB) {
+            workgroupBarrier();
+            load_transposed(Q, qh, r0, 64u, p[3], c0, DCB, 4u * XB, li);
+            load_transposed(K, kh, j0, 32u, p[4], c0, DCB, kt, li);
+            load_transposed(G, gh, r0, 64u, p[3], c0, DCB, gt, li);
+            load_transposed(V, vh, j0, 32u, p[4], c0, DCB, vt, li);
+            workgroupBarrier();
+            scores(&s, XB, 17u, rg, kt / 4u, 9u, kg, DCB);
+            scores(&dp, gt / 4u, 17u, rg, vt / 4u, 9u, kg, DCB);
         }
-        lse = f32(lse_in[p[28] + row]);
-        dl = f32(delta[p[29] + row]);
-    }
-    let n = select(0u, visible(t), live);
-    let kend = keys_of_tile(wid.x);
-    for (var j0 = 0u; j0 < kend; j0 += TILE) {
-        load_keys(b, hk, j0, li);
-        if (j0 < n) {
-            let cnt = min(TILE, n - j0);
-            for (var jj = 0u; jj < cnt; jj++) {
-                var s4 = vec4<f32>(0.0);
-                var g4_ = vec4<f32>(0.0);
-                for (var v = 0u; v < DV; v++) {
-                    s4 += qr[v] * tile_a[jj * DV + v];
-                    g4_ += gr[v] * tile_b[jj * DV + v];
-                }
-                let sdot = s4.x + s4.y + s4.z + s4.w;
-                let gdot = g4_.x + g4_.y + g4_.z + g4_.w;
-                let ds = exp(sdot - lse) * (gdot - dl) * scale;
-                for (var v = 0u; v < DV; v++) {
-                    dq[v] += ds * tile_a[jj * DV + v];
+        // dSᵀ [32 keys][64 rows] into the P region.
+        var dst: array<vec4<f32>, 4>;
+        for (var i = 0u; i < 4u; i++) {
+            for (var e = 0u; e < 4u; e++) {
+                if (j0 + 4u * kg + e < vis[i]) {
+                    dst[e][i] = exp(s[i][e] * scale - lse[i]) * (dp[i][e] - dl[i]) * scale;
+                } else {
+                    dst[e][i] = 0.0;
                 }
             }
         }
-    }
-    if (live) {
-        for (var v = 0u; v < DV; v++) {
-            store(false, row, v, dq[v]);
+        workgroupBarrier();
+        for (var e = 0u; e < 4u; e++) {
+            sm[(4u * kg + e) * 16u + rg] = dst[e];
         }
+        product(&dq, rg, K, kh, j0, p[4], kg, li);
     }
+    store(false, &dq, row0, r0 + 4u * rg, p[3], kg, vec4<f32>(1.0));
 }
 
-@compute @workgroup_size(64)
-fn backward_k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+// Threads: rows 4·rg.., keys 4·kg.. of the 32×64 score tile; outputs keys 4·og..,
+// columns 32w + 4·cg...
+@compute @workgroup_size(128)
+fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let b = wid.z;
     let hk = wid.y;
-    let j = wid.x * WG + li;
-    let live = j < p[4];
+    let j0 = wid.x * 64u;
+    let rg = li / 16u;
+    let kg = li % 16u;
+    let og = li / 8u;
+    let cg = li % 8u;
     let scale = bitcast<f32>(p[5]);
     let group = p[1] / p[2];
-    var kr: array<vec4<f32>, DV>;
-    var vr: array<vec4<f32>, DV>;
-    var dk: array<vec4<f32>, DV>;
-    if (live) {
-        for (var v = 0u; v < DV; v++) {
-            kr[v] = row4(K, b, hk, j, v) * scale;
-            vr[v] = row4(V, b, hk, j, v);
-            dk[v] = vec4<f32>(0.0);
-        }
+    let kh = head(K, b, hk);
+    let vh = head(V, b, hk);
+    var dk: array<vec4<f32>, ACC>;
+    var dv: array<vec4<f32>, ACC>;
+    // Qᵀ [DCB][36], Kᵀ [DCB][68], dOᵀ [DCB][36], Vᵀ [DCB][68] (floats).
+    let kt = 4u * XB + DCB * 36u;
+    let gt = kt + DCB * 68u;
+    let vt = gt + DCB * 36u;
+    // Causal: the first query row that sees key j0 sits at j0 − start.
+    var t_first = 0u;
+    if (p[6] != 0u && j0 > p[7]) {
+        t_first = (j0 - p[7]) / 32u * 32u;
     }
-    let t_first = first_query_tile(wid.x);
     for (var gi = 0u; gi < group; gi++) {
         let h = hk * group + gi;
-        for (var t0 = t_first; t0 < p[3]; t0 += TILE) {
-            load_queries(b, h, t0, li);
-            if (live) {
-                let cnt = min(TILE, p[3] - t0);
-                for (var ii = 0u; ii < cnt; ii++) {
-                    let t = t0 + ii;
-                    if (j >= visible(t)) {
-                        continue;
-                    }
-                    let row = (b * p[1] + h) * p[3] + t;
-                    var s4 = vec4<f32>(0.0);
-                    var g4_ = vec4<f32>(0.0);
-                    for (var v = 0u; v < DV; v++) {
-                        s4 += kr[v] * tile_a[ii * DV + v];
-                        g4_ += vr[v] * tile_b[ii * DV + v];
-                    }
-                    let sdot = s4.x + s4.y + s4.z + s4.w;
-                    let gdot = g4_.x + g4_.y + g4_.z + g4_.w;
-                    let pj = exp(sdot - f32(lse_in[p[28] + row]));
-                    let ds = pj * (gdot - f32(delta[p[29] + row])) * scale;
-                    for (var v = 0u; v < DV; v++) {
-                        dk[v] += ds * tile_a[ii * DV + v];
+        let qh = head(Q, b, h);
+        let gh = head(G, b, h);
+        let row0 = (b * p[1] + h) * p[3];
+        for (var t0 = t_first; t0 < p[3]; t0 += 32u) {
+            var s: array<vec4<f32>, 4>;
+            var dp: array<vec4<f32>, 4>;
+            for (var c0 = 0u; c0 < D; c0 += DCB) {
+                workgroupBarrier();
+                load_transposed(Q, qh, t0, 32u, p[3], c0, DCB, 4u * XB, li);
+                load_transposed(K, kh, j0, 64u, p[4], c0, DCB, kt, li);
+                load_transposed(G, gh, t0, 32u, p[3], c0, DCB, gt, li);
+                load_transposed(V, vh, j0, 64u, p[4], c0, DCB, vt, li);
+                workgroupBarrier();
+                scores(&s, XB, 9u, rg, kt / 4u, 17u, kg, DCB);
+                scores(&dp, gt / 4u, 9u, rg, vt / 4u, 17u, kg, DCB);
+            }
+            let vis = visible4(t0 + 4u * rg);
+            let lse = per_row(false, row0, t0 + 4u * rg);
+            let dl = per_row(true, row0, t0 + 4u * rg);
+            var pr: array<vec4<f32>, 4>;
+            var ds: array<vec4<f32>, 4>;
+            for (var i = 0u; i < 4u; i++) {
+                for (var e = 0u; e < 4u; e++) {
+                    if (j0 + 4u * kg + e < vis[i]) {
+                        pr[i][e] = exp(s[i][e] * scale - lse[i]);
+                    } else {
+                        pr[i][e] = 0.0;
                     }
                 }
+                ds[i] = pr[i] * (dp[i] - dl[i]) * scale;
             }
-        }
-    }
-    if (live) {
-        let row = (b * p[2] + hk) * p[4] + j;
-        for (var v = 0u; v < DV; v++) {
-            store(false, row, v, dk[v]);
-        }
-    }
-}
-
-@compute @workgroup_size(64)
-fn backward_v(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-    let b = wid.z;
-    let hk = wid.y;
-    let j = wid.x * WG + li;
-    let live = j < p[4];
-    let scale = bitcast<f32>(p[5]);
-    let group = p[1] / p[2];
-    var kr: array<vec4<f32>, DV>;
-    var dv: array<vec4<f32>, DV>;
-    if (live) {
-        for (var v = 0u; v < DV; v++) {
-            kr[v] = row4(K, b, hk, j, v) * scale;
-            dv[v] = vec4<f32>(0.0);
-        }
-    }
-    let t_first = first_query_tile(wid.x);
-    for (var gi = 0u; gi < group; gi++) {
-        let h = hk * group + gi;
-        for (var t0 = t_first; t0 < p[3]; t0 += TILE) {
-            load_queries(b, h, t0, li);
-            if (live) {
-                let cnt = min(TILE, p[3] - t0);
-                for (var ii = 0u; ii < cnt; ii++) {
-                    let t = t0 + ii;
-                    if (j >= visible(t)) {
-                        continue;
-                    }
-                    let row = (b * p[1] + h) * p[3] + t;
-                    var s4 = vec4<f32>(0.0);
-                    for (var v = 0u; v < DV; v++) {
-                        s4 += kr[v] * tile_a[ii * DV + v];
-                    }
-                    let pj = exp(s4.x + s4.y + s4.z + s4.w - f32(lse_in[p[28] + row]));
-                    for (var v = 0u; v < DV; v++) {
-                        dv[v] += pj * tile_b[ii * DV + v];
-                    }
-                }
+            // P [32 rows][64 keys] into the P region, then dv += Pᵀ·dO.
+            workgroupBarrier();
+            for (var i = 0u; i < 4u; i++) {
+                sm[(4u * rg + i) * 16u + kg] = pr[i];
             }
+            product(&dv, og, G, gh, t0, p[3], cg, li);
+            // dS [32 rows][64 keys], then dk += dSᵀ·q.
+            workgroupBarrier();
+            for (var i = 0u; i < 4u; i++) {
+                sm[(4u * rg + i) * 16u + kg] = ds[i];
+            }
+            product(&dk, og, Q, qh, t0, p[3], cg, li);
         }
     }
-    if (live) {
-        let row = (b * p[2] + hk) * p[4] + j;
-        for (var v = 0u; v < DV; v++) {
-            store(true, row, v, dv[v]);
-        }
-    }
+    let kv0 = (b * p[2] + hk) * p[4];
+    store(false, &dk, kv0, j0 + 4u * og, p[4], cg, vec4<f32>(1.0));
+    store(true, &dv, kv0, j0 + 4u * og, p[4], cg, vec4<f32>(1.0));
 }

@@ -1,6 +1,6 @@
 //! Fused attention on `Gpu` against `Cpu`: the output and the gradients of
 //! queries, keys and values, over lengths that are not a multiple of the kernels'
-//! tiles (and 1), grouped heads, head widths 6 to 64, causal at an offset and
+//! tiles (and 1), grouped heads, head widths 6 to 200, causal at an offset and
 //! not causal, strided queries (a permuted `[B, T, H, d]` store). Small shapes:
 //! CI runs this on lavapipe.
 #![cfg(feature = "gpu")]
@@ -119,10 +119,37 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
             d: 12,
             causal: Some(0),
         },
+        // Wide heads: a row of 128 (and 256) floats in workgroup memory, fewer
+        // rows per pass, each thread holding four (eight) vec4 columns.
+        Case {
+            b: 1,
+            h: 2,
+            hkv: 1,
+            t: 40,
+            s: 40,
+            d: 80,
+            causal: Some(0),
+        },
+        Case {
+            b: 1,
+            h: 1,
+            hkv: 1,
+            t: 17,
+            s: 23,
+            d: 200,
+            causal: None,
+        },
     ];
-    for c in &cases {
+    // The default plan (the backward in chunks of 16 features), then the
+    // browser's: WebGPU's default 16 KiB of workgroup memory, chunks of 8.
+    for (c, cap) in cases
+        .iter()
+        .map(|c| (c, None))
+        .chain(cases.iter().map(|c| (c, Some(16 << 10))))
+    {
+        Gpu::set_attention_workgroup_bytes(cap);
         let what = format!(
-            "B {} H {} Hkv {} T {} S {} d {} causal {:?}",
+            "B {} H {} Hkv {} T {} S {} d {} causal {:?}, workgroup memory {cap:?}",
             c.b, c.h, c.hkv, c.t, c.s, c.d, c.causal
         );
         let (cpu_out, cpu_grads) = run::<Cpu>(c);
@@ -135,6 +162,7 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
             close(&format!("{what}: {name}"), a, b);
         }
     }
+    Gpu::set_attention_workgroup_bytes(None);
 }
 
 /// A transformer block (grouped heads, RoPE, SwiGLU, RMSNorm) moved to the GPU

@@ -439,6 +439,15 @@ impl Gpu {
         init().map_or(0, |s| s.tuning.tuned())
     }
 
+    /// Caps the workgroup memory the fused attention kernels plan for (`None`:
+    /// what the H100 measured best, 16–24 KiB, or less where the adapter has
+    /// less). Less memory, smaller chunks of features per barrier; WebGPU's
+    /// default 16 KiB is the browser's plan. A tuning knob, and the way tests
+    /// reach the browser's plan on a native adapter.
+    pub fn set_attention_workgroup_bytes(bytes: Option<u32>) {
+        super::kernels::attention::set_memory_cap(bytes);
+    }
+
     /// Overrides the matmul tile sizes (`None` restores the size-based choice).
     /// A tuning knob: the default choice is what the benchmarks found best.
     pub fn set_matmul_tiles(tiles: Option<MatmulTiles>) -> Result<(), GpuError> {

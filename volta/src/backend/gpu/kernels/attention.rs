@@ -1,8 +1,8 @@
 //! Fused attention for training (`shaders/flash_attention.wgsl`): the forward
-//! with each row's log-sum-exp, and the backward as three launches (one thread
-//! per query row for `dq`, one per key row for `dk`, and for `dv`), none of which
-//! stores the `T×S` scores. Views are read through their strides; outputs are
-//! contiguous. Not sliced: an operand past one binding is reported as
+//! with each row's log-sum-exp, and the backward as two launches (`dq` per block
+//! of query rows, `dk` and `dv` per block of keys), none of which stores the
+//! `T×S` scores. Each thread holds a 4×4 tile of scores, as a GEMM does. Views
+//! are read through their strides; outputs are contiguous. Not sliced: an operand past one binding is reported as
 //! [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) at launch.
 use super::Operand;
 use crate::backend::gpu::runtime::Runtime;
@@ -10,23 +10,105 @@ use crate::backend::gpu::runtime::launch::{alloc, kernel, launch, u};
 use crate::backend::gpu::runtime::pipelines::{Bindings, Key};
 use crate::backend::gpu::runtime::pool::Pooled;
 use crate::backend::{AttentionDims, AttentionSpec};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use volta_kernels::wgsl::{Elem, with_elem};
 
 const SHADER: &str = include_str!("../../../../../shaders/flash_attention.wgsl");
-/// Threads (rows) per workgroup, as the shader declares.
-const WG: usize = 64;
-/// The widest head the kernels take: each thread holds up to four rows of it.
+/// Query rows (keys for `backward_kv`) per workgroup, as the shader declares.
+const BLOCK: usize = 64;
+/// The widest head the kernels take: each thread holds four rows of an eighth of it.
 const MAX_HEAD_DIM: usize = 256;
+/// WebGPU's default workgroup memory: every entry fits it at every width.
+const CHUNKED_BYTES: usize = 16 << 10;
 
-/// A row as vec4s (features past `d` are zeros).
-fn vec4s(d: usize) -> usize {
-    d.div_ceil(4)
+/// A cap on the workgroup memory the kernels plan for (`None`: each entry's
+/// [`Entry::wanted_bytes`], up to the adapter's).
+static MEMORY_CAP: Mutex<Option<u32>> = Mutex::new(None);
+
+/// See [`Gpu::set_attention_workgroup_bytes`](crate::backend::gpu::Gpu::set_attention_workgroup_bytes).
+pub(crate) fn set_memory_cap(bytes: Option<u32>) {
+    *MEMORY_CAP.lock().unwrap_or_else(|p| p.into_inner()) = bytes;
 }
 
-/// Rows per tile in workgroup memory: two tiles of `TILE·⌈d/4⌉` vec4s fill 16 KiB.
-fn tile(d: usize) -> usize {
-    (512 / vec4s(d)).min(WG)
+/// The three entries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    Forward,
+    BackwardQ,
+    BackwardKv,
+}
+
+impl Entry {
+    fn name(self) -> &'static str {
+        match self {
+            Entry::Forward => "forward",
+            Entry::BackwardQ => "backward_q",
+            Entry::BackwardKv => "backward_kv",
+        }
+    }
+    /// The workgroup memory each entry plans for by default. On an H100
+    /// (2026-11-27, `bench_transformer --attention-workgroup-bytes`), larger
+    /// chunks saved nothing past these: 16 KiB (chunks of 16 features) is the
+    /// forward's best, 24 KiB (chunks of 16) the backward's; 40 KiB and more ran
+    /// a third slower (fewer workgroups per core).
+    fn wanted_bytes(self) -> u32 {
+        match self {
+            Entry::Forward => 16 << 10,
+            Entry::BackwardQ | Entry::BackwardKv => 24 << 10,
+        }
+    }
+}
+
+/// How an entry uses workgroup memory (see the shader's header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Plan {
+    /// Features per chunk of the score products.
+    dc: usize,
+    /// Rows per pass of the output products' operand.
+    rc: usize,
+    /// vec4s in all: the P region's 512, then the X region.
+    smem: usize,
+}
+
+/// The largest chunks that fit `limit` bytes (at most the padded row `dp`): the
+/// forward's chunk holds transposed q and k tiles (64 + 4 and 32 + 4 floats per
+/// feature), the backward's those and the dO and v tiles too.
+fn plan(entry: Entry, dp: usize, limit: usize) -> Plan {
+    let x = limit / 16 - 512;
+    let per_feature = if entry == Entry::Forward { 104 } else { 208 };
+    let dc = [64, 32, 16, 8]
+        .into_iter()
+        .find(|&dc| dc <= dp && dc * per_feature <= 4 * x)
+        .expect("16 KiB holds chunks of 8 features");
+    let rc = (4 * x / dp).min(32);
+    let rc = 1 << rc.ilog2();
+    let used = (dc * per_feature).max(rc * dp) / 4;
+    Plan {
+        dc,
+        rc,
+        smem: 512 + used,
+    }
+}
+
+/// The shader's constants for `entry` at head width `d` under `plan`.
+fn constants(d: usize, plan: &Plan) -> String {
+    let dp = padded(d);
+    let nv = dp / 32;
+    format!(
+        "const D: u32 = {d}u;\nconst DP: u32 = {dp}u;\nconst NV: u32 = {nv}u;\n\
+         const ACC: u32 = {}u;\nconst DCF: u32 = {dc}u;\nconst DCB: u32 = {dc}u;\n\
+         const RC: u32 = {}u;\nconst SMEM: u32 = {}u;\n",
+        4 * nv,
+        plan.rc,
+        plan.smem,
+        dc = plan.dc,
+    )
+}
+
+/// A row in workgroup memory: a power of two of at least 32 floats, so that
+/// eight threads cover it in vec4s (zeros past `d`).
+fn padded(d: usize) -> usize {
+    d.next_power_of_two().max(32)
 }
 
 /// The parameter block (see the shader's header).
@@ -60,7 +142,7 @@ fn run(
     rt: &Runtime,
     elem: Elem,
     n: &AttentionDims,
-    entry: &'static str,
+    entry: Entry,
     params: &[u32],
     buffers: &[&Arc<Pooled>; 8],
     grid: [usize; 3],
@@ -71,34 +153,30 @@ fn run(
         "attention on the GPU: head width {d} (the kernels take up to {MAX_HEAD_DIM})"
     );
     let name = match entry {
-        "forward" => "volta flash_attention forward",
-        "backward_q" => "volta flash_attention backward_q",
-        "backward_k" => "volta flash_attention backward_k",
-        _ => "volta flash_attention backward_v",
+        Entry::Forward => "volta flash_attention forward",
+        Entry::BackwardQ => "volta flash_attention backward_q",
+        Entry::BackwardKv => "volta flash_attention backward_kv",
     };
+    let adapter = rt.gpu.limits.max_compute_workgroup_storage_size;
+    let cap = MEMORY_CAP.lock().unwrap_or_else(|p| p.into_inner());
+    let limit = cap.unwrap_or(entry.wanted_bytes()).min(adapter) as usize;
+    let plan = plan(entry, padded(d), limit.max(CHUNKED_BYTES));
     let kern = kernel(
         rt,
-        &Key::Named(name, vec![elem as u32, u(d)]),
+        &Key::Named(name, vec![elem as u32, u(d), u(plan.dc), u(plan.rc)]),
         Bindings {
             reads: 6,
             writes: 2,
         },
-        entry,
-        || {
-            let consts = format!(
-                "const D: u32 = {d}u;\nconst DV: u32 = {}u;\nconst TILE: u32 = {}u;\n",
-                vec4s(d),
-                tile(d)
-            );
-            with_elem(&(consts + SHADER), elem).into_owned()
-        },
+        entry.name(),
+        || with_elem(&(constants(d, &plan) + SHADER), elem).into_owned(),
     );
     launch(
         rt,
         &kern,
         params,
         buffers,
-        [u(grid[0].div_ceil(WG)), u(grid[1]), u(grid[2])],
+        [u(grid[0].div_ceil(BLOCK)), u(grid[1]), u(grid[2])],
     );
 }
 
@@ -122,7 +200,7 @@ pub(crate) fn forward(
         rt,
         elem,
         &n,
-        "forward",
+        Entry::Forward,
         &p,
         &buffers,
         [n.queries, n.heads, n.batch],
@@ -157,13 +235,12 @@ pub(crate) fn backward(
         rt,
         elem,
         &n,
-        "backward_q",
+        Entry::BackwardQ,
         &p,
         &with(&dq, &unused),
         [n.queries, n.heads, n.batch],
     );
     let keys = [n.keys, n.kv_heads, n.batch];
-    run(rt, elem, &n, "backward_k", &p, &with(&dk, &unused), keys);
-    run(rt, elem, &n, "backward_v", &p, &with(&unused, &dv), keys);
+    run(rt, elem, &n, Entry::BackwardKv, &p, &with(&dk, &dv), keys);
     (dq, dk, dv)
 }
