@@ -39,6 +39,12 @@ struct Args {
     /// gradients: read-back, upload, and MPI's all-reduce two ways.
     #[arg(long)]
     transfers: bool,
+    /// Gradient bucket size in MB (default: `DataParallel`'s, 2 MiB).
+    #[arg(long)]
+    bucket_mb: Option<f64>,
+    /// Only the GPT's rows.
+    #[arg(long)]
+    gpt_only: bool,
 }
 
 /// Times the stages of moving `n` f32 gradients between ranks.
@@ -215,6 +221,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for &overlap in overlaps {
         let mut model =
             DataParallel::new(&group, CharGpt::<Gpu>::new(&mut Rng::seed(0)))?.overlap(overlap);
+        if let Some(mb) = args.bucket_mb {
+            model = model.bucket_bytes((mb * 1e6) as usize);
+        }
         let mut opt = Adam::<Gpu>::adamw(6e-4, 0.1);
         let data: Vec<u32> = (0..batch * (t + 1))
             .map(|i| ((i as u64 * 7919 + rank * 13) % 256) as u32)
@@ -240,6 +249,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if overlap { "" } else { "_no_overlap" }
         );
         report(&group, &name, batch, r);
+    }
+
+    if args.gpt_only {
+        return Ok(());
     }
 
     // The benchmark MLP.
