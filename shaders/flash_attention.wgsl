@@ -24,7 +24,9 @@
 //    [7] start (query row t sits at start + t and sees keys 0..=start + t),
 //    [8] q offset, [9..13] q strides (b, h, t, c), [13..18] k, [18..23] v,
 //    [23..28] g (the output's gradient), [28] lse offset, [29] delta offset
-//    (lse and delta contiguous [B, H, T]).
+//    (lse and delta contiguous [B, H, T]), [30] dropout p (f32 bits, 0: none),
+//    [31] a kept weight's factor 1/(1 − p) (f32 bits), [32..34] the two keys
+//    the counter stream derives from the seed (`random::stream_keys`).
 // Outputs contiguous: forward out0 [B, H, T, D] and out1 the lse [B, H, T];
 // backward_q out0 dq; backward_kv out0 dk and out1 dv [B, Hkv, S, D].
 // The runtime prepends D (the head width), DP (D rounded up to a power of two
@@ -218,6 +220,43 @@ fn per_row(second: bool, row0: u32, t0: u32) -> vec4<f32> {
     return x;
 }
 
+// lowbias32 (Chris Wellons), as shaders/uniform.wgsl.
+fn mix(v: u32) -> u32 {
+    var h = v;
+    h ^= h >> 16u;
+    h *= 0x7feb352du;
+    h ^= h >> 15u;
+    h *= 0x846ca68bu;
+    h ^= h >> 16u;
+    return h;
+}
+
+// The factor of the weight of key `key` in score row `row` ((b·H + h)·T + t):
+// 0 where it drops, 1/(1 − p) elsewhere; `AttentionSpec::keep`'s rule, the
+// counter stream of `uniform` at element key·2³² + row.
+fn keep(row: u32, key: u32) -> f32 {
+    if (p[30] == 0u) {
+        return 1.0;
+    }
+    var h = mix(row ^ p[32]);
+    h = mix(h ^ key ^ p[33]);
+    h = mix(h ^ p[32]);
+    let u = f32(h >> 8u) * bitcast<f32>(0x33800000u);
+    return select(0.0, bitcast<f32>(p[31]), u >= bitcast<f32>(p[30]));
+}
+
+// The factors of a thread's 4×4 weights: rows t0 + i (score rows row0 + t0 + i),
+// keys k0 + e, as [e][i].
+fn keep4(row0: u32, t0: u32, k0: u32) -> array<vec4<f32>, 4> {
+    var f: array<vec4<f32>, 4>;
+    for (var e = 0u; e < 4u; e++) {
+        for (var i = 0u; i < 4u; i++) {
+            f[e][i] = keep(row0 + t0 + i, k0 + e);
+        }
+    }
+    return f;
+}
+
 fn max4(x: vec4<f32>) -> f32 {
     return max(max(x.x, x.y), max(x.z, x.w));
 }
@@ -236,6 +275,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let qh = head(Q, b, h);
     let kh = head(K, b, hk);
     let vh = head(V, b, hk);
+    let row0 = (b * p[1] + h) * p[3];
     let vis = visible4(r0 + 4u * rg);
     var o: array<vec4<f32>, ACC>;
     var m = vec4<f32>(LOWEST);
@@ -283,8 +323,15 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
                 }
             }
         }
-        // Each thread sums its own keys; the row sums meet at the end.
+        // Each thread sums its own keys; the row sums meet at the end. The sums
+        // normalise the weights before dropout, as PyTorch's.
         l = l * corr + pt[0] + pt[1] + pt[2] + pt[3];
+        if (p[30] != 0u) {
+            let f = keep4(row0, r0 + 4u * rg, j0 + 4u * kg);
+            for (var e = 0u; e < 4u; e++) {
+                pt[e] *= f[e];
+            }
+        }
         for (var i = 0u; i < 4u; i++) {
             for (var w = 0u; w < NV; w++) {
                 o[i * NV + w] *= corr[i];
@@ -304,7 +351,6 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     for (var gi = 0u; gi < 8u; gi++) {
         total += sm[XB + gi * 16u + rg];
     }
-    let row0 = (b * p[1] + h) * p[3];
     store(false, &o, row0, r0 + 4u * rg, p[3], kg, 1.0 / total);
     if (kg == 0u) {
         for (var i = 0u; i < 4u; i++) {
@@ -353,12 +399,13 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
             scores(&s, XB, 17u, rg, kt / 4u, 9u, kg, DCB);
             scores(&dp, gt / 4u, 17u, rg, vt / 4u, 9u, kg, DCB);
         }
-        // dSᵀ [32 keys][64 rows] into the P region.
+        // dSᵀ [32 keys][64 rows] into the P region (dropout scales dO·vᵀ).
+        let f = keep4(row0, r0 + 4u * rg, j0 + 4u * kg);
         var dst: array<vec4<f32>, 4>;
         for (var i = 0u; i < 4u; i++) {
             for (var e = 0u; e < 4u; e++) {
                 if (j0 + 4u * kg + e < vis[i]) {
-                    dst[e][i] = exp(s[i][e] * scale - lse[i]) * (dp[i][e] - dl[i]) * scale;
+                    dst[e][i] = exp(s[i][e] * scale - lse[i]) * (dp[i][e] * f[e][i] - dl[i]) * scale;
                 } else {
                     dst[e][i] = 0.0;
                 }
@@ -420,17 +467,22 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
             let vis = visible4(t0 + 4u * rg);
             let lse = per_row(false, row0, t0 + 4u * rg);
             let dl = per_row(true, row0, t0 + 4u * rg);
+            // Dropout: dv takes the kept weights, dS the kept part of dO·vᵀ.
+            let f = keep4(row0, t0 + 4u * rg, j0 + 4u * kg);
             var pr: array<vec4<f32>, 4>;
             var ds: array<vec4<f32>, 4>;
             for (var i = 0u; i < 4u; i++) {
+                var fi = vec4<f32>(0.0);
                 for (var e = 0u; e < 4u; e++) {
+                    fi[e] = f[e][i];
                     if (j0 + 4u * kg + e < vis[i]) {
                         pr[i][e] = exp(s[i][e] * scale - lse[i]);
                     } else {
                         pr[i][e] = 0.0;
                     }
                 }
-                ds[i] = pr[i] * (dp[i] - dl[i]) * scale;
+                ds[i] = pr[i] * (dp[i] * fi - dl[i]) * scale;
+                pr[i] *= fi;
             }
             // P [32 rows][64 keys] into the P region, then dv += Pᵀ·dO.
             workgroupBarrier();

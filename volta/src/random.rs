@@ -85,13 +85,18 @@ const fn mix(mut h: u32) -> u32 {
 /// GPU kernel (`shaders/uniform.wgsl`) repeats exactly. The seed's halves make two
 /// keys; three rounds of mixing fold the index in.
 pub const fn uniform_hash(seed: u64, index: u64) -> u32 {
-    let (s0, s1) = (seed as u32, (seed >> 32) as u32);
     let (i0, i1) = (index as u32, (index >> 32) as u32);
-    let k0 = mix(s0 ^ 0x9e37_79b9);
-    let k1 = mix(s1 ^ k0 ^ 0x7f4a_7c15);
+    let [k0, k1] = stream_keys(seed);
     let h = mix(i0 ^ k0);
     let h = mix(h ^ i1 ^ k1);
     mix(h ^ k0)
+}
+
+/// The two keys [`uniform_hash`] derives from the seed's halves (kernels that
+/// hash many elements take them precomputed).
+pub(crate) const fn stream_keys(seed: u64) -> [u32; 2] {
+    let k0 = mix(seed as u32 ^ 0x9e37_79b9);
+    [k0, mix((seed >> 32) as u32 ^ k0 ^ 0x7f4a_7c15)]
 }
 
 /// Element `index` of the stream `seed` of [`Backend::uniform`](crate::Backend::uniform):

@@ -1,6 +1,6 @@
 //! Fused attention on `Gpu` against `Cpu`: the output and the gradients of
 //! queries, keys and values, over lengths that are not a multiple of the kernels'
-//! tiles (and 1), grouped heads, head widths 6 to 200, causal at an offset and
+//! tiles (and 1), grouped heads, head widths 6 to 200, dropout on the weights, causal at an offset and
 //! not causal, strided queries (a permuted `[B, T, H, d]` store). Small shapes:
 //! CI runs this on lavapipe.
 #![cfg(feature = "gpu")]
@@ -27,8 +27,9 @@ struct Case {
     causal: Option<usize>,
 }
 
-/// The output and the gradients of `Σ out·w` for `(q_store, k, v)`.
-fn run<D: Backend<f32>>(c: &Case) -> (Vec<f32>, [Vec<f32>; 3]) {
+/// The output and the gradients of `Σ out·w` for `(q_store, k, v)`, with
+/// dropout `p` on the attention weights.
+fn run<D: Backend<f32>>(c: &Case, p: f64) -> (Vec<f32>, [Vec<f32>; 3]) {
     let leaf = |dims: &[usize], seed| {
         RawTensor::<D, f32>::from_vec(values(dims.iter().product(), seed), dims).tracked_leaf()
     };
@@ -38,7 +39,7 @@ fn run<D: Backend<f32>>(c: &Case) -> (Vec<f32>, [Vec<f32>; 3]) {
         leaf(&[c.b, c.hkv, c.s, c.d], 3),
     );
     let q = q_store.permute(&[0, 2, 1, 3]);
-    let out = q.attention(&k, &v, c.causal);
+    let out = q.attention_with_dropout(&k, &v, c.causal, p, 11);
     let w = RawTensor::<D, f32>::from_vec(values(out.layout().numel(), 4), out.dims());
     let got = out.to_vec();
     let grads: Gradients<D> = out
@@ -141,19 +142,20 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
         },
     ];
     // The default plan (the backward in chunks of 16 features), then the
-    // browser's: WebGPU's default 16 KiB of workgroup memory, chunks of 8.
-    for (c, cap) in cases
+    // browser's: WebGPU's default 16 KiB of workgroup memory, chunks of 8; and
+    // dropout on the weights (the devices drop the same ones).
+    let runs = [(None, 0.0), (None, 0.2), (Some(16 << 10), 0.2)];
+    for (c, (cap, p)) in cases
         .iter()
-        .map(|c| (c, None))
-        .chain(cases.iter().map(|c| (c, Some(16 << 10))))
+        .flat_map(|c| runs.iter().map(move |&run| (c, run)))
     {
         Gpu::set_attention_workgroup_bytes(cap);
         let what = format!(
-            "B {} H {} Hkv {} T {} S {} d {} causal {:?}, workgroup memory {cap:?}",
+            "B {} H {} Hkv {} T {} S {} d {} causal {:?}, workgroup memory {cap:?}, dropout {p}",
             c.b, c.h, c.hkv, c.t, c.s, c.d, c.causal
         );
-        let (cpu_out, cpu_grads) = run::<Cpu>(c);
-        let (gpu_out, gpu_grads) = run::<Gpu>(c);
+        let (cpu_out, cpu_grads) = run::<Cpu>(c, p);
+        let (gpu_out, gpu_grads) = run::<Gpu>(c, p);
         close(&format!("{what}: out"), &cpu_out, &gpu_out);
         for (name, (a, b)) in ["dq", "dk", "dv"]
             .iter()

@@ -22,6 +22,30 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// lengths), or when there is no key (`S == 0`).
     #[track_caller]
     pub fn attention(&self, k: &Self, v: &Self, causal: Option<usize>) -> Self {
+        self.attention_with_dropout(k, v, causal, 0.0, 0)
+    }
+
+    /// [`attention`](Self::attention) with dropout on the attention weights, as
+    /// PyTorch's `scaled_dot_product_attention(dropout_p=p)`: each weight is
+    /// zeroed with probability `p` and the others scaled by `1/(1 − p)`, after the
+    /// softmax. The mask comes from `seed` by [`AttentionSpec::keep`]'s rule, the
+    /// same on every device; neither pass stores it.
+    ///
+    /// # Panics
+    /// As [`attention`](Self::attention), and when `p` is outside `[0, 1]`.
+    #[track_caller]
+    pub fn attention_with_dropout(
+        &self,
+        k: &Self,
+        v: &Self,
+        causal: Option<usize>,
+        p: f64,
+        seed: u64,
+    ) -> Self {
+        assert!(
+            (0.0..=1.0).contains(&p),
+            "attention: the dropout probability must be in [0, 1], got {p}"
+        );
         let (q_dims, k_dims) = (self.dims().to_vec(), k.dims().to_vec());
         let fits = q_dims.len() == 4
             && k_dims.len() == 4
@@ -38,8 +62,9 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
             v.dims()
         );
         let spec = AttentionSpec {
-            scale: 1.0 / (q_dims[3] as f64).sqrt(),
-            causal,
+            dropout: p,
+            seed,
+            ..AttentionSpec::new(1.0 / (q_dims[3] as f64).sqrt(), causal)
         };
         let (out, lse) = D::attention(self.view(), k.view(), v.view(), &spec);
         let lse = RawTensor::leaf(lse, Layout::contiguous(&q_dims[..3]));
@@ -150,13 +175,16 @@ where
     q.map_raw(|r| r.causal_attention(k.raw(), v.raw(), start))
 }
 
-/// The composed reference: matmul, masked softmax, matmul (it stores the scores).
+/// The composed reference: matmul, masked softmax, the dropout mask of the fused
+/// op materialised, matmul (it stores the scores).
 #[cfg(test)]
-pub(crate) fn composed<D: Backend<E>, E: Float>(
+pub(crate) fn composed_with_dropout<D: Backend<E>, E: Float>(
     q: &RawTensor<D, E>,
     k: &RawTensor<D, E>,
     v: &RawTensor<D, E>,
     causal: Option<usize>,
+    p: f64,
+    seed: u64,
 ) -> RawTensor<D, E> {
     use volta_kernels::BinaryOp;
     let [b, h, t, d] = [q.dims()[0], q.dims()[1], q.dims()[2], q.dims()[3]];
@@ -166,7 +194,11 @@ pub(crate) fn composed<D: Backend<E>, E: Float>(
     let scores = q
         .matmul(&k.transpose_last())
         .scalar(BinaryOp::Mul, E::from_f64(1.0 / (d as f64).sqrt()));
-    let spec = AttentionSpec { scale: 1.0, causal };
+    let spec = AttentionSpec {
+        dropout: p,
+        seed,
+        ..AttentionSpec::new(1.0, causal)
+    };
     let mask: Vec<E> = (0..group * t)
         .flat_map(|row| {
             let visible = spec.visible(row % t, s);
@@ -181,7 +213,16 @@ pub(crate) fn composed<D: Backend<E>, E: Float>(
         .collect();
     let mask = RawTensor::from_vec(mask, &[1, 1, group * t, s]).expand(scores.dims());
     let weights = scores.binary(BinaryOp::Add, &mask).softmax(3);
-    weights.matmul(v).reshape(&[b, h, t, d])
+    // Score row (b·H + h)·T + t sits at [b, h / group, (h % group)·T + t] here:
+    // in the same order as the flat index over [b, h, t].
+    let keep: Vec<E> = (0..b * h * t * s)
+        .map(|i| E::from_f64(spec.keep(i / s, i % s)))
+        .collect();
+    let keep = RawTensor::from_vec(keep, &[b, hkv, group * t, s]);
+    weights
+        .binary(BinaryOp::Mul, &keep)
+        .matmul(v)
+        .reshape(&[b, h, t, d])
 }
 
 #[cfg(test)]
@@ -263,17 +304,22 @@ mod tests {
 
     /// The fused op against the composed reference, forward and every gradient, in
     /// f64: grouped heads, a ragged length, strided queries (a permuted
-    /// `[B, T, H, d]` store), causal at an offset and not causal.
+    /// `[B, T, H, d]` store), causal at an offset and not causal, without and
+    /// with dropout on the weights (the reference multiplies by the mask).
     #[test]
     fn fused_forward_and_gradients_match_the_composed_ops() {
-        use super::composed;
+        use super::composed_with_dropout;
         use crate::autograd::Gradients;
-        for (b, h, hkv, t, s, d, causal) in [
+        let shapes = [
             (2, 4, 2, 5, 5, 8, Some(0)),
             (1, 3, 1, 3, 7, 4, Some(4)),
             (2, 2, 2, 4, 6, 3, None),
             (1, 1, 1, 1, 1, 2, Some(0)),
-        ] {
+        ];
+        for ((b, h, hkv, t, s, d, causal), p) in shapes
+            .iter()
+            .flat_map(|&shape| [0.0, 0.3].map(|p| (shape, p)))
+        {
             let leaf = |dims: &[usize], seed| {
                 RawTensor::<Cpu, f64>::from_vec(values(dims.iter().product(), seed), dims)
                     .tracked_leaf()
@@ -289,8 +335,8 @@ mod tests {
                     .reduce_all(volta_kernels::ReduceOp::Sum);
                 (values, total.backward())
             };
-            let (fused, fg) = loss(q.attention(&k, &v, causal));
-            let (reference, rg) = loss(composed(&q, &k, &v, causal));
+            let (fused, fg) = loss(q.attention_with_dropout(&k, &v, causal, p, 7));
+            let (reference, rg) = loss(composed_with_dropout(&q, &k, &v, causal, p, 7));
             let close = |a: &[f64], b: &[f64], what: &str| {
                 assert_eq!(a.len(), b.len());
                 for (i, (x, y)) in a.iter().zip(b).enumerate() {
@@ -307,6 +353,27 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Dropout zeroes about `p` of the weights, scales the rest, and changes
+    /// with the seed; `p = 1` zeroes the output.
+    #[test]
+    fn dropout_on_the_weights_drops_a_share_p() {
+        use crate::backend::AttentionSpec;
+        let spec = AttentionSpec {
+            dropout: 0.25,
+            seed: 3,
+            ..AttentionSpec::new(1.0, None)
+        };
+        let n = 64 * 64;
+        let dropped = (0..n).filter(|&i| spec.keep(i / 64, i % 64) == 0.0).count();
+        assert!((900..1150).contains(&dropped), "{dropped} of {n} dropped");
+        assert!((0..n).all(|i| [0.0, 1.0 / 0.75].contains(&spec.keep(i / 64, i % 64))));
+        let other = AttentionSpec { seed: 4, ..spec };
+        assert!((0..n).any(|i| spec.keep(i / 64, i % 64) != other.keep(i / 64, i % 64)));
+        let ones = RawTensor::<Cpu, f64>::from_vec(vec![1.0; 2 * 3 * 4], &[1, 2, 3, 4]);
+        let out = ones.attention_with_dropout(&ones, &ones, Some(0), 1.0, 5);
+        assert_eq!(out.to_vec(), vec![0.0; 24]);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! row of length `S` (never the `T×S` matrix), computed in `E::Acc`. The forward
 //! runs one task per (batch, query head); the backward one per (batch, key/value
 //! head), which owns that head's `dk`, `dv` and its query heads' `dq`, so no two
-//! tasks write the same row.
+//! tasks write the same row. Dropout on the weights follows the spec's
+//! [`keep`](AttentionSpec::keep) rule in both passes.
 use super::PARALLEL_THRESHOLD;
 use super::copy::strided_to_vec;
 use crate::backend::{AttentionDims, AttentionSpec};
@@ -83,8 +84,10 @@ pub(crate) fn attention<E: Float>(
             let mut z = E::Acc::ZERO;
             for (j, &score) in scores[..visible].iter().enumerate() {
                 let p = (score - max).exp();
+                // The sum normalises the weights before dropout, as PyTorch's.
                 z = z + p;
-                axpy(row, p, &values[j * d..][..d]);
+                let kept = p * E::Acc::from_f64(spec.keep(bh * t + ti, j));
+                axpy(row, kept, &values[j * d..][..d]);
             }
             row.iter_mut().for_each(|o| *o = *o / z);
             lse[ti] = max + z.ln();
@@ -137,8 +140,9 @@ pub(crate) fn attention_backward<E: Float>(
                 for j in 0..spec.visible(ti, s) {
                     let (krow, vrow) = (&keys[j * d..][..d], &values[j * d..][..d]);
                     let p = (dot(qrow, krow) * scale - lse[row]).exp();
-                    axpy(&mut dv[j * d..][..d], p, grow);
-                    let ds = p * (dot(grow, vrow) - delta[row]) * scale;
+                    let keep = E::Acc::from_f64(spec.keep(row, j));
+                    axpy(&mut dv[j * d..][..d], p * keep, grow);
+                    let ds = p * (keep * dot(grow, vrow) - delta[row]) * scale;
                     axpy(dq_row, ds, krow);
                     axpy(&mut dk[j * d..][..d], ds, qrow);
                 }

@@ -5,7 +5,7 @@
 use crate::backend::Backend;
 use crate::backend::cpu::Cpu;
 use crate::dtype::Float;
-use crate::nn::{Linear, Module, ToDevice, Visitor};
+use crate::nn::{Dropout, Linear, Module, ToDevice, Visitor};
 use crate::random::Rng;
 use crate::shape::{Const, Dim};
 use crate::tensor::{RawTensor, Tensor};
@@ -20,8 +20,8 @@ use volta_kernels::BinaryOp;
 ///
 /// The sequence length `T` is any `Dim` (usually a run-time `usize`); attention is
 /// the fused kernel (flash attention), so neither pass stores the `T×T` scores.
-/// Dropout on the attention weights is not applied (the fused kernel has none);
-/// [`TransformerBlock`](crate::nn::TransformerBlock) drops on the residual branch.
+/// [`with_dropout`](Self::with_dropout) drops attention weights in training mode
+/// (nanoGPT's `attn_dropout`), inside the fused kernel.
 ///
 /// ```
 /// use volta::prelude::*;
@@ -53,6 +53,8 @@ pub struct MultiHeadAttention<
     pub causal: bool,
     /// RoPE's base when queries and keys are rotated by position (`None`: no RoPE).
     pub rope: Option<f64>,
+    /// Dropout on the attention weights, in training mode (`p` = 0 by default).
+    pub attn_dropout: Dropout,
 }
 
 /// The keys and values of the positions seen so far, per attention layer: a
@@ -131,7 +133,20 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
             c_proj: Linear::new(rng),
             causal: true,
             rope: None,
+            attn_dropout: Dropout::seeded(0.0, 0),
         }
+    }
+
+    /// Drops attention weights with probability `p` in training mode (the others
+    /// scaled by `1/(1 − p)`), as nanoGPT's `attn_dropout` or PyTorch's
+    /// `scaled_dot_product_attention(dropout_p=p)`; the mask's seed is drawn from
+    /// `rng`.
+    ///
+    /// # Panics
+    /// When `p` is outside `[0, 1]`.
+    pub fn with_dropout(mut self, p: f64, rng: &mut Rng) -> Self {
+        self.attn_dropout = Dropout::new(p, rng);
+        self
     }
 
     /// Every position sees every other (an encoder's attention).
@@ -216,8 +231,12 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
             cache.keys = Some(k.clone());
             cache.values = Some(v.clone());
         }
+        let (p, seed) = self
+            .attn_dropout
+            .next_seed()
+            .map_or((0.0, 0), |seed| (self.attn_dropout.p(), seed));
         let y = q
-            .attention(&k, &v, self.causal.then_some(start))
+            .attention_with_dropout(&k, &v, self.causal.then_some(start), p, seed)
             .permute(&[0, 2, 1, 3])
             .reshape(&[b * t, C]);
         let proj = Tensor::<(usize, Const<C>), D, E>::try_from_raw(y)
@@ -233,6 +252,7 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
         v.param("c_attn.weight", &mut self.c_attn_weight);
         v.param("c_attn.bias", &mut self.c_attn_bias);
         v.module("c_proj", &mut self.c_proj);
+        v.module("attn_dropout", &mut self.attn_dropout);
     }
 }
 
@@ -247,6 +267,7 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
             c_proj: self.c_proj.to::<D2>(),
             causal: self.causal,
             rope: self.rope,
+            attn_dropout: self.attn_dropout.clone(),
         }
     }
 }

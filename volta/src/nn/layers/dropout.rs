@@ -61,6 +61,36 @@ impl Dropout {
         }
     }
 
+    /// Dropout with probability `p` and the mask stream `seed` (no `Rng` drawn).
+    ///
+    /// # Panics
+    /// When `p` is outside `[0, 1]`.
+    pub fn seeded(p: f64, seed: u64) -> Self {
+        assert!(
+            (0.0..=1.0).contains(&p),
+            "Dropout: p must be in [0, 1], got {p}"
+        );
+        Dropout {
+            p,
+            seed,
+            calls: AtomicU64::new(0),
+            training: true,
+        }
+    }
+
+    /// A second layer of the same `p` whose masks are unrelated to this one's: its
+    /// seed is this one's mixed with `stream` (a layer that drops in two places
+    /// takes one per place, without drawing from the `Rng` again).
+    pub fn split(&self, stream: u64) -> Self {
+        let seed = (self.seed ^ stream.wrapping_mul(0xD6E8_FEB8_6659_FD93))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
+        Dropout {
+            training: self.training,
+            ..Dropout::seeded(self.p, seed)
+        }
+    }
+
     /// The drop probability.
     pub fn p(&self) -> f64 {
         self.p
@@ -76,16 +106,26 @@ impl Dropout {
         &self,
         x: &Tensor<S, D, E>,
     ) -> Tensor<S, D, E> {
+        match self.next_seed() {
+            Some(seed) => x.map_raw(|r| crate::nn::functional::dropout(r, self.p, seed)),
+            None => x.clone(),
+        }
+    }
+
+    /// The mask seed of this call (and counts the call), or `None` where the
+    /// call does not drop (evaluation mode, or `p` = 0). For kernels that drop
+    /// inside themselves, such as fused attention.
+    pub fn next_seed(&self) -> Option<u64> {
         if !self.training || self.p == 0.0 {
-            return x.clone();
+            return None;
         }
         let call = self.calls.fetch_add(1, Ordering::Relaxed);
         // SplitMix-style mixing keeps the streams of consecutive calls unrelated.
-        let seed = self
-            .seed
-            .wrapping_add(call.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-            .rotate_left(17);
-        x.map_raw(|r| crate::nn::functional::dropout(r, self.p, seed))
+        Some(
+            self.seed
+                .wrapping_add(call.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+                .rotate_left(17),
+        )
     }
 }
 

@@ -42,8 +42,8 @@ pub struct BlockOptions {
     pub norm: NormKind,
     /// The feed-forward branch.
     pub feed_forward: FeedForwardKind,
-    /// Dropout on each branch's output before it is added back (nanoGPT's
-    /// `resid_dropout`), in training mode.
+    /// Dropout on the attention weights (nanoGPT's `attn_dropout`) and on each
+    /// branch's output before it is added back (`resid_dropout`), in training mode.
     pub dropout: f64,
     /// Whether attention is causal.
     pub causal: bool,
@@ -201,12 +201,15 @@ where
         if let Some(base) = options.rope {
             attn = attn.with_rope(base);
         }
+        let mlp = FeedForward::new(options.feed_forward, rng);
+        let dropout = Dropout::new(options.dropout, rng);
+        attn.attn_dropout = dropout.split(1);
         TransformerBlock {
             ln_1: BlockNorm::new(options.norm),
             attn,
             ln_2: BlockNorm::new(options.norm),
-            mlp: FeedForward::new(options.feed_forward, rng),
-            dropout: Dropout::new(options.dropout, rng),
+            mlp,
+            dropout,
         }
     }
 
@@ -376,6 +379,29 @@ mod tests {
             .binary(BinaryOp::Mul, &w)
             .reduce_all(ReduceOp::Sum)
             .to_vec()[0]
+    }
+
+    /// A block with dropout drops attention weights too: in training mode the
+    /// attention's output differs from the same weights' without dropout, and the
+    /// calls draw fresh masks; in evaluation mode it is the plain attention.
+    #[test]
+    fn attention_dropout_applies_in_training_only() {
+        let options = BlockOptions {
+            dropout: 0.3,
+            ..BlockOptions::default()
+        };
+        let mut block =
+            TransformerBlock::<8, 4, 16, 4, Cpu, f64>::with_options(options, &mut Rng::seed(3));
+        assert_eq!(block.attn.attn_dropout.p(), 0.3);
+        let x = Tensor::<Seq, Cpu, f64>::randn_shaped((Const, 6, Const), &mut Rng::seed(4));
+        let mut plain = block.attn.clone();
+        plain.attn_dropout = Dropout::seeded(0.0, 0);
+        let want = plain.forward(&x).to_vec();
+        let (a, b) = (block.attn.forward(&x).to_vec(), block.attn.forward(&x).to_vec());
+        assert_ne!(a, want);
+        assert_ne!(a, b, "each call draws a new mask");
+        Module::<Cpu, f64>::eval(&mut block);
+        assert_eq!(block.attn.forward(&x).to_vec(), want);
     }
 
     /// Finite differences of the weighted output against the gradient of the input

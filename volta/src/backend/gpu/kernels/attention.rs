@@ -133,6 +133,11 @@ fn params(
         p.extend(l.strides.iter().map(|&s| u(s)));
     }
     p.extend(lse_delta.map(u));
+    p.extend([
+        (spec.dropout as f32).to_bits(),
+        (spec.keep_scale() as f32).to_bits(),
+    ]);
+    p.extend(crate::random::stream_keys(spec.seed));
     p
 }
 
