@@ -197,3 +197,36 @@ fn a_transformer_block_on_the_gpu_matches_the_cpu() {
         );
     }
 }
+
+/// A block stepped over an [`AttentionCache`](volta::nn::AttentionCache) on the
+/// GPU, as a sampler runs it (no gradients: each step's keys and values written
+/// in place, the store grown past its first 16 positions), computes what the
+/// whole sequence computes on the CPU.
+#[test]
+fn cached_steps_on_the_gpu_match_the_whole_sequence() {
+    use volta::nn::{AttentionCache, ToDevice, TransformerBlock};
+    let _gpu = crate::support::gpu_shared();
+    let mut rng = Rng::seed(9);
+    let cpu = TransformerBlock::<16, 4, 32, 2>::new(&mut rng);
+    let gpu = cpu.to::<Gpu>();
+    let n = 18;
+    let x = Tensor::<(Const<2>, usize, Const<16>)>::randn_shaped((Const, n, Const), &mut rng);
+    let whole = cpu.forward(&x).to_vec();
+    let _no_grad = volta::no_grad();
+    let xg = x.to::<Gpu>();
+    let mut cache = AttentionCache::new();
+    let mut rows = vec![Vec::new(); 2];
+    let mut t = 0;
+    for len in [3, 1, 14] {
+        let step =
+            Tensor::<(Const<2>, usize, Const<16>), Gpu>::try_from_raw(xg.raw().narrow(1, t, len))
+                .expect("a step of the sequence");
+        let y = gpu.forward_cached(&step, &mut cache).to_vec();
+        for (b, r) in rows.iter_mut().enumerate() {
+            r.extend_from_slice(&y[b * len * 16..][..len * 16]);
+        }
+        t += len;
+    }
+    assert_eq!((cache.len(), cache.capacity()), (n, 32));
+    close("cached steps", &whole, &rows.concat());
+}

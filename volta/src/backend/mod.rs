@@ -133,6 +133,10 @@ pub trait Backend<E: Float>: Device + Memory<E> {
     fn pad(x: View<Self, E>, pads: &[(usize, usize)], value: E) -> Buf<Self, E>;
     /// Concatenates views along `axis`.
     fn cat(parts: &[View<Self, E>], axis: usize) -> Buf<Self, E>;
+    /// Writes `src` into the view `dst` of `buf` (same dims), in place: tensors
+    /// that view `buf` see the new values (a KV cache appends this way). The CPU
+    /// copies `buf` first when another tensor shares it.
+    fn write_into(buf: &mut Buf<Self, E>, dst: &Layout, src: View<Self, E>);
     /// `cond != 0 ? a : b` elementwise (all three views have equal dims).
     fn select(cond: View<Self, E>, a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E>;
     /// `out[.., i, ..] = x[.., idx[.., i, ..], ..]` along `axis` (torch.gather); the

@@ -1,18 +1,20 @@
-//! A transformer's KV cache in device memory: per layer, keys and values of shape
-//! `(2, kv_heads, capacity, head_dim)` (keys, then values), written in place at the position of each new
-//! token, and the RoPE table for every position it can hold. The cache also keeps
-//! the captured decode step of its model (see [`Replay`]): that graph binds these
-//! very buffers, so it lives and dies with them.
+//! A transformer's KV cache in device memory: per layer, a [`KvStore`] of keys and
+//! values `(2, 1, kv_heads, capacity, head_dim)` (the same store the `model!`
+//! layers' [`AttentionCache`](crate::nn::AttentionCache) holds), written in
+//! place by the fused decode kernel at the position of each new token, and the
+//! RoPE table for every position it can hold. The cache also keeps the captured
+//! decode step of its model (see [`Replay`]): that graph binds these very
+//! buffers, so it lives and dies with them.
 use crate::backend::infer::{AttnShape, rope_table};
 use crate::backend::{Buf, InferenceBackend, Replay};
-use crate::layout::Layout;
+use crate::nn::KvStore;
 use crate::tensor::RawTensor;
 
-/// The keys and values of the tokens seen so far, per layer `(2, kv_heads,
+/// The keys and values of the tokens seen so far, per layer `(2, 1, kv_heads,
 /// capacity, head_dim)` in device memory, written in place; grows by doubling.
 pub struct KvCache<D: InferenceBackend + Replay> {
     /// Per layer: keys, then values.
-    pub(crate) layers: Vec<Buf<D, f32>>,
+    pub(crate) layers: Vec<KvStore<D, f32>>,
     pub(crate) rope: RawTensor<D, f32>,
     pub(crate) shape: AttnShape,
     rope_base: f64,
@@ -39,9 +41,9 @@ impl<D: InferenceBackend + Replay> KvCache<D> {
             capacity: shape.capacity.clamp(1, limit.max(1)),
             ..shape
         };
-        let zeros = || D::full(2 * shape.kv_heads * shape.capacity * shape.head_dim, 0.0);
+        let store = || KvStore::new(1, shape.kv_heads, shape.head_dim, shape.capacity);
         KvCache {
-            layers: (0..layers).map(|_| zeros()).collect(),
+            layers: (0..layers).map(|_| store()).collect(),
             rope: table::<D>(&shape, rope_base),
             shape,
             rope_base,
@@ -91,16 +93,9 @@ impl<D: InferenceBackend + Replay> KvCache<D> {
         while cap < need {
             cap = (cap * 2).min(self.limit);
         }
-        let s = self.shape;
-        let grow = |buf: &Buf<D, f32>| {
-            let old = RawTensor::<D, f32>::leaf(
-                buf.clone(),
-                Layout::contiguous(&[2, s.kv_heads, s.capacity, s.head_dim]),
-            );
-            let padded = old.pad(&[(0, 0), (0, 0), (0, cap - s.capacity), (0, 0)], 0.0);
-            padded.buffer().clone()
-        };
-        self.layers = self.layers.iter().map(grow).collect();
+        for layer in &mut self.layers {
+            layer.grow(cap);
+        }
         self.shape.capacity = cap;
         self.rope = table::<D>(&self.shape, self.rope_base);
         self.decode = None;

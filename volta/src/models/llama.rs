@@ -384,7 +384,7 @@ impl<
                 qkv.view(),
                 cache.rope.view(),
                 pos.view(),
-                &mut cache.layers[i],
+                cache.layers[i].buffer_mut(),
                 &shape,
                 max_len,
             );

@@ -16,6 +16,7 @@
 //! ```
 
 pub mod functional;
+mod kv_store;
 pub mod layers;
 pub mod loss;
 pub mod metrics;
@@ -24,6 +25,7 @@ mod module;
 mod summary;
 
 pub use crate::ops::attention::{attention, causal_attention};
+pub use kv_store::KvStore;
 pub use layers::*;
 pub use model::{Forward, Model, Residual, ResidualShape};
 pub use module::{Entry, Module, Param, ToDevice, Visitor};

@@ -81,6 +81,13 @@ impl<E: Float> Backend<E> for Cpu {
         let parts: Vec<(&[E], &Layout)> = parts.iter().map(|(b, l)| (b.as_slice(), *l)).collect();
         Arc::new(copy::cat(&parts, axis))
     }
+    fn write_into(buf: &mut Buf<Self, E>, dst: &Layout, src: View<Self, E>) {
+        let values = copy::strided_to_vec(src.0, src.1);
+        let data = Arc::make_mut(buf);
+        for (at, v) in dst.offsets().zip(values) {
+            data[at] = v;
+        }
+    }
     fn select(cond: View<Self, E>, a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E> {
         Arc::new(elementwise::select(
             (cond.0, cond.1),

@@ -251,6 +251,16 @@ macro_rules! float_backend {
                 }
                 GpuBuffer::new(out, n)
             }
+            fn write_into(buf: &mut Buf<Self, $t>, dst: &Layout, src: View<Self, $t>) {
+                write(
+                    rt(),
+                    $elem,
+                    Expr::input(0),
+                    &[(src.0.raw(), src.1)],
+                    &[],
+                    (buf.raw(), dst),
+                );
+            }
             fn select(cond: View<Self, $t>, a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
                 let e = Expr::input(0).select(Expr::input(1), Expr::input(2));
                 elementwise($elem, e, &[cond, a, b], &[])

@@ -5,7 +5,7 @@
 use crate::backend::Backend;
 use crate::backend::cpu::Cpu;
 use crate::dtype::Float;
-use crate::nn::{Dropout, Linear, Module, ToDevice, Visitor};
+use crate::nn::{Dropout, KvStore, Linear, Module, ToDevice, Visitor};
 use crate::random::Rng;
 use crate::shape::{Const, Dim};
 use crate::tensor::{RawTensor, Tensor};
@@ -58,22 +58,25 @@ pub struct MultiHeadAttention<
 }
 
 /// The keys and values of the positions seen so far, per attention layer: a
-/// sampler feeds one new token at a time and attends over the cache. Each step
-/// appends by concatenation (a copy of the cache: cheap for a sampler's few
-/// hundred positions; the language model's [`KvCache`](crate::models::KvCache)
-/// writes in place). Sample under [`no_grad`](crate::no_grad), or the cache
-/// keeps every step's graph alive.
+/// sampler feeds one new token at a time and attends over the cache. It is a
+/// [`KvStore`], as each layer of the language model's
+/// [`KvCache`](crate::models::KvCache): each step writes its keys and values in
+/// place, and the capacity doubles when full (16 positions first).
+///
+/// The store holds values, not a graph: with gradients tracked, a step's own keys
+/// and values take part in its attention through the autograd graph (so its
+/// gradients reach them), the earlier positions as constants.
 #[derive(Clone, Debug)]
 pub struct AttentionCache<D: Backend<E> = Cpu, E: Float = f32> {
-    keys: Option<RawTensor<D, E>>,
-    values: Option<RawTensor<D, E>>,
+    store: Option<KvStore<D, E>>,
+    len: usize,
 }
 
 impl<D: Backend<E>, E: Float> Default for AttentionCache<D, E> {
     fn default() -> Self {
         AttentionCache {
-            keys: None,
-            values: None,
+            store: None,
+            len: 0,
         }
     }
 }
@@ -85,15 +88,65 @@ impl<D: Backend<E>, E: Float> AttentionCache<D, E> {
     }
     /// Positions held.
     pub fn len(&self) -> usize {
-        self.keys.as_ref().map_or(0, |k| k.dims()[2])
+        self.len
     }
     /// Whether no position is held.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
-    /// Forgets every position.
+    /// Positions it holds before it must grow.
+    pub fn capacity(&self) -> usize {
+        self.store.as_ref().map_or(0, KvStore::capacity)
+    }
+    /// Forgets every position (and the memory: views taken before keep theirs).
     pub fn clear(&mut self) {
         *self = Self::default();
+    }
+
+    /// Appends keys and values `(B, kv_heads, T, head_dim)` and returns those of
+    /// every position held, the new ones last.
+    ///
+    /// # Panics
+    /// When the batch, heads or head width differ from the earlier steps'.
+    #[track_caller]
+    pub fn append(
+        &mut self,
+        keys: &RawTensor<D, E>,
+        values: &RawTensor<D, E>,
+    ) -> (RawTensor<D, E>, RawTensor<D, E>) {
+        let d = keys.dims();
+        let (dims, t) = ([d[0], d[1], d[3]], d[2]);
+        let start = self.len;
+        let need = start + t;
+        let store = self
+            .store
+            .get_or_insert_with(|| KvStore::new(dims[0], dims[1], dims[2], need.max(16)));
+        assert_eq!(
+            store.dims(),
+            dims,
+            "AttentionCache::append: keys {d:?} do not continue a cache of [batch, kv_heads, head_dim] {:?}; clear it first",
+            store.dims()
+        );
+        if need > store.capacity() {
+            store.grow(need.next_power_of_two());
+        }
+        store.write(start, keys, values);
+        self.len = need;
+        if crate::autograd::grad_enabled() && (keys.is_tracked() || values.is_tracked()) {
+            // The earlier positions as constants, this step's through its graph.
+            let cat = |old: RawTensor<D, E>, new: &RawTensor<D, E>| {
+                if start == 0 {
+                    new.clone()
+                } else {
+                    RawTensor::cat(&[old, new.clone()], 2)
+                }
+            };
+            return (
+                cat(store.keys(start), keys),
+                cat(store.values(start), values),
+            );
+        }
+        (store.keys(need), store.values(need))
     }
 }
 
@@ -224,12 +277,7 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
             k = k.rope(start, base);
         }
         if let Some(cache) = cache {
-            if let (Some(pk), Some(pv)) = (&cache.keys, &cache.values) {
-                k = RawTensor::cat(&[pk.clone(), k], 2);
-                v = RawTensor::cat(&[pv.clone(), v], 2);
-            }
-            cache.keys = Some(k.clone());
-            cache.values = Some(v.clone());
+            (k, v) = cache.append(&k, &v);
         }
         let (p, seed) = self
             .attn_dropout
