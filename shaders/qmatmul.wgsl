@@ -3,14 +3,17 @@
 //   norm: x ← x·w/√(mean(x²) + eps)   glu: y ← silu(y[.., j])·y[.., j + n/2]
 //   add:  y ← y + r
 // The host prepends `const WORDS: u32` (u32 words per 32-weight block), `const
-// QTYPE: u32` (2 Q4_0, 3 Q4_1, 8 Q8_0, ggml's type ids), `const WG: u32` (threads
+// QTYPE: u32` (2 Q4_0, 3 Q4_1, 8 Q8_0, ggml's type ids; 255 sub-blocks, the
+// form every other block type and mix of types is held in), `const WG: u32` (threads
 // per workgroup), `const LANES: u32` (the threads that share one output, a power
 // of two ≤ 32) and `fn lane_sum(v: f32) -> f32`, which sums v over those LANES
 // threads when the adapter has subgroup operations of at least LANES lanes (a
 // shuffle butterfly, no shared memory); without them it returns v and tree sums
 // in shared memory run instead (`SHUFFLE`).
 // Blocks are repacked to whole words: Q4_0 [d as f32, 4 words of nibbles], Q4_1
-// [d|m as two f16, 4 words] (ggml's own layout), Q8_0 [d as f32, 8 words of i8].
+// [d|m as two f16, 4 words] (ggml's own layout), Q8_0 [d as f32, 8 words of i8],
+// sub-blocks [d0, d1, m as f32, 8 words of i8]: x = q·d0 + m (first 16 weights),
+// q·d1 + m (last 16).
 //
 // Decode is latency-bound (a few µs per kernel), so the kernel is laid out to wait
 // on memory as few times as it can: each thread loads its first two weight blocks
@@ -52,8 +55,8 @@ var<private> nbase: u32;
 var<private> normed: bool;
 var<private> staged: bool;
 
-// One block's words (Q8_0, the widest, takes 9).
-alias Block = array<u32, 9>;
+// One block's words (sub-blocks, the widest, take 11).
+alias Block = array<u32, 11>;
 
 fn load_block(b: u32) -> Block {
     var q: Block;
@@ -84,6 +87,20 @@ fn x4(b: u32, i: u32) -> vec4<f32> {
 
 // Σ over block b (of this row) of w·x.
 fn block_dot(q: Block, b: u32) -> f32 {
+    if QTYPE == 255u {
+        var s0 = 0.0;
+        var s1 = 0.0;
+        var sx = vec4<f32>(0.0);
+        for (var i = 0u; i < 4u; i++) {
+            let x0 = x4(b, i);
+            let x1 = x4(b, 4u + i);
+            s0 += dot(vec4<f32>(unpack4xI8(q[3u + i])), x0);
+            s1 += dot(vec4<f32>(unpack4xI8(q[7u + i])), x1);
+            sx += x0 + x1;
+        }
+        let m = bitcast<f32>(q[2]);
+        return bitcast<f32>(q[0]) * s0 + bitcast<f32>(q[1]) * s1 + m * (sx.x + sx.y + sx.z + sx.w);
+    }
     if QTYPE == 8u {
         var s = 0.0;
         for (var i = 0u; i < 8u; i++) {

@@ -41,7 +41,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let i = c % 32u;
     let o = p[6] + 4u * t;
     var v: vec4<f32>;
-    if QTYPE == 8u {
+    if QTYPE == 255u {
+        // [d0, d1, m, 8 words of i8]: weights i..i + 4 lie in one half.
+        let q = vec4<f32>(unpack4xI8(w[at + 3u + i / 4u]));
+        v = q * bitcast<f32>(w[at + i / 16u]) + bitcast<f32>(w[at + 2u]);
+    } else if QTYPE == 8u {
         v = bitcast<f32>(w[at]) * vec4<f32>(unpack4xI8(w[at + 1u + i / 4u]));
     } else {
         // Weight i < 16 is the low nibble of byte i, weight i ≥ 16 the high one of

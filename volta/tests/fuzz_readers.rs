@@ -387,7 +387,7 @@ impl GgufWriter {
 }
 
 /// A valid GGUF file: scalar, string and nested-array metadata, an alignment of 32,
-/// and F32, F16, Q8_0, Q4_0, Q4_1 and (undecoded) Q6_K tensors.
+/// and F32, F16, Q8_0, Q4_0, Q4_1 and Q6_K (a K-quant) tensors.
 fn valid_gguf() -> Vec<u8> {
     let mut w = GgufWriter::default();
     w.0.extend(b"GGUF");

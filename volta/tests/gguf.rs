@@ -349,12 +349,12 @@ fn corrupt_tensor_entries_are_typed_errors() {
     // A type this reader does not decode parses (its bounds checked by its known
     // size), gives its raw bytes, and is an error when dequantised.
     assert!(matches!(
-        parse_err(file(&[256], 12, 0, 143)),
-        GgufErrorKind::OutOfBounds { bytes: 144, .. }
+        parse_err(file(&[256], 10, 0, 83)),
+        GgufErrorKind::OutOfBounds { bytes: 84, .. }
     ));
-    let g = Gguf::parse("k.gguf", file(&[256], 12, 0, 144)).unwrap();
+    let g = Gguf::parse("k.gguf", file(&[256], 10, 0, 84)).unwrap();
     let (info, bytes) = g.tensor("t").unwrap();
-    assert_eq!((info.ty.name(), bytes.len()), ("Q4_K", 144));
+    assert_eq!((info.ty.name(), bytes.len()), ("Q2_K", 84));
     let e = g.dequantize("t").unwrap_err();
     assert!(
         matches!(e.kind, GgufErrorKind::UnsupportedType { .. }),
@@ -362,8 +362,15 @@ fn corrupt_tensor_entries_are_typed_errors() {
     );
     assert_eq!(
         e.to_string(),
-        "GGUF file k.gguf: tensor `t` has type Q4_K (ggml type 12), which this reader does not decode"
+        "GGUF file k.gguf: tensor `t` has type Q2_K (ggml type 10), which this reader does not decode"
     );
+    // A K-quant that it decodes: Q4_K's 144 bytes per 256 weights.
+    assert!(matches!(
+        parse_err(file(&[256], 12, 0, 143)),
+        GgufErrorKind::OutOfBounds { bytes: 144, .. }
+    ));
+    let g = Gguf::parse("k.gguf", file(&[256], 12, 0, 144)).unwrap();
+    assert_eq!(g.dequantize("t").unwrap().1.len(), 256);
     // An id ggml does not define is an error when parsing: its size is unknown.
     for id in [4, 42, u32::MAX] {
         assert!(matches!(
@@ -529,41 +536,52 @@ fn smollm2_reads_with_its_architecture_and_weights() {
 }
 
 /// A model fuses a layer's projections into one matrix. Tensors stored in
-/// different block types (as "K-quant mix" files store them) are an error naming
-/// each tensor's type; a block type the reader does not decode is named first.
+/// different block types (as "K-quant mix" files store them: a layer's Q and K in
+/// Q5_0, its V in Q8_0) fuse into sub-blocks, and the fused product is the
+/// product of the parts; a block type the reader does not decode is an error
+/// naming the tensor and the type.
 #[test]
-fn fused_tensors_of_different_block_types_name_their_types() {
+fn fused_tensors_of_different_block_types_fuse() {
     use volta::Cpu;
+    use volta::io::quant::QFormat;
     use volta::tensor::QTensor;
     let mut w = Writer::default();
-    w.header(3, 3, 0);
+    w.header(3, 4, 0);
     w.tensor("q8", &[32, 1], 8, 0);
     w.tensor("q4", &[32, 1], 2, 64);
     w.tensor("q5", &[32, 1], 6, 128);
+    w.tensor("q2k", &[256, 1], 10, 192);
     w.pad_to(32);
     w.0.extend(f16::from_f32(0.25).to_le_bytes());
     w.0.extend((0..32).map(|i| i as u8));
     w.pad_to(64);
     w.0.extend(q4_blocks().0);
     w.pad_to(64);
-    w.0.extend([0u8; 22]); // one Q5_0 block
+    // One Q5_0 block: d = 0.5, low nibbles 0..16, fifth bits of weights 0..8 set.
+    w.0.extend(f16::from_f32(0.5).to_le_bytes());
+    w.0.extend([0xff, 0, 0, 0]);
+    w.0.extend((0..16).map(|i| i as u8));
+    w.pad_to(64);
+    w.0.extend([0u8; 84]); // one Q2_K block
     let g = Gguf::parse("mix.gguf", w.0).unwrap();
-    let err = QTensor::<Cpu>::from_gguf_stacked(&g, &["q8", "q4"], 32).unwrap_err();
+    let fused = QTensor::<Cpu>::from_gguf_stacked(&g, &["q8", "q4", "q5"], 32).unwrap();
+    assert_eq!(fused.shape().rows, 3);
+    assert_eq!(fused.shape().format, QFormat::SubBlocks);
+    let mut want = Vec::new();
+    for name in ["q8", "q4", "q5"] {
+        want.extend(g.dequantize(name).unwrap().1);
+    }
+    assert_eq!(fused.dequantize().to_vec(), want);
+    let err = QTensor::<Cpu>::from_gguf_stacked(&g, &["q8", "q2k"], 32).unwrap_err();
     assert!(
-        matches!(err.kind, GgufErrorKind::MixedTypes { .. }),
+        matches!(err.kind, GgufErrorKind::UnsupportedType { ref name, ty } if name == "q2k" && ty.name() == "Q2_K"),
         "{err:?}"
     );
-    assert_eq!(
-        err.to_string(),
-        "GGUF file mix.gguf: tensors fused into one matrix have different block types \
-         (`q8` is Q8_0, `q4` is Q4_0); Volta fuses tensors of one block type"
-    );
-    let err = QTensor::<Cpu>::from_gguf_stacked(&g, &["q8", "q5"], 32).unwrap_err();
-    assert!(
-        matches!(err.kind, GgufErrorKind::UnsupportedType { ref name, ty } if name == "q5" && ty.name() == "Q5_0"),
-        "{err:?}"
-    );
-    // One block type: fused.
+    // One block type the kernels read directly: ggml's blocks as they are.
     let fused = QTensor::<Cpu>::from_gguf_stacked(&g, &["q8", "q8"], 32).unwrap();
     assert_eq!(fused.shape().rows, 2);
+    assert_eq!(
+        fused.shape().format,
+        QFormat::Ggml(volta::io::quant::GgmlType::Q8_0)
+    );
 }

@@ -16,6 +16,24 @@ use volta_kernels::{BinaryOp, UnaryOp};
 fn random_blocks(ty: GgmlType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<u8> {
     let mut bytes = Vec::new();
     let scale = |rng: &mut Rng| f16::from_f32((rng.uniform() as f32 - 0.5) * 0.2).to_le_bytes();
+    // The other types: random bytes, their f16 scales set to finite values.
+    let halves: &[usize] = match ty {
+        GgmlType::Q5_0 => &[0],
+        GgmlType::Q5_1 | GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
+        GgmlType::Q6_K => &[208],
+        _ => &[],
+    };
+    if !halves.is_empty() {
+        let (elems, size) = ty.block().unwrap();
+        for _ in 0..rows * cols / elems as usize {
+            let mut b: Vec<u8> = (0..size).map(|_| (rng.uniform() * 256.0) as u8).collect();
+            for &at in halves {
+                b[at..at + 2].copy_from_slice(&scale(rng));
+            }
+            bytes.extend(b);
+        }
+        return bytes;
+    }
     for _ in 0..rows * cols / 32 {
         match ty {
             GgmlType::Q4_0 | GgmlType::Q4_1 => {
@@ -62,17 +80,32 @@ fn close(got: &[f32], want: &[f32], tol: f32, what: &str) {
     }
 }
 
-/// Every block type, m on both sides of the GEMV/dense switch, each fused extra;
-/// rows of x short enough for the GPU kernel to stage in shared memory and one
-/// longer (k > 2048), and a W so wide that a workgroup takes several groups of
-/// outputs.
+/// Every block type (ggml's own blocks for Q4_0, Q4_1 and Q8_0, sub-blocks for
+/// the others), m on both sides of the GEMV/dense switch, each fused extra; rows
+/// of x short enough for the GPU kernel to stage in shared memory and one longer
+/// (k > 2048), and a W so wide that a workgroup takes several groups of outputs.
 fn qmatmul_matches_dense<D: InferenceBackend>() {
     let mut rng = Rng::seed(1);
     let shapes = [(48, 96), (8, 2112), (40_000, 64)];
-    for (ty, (n, k)) in [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0]
-        .into_iter()
-        .flat_map(|ty| shapes.map(|s| (ty, s)))
-    {
+    let k_shapes = [(48, 256), (8, 2304), (20_000, 256)];
+    let types = [
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+        GgmlType::Q8_0,
+        GgmlType::Q5_0,
+        GgmlType::Q5_1,
+        GgmlType::Q4_K,
+        GgmlType::Q5_K,
+        GgmlType::Q6_K,
+    ];
+    for (ty, (n, k)) in types.into_iter().flat_map(|ty| {
+        if ty.block().unwrap().0 == 256 {
+            k_shapes
+        } else {
+            shapes
+        }
+        .map(|s| (ty, s))
+    }) {
         let bytes = random_blocks(ty, n, k, &mut rng);
         let w = QTensor::<D>::from_blocks(ty, n, k, &bytes).unwrap();
         let dense = w.dequantize();
@@ -124,6 +157,39 @@ fn qmatmul_matches_dense<D: InferenceBackend>() {
         close(&rows[..k], &reference[5 * k..6 * k], 0.0, "rows");
         close(&rows[2 * k..], &reference[47 * k..48 * k], 0.0, "rows");
     }
+    // A K-quant mix's fused projection: parts of different types, one matrix.
+    let k = 256;
+    let parts: Vec<(GgmlType, usize, Vec<u8>)> = [
+        (GgmlType::Q5_0, 8),
+        (GgmlType::Q8_0, 4),
+        (GgmlType::Q6_K, 4),
+    ]
+    .into_iter()
+    .map(|(ty, rows)| (ty, rows, random_blocks(ty, rows, k, &mut rng)))
+    .collect();
+    let refs: Vec<(GgmlType, usize, &[u8])> = parts
+        .iter()
+        .map(|(t, r, b)| (*t, *r, b.as_slice()))
+        .collect();
+    let w = QTensor::<D>::from_parts(&refs, k).unwrap();
+    let mut reference = Vec::new();
+    for (ty, rows, bytes) in &parts {
+        reference.extend(volta::io::quant::dequantize(*ty, bytes, (rows * k) as u64).unwrap());
+    }
+    close(
+        &w.dequantize().to_vec(),
+        &reference,
+        0.0,
+        "mixed dequantize",
+    );
+    let x = randn::<D>(&[1, k], &mut rng);
+    let dense = RawTensor::<D, f32>::from_vec(reference, &[16, k]);
+    close_overall(
+        &x.qmatmul(&w, QMatmulOptions::default()).to_vec(),
+        &x.matmul(&dense.transpose_last()).to_vec(),
+        1e-5,
+        "mixed qmatmul",
+    );
 }
 
 #[test]

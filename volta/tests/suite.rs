@@ -18,6 +18,7 @@ mod constructors;
 mod data;
 mod f16;
 mod fuzz_readers;
+mod ggml_blocks;
 mod gguf;
 mod gpu_bind_groups;
 mod gpu_kernel;

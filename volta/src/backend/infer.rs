@@ -8,14 +8,16 @@
 //! every token: the GPU records them once and replays them (see
 //! [`Replay`](super::Replay)).
 use super::{Backend, Buf, View};
-use crate::io::quant::GgmlType;
+use crate::io::quant::{GgmlType, QFormat};
 
 /// A quantised weight matrix's geometry: `rows × cols` elements of `ty`, row-major
-/// (a GGUF matrix with `cols` as its contiguous axis).
+/// (a GGUF matrix with `cols` as its contiguous axis), held in `format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct QShape {
-    /// Its block type: [`GgmlType::Q4_0`], [`GgmlType::Q4_1`] or [`GgmlType::Q8_0`].
+    /// Its block type (the first part's, for a matrix of parts of several types).
     pub ty: GgmlType,
+    /// How its blocks sit in device memory (the bytes a backend uploads).
+    pub format: QFormat,
     /// Output features (`n`).
     pub rows: usize,
     /// Input features (`k`), a multiple of 32.
@@ -77,8 +79,9 @@ pub trait InferenceBackend: Backend<f32> {
     /// kernels like them).
     type Quantized: Clone + Send + Sync + 'static;
 
-    /// Uploads a matrix of ggml blocks (`bytes` as in a GGUF file, `shape.rows ×
-    /// shape.cols / 32` blocks), which the caller has checked.
+    /// Uploads a matrix held as `shape.format` says: ggml's blocks (`bytes` as in
+    /// a GGUF file) or sub-blocks ([`SubBlock::BYTES`](crate::io::quant::SubBlock::BYTES)
+    /// each), `shape.rows × shape.cols / 32` of them, which the caller has checked.
     fn upload_quantized(shape: &QShape, bytes: &[u8]) -> Self::Quantized;
 
     /// Dequantised rows: `out[i] = W[ids[i]]`, dims `(ids.len, cols)` — an embedding

@@ -246,14 +246,6 @@ pub enum GgufErrorKind {
         /// Its type.
         ty: GgmlType,
     },
-    /// Tensors a model fuses into one matrix (a layer's query, key and value
-    /// projections) stored in different block types, as "K-quant mix" files do.
-    MixedTypes {
-        /// The tensors, in the order they are fused.
-        names: Vec<String>,
-        /// Their block types, in the same order.
-        types: Vec<GgmlType>,
-    },
     /// A metadata key the caller needs is absent.
     MissingKey(String),
     /// A metadata value of another type than the caller needs.
@@ -350,19 +342,6 @@ impl fmt::Display for GgufError {
                 write!(
                     f,
                     "tensor `{name}` has type {ty}, which this reader does not decode"
-                )
-            }
-            GgufErrorKind::MixedTypes { names, types } => {
-                let each: Vec<String> = names
-                    .iter()
-                    .zip(types)
-                    .map(|(n, t)| format!("`{n}` is {}", t.name()))
-                    .collect();
-                write!(
-                    f,
-                    "tensors fused into one matrix have different block types ({}); \
-                     Volta fuses tensors of one block type",
-                    each.join(", ")
                 )
             }
             GgufErrorKind::MissingKey(k) => write!(f, "no metadata key `{k}`"),
@@ -828,7 +807,8 @@ impl Gguf {
     }
 
     /// A tensor decoded to f32, with its row-major shape. Types other than F32,
-    /// F16, Q4_0, Q4_1 and Q8_0 are an [`GgufErrorKind::UnsupportedType`] error.
+    /// F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K are an
+    /// [`GgufErrorKind::UnsupportedType`] error.
     pub fn dequantize(&self, name: &str) -> Result<(Vec<usize>, Vec<f32>), GgufError> {
         let (info, bytes) = self.tensor(name)?;
         let values = dequantize(info.ty, bytes, info.len()).map_err(|e| match e {

@@ -1,10 +1,13 @@
-//! ggml's tensor types as GGUF files store them: plain floats and the block
-//! quantisations (32 weights per block, one or two f16 scales), with their exact
+//! ggml's tensor types as GGUF files store them: plain floats, the block
+//! quantisations of 32 weights (one or two f16 scales) and the K-quants' super-blocks
+//! of 256 (sub-blocks of 32 or 16 weights with 6- or 8-bit scales), with their exact
 //! reference dequantisation. The raw blocks are what a quantised matmul reads.
 use half::f16;
 
-/// A ggml tensor type (the `type` field of a GGUF tensor info).
+/// A ggml tensor type (the `type` field of a GGUF tensor info), named as ggml
+/// names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(non_camel_case_types)]
 pub enum GgmlType {
     /// 32-bit floats.
     F32,
@@ -16,14 +19,33 @@ pub enum GgmlType {
     Q4_1,
     /// Blocks of 32: an f16 scale `d` and 8-bit signed `q`; `x = q·d` ([`BlockQ8_0`]).
     Q8_0,
+    /// Blocks of 32: an f16 scale `d` and 5-bit `q` (4 low bits packed as Q4_0's, the
+    /// fifth in a 32-bit mask); `x = (q − 16)·d`.
+    Q5_0,
+    /// Blocks of 32: f16 `d` and `m` and 5-bit `q`; `x = q·d + m`.
+    Q5_1,
+    /// Super-blocks of 256: f16 `d` and `dmin`, eight 6-bit scales and mins, 4-bit
+    /// `q` (two sub-blocks of 32 per 32 bytes: low nibbles, then high);
+    /// `x = d·sc·q − dmin·m` per sub-block of 32.
+    Q4_K,
+    /// Q4_K with a fifth bit per weight (bit `j` of byte `l` of a 32-byte mask for
+    /// weight `l` of sub-block `j`).
+    Q5_K,
+    /// Super-blocks of 256: 6-bit `q` (4 low bits in 128 bytes, 2 high bits in 64),
+    /// sixteen signed 8-bit scales and an f16 `d`; `x = d·sc·(q − 32)` per 16 weights.
+    Q6_K,
     /// A type ggml defines (its id is in [`KNOWN_TYPES`]) that this reader does not
-    /// decode: Q5, K-quants, IQ, BF16, … Its size is known, so its bytes can still
-    /// be located and bounds-checked.
+    /// decode: Q2_K, Q3_K, Q8_K, IQ, BF16, … Its size is known, so its bytes can
+    /// still be located and bounds-checked.
     Other(u32),
 }
 
-/// Weights per block of the 32-weight block types (Q4_0, Q4_1, Q8_0).
+/// Weights per block of the 32-weight block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0),
+/// and per sub-block of Q4_K and Q5_K.
 pub const BLOCK: usize = 32;
+
+/// Weights per K-quant super-block.
+pub const SUPER_BLOCK: usize = 256;
 
 /// Every type id ggml defines, with its name and `(elements, bytes)` per block (as
 /// `gguf.constants.GGML_QUANT_SIZES`; ids 4, 5, 31–33 and 36–38 were removed).
@@ -77,6 +99,11 @@ impl GgmlType {
             2 => GgmlType::Q4_0,
             3 => GgmlType::Q4_1,
             8 => GgmlType::Q8_0,
+            6 => GgmlType::Q5_0,
+            7 => GgmlType::Q5_1,
+            12 => GgmlType::Q4_K,
+            13 => GgmlType::Q5_K,
+            14 => GgmlType::Q6_K,
             other => {
                 known(other)?;
                 GgmlType::Other(other)
@@ -92,6 +119,11 @@ impl GgmlType {
             GgmlType::Q4_0 => 2,
             GgmlType::Q4_1 => 3,
             GgmlType::Q8_0 => 8,
+            GgmlType::Q5_0 => 6,
+            GgmlType::Q5_1 => 7,
+            GgmlType::Q4_K => 12,
+            GgmlType::Q5_K => 13,
+            GgmlType::Q6_K => 14,
             GgmlType::Other(id) => id,
         }
     }
@@ -340,9 +372,226 @@ pub fn dequantize(ty: GgmlType, bytes: &[u8], n: u64) -> Result<Vec<f32>, QuantE
                 out.extend(BlockQ8_0::from_bytes(b).dequantize());
             }
         }
+        GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => {
+            let size = ty.block().expect("a known type").1 as usize;
+            for b in bytes.chunks_exact(size) {
+                for sub in sub_blocks(ty, b) {
+                    out.extend(sub.dequantize());
+                }
+            }
+        }
         GgmlType::Other(_) => unreachable!("checked by is_supported"),
     }
     Ok(out)
+}
+
+/// 32 weights of any decoded block type as `x = q·d + m` with f32 `d` (one per
+/// 16 weights: `d[0]` for the first 16, `d[1]` for the rest) and `m`, and one
+/// 8-bit `q` per weight (signed where the type's are). Every type's reference
+/// formula is this one with exact f32 scales (an f16 times a 6- or 8-bit integer
+/// needs at most 19 bits), so decoding through it is bit-exact; devices repack
+/// blocks of any type to it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SubBlock {
+    /// The scale of each half.
+    pub d: [f32; 2],
+    /// The offset (0 where the type has none).
+    pub m: f32,
+    /// The quants, as `i8` where [`signed`](Self::signed), else as `u8`.
+    pub q: [u8; BLOCK],
+    /// Whether the quants are signed.
+    pub signed: bool,
+}
+
+impl SubBlock {
+    /// Its 32 weights.
+    pub fn dequantize(&self) -> [f32; BLOCK] {
+        // As the references compute: `q·d` for the signed types, `q·d + m` (or
+        // `− dmin·m`) for the others.
+        std::array::from_fn(|i| {
+            let d = self.d[i / 16];
+            if self.signed {
+                f32::from(self.q[i] as i8) * d
+            } else {
+                f32::from(self.q[i]) * d + self.m
+            }
+        })
+    }
+}
+
+/// The sub-blocks of one block of a 32-weight type (one) or a K-quant (eight),
+/// `b` being its bytes as ggml lays them out.
+///
+/// # Panics
+/// When `b` is not one block of `ty`, or `ty` is a plain or undecoded type.
+pub fn sub_blocks(ty: GgmlType, b: &[u8]) -> Vec<SubBlock> {
+    let size = ty.block().map(|(_, s)| s as usize);
+    assert_eq!(Some(b.len()), size, "sub_blocks: one block of {ty}");
+    let unsigned = |d: f32, m: f32, q: [u8; BLOCK]| SubBlock {
+        d: [d; 2],
+        m,
+        q,
+        signed: false,
+    };
+    let signed = |d: [f32; 2], q: [i8; BLOCK]| SubBlock {
+        d,
+        m: 0.0,
+        q: q.map(|q| q as u8),
+        signed: true,
+    };
+    // Q4_0's nibble order: byte j holds weight j (low) and j + 16 (high).
+    let nibbles = |qs: &[u8]| -> [u8; BLOCK] {
+        std::array::from_fn(|i| if i < 16 { qs[i] & 15 } else { qs[i - 16] >> 4 })
+    };
+    // Q5_0's and Q5_1's fifth bits: bit i of a little-endian u32.
+    let fifth = |qh: &[u8], i: usize| (qh[i / 8] >> (i % 8)) & 1;
+    match ty {
+        GgmlType::Q4_0 => {
+            let d = half_at(b, 0).to_f32();
+            vec![signed([d; 2], nibbles(&b[2..]).map(|q| q as i8 - 8))]
+        }
+        GgmlType::Q4_1 => {
+            let (d, m) = (half_at(b, 0).to_f32(), half_at(b, 2).to_f32());
+            vec![unsigned(d, m, nibbles(&b[4..]))]
+        }
+        GgmlType::Q8_0 => {
+            let d = half_at(b, 0).to_f32();
+            vec![signed([d; 2], std::array::from_fn(|i| b[2 + i] as i8))]
+        }
+        GgmlType::Q5_0 => {
+            let d = half_at(b, 0).to_f32();
+            let low = nibbles(&b[6..]);
+            let q = std::array::from_fn(|i| (low[i] | (fifth(&b[2..6], i) << 4)) as i8 - 16);
+            vec![signed([d; 2], q)]
+        }
+        GgmlType::Q5_1 => {
+            let (d, m) = (half_at(b, 0).to_f32(), half_at(b, 2).to_f32());
+            let low = nibbles(&b[8..]);
+            let q = std::array::from_fn(|i| low[i] | (fifth(&b[4..8], i) << 4));
+            vec![unsigned(d, m, q)]
+        }
+        GgmlType::Q4_K | GgmlType::Q5_K => {
+            let (d, dmin) = (half_at(b, 0).to_f32(), half_at(b, 2).to_f32());
+            let scales = &b[4..16];
+            let (qh, qs) = if ty == GgmlType::Q5_K {
+                (Some(&b[16..48]), &b[48..176])
+            } else {
+                (None, &b[16..144])
+            };
+            (0..8)
+                .map(|j| {
+                    let (sc, m) = scale_min_k4(j, scales);
+                    // Sub-blocks 2c and 2c + 1: the low and high nibbles of bytes 32c...
+                    let bytes = &qs[32 * (j / 2)..][..32];
+                    let q = std::array::from_fn(|l| {
+                        let low = if j % 2 == 0 {
+                            bytes[l] & 15
+                        } else {
+                            bytes[l] >> 4
+                        };
+                        low | qh.map_or(0, |qh| ((qh[l] >> j) & 1) << 4)
+                    });
+                    unsigned(d * f32::from(sc), -(dmin * f32::from(m)), q)
+                })
+                .collect()
+        }
+        GgmlType::Q6_K => {
+            let (ql, qh, sc) = (&b[..128], &b[128..192], &b[192..208]);
+            let d = half_at(b, 208).to_f32();
+            // Per 128 weights (c): 64 bytes of low nibbles, 32 of 2-bit pairs;
+            // group k of 32 takes nibble k / 2 of bytes 64c + 32·(k % 2).., pair k.
+            (0..8)
+                .map(|g| {
+                    let (c, k) = (g / 4, g % 4);
+                    let low = &ql[64 * c + 32 * (k % 2)..][..32];
+                    let high = &qh[32 * c..][..32];
+                    let q = std::array::from_fn(|l| {
+                        let lo = if k < 2 { low[l] & 15 } else { low[l] >> 4 };
+                        let hi = (high[l] >> (2 * k)) & 3;
+                        (lo | (hi << 4)) as i8 - 32
+                    });
+                    let s = |half: usize| d * f32::from(sc[2 * g + half] as i8);
+                    signed([s(0), s(1)], q)
+                })
+                .collect()
+        }
+        other => panic!("sub_blocks: {other} has no sub-blocks"),
+    }
+}
+
+impl SubBlock {
+    /// Bytes of one sub-block in [`QFormat::SubBlocks`]: `d[0]`, `d[1]`, `m` as
+    /// little-endian f32, then the 32 quants as `i8` (unsigned quants stay below
+    /// 128: at most 5 bits).
+    pub const BYTES: usize = 12 + BLOCK;
+
+    /// Appends it in the [`QFormat::SubBlocks`] layout.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        for x in [self.d[0], self.d[1], self.m] {
+            out.extend(x.to_le_bytes());
+        }
+        out.extend(self.q);
+    }
+}
+
+/// How a quantised matrix sits in a device's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QFormat {
+    /// ggml's own blocks of one of the types the kernels read directly:
+    /// [`GgmlType::Q4_0`], [`GgmlType::Q4_1`] or [`GgmlType::Q8_0`].
+    Ggml(GgmlType),
+    /// [`SubBlock`]s ([`SubBlock::BYTES`] each): every other decoded block type,
+    /// and matrices whose parts differ in type (a K-quant mix's fused projections).
+    /// Every weight takes 11 bits.
+    SubBlocks,
+}
+
+impl QFormat {
+    /// The format for a matrix of parts of `types`: ggml's blocks when they all
+    /// share one type the kernels read, else sub-blocks.
+    pub fn for_types(types: &[GgmlType]) -> QFormat {
+        match types {
+            [first, rest @ ..]
+                if matches!(first, GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0)
+                    && rest.iter().all(|t| t == first) =>
+            {
+                QFormat::Ggml(*first)
+            }
+            _ => QFormat::SubBlocks,
+        }
+    }
+}
+
+/// Repacks `bytes` (whole blocks of `ty`, as a GGUF file holds them) into the
+/// [`QFormat::SubBlocks`] layout, appended to `out`.
+///
+/// # Panics
+/// When `ty` is not a decoded block type or `bytes` is not whole blocks.
+pub fn repack_sub_blocks(ty: GgmlType, bytes: &[u8], out: &mut Vec<u8>) {
+    let size = ty.block().expect("a known type").1 as usize;
+    assert!(
+        bytes.len().is_multiple_of(size),
+        "repack_sub_blocks: whole blocks of {ty}"
+    );
+    for b in bytes.chunks_exact(size) {
+        for sub in sub_blocks(ty, b) {
+            sub.write(out);
+        }
+    }
+}
+
+/// Scale and min `j` (0..8) of a Q4_K/Q5_K super-block's 12 packed bytes
+/// (ggml's `get_scale_min_k4`): 6 bits each, the first four whole in bytes 0..8,
+/// the last four split between bytes 8..12 and the top bits of bytes 0..8.
+fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
+    if j < 4 {
+        (s[j] & 63, s[j + 4] & 63)
+    } else {
+        (
+            (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4),
+            (s[j + 4] >> 4) | ((s[j] >> 6) << 4),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -396,12 +645,12 @@ mod tests {
                 n: 31
             })
         );
-        let q4k = GgmlType::from_id(12).unwrap();
-        let e = dequantize(q4k, &b, 256).unwrap_err();
-        assert_eq!(e, QuantError::Unsupported(q4k));
+        let q2k = GgmlType::from_id(10).unwrap();
+        let e = dequantize(q2k, &b, 256).unwrap_err();
+        assert_eq!(e, QuantError::Unsupported(q2k));
         assert_eq!(
             e.to_string(),
-            "Q4_K (ggml type 12) is not decoded by this reader"
+            "Q2_K (ggml type 10) is not decoded by this reader"
         );
     }
 
@@ -410,15 +659,18 @@ mod tests {
         assert_eq!(GgmlType::Q4_1.bytes_for(576 * 2), Some(36 * 20));
         assert_eq!(GgmlType::Q4_0.bytes_for(33), None);
         assert_eq!(GgmlType::F32.bytes_for(u64::MAX), None);
-        assert_eq!(GgmlType::Other(14).bytes_for(512), Some(420));
+        assert_eq!(GgmlType::Q6_K.bytes_for(512), Some(420));
         for &(id, name, _, _) in KNOWN_TYPES {
             let ty = GgmlType::from_id(id).unwrap();
             assert_eq!((ty.id(), ty.name()), (id, name));
-            assert_eq!(ty.is_supported(), [0, 1, 2, 3, 8].contains(&id));
+            assert_eq!(
+                ty.is_supported(),
+                [0, 1, 2, 3, 6, 7, 8, 12, 13, 14].contains(&id)
+            );
         }
         for id in [4, 5, 31, 36, 42, 1000, u32::MAX] {
             assert_eq!(GgmlType::from_id(id), None, "{id}");
         }
-        assert_eq!(GgmlType::Other(14).to_string(), "Q6_K (ggml type 14)");
+        assert_eq!(GgmlType::Q6_K.to_string(), "Q6_K (ggml type 14)");
     }
 }

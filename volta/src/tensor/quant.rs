@@ -1,11 +1,12 @@
-//! `QTensor`: a weight matrix kept in ggml's quantised blocks (Q4_0, Q4_1, Q8_0) in
-//! device memory, for inference. Matmuls read it through
-//! [`RawTensor::qmatmul`], dequantising in their loads.
+//! `QTensor`: a weight matrix kept quantised in device memory, for inference:
+//! ggml's own blocks (Q4_0, Q4_1, Q8_0), or sub-blocks for the other block types
+//! (Q5_0, Q5_1, the K-quants) and for mixes of types ([`QFormat`]). Matmuls read
+//! it through [`RawTensor::qmatmul`], dequantising in their loads.
 use super::RawTensor;
 use crate::backend::InferenceBackend;
 use crate::backend::infer::QShape;
 use crate::io::gguf::{Gguf, GgufError, GgufErrorKind};
-use crate::io::quant::{BLOCK, GgmlType, QuantError};
+use crate::io::quant::{BLOCK, GgmlType, QFormat, QuantError, repack_sub_blocks};
 use crate::layout::Layout;
 
 /// A quantised `(rows, cols)` matrix on device `D`, kept in ggml blocks.
@@ -34,32 +35,63 @@ impl<D: InferenceBackend> std::fmt::Debug for QTensor<D> {
 
 impl<D: InferenceBackend> QTensor<D> {
     /// A matrix of `rows × cols` elements of block type `ty` from ggml's bytes
-    /// (rows one after another, as in a GGUF file).
+    /// (rows one after another, as in a GGUF file). Every block type
+    /// [`dequantize`](crate::io::quant::dequantize) decodes is taken, K-quants
+    /// included; see [`QFormat`] for how each sits on the device.
     pub fn from_blocks(
         ty: GgmlType,
         rows: usize,
         cols: usize,
         bytes: &[u8],
     ) -> Result<Self, QuantError> {
-        if !matches!(ty, GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0) {
-            return Err(QuantError::Unsupported(ty));
+        Self::from_parts(&[(ty, rows, bytes)], cols)
+    }
+
+    /// Matrices of `cols` columns stacked along the rows into one (a fused QKV
+    /// projection), each `(type, rows, ggml's bytes)`; their types may differ.
+    pub fn from_parts(parts: &[(GgmlType, usize, &[u8])], cols: usize) -> Result<Self, QuantError> {
+        for &(ty, rows, bytes) in parts {
+            if !ty.is_supported() || matches!(ty, GgmlType::F32 | GgmlType::F16) {
+                return Err(QuantError::Unsupported(ty));
+            }
+            let n = (rows * cols) as u64;
+            let block = ty.block().map_or(BLOCK, |(e, _)| e as usize);
+            if !cols.is_multiple_of(block) {
+                return Err(QuantError::PartialBlock { ty, n });
+            }
+            let expected = ty.bytes_for(n).ok_or(QuantError::PartialBlock { ty, n })?;
+            if expected != bytes.len() as u64 {
+                return Err(QuantError::Length {
+                    ty,
+                    n,
+                    expected,
+                    found: bytes.len() as u64,
+                });
+            }
         }
-        let n = (rows * cols) as u64;
-        if !cols.is_multiple_of(BLOCK) {
-            return Err(QuantError::PartialBlock { ty, n });
+        let types: Vec<GgmlType> = parts.iter().map(|p| p.0).collect();
+        let format = QFormat::for_types(&types);
+        let mut packed = Vec::new();
+        for &(ty, _, bytes) in parts {
+            match format {
+                QFormat::Ggml(_) => packed.extend_from_slice(bytes),
+                QFormat::SubBlocks => repack_sub_blocks(ty, bytes, &mut packed),
+            }
         }
-        let expected = ty.bytes_for(n).ok_or(QuantError::PartialBlock { ty, n })?;
-        if expected != bytes.len() as u64 {
-            return Err(QuantError::Length {
-                ty,
-                n,
-                expected,
-                found: bytes.len() as u64,
+        let Some(&ty) = types.first() else {
+            return Err(QuantError::PartialBlock {
+                ty: GgmlType::Q8_0,
+                n: 0,
             });
-        }
-        let shape = QShape { ty, rows, cols };
+        };
+        let shape = QShape {
+            ty,
+            format,
+            rows: parts.iter().map(|p| p.1).sum(),
+            cols,
+        };
         Ok(QTensor {
-            data: D::upload_quantized(&shape, bytes),
+            data: D::upload_quantized(&shape, &packed),
             shape,
         })
     }
@@ -76,12 +108,11 @@ impl<D: InferenceBackend> QTensor<D> {
         })
     }
 
-    /// The GGUF matrices `names`, all of one block type and `cols` columns, stacked
-    /// along the rows into one matrix (a fused QKV or gate-up projection).
+    /// The GGUF matrices `names`, of `cols` columns each, stacked along the rows
+    /// into one matrix (a fused QKV or gate-up projection). Their block types may
+    /// differ, as a K-quant mix's do (a layer's Q and K in Q5_0, its V in Q8_0).
     pub fn from_gguf_stacked(gguf: &Gguf, names: &[&str], cols: usize) -> Result<Self, GgufError> {
-        let mut bytes = Vec::new();
-        let mut rows = 0;
-        let mut types = Vec::with_capacity(names.len());
+        let mut parts = Vec::with_capacity(names.len());
         let error = |kind| GgufError {
             path: gguf.path().to_path_buf(),
             kind,
@@ -99,20 +130,13 @@ impl<D: InferenceBackend> QTensor<D> {
             if shape.len() != 2 || shape[1] != cols {
                 return Err(dims_error(gguf, name));
             }
-            types.push(info.ty);
-            rows += shape[0];
-            bytes.extend_from_slice(data);
+            parts.push((info.ty, shape[0], data));
         }
-        if types.windows(2).any(|w| w[0] != w[1]) {
-            return Err(error(GgufErrorKind::MixedTypes {
-                names: names.iter().map(|n| n.to_string()).collect(),
-                types,
-            }));
+        if parts.is_empty() {
+            return Err(dims_error(gguf, "(no tensors)"));
         }
-        let ty = *types
-            .first()
-            .ok_or_else(|| dims_error(gguf, "(no tensors)"))?;
-        Self::from_blocks(ty, rows, cols, &bytes).map_err(|e| GgufError {
+        let rows: usize = parts.iter().map(|p| p.1).sum();
+        Self::from_parts(&parts, cols).map_err(|e| GgufError {
             path: gguf.path().to_path_buf(),
             kind: match e {
                 QuantError::Unsupported(ty) => GgufErrorKind::UnsupportedType {

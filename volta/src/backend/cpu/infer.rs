@@ -3,66 +3,80 @@
 //! and attention over a KV cache. Rows run in parallel on rayon.
 use super::copy::strided_to_vec;
 use crate::backend::infer::{AttnShape, QShape, swiglu};
-use crate::io::quant::{BLOCK, BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType};
+use crate::io::quant::{BLOCK, BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType, QFormat, SubBlock};
 use crate::layout::Layout;
 use rayon::prelude::*;
 use std::sync::Arc;
 
-/// Quantised weights on the CPU: per block, its scales as f32 (`d`, and `m` for
-/// Q4_1) and its packed quants (16 bytes of nibbles or 32 signed bytes).
+/// Quantised weights on the CPU: per block, its scales as f32 (`d`; `d` and `m`
+/// for Q4_1; `d₀`, `d₁` and `m` for sub-blocks) and its packed quants (16 bytes of
+/// nibbles, or 32 signed bytes).
 #[derive(Debug)]
 pub struct CpuQuantized {
-    ty: GgmlType,
+    format: QFormat,
     scales: Vec<f32>,
     quants: Vec<u8>,
 }
 
 impl CpuQuantized {
     fn scales_per_block(&self) -> usize {
-        if self.ty == GgmlType::Q4_1 { 2 } else { 1 }
+        scales_per_block(self.format)
     }
     fn quant_bytes(&self) -> usize {
-        if self.ty == GgmlType::Q8_0 {
-            BLOCK
-        } else {
-            BLOCK / 2
+        match self.format {
+            QFormat::Ggml(GgmlType::Q8_0) | QFormat::SubBlocks => BLOCK,
+            _ => BLOCK / 2,
         }
+    }
+}
+
+fn scales_per_block(format: QFormat) -> usize {
+    match format {
+        QFormat::Ggml(GgmlType::Q4_1) => 2,
+        QFormat::SubBlocks => 3,
+        _ => 1,
     }
 }
 
 pub(crate) fn upload(shape: &QShape, bytes: &[u8]) -> Arc<CpuQuantized> {
     let blocks = shape.rows * shape.cols / BLOCK;
     let (mut scales, mut quants) = (Vec::new(), Vec::new());
-    match shape.ty {
-        GgmlType::Q4_0 => {
+    match shape.format {
+        QFormat::SubBlocks => {
+            for b in bytes.chunks_exact(SubBlock::BYTES).take(blocks) {
+                let f = |i: usize| f32::from_le_bytes(b[4 * i..4 * i + 4].try_into().unwrap());
+                scales.extend([f(0), f(1), f(2)]);
+                quants.extend_from_slice(&b[12..]);
+            }
+        }
+        QFormat::Ggml(GgmlType::Q4_0) => {
             for b in bytes.chunks_exact(BlockQ4_0::BYTES).take(blocks) {
                 let b = BlockQ4_0::from_bytes(b.try_into().expect("a block"));
                 scales.push(b.d.to_f32());
                 quants.extend_from_slice(&b.qs);
             }
         }
-        GgmlType::Q4_1 => {
+        QFormat::Ggml(GgmlType::Q4_1) => {
             for b in bytes.chunks_exact(BlockQ4_1::BYTES).take(blocks) {
                 let b = BlockQ4_1::from_bytes(b.try_into().expect("a block"));
                 scales.extend([b.d.to_f32(), b.m.to_f32()]);
                 quants.extend_from_slice(&b.qs);
             }
         }
-        GgmlType::Q8_0 => {
+        QFormat::Ggml(GgmlType::Q8_0) => {
             for b in bytes.chunks_exact(BlockQ8_0::BYTES).take(blocks) {
                 let b = BlockQ8_0::from_bytes(b.try_into().expect("a block"));
                 scales.push(b.d.to_f32());
                 quants.extend(b.qs.iter().map(|&q| q as u8));
             }
         }
-        other => panic!("upload_quantized: {other} is not a block type (Q4_0, Q4_1, Q8_0)"),
+        QFormat::Ggml(other) => {
+            panic!("upload_quantized: {other} is held as sub-blocks, not as its own blocks")
+        }
     }
-    assert_eq!(
-        scales.len(),
-        blocks * if shape.ty == GgmlType::Q4_1 { 2 } else { 1 }
-    );
+    assert_eq!(scales.len(), blocks * scales_per_block(shape.format));
     Arc::new(CpuQuantized {
-        ty: shape.ty,
+        format: shape.format,
         scales,
         quants,
     })
@@ -73,15 +87,20 @@ fn dequantize_block(w: &CpuQuantized, b: usize) -> [f32; BLOCK] {
     let s = &w.scales[b * w.scales_per_block()..];
     let q = &w.quants[b * w.quant_bytes()..];
     let mut out = [0.0; BLOCK];
-    match w.ty {
-        GgmlType::Q8_0 => {
+    match w.format {
+        QFormat::SubBlocks => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = f32::from(q[i] as i8) * s[i / 16] + s[2];
+            }
+        }
+        QFormat::Ggml(GgmlType::Q8_0) => {
             for (o, &q) in out.iter_mut().zip(&q[..BLOCK]) {
                 *o = f32::from(q as i8) * s[0];
             }
         }
-        ty => {
-            let (d, m) = match ty {
-                GgmlType::Q4_1 => (s[0], s[1]),
+        format => {
+            let (d, m) = match format {
+                QFormat::Ggml(GgmlType::Q4_1) => (s[0], s[1]),
                 _ => (s[0], -8.0 * s[0]),
             };
             for j in 0..BLOCK / 2 {
@@ -107,8 +126,27 @@ fn row_dot(w: &CpuQuantized, j: usize, x: &[f32], x_sums: &[f32]) -> f32 {
     let blocks = x
         .chunks_exact(BLOCK)
         .map(|b| -> &[f32; BLOCK] { b.try_into().unwrap() });
-    match w.ty {
-        GgmlType::Q8_0 => {
+    match w.format {
+        QFormat::SubBlocks => {
+            const H: usize = BLOCK / 2;
+            let (mut low, mut high) = ([0.0f32; H], [0.0f32; H]);
+            let mut offset = 0.0;
+            for (((q, xb), s), xs) in quants
+                .chunks_exact(BLOCK)
+                .zip(blocks)
+                .zip(scales.chunks_exact(3))
+                .zip(x_sums)
+            {
+                let q: &[u8; BLOCK] = q.try_into().unwrap();
+                for i in 0..H {
+                    low[i] += s[0] * (f32::from(q[i] as i8) * xb[i]);
+                    high[i] += s[1] * (f32::from(q[i + H] as i8) * xb[i + H]);
+                }
+                offset += s[2] * xs;
+            }
+            low.iter().sum::<f32>() + high.iter().sum::<f32>() + offset
+        }
+        QFormat::Ggml(GgmlType::Q8_0) => {
             let mut total = [0.0f32; BLOCK];
             for ((q, xb), d) in quants.chunks_exact(BLOCK).zip(blocks).zip(scales) {
                 let q: &[u8; BLOCK] = q.try_into().unwrap();
@@ -118,7 +156,7 @@ fn row_dot(w: &CpuQuantized, j: usize, x: &[f32], x_sums: &[f32]) -> f32 {
             }
             total.iter().sum()
         }
-        ty => {
+        format => {
             const H: usize = BLOCK / 2;
             let mut total = [0.0f32; H];
             let mut offset = 0.0;
@@ -137,7 +175,7 @@ fn row_dot(w: &CpuQuantized, j: usize, x: &[f32], x_sums: &[f32]) -> f32 {
                     total[i] += s[0] * acc[i];
                 }
                 // q·d + m (Q4_1) or (q − 8)·d (Q4_0): the offset times Σx.
-                offset += if ty == GgmlType::Q4_1 {
+                offset += if format == QFormat::Ggml(GgmlType::Q4_1) {
                     s[1]
                 } else {
                     -8.0 * s[0]

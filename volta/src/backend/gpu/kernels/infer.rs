@@ -11,7 +11,7 @@ use crate::backend::gpu::runtime::launch::{alloc, grid, kernel, launch, u};
 use crate::backend::gpu::runtime::pipelines::{Bindings, Kernel, Key};
 use crate::backend::gpu::runtime::pool::Pooled;
 use crate::backend::infer::{AttnShape, QShape};
-use crate::io::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType};
+use crate::io::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType, QFormat};
 use crate::layout::Layout;
 use crate::shape::Dims;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ const ATTENTION: &str = include_str!("../../../../../shaders/attention.wgsl");
 
 /// Quantised weights in device memory: blocks repacked to whole `u32` words
 /// (Q4_0 `[d as f32, 4 words]`, Q4_1 ggml's own 5 words, Q8_0 `[d as f32, 8
-/// words]`).
+/// words]`, sub-blocks `[d₀, d₁, m as f32, 8 words]`).
 #[derive(Clone)]
 pub struct GpuQuantized(pub(crate) Arc<Pooled>);
 
@@ -36,27 +36,38 @@ impl std::fmt::Debug for GpuQuantized {
 }
 
 /// Words per repacked block.
-fn words(ty: GgmlType) -> u32 {
-    match ty {
-        GgmlType::Q4_0 | GgmlType::Q4_1 => 5,
-        GgmlType::Q8_0 => 9,
-        other => panic!("{other} is not a block type (Q4_0, Q4_1, Q8_0)"),
+fn words(format: QFormat) -> u32 {
+    match format {
+        QFormat::Ggml(GgmlType::Q4_0 | GgmlType::Q4_1) => 5,
+        QFormat::Ggml(GgmlType::Q8_0) => 9,
+        QFormat::SubBlocks => 11,
+        QFormat::Ggml(other) => panic!("{other} is held as sub-blocks, not as its own blocks"),
+    }
+}
+
+/// The shaders' `QTYPE`: ggml's type id, or 255 for sub-blocks.
+fn qtype(format: QFormat) -> u32 {
+    match format {
+        QFormat::Ggml(ty) => ty.id(),
+        QFormat::SubBlocks => 255,
     }
 }
 
 fn repack(shape: &QShape, bytes: &[u8]) -> Vec<u32> {
     let word = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4 bytes"));
     let mut out = Vec::new();
-    match shape.ty {
-        GgmlType::Q4_0 => {
+    match shape.format {
+        // Already whole words: three f32, then 32 bytes.
+        QFormat::SubBlocks => out.extend(bytes.chunks_exact(4).map(word)),
+        QFormat::Ggml(GgmlType::Q4_0) => {
             for b in bytes.chunks_exact(BlockQ4_0::BYTES) {
                 let blk = BlockQ4_0::from_bytes(b.try_into().expect("a block"));
                 out.push(blk.d.to_f32().to_bits());
                 out.extend(blk.qs.chunks_exact(4).map(word));
             }
         }
-        GgmlType::Q4_1 => out.extend(bytes.chunks_exact(4).map(word)),
-        GgmlType::Q8_0 => {
+        QFormat::Ggml(GgmlType::Q4_1) => out.extend(bytes.chunks_exact(4).map(word)),
+        QFormat::Ggml(GgmlType::Q8_0) => {
             for b in bytes.chunks_exact(BlockQ8_0::BYTES) {
                 let blk = BlockQ8_0::from_bytes(b.try_into().expect("a block"));
                 out.push(blk.d.to_f32().to_bits());
@@ -64,7 +75,7 @@ fn repack(shape: &QShape, bytes: &[u8]) -> Vec<u32> {
                 out.extend(qs.chunks_exact(4).map(word));
             }
         }
-        other => panic!("{other} is not a block type (Q4_0, Q4_1, Q8_0)"),
+        QFormat::Ggml(other) => panic!("{other} is held as sub-blocks, not as its own blocks"),
     }
     debug_assert_eq!(BlockQ4_1::BYTES % 4, 0);
     out
@@ -76,12 +87,12 @@ pub(crate) fn upload(rt: &Runtime, shape: &QShape, bytes: &[u8]) -> GpuQuantized
     GpuQuantized(buf)
 }
 
-/// The source of a kernel specialised to a block type.
-fn specialised(src: &str, ty: GgmlType) -> String {
+/// The source of a kernel specialised to a block format.
+fn specialised(src: &str, format: QFormat) -> String {
     format!(
         "const WORDS: u32 = {}u;\nconst QTYPE: u32 = {}u;\n{src}",
-        words(ty),
-        ty.id()
+        words(format),
+        qtype(format)
     )
 }
 
@@ -173,13 +184,13 @@ fn reduce_lanes(rt: &Runtime) -> (u32, bool) {
 /// extras (`flags`: 1 norm, 2 glu, 4 add) and W's shape, all constants: each
 /// variant compiles without the others' code, and a decode kernel's first
 /// weight loads wait for no parameter (a model has a handful of shapes).
-fn qmatmul_source(ty: GgmlType, q: QLaunch, flags: u32, n: usize, k: usize) -> String {
+fn qmatmul_source(format: QFormat, q: QLaunch, flags: u32, n: usize, k: usize) -> String {
     format!(
         "{}const WG: u32 = {}u;\nconst FLAGS: u32 = {flags}u;\n\
          const N: u32 = {n}u;\nconst K: u32 = {k}u;\n{}",
         subgroup_prelude(q.lanes, q.shuffle),
         q.wg,
-        specialised(QMATMUL, ty)
+        specialised(QMATMUL, format)
     )
 }
 
@@ -241,13 +252,13 @@ pub(crate) fn dequantize_rows(
     }
     let kern = kernel(
         rt,
-        &Key::Named("volta qrows", vec![shape.ty.id()]),
+        &Key::Named("volta qrows", vec![qtype(shape.format)]),
         Bindings {
             reads: 2,
             writes: 1,
         },
         "main",
-        || specialised(QROWS, shape.ty),
+        || specialised(QROWS, shape.format),
     );
     let wl = weight_layout(shape);
     let ol = Layout::contiguous(&[n, shape.cols]);
@@ -319,7 +330,7 @@ fn past_limit<'a>(rt: &Runtime, buffers: impl IntoIterator<Item = &'a Arc<Pooled
 
 /// The weight's words as a `(rows, words per row)` view.
 fn weight_layout(shape: &QShape) -> Layout {
-    Layout::contiguous(&[shape.rows, shape.cols / 32 * words(shape.ty) as usize])
+    Layout::contiguous(&[shape.rows, shape.cols / 32 * words(shape.format) as usize])
 }
 
 /// [`dequantize_rows`] past the binding limit: slices of W's rows, each bound as
@@ -435,7 +446,7 @@ pub(crate) fn qmatmul(
         rs,
         u(reps),
     ];
-    let kern = qmatmul_kernel(rt, shape.ty, q, flags, shape.rows, shape.cols);
+    let kern = qmatmul_kernel(rt, shape.format, q, flags, shape.rows, shape.cols);
     launch(
         rt,
         &kern,
@@ -450,7 +461,7 @@ pub(crate) fn qmatmul(
 /// source).
 fn qmatmul_kernel(
     rt: &Runtime,
-    ty: GgmlType,
+    format: QFormat,
     q: QLaunch,
     flags: u32,
     n: usize,
@@ -461,7 +472,7 @@ fn qmatmul_kernel(
         &Key::Named(
             qmatmul_name(flags),
             vec![
-                ty.id(),
+                qtype(format),
                 q.lanes,
                 q.wg,
                 u32::from(q.shuffle),
@@ -475,7 +486,7 @@ fn qmatmul_kernel(
             writes: 1,
         },
         "main",
-        || qmatmul_source(ty, q, flags, n, k),
+        || qmatmul_source(format, q, flags, n, k),
     )
 }
 
@@ -591,7 +602,7 @@ fn qmatmul_sliced(
             rs,
             u(reps),
         ];
-        let kern = qmatmul_kernel(rt, shape.ty, q, flags, rows, k);
+        let kern = qmatmul_kernel(rt, shape.format, q, flags, rows, k);
         launch(
             rt,
             &kern,
