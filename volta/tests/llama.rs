@@ -201,7 +201,7 @@ fn gpu_matches_cpu(gguf: &Gguf, tokenizer: &volta::models::Tokenizer) -> Vec<Str
     let ids = tokenizer.encode(&prompt);
     let argmax = |v: &[f32]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap() as u32;
     // CPU: the prompt, then two greedy steps.
-    let cpu = SmolLM2_135M::<Cpu>::from_gguf(&gguf).expect("the weights load");
+    let cpu = SmolLM2_135M::<Cpu>::from_gguf(gguf).expect("the weights load");
     let mut cache = cpu.cache();
     let mut want = vec![cpu.forward(&ids, &mut cache).to_vec()];
     for _ in 0..2 {
@@ -209,7 +209,7 @@ fn gpu_matches_cpu(gguf: &Gguf, tokenizer: &volta::models::Tokenizer) -> Vec<Str
         want.push(cpu.forward(&[next], &mut cache).to_vec());
     }
     drop(cpu);
-    let gpu = SmolLM2_135M::<volta::Gpu>::from_gguf(&gguf).expect("the weights load");
+    let gpu = SmolLM2_135M::<volta::Gpu>::from_gguf(gguf).expect("the weights load");
     let mut cache = gpu.cache();
     let mut got = vec![gpu.forward(&ids, &mut cache).to_vec()];
     for w in &want[..2] {
