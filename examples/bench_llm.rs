@@ -48,6 +48,11 @@ struct Args {
     /// timestamp queries.
     #[arg(long)]
     profile: bool,
+    /// Only the cold start: seconds from the process's start to the first token
+    /// (the file opened, the model loaded, `--prompt` tokens run, one token
+    /// decoded), each stage printed. Run it in a fresh process.
+    #[arg(long)]
+    first_token: bool,
 }
 
 /// The `--device` choices.
@@ -143,6 +148,37 @@ fn run<D: InferenceBackend + Replay>(args: &Args, gguf: &Gguf) -> Result<(), Str
     Ok(())
 }
 
+/// The cold start: each stage's end, in seconds since `start` (the process's).
+fn first_token<D: InferenceBackend + Replay>(
+    args: &Args,
+    gguf: &Gguf,
+    start: Instant,
+    opened: f64,
+) -> Result<(), String> {
+    let model = SmolLM2_135M::<D>::from_gguf(gguf).map_err(|e| e.to_string())?;
+    let loaded = start.elapsed().as_secs_f64();
+    let mut cache = model.cache();
+    let prompt: Vec<u32> = (0..args.prompt.max(1) as u32)
+        .map(|i| 1 + i % 1000)
+        .collect();
+    let logits = model.forward(&prompt, &mut cache).to_vec();
+    let prefilled = start.elapsed().as_secs_f64();
+    let next = (0..logits.len())
+        .max_by(|&a, &b| logits[a].total_cmp(&logits[b]))
+        .unwrap_or(0) as u32;
+    let row = model.forward(&[next], &mut cache).to_vec();
+    assert!(row[0].is_finite());
+    let first = start.elapsed().as_secs_f64();
+    println!(
+        "{:4} first token {:.2} s after start (file opened {opened:.2} s, model loaded {loaded:.2} s, \
+         {} prompt tokens done {prefilled:.2} s, one token decoded {first:.2} s)",
+        D::NAME,
+        first,
+        prompt.len()
+    );
+    Ok(())
+}
+
 /// The kernels of one replayed decode step, timed on the GPU.
 #[cfg(feature = "gpu")]
 fn profile(gguf: &Gguf, prompt: usize) -> Result<(), String> {
@@ -165,10 +201,22 @@ fn profile(gguf: &Gguf, prompt: usize) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
+    let start = Instant::now();
     let args = Args::parse();
     let result = Gguf::open(&args.model)
         .map_err(|e| e.to_string())
+        .and_then(|gguf| {
+            let opened = start.elapsed().as_secs_f64();
+            match (args.first_token, args.device) {
+                (true, Device::Cpu) => first_token::<volta::Cpu>(&args, &gguf, start, opened),
+                #[cfg(feature = "gpu")]
+                (true, Device::Gpu) => first_token::<volta::Gpu>(&args, &gguf, start, opened),
+                _ => Ok(()),
+            }
+            .map(|()| gguf)
+        })
         .and_then(|gguf| match args.device {
+            _ if args.first_token => Ok(()),
             Device::Cpu => run::<volta::Cpu>(&args, &gguf),
             #[cfg(feature = "gpu")]
             Device::Gpu => run::<volta::Gpu>(&args, &gguf).and_then(|()| {
