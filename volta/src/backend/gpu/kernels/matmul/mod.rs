@@ -444,8 +444,8 @@ fn product_into(
         launch(rt, &kern, &p, &[a.0, b.0, out], groups);
         return;
     }
-    // One launch of the generated kernel with `tiles`.
-    let run = |tiles: MatmulTiles| {
+    // The generated kernel for `tiles` (compiled on first use).
+    let prepare = |tiles: MatmulTiles| {
         let v = Variant {
             tiles,
             a: a_load,
@@ -468,13 +468,17 @@ fn product_into(
             u32::from(v.half),
             u32::from(v.half_out),
         ];
-        let kern = kernel(
+        kernel(
             rt,
             &Key::Named("volta matmul", key),
             OPERANDS,
             "main",
             || source(&v),
-        );
+        )
+    };
+    // One launch of it.
+    let run = |tiles: MatmulTiles| {
+        let kern = prepare(tiles);
         let groups = [
             u(n.div_ceil(tiles.bn as usize)),
             u(m.div_ceil(tiles.bm as usize)),
@@ -489,7 +493,7 @@ fn product_into(
             (a_load as u32, b_load as u32),
             (elem == Elem::F16, out_elem == Elem::F16),
         );
-        tuning.tiles(rt, class, choose_tiles(batch, m, n), &run)
+        tuning.tiles(rt, class, choose_tiles(batch, m, n), &prepare, &run)
     });
     run(tiles);
 }
