@@ -344,15 +344,7 @@ pub fn dequantize(ty: GgmlType, bytes: &[u8], n: u64) -> Result<Vec<f32>, QuantE
     if !ty.is_supported() {
         return Err(QuantError::Unsupported(ty));
     }
-    let expected = ty.bytes_for(n).ok_or(QuantError::PartialBlock { ty, n })?;
-    if expected != bytes.len() as u64 {
-        return Err(QuantError::Length {
-            ty,
-            n,
-            expected,
-            found: bytes.len() as u64,
-        });
-    }
+    check_len(ty, bytes, n)?;
     let mut out = Vec::with_capacity(n as usize);
     match ty {
         GgmlType::F32 => out.extend(blocks::<4>(bytes).map(|b| f32::from_le_bytes(*b))),
@@ -383,6 +375,20 @@ pub fn dequantize(ty: GgmlType, bytes: &[u8], n: u64) -> Result<Vec<f32>, QuantE
         GgmlType::Other(_) => unreachable!("checked by is_supported"),
     }
     Ok(out)
+}
+
+/// Whether `bytes` are exactly `n` elements of `ty`: whole blocks of it, no more.
+pub fn check_len(ty: GgmlType, bytes: &[u8], n: u64) -> Result<(), QuantError> {
+    let expected = ty.bytes_for(n).ok_or(QuantError::PartialBlock { ty, n })?;
+    if expected != bytes.len() as u64 {
+        return Err(QuantError::Length {
+            ty,
+            n,
+            expected,
+            found: bytes.len() as u64,
+        });
+    }
+    Ok(())
 }
 
 /// 32 weights of any decoded block type as `x = q·d + m` with f32 `d` (one per

@@ -6,7 +6,7 @@ use super::RawTensor;
 use crate::backend::InferenceBackend;
 use crate::backend::infer::QShape;
 use crate::io::gguf::{Gguf, GgufError, GgufErrorKind};
-use crate::io::quant::{BLOCK, GgmlType, QFormat, QuantError, repack_sub_blocks};
+use crate::io::quant::{BLOCK, GgmlType, QFormat, QuantError, check_len, repack_sub_blocks};
 use crate::layout::Layout;
 
 /// A quantised `(rows, cols)` matrix on device `D`, kept in ggml blocks.
@@ -59,15 +59,7 @@ impl<D: InferenceBackend> QTensor<D> {
             if !cols.is_multiple_of(block) {
                 return Err(QuantError::PartialBlock { ty, n });
             }
-            let expected = ty.bytes_for(n).ok_or(QuantError::PartialBlock { ty, n })?;
-            if expected != bytes.len() as u64 {
-                return Err(QuantError::Length {
-                    ty,
-                    n,
-                    expected,
-                    found: bytes.len() as u64,
-                });
-            }
+            check_len(ty, bytes, n)?;
         }
         let types: Vec<GgmlType> = parts.iter().map(|p| p.0).collect();
         let format = QFormat::for_types(&types);

@@ -64,31 +64,37 @@ fn model_path(env: &str, file: &str, script: &str) -> Option<PathBuf> {
 /// else the file in Volta's cache folder, if it is there.
 #[allow(dead_code)] // not every test binary that shares this module loads the model
 pub fn smollm2_k_mix() -> Option<(volta::io::gguf::Gguf, volta::models::Tokenizer)> {
-    use volta::models::{Tokenizer, TokenizerSpec};
-    let Some(path) = model_path(
+    let path = model_path(
         "VOLTA_SMOLLM2_Q4_K_M",
         "SmolLM2-135M-Instruct.Q4_K_M.gguf",
         "scripts/requantize_model.sh",
-    ) else {
-        eprintln!(
-            "SKIPPED: no SmolLM2 Q4_K_M GGUF (run scripts/requantize_model.sh or set VOLTA_SMOLLM2_Q4_K_M)"
-        );
-        return None;
-    };
-    let gguf = volta::io::gguf::Gguf::open(&path).expect("the model parses");
-    let tokenizer =
-        Tokenizer::from_vocab(TokenizerSpec::from_gguf(&gguf).expect("tokenizer metadata"))
-            .expect("the vocabulary builds");
-    Some((gguf, tokenizer))
+    );
+    open_model(
+        path,
+        "no SmolLM2 Q4_K_M GGUF (run scripts/requantize_model.sh or set VOLTA_SMOLLM2_Q4_K_M)",
+    )
 }
 
 /// The parsed model file and its tokenizer; `None` (having said SKIPPED) when the
 /// file is not there (see [`smollm2_path`]).
 #[allow(dead_code)] // not every test binary that shares this module loads the model
 pub fn smollm2() -> Option<(volta::io::gguf::Gguf, volta::models::Tokenizer)> {
+    open_model(
+        smollm2_path(),
+        "no SmolLM2 GGUF (run scripts/fetch_model.py or set VOLTA_SMOLLM2)",
+    )
+}
+
+/// The model file at `path` and its tokenizer, or `None` after saying SKIPPED and
+/// `missing`.
+#[allow(dead_code)]
+fn open_model(
+    path: Option<PathBuf>,
+    missing: &str,
+) -> Option<(volta::io::gguf::Gguf, volta::models::Tokenizer)> {
     use volta::models::{Tokenizer, TokenizerSpec};
-    let Some(path) = smollm2_path() else {
-        eprintln!("SKIPPED: no SmolLM2 GGUF (run scripts/fetch_model.py or set VOLTA_SMOLLM2)");
+    let Some(path) = path else {
+        eprintln!("SKIPPED: {missing}");
         return None;
     };
     let gguf = volta::io::gguf::Gguf::open(&path).expect("the model parses");
