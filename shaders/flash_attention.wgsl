@@ -220,28 +220,15 @@ fn per_row(second: bool, row0: u32, t0: u32) -> vec4<f32> {
     return x;
 }
 
-// lowbias32 (Chris Wellons), as shaders/uniform.wgsl.
-fn mix(v: u32) -> u32 {
-    var h = v;
-    h ^= h >> 16u;
-    h *= 0x7feb352du;
-    h ^= h >> 15u;
-    h *= 0x846ca68bu;
-    h ^= h >> 16u;
-    return h;
-}
-
 // The factor of the weight of key `key` in score row `row` ((b·H + h)·T + t):
 // 0 where it drops, 1/(1 − p) elsewhere; `AttentionSpec::keep`'s rule, the
-// counter stream of `uniform` at element key·2³² + row.
+// counter stream of `uniform` at element key·2³² + row (counter_hash.wgsl,
+// prepended by the runtime).
 fn keep(row: u32, key: u32) -> f32 {
     if (p[30] == 0u) {
         return 1.0;
     }
-    var h = mix(row ^ p[32]);
-    h = mix(h ^ key ^ p[33]);
-    h = mix(h ^ p[32]);
-    let u = f32(h >> 8u) * bitcast<f32>(0x33800000u);
+    let u = unit24(counter_hash(row, key, vec2<u32>(p[32], p[33])));
     return select(0.0, bitcast<f32>(p[31]), u >= bitcast<f32>(p[30]));
 }
 

@@ -82,7 +82,7 @@ const fn mix(mut h: u32) -> u32 {
 
 /// The counter-based hash behind [`Backend::uniform`](crate::Backend::uniform): 32
 /// random bits that depend only on `(seed, index)`, from integer operations that the
-/// GPU kernel (`shaders/uniform.wgsl`) repeats exactly. The seed's halves make two
+/// GPU kernels (`shaders/counter_hash.wgsl`) repeat exactly. The seed's halves make two
 /// keys; three rounds of mixing fold the index in.
 pub const fn uniform_hash(seed: u64, index: u64) -> u32 {
     let (i0, i1) = (index as u32, (index >> 32) as u32);

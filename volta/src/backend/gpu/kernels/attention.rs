@@ -13,7 +13,10 @@ use crate::backend::{AttentionDims, AttentionSpec};
 use std::sync::{Arc, Mutex};
 use volta_kernels::wgsl::{Elem, with_elem};
 
-const SHADER: &str = include_str!("../../../../../shaders/flash_attention.wgsl");
+const SHADER: &str = concat!(
+    include_str!("../../../../../shaders/flash_attention.wgsl"),
+    include_str!("../../../../../shaders/counter_hash.wgsl")
+);
 /// Query rows (keys for `backward_kv`) per workgroup, as the shader declares.
 const BLOCK: usize = 64;
 /// The widest head the kernels take: each thread holds four rows of an eighth of it.

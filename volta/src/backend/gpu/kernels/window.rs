@@ -16,7 +16,10 @@ use volta_kernels::wgsl::{Elem, with_elem};
 
 const UNFOLD2D: &str = include_str!("../../../../../shaders/unfold2d.wgsl");
 const FOLD2D: &str = include_str!("../../../../../shaders/fold2d.wgsl");
-const UNIFORM: &str = include_str!("../../../../../shaders/uniform.wgsl");
+const UNIFORM: &str = concat!(
+    include_str!("../../../../../shaders/counter_hash.wgsl"),
+    include_str!("../../../../../shaders/uniform.wgsl")
+);
 const WG: usize = 256;
 
 /// Launches a hand-written kernel over `n` outputs (`reads` input buffers, then
