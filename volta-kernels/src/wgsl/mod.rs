@@ -69,7 +69,11 @@ mod tests {
             include_str!("../../../shaders/scatter_add.wgsl"),
             include_str!("../../../shaders/unfold2d.wgsl"),
             include_str!("../../../shaders/fold2d.wgsl"),
-            include_str!("../../../shaders/uniform.wgsl"),
+            // As the runtime builds it: the shared hash first.
+            concat!(
+                include_str!("../../../shaders/counter_hash.wgsl"),
+                include_str!("../../../shaders/uniform.wgsl")
+            ),
             include_str!("../../../shaders/adam.wgsl"),
             include_str!("../../../shaders/sgd.wgsl"),
         ] {
