@@ -53,6 +53,19 @@ struct Args {
     /// decoded), each stage printed. Run it in a fresh process.
     #[arg(long)]
     first_token: bool,
+    /// GPU only, a tuning knob: the prefill's tensor-core tiles as `WM,WN,FM,FN`
+    /// (subgroups along M and N, 16×16 fragments per subgroup along each).
+    #[arg(long, value_parser = tiles)]
+    tensor_core_tiles: Option<[u32; 4]>,
+}
+
+fn tiles(s: &str) -> Result<[u32; 4], String> {
+    let v: Vec<u32> = s
+        .split(',')
+        .map(|x| x.trim().parse().map_err(|e| format!("{x}: {e}")))
+        .collect::<Result<_, _>>()?;
+    v.try_into()
+        .map_err(|_| "four numbers: WM,WN,FM,FN".to_string())
 }
 
 /// The `--device` choices.
@@ -66,6 +79,22 @@ enum Device {
 
 /// Decoding before the timed runs (at least one run).
 const WARM_UP: Duration = Duration::from_secs(1);
+
+/// Applies `--tensor-core-tiles` (K steps of one 32-weight block).
+#[cfg(feature = "gpu")]
+fn set_tiles(t: Option<[u32; 4]>) -> Result<(), String> {
+    use volta::backend::gpu::{CoopTiles, Staging};
+    let tiles = t.map(|[wm, wn, fm, fn_]| CoopTiles {
+        wm,
+        wn,
+        fm,
+        fn_,
+        bk: 32,
+        pad: 8,
+        staging: Staging::Prefetch,
+    });
+    volta::Gpu::set_tensor_core_tiles(tiles).map_err(|e| e.to_string())
+}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -219,13 +248,15 @@ fn main() -> ExitCode {
             _ if args.first_token => Ok(()),
             Device::Cpu => run::<volta::Cpu>(&args, &gguf),
             #[cfg(feature = "gpu")]
-            Device::Gpu => run::<volta::Gpu>(&args, &gguf).and_then(|()| {
-                if args.profile {
-                    profile(&gguf, args.prompt)
-                } else {
-                    Ok(())
-                }
-            }),
+            Device::Gpu => set_tiles(args.tensor_core_tiles)
+                .and_then(|()| run::<volta::Gpu>(&args, &gguf))
+                .and_then(|()| {
+                    if args.profile {
+                        profile(&gguf, args.prompt)
+                    } else {
+                        Ok(())
+                    }
+                }),
             #[cfg(not(feature = "gpu"))]
             Device::Gpu => {
                 Err("this build has no GPU backend (build with the `gpu` feature)".into())

@@ -1,10 +1,10 @@
 // Causal attention over a KV cache, grouped-query (head h reads kv head
 // h / (heads / kv heads)), queries rotated by RoPE on load. The host prepends
-// `const D: u32` (the head width, even, ≤ 256), `const BT: u32` (the flash
-// tile, min(16, 1024 / D)) and the subgroup helpers `SHUFFLE`, `LANES`,
+// `const D: u32` (the head width, even, ≤ 256) and the subgroup helpers `SHUFFLE`, `LANES`,
 // `lane_sum` and `lane_max` (as for qmatmul.wgsl). The cache holds (2, kv heads,
 // capacity, D): keys (rotated), then values. Query t sits at position pos + t and sees keys
-// 0..=pos + t. Three entry points:
+// 0..=pos + t. Two entry points (a prompt's tokens go to the training
+// kernels' flash-attention forward, `flash_attention.wgsl`):
 //
 // - `decode` (T small, usually 1): a workgroup per (split, head, query) runs an
 //   online softmax over its split's keys, a tile of KT at a time. With `fresh`
@@ -14,9 +14,6 @@
 //   attention. With one split it writes the output; with more, each writes a
 //   partial record [max, sum, acc[0..D]] and `combine` rescales them.
 // - `combine`: one workgroup per (head, query) merges the splits.
-// - `flash` (prefill, the cache already written): a workgroup per (tile of BT
-//   queries, head) walks the keys a tile of BT at a time, keys and values staged
-//   in shared memory, with an online softmax per query (FlashAttention's loop).
 //
 // p: [0] T, [1] heads, [2] kv heads, [3] —, [4] capacity, [5] qkv offset,
 //    [6] qkv row stride, [7] pos offset, [8] rope offset, [9] splits,
@@ -264,125 +261,5 @@ fn combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
             acc += exp(partials[r] - m) * partials[r + 2u + j];
         }
         out[o + j] = acc / sum;
-    }
-}
-
-// Flash attention: tiles of BT queries × BT keys; each thread owns up to 4
-// elements (query, feature) of the output tile, in registers.
-const OWN: u32 = (BT * D + WG - 1u) / WG;
-
-var<workgroup> fq: array<f32, BT * D>;
-var<workgroup> fk: array<f32, BT * D>;
-var<workgroup> fv: array<f32, BT * D>;
-var<workgroup> fs: array<f32, BT * BT>;
-var<workgroup> fm: array<f32, BT>;
-var<workgroup> fl: array<f32, BT>;
-var<workgroup> fa: array<f32, BT>;
-
-@compute @workgroup_size(256)
-fn flash(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-    let t0 = wid.x * BT;
-    let h = wid.y;
-    let tn = p[0];
-    let heads = p[1];
-    let g = h / (heads / p[2]);
-    let p0 = pos[p[7]];
-    let scale = bitcast<f32>(p[10]);
-    // Stage the tile's queries, rotated.
-    for (var e = li; e < BT * HALF; e += WG) {
-        let r = e / HALF;
-        let i = e % HALF;
-        let t = t0 + r;
-        var a = 0.0;
-        var b = 0.0;
-        if t < tn {
-            let at = p0 + t;
-            let cs = p[8] + (at * HALF + i) * 2u;
-            let x = p[5] + t * p[6] + h * D + 2u * i;
-            let c = rope[cs];
-            let sn = rope[cs + 1u];
-            a = qkv[x] * c - qkv[x + 1u] * sn;
-            b = qkv[x] * sn + qkv[x + 1u] * c;
-        }
-        fq[r * D + 2u * i] = a;
-        fq[r * D + 2u * i + 1u] = b;
-    }
-    if li < BT {
-        fm[li] = NEG;
-        fl[li] = 0.0;
-    }
-    var acc: array<f32, 4>;
-    for (var u = 0u; u < OWN; u++) {
-        acc[u] = 0.0;
-    }
-    workgroupBarrier();
-    // Keys up to the last query's position.
-    let last = p0 + min(t0 + BT, tn) - 1u;
-    for (var k0 = 0u; k0 <= last; k0 += BT) {
-        for (var e = li; e < BT * D; e += WG) {
-            let k = k0 + e / D;
-            var kv = 0.0;
-            var vv = 0.0;
-            if k <= last {
-                kv = cache[kv_at(g, k, e % D)];
-                vv = cache[vals() + kv_at(g, k, e % D)];
-            }
-            fk[e] = kv;
-            fv[e] = vv;
-        }
-        workgroupBarrier();
-        // Scores: thread li → (query r, key c).
-        if li < BT * BT {
-            let r = li / BT;
-            let c = li % BT;
-            var dot = 0.0;
-            for (var e = 0u; e < D; e++) {
-                dot += fq[r * D + e] * fk[c * D + e];
-            }
-            fs[li] = dot * scale;
-        }
-        workgroupBarrier();
-        // Online softmax, one thread per query row.
-        if li < BT {
-            let at = p0 + t0 + li;
-            var mt = NEG;
-            for (var c = 0u; c < BT; c++) {
-                if k0 + c <= at {
-                    mt = max(mt, fs[li * BT + c]);
-                }
-            }
-            let mn = max(fm[li], mt);
-            var sum = 0.0;
-            for (var c = 0u; c < BT; c++) {
-                let e = select(0.0, exp(fs[li * BT + c] - mn), k0 + c <= at);
-                fs[li * BT + c] = e;
-                sum += e;
-            }
-            let alpha = exp(fm[li] - mn);
-            fa[li] = alpha;
-            fl[li] = fl[li] * alpha + sum;
-            fm[li] = mn;
-        }
-        workgroupBarrier();
-        for (var u = 0u; u < OWN; u++) {
-            let e = li + u * WG;
-            if e < BT * D {
-                let r = e / D;
-                let j = e % D;
-                var a = acc[u] * fa[r];
-                for (var c = 0u; c < BT; c++) {
-                    a += fs[r * BT + c] * fv[c * D + j];
-                }
-                acc[u] = a;
-            }
-        }
-        workgroupBarrier();
-    }
-    for (var u = 0u; u < OWN; u++) {
-        let e = li + u * WG;
-        let r = e / D;
-        if e < BT * D && t0 + r < tn {
-            out[((t0 + r) * heads + h) * D + e % D] = acc[u] / fl[r];
-        }
     }
 }

@@ -102,6 +102,16 @@ pub trait InferenceBackend: Backend<f32> {
         fusion: QFusion<'_, Self>,
     ) -> Buf<Self, f32>;
 
+    /// `x·Wᵀ` for many rows of `x` (a prompt's tokens) on the device's matrix
+    /// units, each tile of `W` dequantised on its way in: dims `(m, n)`,
+    /// contiguous. Operands are rounded to `f16` there and products accumulate in
+    /// `f32`, as llama.cpp's prefill does. `None` (the default) where the backend
+    /// has no such kernel: the caller then multiplies by the dequantised matrix.
+    fn qgemm(x: View<Self, f32>, w: &Self::Quantized, shape: &QShape) -> Option<Buf<Self, f32>> {
+        let _ = (x, w, shape);
+        None
+    }
+
     /// Writes the keys (rotated by RoPE) and values of `qkv`'s `T` tokens into
     /// `cache` at positions `pos..pos + T`, in place, then returns the causal
     /// attention of its `T` queries (rotated by RoPE here), at positions `pos + t`,

@@ -50,8 +50,10 @@ impl<D: InferenceBackend> RawTensor<D, f32> {
         RawTensor::leaf(buf, Layout::contiguous(&[m, n]))
     }
 
-    /// The same through the dense GEMM and composed ops: many rows amortise
-    /// dequantising the weight.
+    /// The same for many rows: the backend's quantised GEMM where it has one
+    /// ([`InferenceBackend::qgemm`]), else the dense GEMM by the dequantised
+    /// weight (many rows amortise dequantising it); the norm, gate and residual as
+    /// composed ops.
     #[track_caller]
     fn qmatmul_dense(&self, w: &QTensor<D>, opts: QMatmulOptions<'_, D>) -> Self {
         let x = match opts.norm {
@@ -61,7 +63,11 @@ impl<D: InferenceBackend> RawTensor<D, f32> {
             ),
             None => self.clone(),
         };
-        let mut y = x.matmul(&w.dequantize().transpose_last());
+        let s = w.shape();
+        let mut y = match D::qgemm(x.view(), w.data(), s) {
+            Some(buf) => RawTensor::leaf(buf, Layout::contiguous(&[x.dims()[0], s.rows])),
+            None => x.matmul(&w.dequantize().transpose_last()),
+        };
         if opts.glu {
             let half = w.shape().rows / 2;
             let gate = y.narrow(1, 0, half).unary(UnaryOp::Silu);

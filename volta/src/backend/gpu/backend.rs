@@ -450,6 +450,10 @@ impl crate::backend::InferenceBackend for Gpu {
         let (out, n) = infer::qmatmul(rt(), (x.0.raw(), x.1), w, shape, norm, fusion.glu, add);
         GpuBuffer::new(out, n)
     }
+    fn qgemm(x: View<Self, f32>, w: &Self::Quantized, shape: &QShape) -> Option<Buf<Self, f32>> {
+        let (out, n) = infer::qgemm(rt(), (x.0.raw(), x.1), w, shape)?;
+        Some(GpuBuffer::new(out, n))
+    }
     fn attend(
         qkv: View<Self, f32>,
         rope: View<Self, f32>,

@@ -4,8 +4,11 @@
 //! operand) larger than one binding runs in slices of its rows, each launch
 //! binding windows (see `slices`).
 use super::Operand;
+use super::attention;
 use super::elementwise::copy;
+use super::matmul::{self, coop::Blocks};
 use super::slices::{self, Part};
+use crate::backend::AttentionSpec;
 use crate::backend::gpu::runtime::Runtime;
 use crate::backend::gpu::runtime::launch::{alloc, grid, kernel, launch, u};
 use crate::backend::gpu::runtime::pipelines::{Bindings, Kernel, Key};
@@ -457,6 +460,31 @@ pub(crate) fn qmatmul(
     (out, m * width)
 }
 
+/// See [`InferenceBackend::qgemm`](crate::backend::InferenceBackend::qgemm): the
+/// tensor-core matmul with W's tiles dequantised on their way in
+/// ([`matmul::quantized`]); `None` past the binding limit too.
+pub(crate) fn qgemm(
+    rt: &Runtime,
+    x: (&Arc<Pooled>, &Layout),
+    w: &GpuQuantized,
+    shape: &QShape,
+) -> Option<(Arc<Pooled>, usize)> {
+    if past_limit(rt, [&w.0, x.0]) || past_limit_len(rt, x.1.dims[0] * shape.rows * 4) {
+        return None;
+    }
+    let blocks = Blocks {
+        qtype: qtype(shape.format),
+        words: words(shape.format),
+    };
+    let out = matmul::quantized(rt, x, &w.0, blocks, shape.rows)?;
+    Some((out, x.1.dims[0] * shape.rows))
+}
+
+/// Whether `bytes` of output exceed one binding.
+fn past_limit_len(rt: &Runtime, bytes: usize) -> bool {
+    bytes as u64 > rt.gpu.limits.max_storage_buffer_binding_size
+}
+
 /// The quantised matmul kernel for `flags` over a W of `n × k` (constants of its
 /// source).
 fn qmatmul_kernel(
@@ -657,15 +685,15 @@ fn attn_params(
     (qb, params)
 }
 
-/// Writes the keys and values of `threads / (kv_heads·head_dim/2)` tokens into
-/// the cache (`kv_write.wgsl`; `params` as [`attn_params`] makes them).
+/// Writes the keys and values of `threads / ((heads + kv_heads)·head_dim/2)`
+/// tokens into the cache and their rotated queries into `qrot`
+/// (`kv_write.wgsl`; `params` as [`attn_params`] makes them).
 fn kv_write(
     rt: &Runtime,
     qkv: &Arc<Pooled>,
     params: &[u32],
-    rope: &Arc<Pooled>,
-    pos: &Arc<Pooled>,
-    cache: &Arc<Pooled>,
+    (rope, pos): (&Arc<Pooled>, &Arc<Pooled>),
+    (cache, qrot): (&Arc<Pooled>, &Arc<Pooled>),
     threads: usize,
 ) {
     let kern = kernel(
@@ -673,7 +701,7 @@ fn kv_write(
         &Key::Named("volta kv_write", vec![]),
         Bindings {
             reads: 3,
-            writes: 1,
+            writes: 2,
         },
         "main",
         || KV_WRITE.to_string(),
@@ -682,9 +710,64 @@ fn kv_write(
         rt,
         &kern,
         params,
-        &[qkv, rope, pos, cache],
+        &[qkv, rope, pos, cache, qrot],
         grid(rt, threads.div_ceil(256)),
     );
+}
+
+/// A prompt's attention (`t` tokens, the last at position `max_len − 1`): one
+/// kernel writes their keys and values into the cache and their rotated queries
+/// into a scratch `(t, heads, d)`, then the training kernels' flash-attention
+/// forward (tiled like a GEMM, causal tiles skipped) attends over the cache's
+/// first `max_len` positions, and its `(heads, t, d)` output is copied to
+/// `out`'s `(t, heads, d)`.
+#[allow(clippy::too_many_arguments)]
+fn prefill(
+    rt: &Runtime,
+    qkv: &Arc<Pooled>,
+    params: &[u32],
+    (rope, pos): (&Arc<Pooled>, &Arc<Pooled>),
+    cache: &Arc<Pooled>,
+    s: &AttnShape,
+    (t, max_len): (usize, usize),
+    out: &Arc<Pooled>,
+) {
+    let (h, g, d, cap) = (s.heads, s.kv_heads, s.head_dim, s.capacity);
+    let qrot = alloc(rt, t * h * d * 4);
+    kv_write(
+        rt,
+        qkv,
+        params,
+        (rope, pos),
+        (cache, &qrot),
+        t * (h + g) * d / 2,
+    );
+    let view = |dims: [usize; 4], strides: [usize; 4], offset| Layout {
+        dims: Dims::new(&dims),
+        strides: Dims::new(&strides),
+        offset,
+    };
+    let q = view([1, h, t, d], [t * h * d, d, h * d, 1], 0);
+    let k = view([1, g, max_len, d], [g * cap * d, cap * d, d, 1], 0);
+    let v = view(
+        [1, g, max_len, d],
+        [g * cap * d, cap * d, d, 1],
+        g * cap * d,
+    );
+    let spec = AttentionSpec::new(1.0 / (d as f64).sqrt(), Some(max_len - t));
+    let (heads_first, _lse) = attention::forward(
+        rt,
+        Elem::F32,
+        [(&qrot, &q), (cache, &k), (cache, &v)],
+        &spec,
+    );
+    let by_head = Layout {
+        dims: Dims::new(&[t, h, d]),
+        strides: Dims::new(&[d, t * d, 1]),
+        offset: 0,
+    };
+    let dst = Layout::contiguous(&[t, h, d]);
+    copy(rt, Elem::F32, (&heads_first, &by_head), (out, &dst));
 }
 
 /// Keys per split of a single token's attention: one workgroup per head takes
@@ -725,25 +808,22 @@ pub(crate) fn attend(
         return (out, 0);
     }
     let (qb, params) = attn_params(rt, qkv, rope, pos, s);
-    let (fresh, splits) = if t == 1 {
-        (true, max_len.div_ceil(SPLIT).max(1))
-    } else {
-        (false, 1)
-    };
-    if !fresh {
-        kv_write(
+    if t > 1 {
+        prefill(
             rt,
             &qb,
             &params,
-            rope.0,
-            pos.0,
+            (rope.0, pos.0),
             cache,
-            t * s.kv_heads * d / 2,
+            s,
+            (t, max_len),
+            &out,
         );
+        return (out, len);
     }
-    let tile = (1024 / d).min(16);
+    let splits = max_len.div_ceil(SPLIT).max(1);
     let partials = if splits > 1 {
-        alloc(rt, t * s.heads * splits * (d + 2) * 4)
+        alloc(rt, s.heads * splits * (d + 2) * 4)
     } else {
         alloc(rt, 4) // bound, unused
     };
@@ -752,7 +832,7 @@ pub(crate) fn attend(
         u(splits),
         (1.0 / (d as f32).sqrt()).to_bits(),
         u(SPLIT.min(max_len.max(1))),
-        u32::from(fresh),
+        1,
     ]);
     let bindings = Bindings {
         reads: 3,
@@ -763,33 +843,22 @@ pub(crate) fn attend(
     let entry = |name: &'static str| {
         kernel(
             rt,
-            &Key::Named(name, vec![u(d), u(tile), lanes, u32::from(shuffle)]),
+            &Key::Named(name, vec![u(d), lanes, u32::from(shuffle)]),
             bindings,
             name.rsplit(' ').next().expect("an entry name"),
             || {
                 format!(
-                    "const D: u32 = {d}u;\nconst BT: u32 = {tile}u;\n{}{ATTENTION}",
+                    "const D: u32 = {d}u;\n{}{ATTENTION}",
                     subgroup_prelude(lanes, shuffle)
                 )
             },
         )
     };
-    if fresh {
-        let k = entry("volta attention decode");
-        launch(rt, &k, &params, &buffers, [u(splits), u(s.heads), 1]);
-        if splits > 1 {
-            let k = entry("volta attention combine");
-            launch(rt, &k, &params, &buffers, [u(s.heads), 1, 1]);
-        }
-    } else {
-        let k = entry("volta attention flash");
-        launch(
-            rt,
-            &k,
-            &params,
-            &buffers,
-            [u(t.div_ceil(tile)), u(s.heads), 1],
-        );
+    let k = entry("volta attention decode");
+    launch(rt, &k, &params, &buffers, [u(splits), u(s.heads), 1]);
+    if splits > 1 {
+        let k = entry("volta attention combine");
+        launch(rt, &k, &params, &buffers, [u(s.heads), 1, 1]);
     }
     (out, len)
 }

@@ -136,6 +136,82 @@ pub(crate) struct CoopVariant {
     pub wide: bool,
     /// An `f16` C is written four halves at a time (N a multiple of 4).
     pub c_vec: bool,
+    /// B is a quantised `W` (`n × k`, contiguous along k: `b_n` is false), read as
+    /// its blocks and dequantised to `f16` on the way into shared memory (`bk` is
+    /// 32: one block per row of the tile); A is `f32` (`f32_in`).
+    pub b_blocks: Option<Blocks>,
+}
+
+/// A quantised B's blocks as the GPU holds them (see `shaders/qmatmul.wgsl`):
+/// 32 weights in `words` u32 words, laid out as ggml type `qtype` (2 Q4_0, 3 Q4_1,
+/// 8 Q8_0; 255 sub-blocks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Blocks {
+    pub qtype: u32,
+    pub words: u32,
+}
+
+impl Blocks {
+    /// WGSL that dequantises half `h` (weights `16h..16h + 16`) of the block held
+    /// in `{v}_0 .. {v}_{words-1}` to four `vec4<f32>`s, `q{i}` for `i` in 0..4.
+    fn dequantize(&self, v: &str) -> String {
+        let mut w = String::new();
+        match self.qtype {
+            // Nibbles: byte j of the 16 holds weight j (low) and weight j + 16 (high).
+            2 | 3 => {
+                let (scale, offset) = if self.qtype == 2 {
+                    (format!("bitcast<f32>({v}_0)"), "-8.0 * d".to_string())
+                } else {
+                    (
+                        format!("unpack2x16float({v}_0).x"),
+                        format!("unpack2x16float({v}_0).y"),
+                    )
+                };
+                writeln!(
+                    w,
+                    "        let d = {scale}; let m = {offset}; let sh = h * 4u;"
+                )
+                .unwrap();
+                for i in 0..4 {
+                    writeln!(
+                        w,
+                        "        let q{i} = vec4<f32>(unpack4xU8(({v}_{} >> sh) & 0x0F0F0F0Fu)) * d + m;",
+                        1 + i
+                    )
+                    .unwrap();
+                }
+            }
+            8 => {
+                writeln!(w, "        let d = bitcast<f32>({v}_0);").unwrap();
+                for i in 0..4 {
+                    writeln!(
+                        w,
+                        "        let q{i} = vec4<f32>(unpack4xI8(select({v}_{}, {v}_{}, h == 1u))) * d;",
+                        1 + i,
+                        5 + i
+                    )
+                    .unwrap();
+                }
+            }
+            _ => {
+                writeln!(
+                    w,
+                    "        let d = bitcast<f32>(select({v}_0, {v}_1, h == 1u)); let m = bitcast<f32>({v}_2);"
+                )
+                .unwrap();
+                for i in 0..4 {
+                    writeln!(
+                        w,
+                        "        let q{i} = vec4<f32>(unpack4xI8(select({v}_{}, {v}_{}, h == 1u))) * d + m;",
+                        3 + i,
+                        7 + i
+                    )
+                    .unwrap();
+                }
+            }
+        }
+        w
+    }
 }
 
 /// One operand's shared tile: `rows × len` halves stored row by row, `len`
@@ -256,6 +332,69 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool, wide: bool) -> Copy
     c
 }
 
+/// A tile of a quantised B: its rows are rows of W, each one 32-weight block
+/// long (`bk = 32`). A thread fetches one block's words into registers and, at
+/// the store, dequantises half of it (16 weights, four `vec4<f16>`s). Rows past N
+/// fetch zeros, which dequantise to zero in every layout.
+fn copy_blocks(q: Blocks, t: &Tile, threads: u32, pad: u32) -> Copy {
+    let items = t.rows * 2;
+    let reps = items.div_ceil(threads);
+    let row4 = (t.len + pad) / 4;
+    let mut c = Copy {
+        decls: String::new(),
+        fetch: String::new(),
+        fetch_inside: String::new(),
+        store: String::new(),
+    };
+    for r in 0..reps {
+        let v = format!("{}{r}", t.reg);
+        let guarded = !items.is_multiple_of(threads) && r == reps - 1;
+        for i in 0..q.words {
+            writeln!(c.decls, "    var {v}_{i}: u32;").unwrap();
+        }
+        for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
+            writeln!(w, "        {{ let e = li + {}u;", r * threads).unwrap();
+            if guarded {
+                writeln!(w, "        if (e < {items}u) {{").unwrap();
+            }
+        }
+        let index = format!(
+            "        let gr = {} + e % {}u;\n        let blk = {} + (gr * (K / 32u) + {} / 32u) * {}u;",
+            t.row0, t.rows, t.base, t.col0, q.words
+        );
+        let loads: String = (0..q.words)
+            .map(|i| format!(" {v}_{i} = {}[blk + {i}u];", t.src))
+            .collect();
+        let zeros: String = (0..q.words).map(|i| format!(" {v}_{i} = 0u;")).collect();
+        writeln!(
+            c.fetch,
+            "{index}\n        if (gr < {}) {{{loads} }} else {{{zeros} }}",
+            t.rows_total
+        )
+        .unwrap();
+        writeln!(c.fetch_inside, "{index}\n       {loads}").unwrap();
+        let sh = t.sh;
+        writeln!(
+            c.store,
+            "        let h = e / {}u; let si = {sh}_w + (e % {}u) * {row4}u + h * 4u;\n{}",
+            t.rows,
+            t.rows,
+            q.dequantize(&v)
+        )
+        .unwrap();
+        for i in 0..4 {
+            writeln!(c.store, "        {sh}[si + {i}u] = vec4<f16>(q{i});").unwrap();
+        }
+        for w in [&mut c.fetch, &mut c.fetch_inside, &mut c.store] {
+            if guarded {
+                writeln!(w, "        }}").unwrap();
+            }
+            writeln!(w, "        }}").unwrap();
+        }
+    }
+    c
+}
+
 /// The kernel's WGSL. Parameters and grid as for the SIMT matmul
 /// (`tiled::source`): `p = [M, N, K, a_off, a_sb, a_sm, a_sk, b_off, b_sb,
 /// b_sk, b_sn]`, grid `(⌈N/bn⌉, ⌈M/bm⌉, batch)`, C contiguous. Offsets, batch
@@ -269,6 +408,7 @@ pub(crate) fn source(v: &CoopVariant) -> String {
         (false, true) => "vec4<u32>",
         (false, false) => "vec4<f16>",
     };
+    let b_ty = if v.b_blocks.is_some() { "u32" } else { in_ty };
     let out_ty = match (v.half_out, v.c_vec) {
         (true, true) => "vec4<f16>",
         (true, false) => "f16",
@@ -289,7 +429,7 @@ pub(crate) fn source(v: &CoopVariant) -> String {
 enable wgpu_cooperative_matrix;
 @group(0) @binding(0) var<storage, read> p: array<u32>;
 @group(0) @binding(1) var<storage, read> a: array<{in_ty}>;
-@group(0) @binding(2) var<storage, read> b: array<{in_ty}>;
+@group(0) @binding(2) var<storage, read> b: array<{b_ty}>;
 @group(0) @binding(3) var<storage, read_write> c: array<{out_ty}>;
 var<workgroup> As: array<vec4<f16>, {}>;
 var<workgroup> Bs: array<vec4<f16>, {}>;
@@ -380,7 +520,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     };
     let wide = v.wide && !v.f32_in;
     let ca = copy_tile(&a_tile, threads, pad, v.f32_in, wide);
-    let cb = copy_tile(&b_tile, threads, pad, v.f32_in, wide);
+    let cb = match v.b_blocks {
+        Some(q) => {
+            assert!(
+                bk == 32 && !v.b_n && v.f32_in,
+                "quantised B: bk 32, along k, f32 A"
+            );
+            copy_blocks(q, &b_tile, threads, pad)
+        }
+        None => copy_tile(&b_tile, threads, pad, v.f32_in, wide),
+    };
     w.push_str(&ca.decls);
     w.push_str(&cb.decls);
     // Tiles are stored at `As_w`/`Bs_w` and fragments read at `As_r`/`Bs_r`
@@ -569,16 +718,42 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 mod tests {
     use super::*;
 
-    /// Every candidate, layout and element mode parses, validates and translates
-    /// to SPIR-V (lavapipe has no cooperative matrices, so the GPU tests cannot
-    /// compile these; the GPU benchmark checks their results).
+    /// Parses, validates and translates `v`'s kernel to SPIR-V, as the runtime
+    /// compiles it: without bounds checks.
+    fn validate(v: &CoopVariant) {
+        use wgpu::naga;
+        let src = source(v);
+        let module = naga::front::wgsl::parse_str(&src)
+            .unwrap_or_else(|e| panic!("{v:?}:\n{}\n{src}", e.emit_to_string(&src)));
+        let info = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{v:?}:\n{}\n{src}", e.emit_to_string(&src)));
+        let unchecked = naga::proc::BoundsCheckPolicy::Unchecked;
+        let options = naga::back::spv::Options {
+            bounds_check_policies: naga::proc::BoundsCheckPolicies {
+                index: unchecked,
+                buffer: unchecked,
+                image_load: unchecked,
+                binding_array: unchecked,
+            },
+            ..Default::default()
+        };
+        naga::back::spv::write_vec(&module, &info, &options, None)
+            .unwrap_or_else(|e| panic!("{v:?}: {e}"));
+    }
+
+    /// Every candidate, layout and element mode validates (lavapipe has no
+    /// cooperative matrices, so the GPU tests cannot compile these; the GPU
+    /// benchmark and the device's test run check their results).
     #[test]
     fn every_variant_validates_and_translates() {
-        use wgpu::naga;
         for tiles in CoopTiles::CANDIDATES {
             tiles.check(1024, 48 * 1024).unwrap();
             for bits in 0..64u32 {
-                let v = CoopVariant {
+                validate(&CoopVariant {
                     tiles,
                     a_k: bits & 1 != 0,
                     b_n: bits & 2 != 0,
@@ -586,29 +761,31 @@ mod tests {
                     half_out: bits & 8 != 0,
                     wide: bits & 16 != 0,
                     c_vec: bits & 32 != 0,
-                };
-                let src = source(&v);
-                let module = naga::front::wgsl::parse_str(&src)
-                    .unwrap_or_else(|e| panic!("{v:?}:\n{}\n{src}", e.emit_to_string(&src)));
-                let info = naga::valid::Validator::new(
-                    naga::valid::ValidationFlags::all(),
-                    naga::valid::Capabilities::all(),
-                )
-                .validate(&module)
-                .unwrap_or_else(|e| panic!("{v:?}:\n{}\n{src}", e.emit_to_string(&src)));
-                // As the runtime compiles them: without bounds checks.
-                let unchecked = naga::proc::BoundsCheckPolicy::Unchecked;
-                let options = naga::back::spv::Options {
-                    bounds_check_policies: naga::proc::BoundsCheckPolicies {
-                        index: unchecked,
-                        buffer: unchecked,
-                        image_load: unchecked,
-                        binding_array: unchecked,
-                    },
-                    ..Default::default()
-                };
-                naga::back::spv::write_vec(&module, &info, &options, None)
-                    .unwrap_or_else(|e| panic!("{v:?}: {e}"));
+                    b_blocks: None,
+                });
+            }
+        }
+    }
+
+    /// So does every block layout of a quantised B, at every candidate with
+    /// K steps of one block.
+    #[test]
+    fn every_quantised_variant_validates_and_translates() {
+        let layouts = [(2, 5), (3, 5), (8, 9), (255, 11)];
+        for tiles in CoopTiles::CANDIDATES.into_iter().filter(|t| t.bk == 32) {
+            for (qtype, words) in layouts {
+                for c_vec in [false, true] {
+                    validate(&CoopVariant {
+                        tiles,
+                        a_k: true,
+                        b_n: false,
+                        f32_in: true,
+                        half_out: false,
+                        wide: false,
+                        c_vec,
+                        b_blocks: Some(Blocks { qtype, words }),
+                    });
+                }
             }
         }
     }

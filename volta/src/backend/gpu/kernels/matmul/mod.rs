@@ -309,6 +309,7 @@ fn tensor_core_kernel(
         half_out: out_elem == Elem::F16,
         wide: wide && elem == Elem::F16,
         c_vec: n.is_multiple_of(4),
+        b_blocks: None,
     };
     let key = vec![
         t.wm,
@@ -338,6 +339,84 @@ fn tensor_core_kernel(
         u(batch),
     ];
     (kern, groups)
+}
+
+/// `x·Wᵀ` on tensor cores for `x` `(m, k)` (f32, rows contiguous and 16-byte
+/// aligned) and a quantised `W` `(n, k)` held as `blocks` in `w`: each tile of W
+/// is dequantised to `f16` on its way into shared memory (no dequantised copy
+/// of W is made), `x` is rounded to `f16` there, and products accumulate in f32.
+/// The result is `(m, n)` f32, contiguous. `None` where the adapter has no
+/// tensor cores or `x` does not load as vectors (the caller then multiplies by
+/// the dequantised matrix).
+pub(crate) fn quantized(
+    rt: &Runtime,
+    x: (&Arc<Pooled>, &Layout),
+    w: &Arc<Pooled>,
+    blocks: coop::Blocks,
+    n: usize,
+) -> Option<Arc<Pooled>> {
+    let l = x.1;
+    let (m, k) = (l.dims[0], l.dims[1]);
+    let loads = l.rank() == 2 && l.strides[1] == 1 && aligned(&[l.offset, l.strides[0], k]);
+    if !rt.gpu.info.tensor_cores || !loads || !k.is_multiple_of(32) {
+        return None;
+    }
+    let tiles = COOP_OVERRIDE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .filter(|t| t.bk == 32)
+        .unwrap_or(COOP_SMALL);
+    let v = CoopVariant {
+        tiles,
+        a_k: true,
+        b_n: false,
+        f32_in: true,
+        half_out: false,
+        wide: false,
+        c_vec: n.is_multiple_of(4),
+        b_blocks: Some(blocks),
+    };
+    let t = tiles;
+    let key = vec![
+        t.wm,
+        t.wn,
+        t.fm,
+        t.fn_,
+        t.pad,
+        t.staging as u32,
+        u32::from(v.c_vec),
+        blocks.qtype,
+        blocks.words,
+    ];
+    let kern = kernel(
+        rt,
+        &Key::Named("volta qmatmul tensor-core", key),
+        OPERANDS,
+        "main",
+        || coop::source(&v),
+    );
+    let out = alloc(rt, m * n * 4);
+    // B's strides are unused: its blocks are addressed by row and K step.
+    let p = [
+        u(m),
+        u(n),
+        u(k),
+        u(l.offset),
+        0,
+        u(l.strides[0]),
+        1,
+        0,
+        0,
+        0,
+        0,
+    ];
+    let groups = [
+        u(n.div_ceil(t.bn() as usize)),
+        u(m.div_ceil(t.bm() as usize)),
+        1,
+    ];
+    launch(rt, &kern, &p, &[x.0, w, &out], groups);
+    Some(out)
 }
 
 /// The tensor-core tiles for a product of this size: large ones when they fill
