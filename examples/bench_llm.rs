@@ -53,6 +53,13 @@ struct Args {
     /// decoded), each stage printed. Run it in a fresh process.
     #[arg(long)]
     first_token: bool,
+    /// Batched decode rows: for each size B, B sequences of `--prompt` tokens
+    /// (one prefilled cache copied into every slot) decode `--tokens` tokens
+    /// together, the logits of all read back each step, as llama.cpp's
+    /// `llama-batched-bench -npp P -ntg T -npl B,...` does; the figure is the
+    /// batch's tokens per second. E.g. `--batch 1,4,16,64`.
+    #[arg(long, value_delimiter = ',', value_parser = volta_examples::cli::positive())]
+    batch: Vec<usize>,
     /// GPU only, a tuning knob: the prefill's tensor-core tiles as `WM,WN,FM,FN`
     /// (subgroups along M and N, 16×16 fragments per subgroup along each).
     #[arg(long, value_parser = tiles)]
@@ -174,7 +181,51 @@ fn run<D: InferenceBackend + Replay>(args: &Args, gguf: &Gguf) -> Result<(), Str
             host * 1e3
         );
     }
+    for &b in &args.batch {
+        let rate = batched(
+            &model,
+            b,
+            &ids(args.prompt.max(1)),
+            &ids(args.tokens.max(1)),
+            args.runs,
+        );
+        println!(
+            "{:4} batch {b:<3} pp{} tg{:<4} {:>10.1} tok/s   ({:.3} ms/step)",
+            D::NAME,
+            args.prompt.max(1),
+            args.tokens.max(1),
+            rate,
+            1e3 * b as f64 / rate
+        );
+    }
     Ok(())
+}
+
+/// Tokens per second of `b` sequences decoding `tokens` together after
+/// `prompt` (the median of `runs` runs, after one to warm up).
+fn batched<D: InferenceBackend + Replay>(
+    model: &SmolLM2_135M<D>,
+    b: usize,
+    prompt: &[u32],
+    tokens: &[u32],
+    runs: usize,
+) -> f64 {
+    let mut cache = model.cache();
+    model.forward(prompt, &mut cache);
+    let run = || {
+        let mut batch = model.batch(b);
+        for i in 0..b {
+            batch.set(i, &cache);
+        }
+        let start = Instant::now();
+        for &t in tokens {
+            let logits = model.decode_batch(&vec![t; b], &mut batch).to_vec();
+            assert!(logits[0].is_finite());
+        }
+        (b * tokens.len()) as f64 / start.elapsed().as_secs_f64()
+    };
+    run();
+    median((0..runs).map(|_| run()).collect())
 }
 
 /// The cold start: each stage's end, in seconds since `start` (the process's).
@@ -210,7 +261,7 @@ fn first_token<D: InferenceBackend + Replay>(
 
 /// The kernels of one replayed decode step, timed on the GPU.
 #[cfg(feature = "gpu")]
-fn profile(gguf: &Gguf, prompt: usize) -> Result<(), String> {
+fn profile(gguf: &Gguf, prompt: usize, batches: &[usize]) -> Result<(), String> {
     use volta::Gpu;
     let model = SmolLM2_135M::<Gpu>::from_gguf(gguf).map_err(|e| e.to_string())?;
     let mut cache = model.cache();
@@ -225,6 +276,16 @@ fn profile(gguf: &Gguf, prompt: usize) -> Result<(), String> {
         let (_, profile) =
             Gpu::profile(|| model.forward(&ids, &mut cache).to_vec()).map_err(|e| e.to_string())?;
         println!("one prefill of {prompt} tokens:\n{profile}");
+    }
+    for &b in batches {
+        let mut batch = model.batch(b);
+        for i in 0..b {
+            batch.set(i, &cache);
+        }
+        model.decode_batch(&vec![4; b], &mut batch).to_vec(); // captures the step
+        let (_, profile) = Gpu::profile(|| model.decode_batch(&vec![5; b], &mut batch).to_vec())
+            .map_err(|e| e.to_string())?;
+        println!("one batched decode step of {b} sequences at position 66, replayed:\n{profile}");
     }
     Ok(())
 }
@@ -252,7 +313,7 @@ fn main() -> ExitCode {
                 .and_then(|()| run::<volta::Gpu>(&args, &gguf))
                 .and_then(|()| {
                     if args.profile {
-                        profile(&gguf, args.prompt)
+                        profile(&gguf, args.prompt, &args.batch)
                     } else {
                         Ok(())
                     }

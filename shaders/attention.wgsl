@@ -15,9 +15,15 @@
 //   partial record [max, sum, acc[0..D]] and `combine` rescales them.
 // - `combine`: one workgroup per (head, query) merges the splits.
 //
+// Query rows are T consecutive tokens of one sequence (`sequences` = 0, row t at
+// position pos + t, the cache (2, kv heads, capacity, D)), or one token of each
+// of `sequences` sequences (row t at pos[t], the cache (2, sequences, kv heads,
+// capacity, D): a batched decode step).
+//
 // p: [0] T, [1] heads, [2] kv heads, [3] —, [4] capacity, [5] qkv offset,
 //    [6] qkv row stride, [7] pos offset, [8] rope offset, [9] splits,
-//    [10] scale (f32 bits), [11] keys per split, [12] fresh (0 or 1).
+//    [10] scale (f32 bits), [11] keys per split, [12] fresh (0 or 1),
+//    [13] sequences.
 @group(0) @binding(0) var<storage, read> p: array<u32>;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
 @group(0) @binding(2) var<storage, read> rope: array<f32>;
@@ -49,13 +55,25 @@ fn record(t: u32, h: u32, s: u32) -> u32 {
     return ((t * p[1] + h) * p[9] + s) * (D + 2u);
 }
 
-// Index of element e of kv head g's key at position k (values: add `vals()`).
+// The first key of the query row's sequence in the cache (`decode` sets it).
+var<private> seq_base: u32;
+
+// Index of element e of kv head g's key at position k of the row's sequence
+// (values: add `vals()`).
 fn kv_at(g: u32, k: u32, e: u32) -> u32 {
-    return (g * p[4] + k) * D + e;
+    return seq_base + (g * p[4] + k) * D + e;
 }
 
 fn vals() -> u32 {
-    return p[2] * p[4] * D;
+    return max(p[13], 1u) * p[2] * p[4] * D;
+}
+
+// The position of query row t.
+fn position(t: u32) -> u32 {
+    if p[13] != 0u {
+        return pos[p[7] + t];
+    }
+    return pos[p[7]] + t;
 }
 
 // Reductions of `decode` over all WG threads (every thread gets the result).
@@ -115,7 +133,8 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     let t = wid.z;
     let heads = p[1];
     let kvh = p[2];
-    let at = pos[p[7]] + t;
+    let at = position(t);
+    seq_base = select(0u, t * kvh * p[4] * D, p[13] != 0u);
     let lo = s * p[11];
     if lo > at {
         return;
@@ -243,7 +262,7 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
 fn combine(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let h = wid.x;
     let t = wid.y;
-    let splits = (pos[p[7]] + t) / p[11] + 1u;
+    let splits = position(t) / p[11] + 1u;
     var m = NEG;
     for (var s = 0u; s < splits; s++) {
         m = max(m, partials[record(t, h, s)]);

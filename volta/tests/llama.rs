@@ -86,6 +86,74 @@ fn the_small_random_model_runs_alike_on_the_gpu() {
     }
 }
 
+fn argmax(v: &[f32]) -> u32 {
+    (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap() as u32
+}
+
+/// `n` sequences of different lengths decoded together get each one's own
+/// logits: three batched steps (the first captures the step, the others replay
+/// it) against each sequence decoded alone, with slot 0 refilled by a new
+/// sequence before the last step (a server's next request).
+fn batched_matches_alone<D: InferenceBackend + Replay>(gguf: &Gguf, n: usize, tol: f32) {
+    let model = Tiny::<D>::from_gguf(gguf).expect("the weights load");
+    let prompt = |i: usize| -> Vec<u32> {
+        (0..3 + 7 * i as u32)
+            .map(|j| (j * 5 + i as u32) % 40)
+            .collect()
+    };
+    let mut batch = model.batch(n);
+    let (mut alone, mut next) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let mut cache = model.cache();
+        next.push(argmax(&model.forward(&prompt(i), &mut cache).to_vec()));
+        batch.set(i, &cache);
+        alone.push(cache);
+    }
+    for step in 0..3 {
+        if step == 2 {
+            let mut cache = model.cache();
+            next[0] = argmax(&model.forward(&[9, 8, 7, 6], &mut cache).to_vec());
+            batch.set(0, &cache);
+            alone[0] = cache;
+        }
+        let logits = model.decode_batch(&next, &mut batch);
+        assert_eq!(logits.dims(), [n, 40]);
+        let got: Vec<Vec<f32>> = logits.to_vec().chunks(40).map(<[f32]>::to_vec).collect();
+        for (i, g) in got.iter().enumerate() {
+            let want = model.forward(&[next[i]], &mut alone[i]).to_vec();
+            for (a, b) in g.iter().zip(&want) {
+                assert!(
+                    (a - b).abs() <= tol * (1.0 + b.abs()),
+                    "batch of {n}, step {step}, sequence {i}: {a} vs {b}"
+                );
+            }
+        }
+        next = got.iter().map(|g| argmax(g)).collect();
+    }
+    let lens: Vec<usize> = alone.iter().map(|c| c.len()).collect();
+    assert_eq!(batch.lens(), lens);
+}
+
+#[test]
+fn a_batch_of_sequences_decodes_as_each_alone_on_the_cpu() {
+    let gguf = tiny_file(TINY);
+    // 3 rows run the single-token kernel, 10 the many-row product.
+    batched_matches_alone::<Cpu>(&gguf, 3, 1e-5);
+    batched_matches_alone::<Cpu>(&gguf, 10, 1e-4);
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn a_batch_of_sequences_decodes_as_each_alone_on_the_gpu() {
+    let _gpu = crate::support::gpu_alone();
+    let gguf = tiny_file(TINY);
+    let info = volta::Gpu::init().expect("a GPU adapter");
+    // Ten rows run on tensor cores where the adapter has them: f16 operands.
+    let many = if info.tensor_cores { 2e-2 } else { 1e-4 };
+    batched_matches_alone::<volta::Gpu>(&gguf, 3, 1e-4);
+    batched_matches_alone::<volta::Gpu>(&gguf, 10, many);
+}
+
 #[test]
 fn a_file_of_other_dims_is_a_typed_error_naming_both() {
     let load = |dims| {

@@ -132,6 +132,22 @@ pub trait InferenceBackend: Backend<f32> {
         shape: &AttnShape,
         max_len: usize,
     ) -> Buf<Self, f32>;
+
+    /// One decode step of `B` sequences at once (a batch of KV caches of
+    /// different lengths): row `b` of `qkv` is sequence `b`'s next token, at
+    /// position `pos[b]` (`pos` holds `B` positions); `cache` holds `(2, B,
+    /// kv_heads, capacity, head_dim)`. Writes each token's key and value at its
+    /// position, then returns each one's attention over the first `pos[b] + 1`
+    /// positions of its own sequence: dims `(B, heads·head_dim)`. `max_len` bounds
+    /// the work launched, as for [`attend`](Self::attend).
+    fn attend_batch(
+        qkv: View<Self, f32>,
+        rope: View<Self, f32>,
+        pos: View<Self, u32>,
+        cache: &mut Buf<Self, f32>,
+        shape: &AttnShape,
+        max_len: usize,
+    ) -> Buf<Self, f32>;
 }
 
 /// `silu(a)·b`, SwiGLU's gate.

@@ -15,12 +15,13 @@
 //! runs flash attention.
 //! On the GPU, the single-token decode step is captured once and replayed for
 //! every later token (see [`Replay`]), so the host records nothing per op.
-use super::kv_cache::{Decode, KvCache};
+use super::kv_batch::KvBatch;
+use super::kv_cache::{Decode, KvCache, KvLayers};
 use crate::backend::infer::AttnShape;
 use crate::backend::{InferenceBackend, Memory, Replay};
 use crate::io::gguf::{Gguf, GgufError, GgufErrorKind};
 use crate::layout::Layout;
-use crate::shape::Rank1;
+use crate::shape::{Const, Rank1};
 use crate::tensor::{QMatmulOptions, QTensor, RawTensor, Tensor};
 
 /// What a Llama model's type leaves open, read from its GGUF metadata: the dims are
@@ -329,49 +330,128 @@ impl<
             let ids = <D as Memory<u32>>::from_vec(tokens.to_vec());
             let len = cache.len + tokens.len();
             let pos = <D as Memory<u32>>::from_vec(pos.to_vec());
-            self.step(&ids, tokens.len(), &pos, cache, len)
-        } else if let Some(d) = &mut cache.decode {
-            D::overwrite(&mut d.token, tokens);
-            D::overwrite(&mut d.pos, &pos);
-            D::replay(&d.graph);
-            copy(&d.logits)
+            self.step(&ids, tokens.len(), &pos, &mut cache.kv, Rows::Tokens(len))
         } else {
-            let token = <D as Memory<u32>>::from_vec(tokens.to_vec());
-            let pos = <D as Memory<u32>>::from_vec(pos.to_vec());
             let capacity = cache.capacity();
-            let (logits, graph) = D::capture(|| self.step(&token, 1, &pos, cache, capacity));
-            if let Some(graph) = graph {
-                cache.decode = Some(Decode {
+            self.replayed(tokens, &pos, &mut cache.decode, |ids, pos| {
+                self.step(ids, 1, pos, &mut cache.kv, Rows::Tokens(capacity))
+            })
+        };
+        cache.len += tokens.len();
+        Tensor::from_raw(Default::default(), logits.reshape(&[VOCAB]))
+    }
+
+    /// An empty batch of `sequences` KV caches for this model, to decode together
+    /// ([`decode_batch`](Self::decode_batch)); sequences enter by
+    /// [`KvBatch::set`] from a prefilled [`KvCache`].
+    pub fn batch(&self, sequences: usize) -> KvBatch<D> {
+        let c = &self.config;
+        let shape = AttnShape {
+            heads: HEADS,
+            kv_heads: KV_HEADS,
+            head_dim: Self::HEAD_DIM,
+            capacity: INITIAL_CAPACITY,
+        };
+        KvBatch::new(sequences, LAYERS, shape, c.rope_base, c.context)
+    }
+
+    /// One decode step of every sequence in `batch`: `tokens[b]` follows
+    /// sequence `b` (whatever its length), and is added to it. Returns the
+    /// next-token logits of every sequence, `(B, VOCAB)`: row `b` is sequence
+    /// `b`'s (one read brings them all to the host). The weights are read once for the whole
+    /// batch (products of many rows run on the GPU's tensor cores); on the GPU
+    /// the step is captured once and replayed, as [`forward`](Self::forward)'s.
+    ///
+    /// # Panics
+    /// When `tokens` is not one token per sequence, holds an id outside the
+    /// vocabulary, or a sequence would pass the model's context length.
+    pub fn decode_batch(
+        &self,
+        tokens: &[u32],
+        batch: &mut KvBatch<D>,
+    ) -> Tensor<(usize, Const<VOCAB>), D> {
+        let b = batch.sequences();
+        assert_eq!(
+            tokens.len(),
+            b,
+            "Llama::decode_batch: {} tokens for {b} sequences",
+            tokens.len()
+        );
+        assert!(
+            tokens.iter().all(|&t| (t as usize) < VOCAB),
+            "Llama::decode_batch: a token id is outside the vocabulary of {VOCAB}"
+        );
+        let longest = batch.lens.iter().max().copied().unwrap_or(0);
+        assert!(
+            batch.reserve(longest + 1),
+            "Llama::decode_batch: a sequence of {longest} tokens is at the context length {}",
+            self.config.context
+        );
+        let pos: Vec<u32> = batch.lens.iter().map(|&l| l as u32).collect();
+        let capacity = batch.capacity();
+        let logits = self.replayed(tokens, &pos, &mut batch.decode, |ids, pos| {
+            self.step(ids, b, pos, &mut batch.kv, Rows::Sequences(capacity))
+        });
+        for l in &mut batch.lens {
+            *l += 1;
+        }
+        Tensor::from_raw((b, Const), logits)
+    }
+
+    /// A single-token step (of one sequence, or of each in a batch) through its
+    /// captured graph: replayed with new tokens and positions once captured (on
+    /// backends that capture), else run and captured by `step`.
+    fn replayed(
+        &self,
+        tokens: &[u32],
+        pos: &[u32],
+        decode: &mut Option<Decode<D>>,
+        step: impl FnOnce(&<D as Memory<u32>>::Buffer, &<D as Memory<u32>>::Buffer) -> RawTensor<D, f32>,
+    ) -> RawTensor<D, f32> {
+        if let Some(d) = decode {
+            D::overwrite(&mut d.token, tokens);
+            D::overwrite(&mut d.pos, pos);
+            D::replay(&d.graph);
+            return copy(&d.logits);
+        }
+        let token = <D as Memory<u32>>::from_vec(tokens.to_vec());
+        let pos = <D as Memory<u32>>::from_vec(pos.to_vec());
+        let (logits, graph) = D::capture(|| step(&token, &pos));
+        match graph {
+            Some(graph) => {
+                *decode = Some(Decode {
                     graph,
                     token,
                     pos,
                     logits: logits.clone(),
                 });
                 copy(&logits)
-            } else {
-                logits
             }
-        };
-        cache.len += tokens.len();
-        Tensor::from_raw(Default::default(), logits.reshape(&[VOCAB]))
+            None => logits,
+        }
     }
 
-    /// The kernels of one step: `ids` (`t` tokens) at the position in `pos`;
-    /// attention launches cover `max_len` positions.
+    /// The kernels of one step: `ids` (`t` tokens) at the positions in `pos`,
+    /// as `rows` says, attending over `kv`. Returns the logits of the last token
+    /// (one sequence) or of every row (a batch).
     fn step(
         &self,
         ids: &<D as Memory<u32>>::Buffer,
         t: usize,
         pos: &<D as Memory<u32>>::Buffer,
-        cache: &mut KvCache<D>,
-        max_len: usize,
+        kv: &mut KvLayers<D>,
+        rows: Rows,
     ) -> RawTensor<D, f32> {
         let c = &self.config;
         let eps = c.eps as f32;
         let ids = RawTensor::<D, u32>::leaf(ids.clone(), Layout::contiguous(&[t]));
-        let pos = RawTensor::<D, u32>::leaf(pos.clone(), Layout::contiguous(&[1]));
+        let (max_len, positions) = match rows {
+            Rows::Tokens(len) => (len, 1),
+            Rows::Sequences(len) => (len, t),
+        };
+        let pos = RawTensor::<D, u32>::leaf(pos.clone(), Layout::contiguous(&[positions]));
         let mut x = self.embedding.rows(&ids);
-        let shape = cache.shape;
+        let shape = kv.shape;
         for (i, b) in self.blocks.iter().enumerate() {
             let qkv = x.qmatmul(
                 &b.qkv,
@@ -380,11 +460,15 @@ impl<
                     ..Default::default()
                 },
             );
-            let attn = D::attend(
+            let attend = match rows {
+                Rows::Tokens(_) => D::attend,
+                Rows::Sequences(_) => D::attend_batch,
+            };
+            let attn = attend(
                 qkv.view(),
-                cache.rope.view(),
+                kv.rope.view(),
                 pos.view(),
-                cache.layers[i].buffer_mut(),
+                kv.layers[i].buffer_mut(),
                 &shape,
                 max_len,
             );
@@ -412,7 +496,11 @@ impl<
                 },
             );
         }
-        x.narrow(0, t - 1, 1).qmatmul(
+        let last = match rows {
+            Rows::Tokens(_) => x.narrow(0, t - 1, 1),
+            Rows::Sequences(_) => x,
+        };
+        last.qmatmul(
             &self.embedding,
             QMatmulOptions {
                 norm: Some((&self.norm, eps)),
@@ -440,6 +528,15 @@ impl<
         }
         out
     }
+}
+
+/// What a step's rows are; each holds the positions attention launches cover.
+#[derive(Clone, Copy)]
+enum Rows {
+    /// Consecutive tokens of one sequence.
+    Tokens(usize),
+    /// One token of each sequence of a batch.
+    Sequences(usize),
 }
 
 /// A copy of a captured step's output: the next replay overwrites the original.

@@ -6,12 +6,14 @@
 //! [`sampler`]: the next token from the logits (greedy, temperature, top-k, top-p).
 
 pub mod chat;
+mod kv_batch;
 mod kv_cache;
 pub mod llama;
 pub mod sampler;
 pub mod tokenizer;
 
 pub use chat::{ChatTemplate, Message, Role};
+pub use kv_batch::KvBatch;
 pub use kv_cache::KvCache;
 pub use sampler::{Sampler, SamplerConfig, SamplerError};
 pub use tokenizer::{

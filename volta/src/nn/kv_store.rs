@@ -114,6 +114,32 @@ impl<D: Backend<E>, E: Float> KvStore<D, E> {
         }
     }
 
+    /// Copies the first `len` positions of a one-sequence store `from` into
+    /// sequence `seq` of this one, in place.
+    ///
+    /// # Panics
+    /// When `from` holds more than one sequence or other head dims, `seq` is not
+    /// a sequence of this store, or `len` passes either capacity.
+    #[track_caller]
+    pub fn copy_sequence(&mut self, seq: usize, from: &KvStore<D, E>, len: usize) {
+        assert!(
+            from.batch == 1
+                && [from.kv_heads, from.head_dim] == [self.kv_heads, self.head_dim]
+                && seq < self.batch
+                && len <= self.capacity.min(from.capacity),
+            "KvStore::copy_sequence: {len} positions of {from:?} into sequence {seq} of {self:?}"
+        );
+        let whole = self.layout();
+        let dims = [1, self.kv_heads, len, self.head_dim];
+        for part in 0..2 {
+            let region = whole.narrow(0, part, 1).narrow(1, seq, 1).narrow(3, 0, len);
+            let region = region
+                .reshape(&dims)
+                .expect("one sequence of one part is its dims without the leading 1");
+            D::write_into(&mut self.buf, &region, from.part(part, len).view());
+        }
+    }
+
     /// The keys of positions `0..len`, `(B, kv_heads, len, head_dim)`: a view of
     /// the store (later writes at these positions show through it).
     pub fn keys(&self, len: usize) -> RawTensor<D, E> {

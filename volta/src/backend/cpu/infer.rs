@@ -290,31 +290,62 @@ pub(crate) fn qmatmul(
     out
 }
 
-/// The position in a one-element `u32` view.
-fn position(pos: (&[u32], &Layout)) -> usize {
-    pos.0[pos.1.offset] as usize
+/// Which sequence of the cache each query row belongs to, and its position.
+pub(crate) struct Rows {
+    /// `(sequence, position)` per row of `qkv`.
+    rows: Vec<(usize, usize)>,
+    /// Sequences the cache holds: `(2, sequences, kv_heads, capacity, d)`.
+    sequences: usize,
+}
+
+impl Rows {
+    /// `t` consecutive tokens of one sequence, from the position in a
+    /// one-element view.
+    pub(crate) fn tokens(pos: (&[u32], &Layout), t: usize) -> Self {
+        let p0 = pos.0[pos.1.offset] as usize;
+        Rows {
+            rows: (0..t).map(|i| (0, p0 + i)).collect(),
+            sequences: 1,
+        }
+    }
+
+    /// One token of each sequence, at the positions of the view.
+    pub(crate) fn batch(pos: (&[u32], &Layout)) -> Self {
+        let rows: Vec<(usize, usize)> = strided_to_vec(pos.0, pos.1)
+            .into_iter()
+            .enumerate()
+            .map(|(b, p)| (b, p as usize))
+            .collect();
+        Rows {
+            sequences: rows.len(),
+            rows,
+        }
+    }
 }
 
 pub(crate) fn kv_write(
     qkv: (&[f32], &Layout),
     rope: (&[f32], &Layout),
-    pos: (&[u32], &Layout),
+    rows: &Rows,
     cache: &mut [f32],
     s: &AttnShape,
 ) {
-    let (t, d, p0) = (qkv.1.dims[0], s.head_dim, position(pos));
-    assert!(p0 + t <= s.capacity, "kv_write: past the cache's capacity");
+    let d = s.head_dim;
+    assert!(
+        rows.rows.iter().all(|&(_, p)| p < s.capacity),
+        "kv_write: past the cache's capacity"
+    );
     let qkv = strided_to_vec(qkv.0, qkv.1);
     let rope = &rope.0[rope.1.offset..];
     let width = (s.heads + 2 * s.kv_heads) * d;
-    let (keys, values) = cache.split_at_mut(s.kv_heads * s.capacity * d);
-    for ti in 0..t {
-        let p = p0 + ti;
+    let per_seq = s.kv_heads * s.capacity * d;
+    let (keys, values) = cache.split_at_mut(rows.sequences * per_seq);
+    for (ti, &(seq, p)) in rows.rows.iter().enumerate() {
         let row = &qkv[ti * width..(ti + 1) * width];
         for g in 0..s.kv_heads {
             let k = &row[(s.heads + g) * d..(s.heads + g + 1) * d];
             let v = &row[(s.heads + s.kv_heads + g) * d..(s.heads + s.kv_heads + g + 1) * d];
-            let at = (g * s.capacity + p) * d;
+            let at = seq * per_seq + (g * s.capacity + p) * d;
             rotate(k, &rope[p * d..(p + 1) * d], &mut keys[at..at + d]);
             values[at..at + d].copy_from_slice(v);
         }
@@ -334,28 +365,30 @@ fn rotate(x: &[f32], table: &[f32], out: &mut [f32]) {
 pub(crate) fn cached_attention(
     qkv: (&[f32], &Layout),
     rope: (&[f32], &Layout),
-    pos: (&[u32], &Layout),
+    rows: &Rows,
     cache: &[f32],
     s: &AttnShape,
 ) -> Vec<f32> {
-    let (t, d, p0) = (qkv.1.dims[0], s.head_dim, position(pos));
+    let (t, d) = (qkv.1.dims[0], s.head_dim);
     let qkv = strided_to_vec(qkv.0, qkv.1);
     let rope = &rope.0[rope.1.offset..];
     let width = (s.heads + 2 * s.kv_heads) * d;
     let group = s.heads / s.kv_heads;
-    let (keys, values) = cache.split_at(s.kv_heads * s.capacity * d);
+    let per_seq = s.kv_heads * s.capacity * d;
+    let (keys, values) = cache.split_at(rows.sequences * per_seq);
     let scale = 1.0 / (d as f32).sqrt();
+    let longest = rows.rows.iter().map(|r| r.1 + 1).max().unwrap_or(0);
     let mut out = vec![0.0; t * s.heads * d];
     let head = |(i, o): (usize, &mut [f32])| {
         let (ti, h) = (i / s.heads, i % s.heads);
-        let p = p0 + ti;
+        let (seq, p) = rows.rows[ti];
         let mut q = vec![0.0; d];
         rotate(
             &qkv[ti * width + h * d..ti * width + (h + 1) * d],
             &rope[p * d..(p + 1) * d],
             &mut q,
         );
-        let base = (h / group) * s.capacity * d;
+        let base = seq * per_seq + (h / group) * s.capacity * d;
         let scores: Vec<f32> = (0..=p)
             .map(|j| {
                 let k = &keys[base + j * d..base + (j + 1) * d];
@@ -376,7 +409,7 @@ pub(crate) fn cached_attention(
             *o /= sum;
         }
     };
-    if t * s.heads > 1 && (p0 + t) * t * d >= 1 << 14 {
+    if t * s.heads > 1 && longest * t * d >= 1 << 14 {
         out.par_chunks_mut(d).enumerate().for_each(head);
     } else {
         out.chunks_mut(d).enumerate().for_each(head);

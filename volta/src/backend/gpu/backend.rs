@@ -451,8 +451,18 @@ impl crate::backend::InferenceBackend for Gpu {
         GpuBuffer::new(out, n)
     }
     fn qgemm(x: View<Self, f32>, w: &Self::Quantized, shape: &QShape) -> Option<Buf<Self, f32>> {
-        let (out, n) = infer::qgemm(rt(), (x.0.raw(), x.1), w, shape)?;
-        Some(GpuBuffer::new(out, n))
+        let len = x.1.dims[0] * shape.rows;
+        Some(match infer::qgemm(rt(), (x.0.raw(), x.1), w, shape)? {
+            matmul::Product::Done(out) => GpuBuffer::new(out, len),
+            // Split-K: the sum is a pending reduction, as for dense products.
+            matmul::Product::Partials(p, dims) => fusion::rows_of(
+                rt(),
+                Elem::F32,
+                Elem::F32,
+                (p, Layout::contiguous(&dims)),
+                0,
+            ),
+        })
     }
     fn attend(
         qkv: View<Self, f32>,
@@ -463,6 +473,25 @@ impl crate::backend::InferenceBackend for Gpu {
         max_len: usize,
     ) -> Buf<Self, f32> {
         let (out, n) = infer::attend(
+            rt(),
+            (qkv.0.raw(), qkv.1),
+            (rope.0.raw(), rope.1),
+            (pos.0.raw(), pos.1),
+            cache.raw(),
+            shape,
+            max_len,
+        );
+        GpuBuffer::new(out, n)
+    }
+    fn attend_batch(
+        qkv: View<Self, f32>,
+        rope: View<Self, f32>,
+        pos: View<Self, u32>,
+        cache: &mut Buf<Self, f32>,
+        shape: &AttnShape,
+        max_len: usize,
+    ) -> Buf<Self, f32> {
+        let (out, n) = infer::attend_batch(
             rt(),
             (qkv.0.raw(), qkv.1),
             (rope.0.raw(), rope.1),

@@ -462,22 +462,25 @@ pub(crate) fn qmatmul(
 
 /// See [`InferenceBackend::qgemm`](crate::backend::InferenceBackend::qgemm): the
 /// tensor-core matmul with W's tiles dequantised on their way in
-/// ([`matmul::quantized`]); `None` past the binding limit too.
+/// ([`matmul::quantized`]): the product, or its partial products over slices
+/// of K to be summed; `None` past the binding limit too.
 pub(crate) fn qgemm(
     rt: &Runtime,
     x: (&Arc<Pooled>, &Layout),
     w: &GpuQuantized,
     shape: &QShape,
-) -> Option<(Arc<Pooled>, usize)> {
-    if past_limit(rt, [&w.0, x.0]) || past_limit_len(rt, x.1.dims[0] * shape.rows * 4) {
+) -> Option<matmul::Product> {
+    let m = x.1.dims[0];
+    // Split-K's partial products can take up to K/128 times the output.
+    let partials = m * shape.rows * (shape.cols / 128).max(1) * 4;
+    if past_limit(rt, [&w.0, x.0]) || past_limit_len(rt, partials) {
         return None;
     }
     let blocks = Blocks {
         qtype: qtype(shape.format),
         words: words(shape.format),
     };
-    let out = matmul::quantized(rt, x, &w.0, blocks, shape.rows)?;
-    Some((out, x.1.dims[0] * shape.rows))
+    matmul::quantized(rt, x, &w.0, blocks, shape.rows)
 }
 
 /// Whether `bytes` of output exceed one binding.
@@ -668,8 +671,8 @@ fn attn_params(
 ) -> (Arc<Pooled>, Vec<u32>) {
     let (qb, qo, qs) = rows(rt, qkv);
     assert!(
-        rope.1.is_contiguous() && pos.1.numel() == 1,
-        "kv kernels: a contiguous RoPE table and a one-element position"
+        rope.1.is_contiguous() && pos.1.is_contiguous(),
+        "kv kernels: a contiguous RoPE table and positions"
     );
     let params = vec![
         u(qkv.1.dims[0]),
@@ -786,7 +789,6 @@ const SPLIT: usize = 1024;
 /// longer cache there is reported as
 /// [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) by the launch,
 /// not computed wrongly.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn attend(
     rt: &Runtime,
     qkv: (&Arc<Pooled>, &Layout),
@@ -795,6 +797,44 @@ pub(crate) fn attend(
     cache: &Arc<Pooled>,
     s: &AttnShape,
     max_len: usize,
+) -> (Arc<Pooled>, usize) {
+    assert_eq!(pos.1.numel(), 1, "attend: one position");
+    attention(rt, qkv, rope, pos, cache, s, max_len, false)
+}
+
+/// See [`InferenceBackend::attend_batch`](crate::backend::InferenceBackend::attend_batch)
+/// (not sliced either: the cache holds every sequence).
+pub(crate) fn attend_batch(
+    rt: &Runtime,
+    qkv: (&Arc<Pooled>, &Layout),
+    rope: (&Arc<Pooled>, &Layout),
+    pos: (&Arc<Pooled>, &Layout),
+    cache: &Arc<Pooled>,
+    s: &AttnShape,
+    max_len: usize,
+) -> (Arc<Pooled>, usize) {
+    assert_eq!(
+        pos.1.numel(),
+        qkv.1.dims[0],
+        "attend_batch: a position per sequence"
+    );
+    attention(rt, qkv, rope, pos, cache, s, max_len, true)
+}
+
+/// [`attend`] (`T` tokens of one sequence) or [`attend_batch`] (one token of
+/// each of `T` sequences): a prompt goes to [`prefill`]; single tokens to the
+/// `decode` kernel, a workgroup per (split of the keys, head, query row), which
+/// writes the token's own key and value.
+#[allow(clippy::too_many_arguments)]
+fn attention(
+    rt: &Runtime,
+    qkv: (&Arc<Pooled>, &Layout),
+    rope: (&Arc<Pooled>, &Layout),
+    pos: (&Arc<Pooled>, &Layout),
+    cache: &Arc<Pooled>,
+    s: &AttnShape,
+    max_len: usize,
+    batched: bool,
 ) -> (Arc<Pooled>, usize) {
     let d = s.head_dim;
     assert!(
@@ -808,7 +848,7 @@ pub(crate) fn attend(
         return (out, 0);
     }
     let (qb, params) = attn_params(rt, qkv, rope, pos, s);
-    if t > 1 {
+    if t > 1 && !batched {
         prefill(
             rt,
             &qb,
@@ -823,7 +863,7 @@ pub(crate) fn attend(
     }
     let splits = max_len.div_ceil(SPLIT).max(1);
     let partials = if splits > 1 {
-        alloc(rt, s.heads * splits * (d + 2) * 4)
+        alloc(rt, t * s.heads * splits * (d + 2) * 4)
     } else {
         alloc(rt, 4) // bound, unused
     };
@@ -833,6 +873,7 @@ pub(crate) fn attend(
         (1.0 / (d as f32).sqrt()).to_bits(),
         u(SPLIT.min(max_len.max(1))),
         1,
+        if batched { u(t) } else { 0 },
     ]);
     let bindings = Bindings {
         reads: 3,
@@ -855,10 +896,10 @@ pub(crate) fn attend(
         )
     };
     let k = entry("volta attention decode");
-    launch(rt, &k, &params, &buffers, [u(splits), u(s.heads), 1]);
+    launch(rt, &k, &params, &buffers, [u(splits), u(s.heads), u(t)]);
     if splits > 1 {
         let k = entry("volta attention combine");
-        launch(rt, &k, &params, &buffers, [u(s.heads), 1, 1]);
+        launch(rt, &k, &params, &buffers, [u(s.heads), u(t), 1]);
     }
     (out, len)
 }

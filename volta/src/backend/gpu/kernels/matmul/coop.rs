@@ -335,7 +335,8 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool, wide: bool) -> Copy
 /// A tile of a quantised B: its rows are rows of W, each one 32-weight block
 /// long (`bk = 32`). A thread fetches one block's words into registers and, at
 /// the store, dequantises half of it (16 weights, four `vec4<f16>`s). Rows past N
-/// fetch zeros, which dequantise to zero in every layout.
+/// fetch zeros, which dequantise to zero in every layout. `p[11]` is W's blocks
+/// per row (K is a slice of the row when K is split).
 fn copy_blocks(q: Blocks, t: &Tile, threads: u32, pad: u32) -> Copy {
     let items = t.rows * 2;
     let reps = items.div_ceil(threads);
@@ -359,7 +360,7 @@ fn copy_blocks(q: Blocks, t: &Tile, threads: u32, pad: u32) -> Copy {
             }
         }
         let index = format!(
-            "        let gr = {} + e % {}u;\n        let blk = {} + (gr * (K / 32u) + {} / 32u) * {}u;",
+            "        let gr = {} + e % {}u;\n        let blk = {} + (gr * p[11] + {} / 32u) * {}u;",
             t.row0, t.rows, t.base, t.col0, q.words
         );
         let loads: String = (0..q.words)

@@ -345,7 +345,9 @@ fn tensor_core_kernel(
 /// aligned) and a quantised `W` `(n, k)` held as `blocks` in `w`: each tile of W
 /// is dequantised to `f16` on its way into shared memory (no dequantised copy
 /// of W is made), `x` is rounded to `f16` there, and products accumulate in f32.
-/// The result is `(m, n)` f32, contiguous. `None` where the adapter has no
+/// Few rows (a batch of decoded tokens) leave too few output tiles to fill the
+/// GPU, so K is split as for dense products ([`split_k_blocks`]) and the result
+/// is the partial products, to be summed. `None` where the adapter has no
 /// tensor cores or `x` does not load as vectors (the caller then multiplies by
 /// the dequantised matrix).
 pub(crate) fn quantized(
@@ -354,7 +356,7 @@ pub(crate) fn quantized(
     w: &Arc<Pooled>,
     blocks: coop::Blocks,
     n: usize,
-) -> Option<Arc<Pooled>> {
+) -> Option<Product> {
     let l = x.1;
     let (m, k) = (l.dims[0], l.dims[1]);
     let loads = l.rank() == 2 && l.strides[1] == 1 && aligned(&[l.offset, l.strides[0], k]);
@@ -395,28 +397,59 @@ pub(crate) fn quantized(
         "main",
         || coop::source(&v),
     );
-    let out = alloc(rt, m * n * 4);
-    // B's strides are unused: its blocks are addressed by row and K step.
+    let groups = n.div_ceil(t.bn() as usize) * m.div_ceil(t.bm() as usize);
+    let per_row = k / 32;
+    let splits = split_k_blocks(groups, per_row);
+    let slice = k / splits;
+    let out = alloc(rt, splits * m * n * 4);
+    // A slice of K is a batch: A's batch stride is the slice, B's the slice's
+    // words; C's batches are the partial products.
+    let b_sb = slice / 32 * blocks.words as usize;
     let p = [
         u(m),
         u(n),
-        u(k),
+        u(slice),
         u(l.offset),
-        0,
+        u(slice),
         u(l.strides[0]),
         1,
         0,
+        u(b_sb),
         0,
         0,
-        0,
+        u(per_row),
     ];
-    let groups = [
+    let grid = [
         u(n.div_ceil(t.bn() as usize)),
         u(m.div_ceil(t.bm() as usize)),
-        1,
+        u(splits),
     ];
-    launch(rt, &kern, &p, &[x.0, w, &out], groups);
-    Some(out)
+    launch(rt, &kern, &p, &[x.0, w, &out], grid);
+    Some(if splits == 1 {
+        Product::Done(out)
+    } else {
+        Product::Partials(out, [splits, m, n])
+    })
+}
+
+/// Into how many slices to split the K of a quantised product with `groups`
+/// output tiles and `blocks` 32-weight blocks per row: 1 when the tiles fill
+/// half of [`FILL`]; else the fewest slices (a divisor of `blocks`, each at
+/// least [`MIN_SLICE`] long) that bring the workgroups to [`FILL`], or the most
+/// such slices.
+fn split_k_blocks(groups: usize, blocks: usize) -> usize {
+    if groups >= FILL / 2 || !SPLIT_K.load(std::sync::atomic::Ordering::Relaxed) {
+        return 1;
+    }
+    let most = blocks / (MIN_SLICE / 32);
+    let mut divisors = (1..=most.max(1)).filter(|d| blocks.is_multiple_of(*d));
+    let mut largest = 1;
+    divisors
+        .find(|&d| {
+            largest = d;
+            groups * d >= FILL
+        })
+        .unwrap_or(largest)
 }
 
 /// The tensor-core tiles for a product of this size: large ones when they fill
