@@ -4,7 +4,7 @@
 //! `T×S` scores. Each thread holds a 4×4 tile of scores, as a GEMM does. Views
 //! are read through their strides; outputs are contiguous. Not sliced: an operand past one binding is reported as
 //! [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) at launch.
-use super::Operand;
+use super::{Operand, attention_coop};
 use crate::backend::gpu::runtime::Runtime;
 use crate::backend::gpu::runtime::launch::{alloc, kernel, launch, u};
 use crate::backend::gpu::runtime::pipelines::{Bindings, Key};
@@ -188,12 +188,16 @@ fn run(
     );
 }
 
-/// See [`Backend::attention`](crate::backend::Backend::attention).
+/// See [`Backend::attention`](crate::backend::Backend::attention). With `half`
+/// (f16 products allowed), f32 operands, no dropout and a head width
+/// [`attention_coop`] takes, on an adapter with tensor cores, both products run
+/// on cooperative matrices.
 pub(crate) fn forward(
     rt: &Runtime,
     elem: Elem,
     [q, k, v]: [Operand; 3],
     spec: &AttentionSpec,
+    half: bool,
 ) -> (Arc<Pooled>, Arc<Pooled>) {
     let n = AttentionDims::of(&q.1.dims, &k.1.dims);
     let rows = n.batch * n.heads * n.queries;
@@ -204,6 +208,34 @@ pub(crate) fn forward(
     }
     let p = params(&n, spec, [q, k, v, q], [0, 0]);
     let buffers = [q.0, k.0, v.0, q.0, q.0, q.0, &out, &lse];
+    let coop = half
+        && rt.gpu.info.tensor_cores
+        && elem == Elem::F32
+        && spec.dropout == 0.0
+        && attention_coop::fits(n.head_dim)
+        && [q, k, v]
+            .iter()
+            .all(|o| attention_coop::loads_as_vectors(o.1));
+    if coop {
+        let d = n.head_dim;
+        let kern = kernel(
+            rt,
+            &Key::Named("volta flash_attention tensor-core", vec![u(d)]),
+            Bindings {
+                reads: 6,
+                writes: 2,
+            },
+            "forward",
+            || attention_coop::source(d),
+        );
+        let grid = [
+            u(n.queries.div_ceil(attention_coop::ROWS)),
+            u(n.heads),
+            u(n.batch),
+        ];
+        launch(rt, &kern, &p, &buffers, grid);
+        return (out, lse);
+    }
     run(
         rt,
         elem,

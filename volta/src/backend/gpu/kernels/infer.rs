@@ -721,7 +721,8 @@ fn kv_write(
 /// A prompt's attention (`t` tokens, the last at position `max_len − 1`): one
 /// kernel writes their keys and values into the cache and their rotated queries
 /// into a scratch `(t, heads, d)`, then the training kernels' flash-attention
-/// forward (tiled like a GEMM, causal tiles skipped) attends over the cache's
+/// forward (on tensor cores where the adapter has them, f16 products as in the
+/// prompt's matmuls; causal tiles skipped) attends over the cache's
 /// first `max_len` positions, and its `(heads, t, d)` output is copied to
 /// `out`'s `(t, heads, d)`.
 #[allow(clippy::too_many_arguments)]
@@ -763,6 +764,7 @@ fn prefill(
         Elem::F32,
         [(&qrot, &q), (cache, &k), (cache, &v)],
         &spec,
+        true,
     );
     let by_head = Layout {
         dims: Dims::new(&[t, h, d]),

@@ -14,6 +14,7 @@
 //! - `slices`: running any of them in slices when an operand is larger than one
 //!   binding; it imports no kernel.
 pub(crate) mod attention;
+pub(crate) mod attention_coop;
 pub(crate) mod elementwise;
 pub(crate) mod index;
 pub(crate) mod infer;

@@ -1,0 +1,297 @@
+//! The flash-attention forward on tensor cores: `softmax(scale·q·kᵀ + mask)·v`
+//! with both products on 16×16×16 cooperative matrices (`f16` operands, `f32`
+//! sums), for head widths that are multiples of 16 up to 64 and no dropout.
+//! A prompt's attention runs it, and so does the training forward in
+//! half precision ([`MatmulPrecision::Half`](crate::backend::gpu::MatmulPrecision)).
+//!
+//! A workgroup of four subgroups takes 64 query rows of one head, each subgroup
+//! 16 of them, its query fragments held in registers. Per tile of 64 keys the
+//! workgroup stages keys and values as `f16`; each subgroup multiplies its scores
+//! into workgroup memory, where its lanes (two per row) run the online softmax
+//! and write the probabilities back as `f16`; the probabilities times the values
+//! land in the same place, and the lanes fold them into their rows of the output
+//! (rescaled by the new row maxima) in registers. Causal tiles past the block's
+//! last row are skipped. Parameters and bindings are the SIMT kernel's
+//! (`shaders/flash_attention.wgsl`), so the backward pass reads its
+//! log-sum-exp.
+use std::fmt::Write;
+
+/// Query rows (and keys per tile) of a workgroup.
+pub(crate) const ROWS: usize = 64;
+
+/// Whether a view `[B, H, T, d]` reads as `vec4`s: features contiguous, the
+/// offset and the other strides multiples of 4.
+pub(crate) fn loads_as_vectors(l: &crate::layout::Layout) -> bool {
+    l.strides[3] == 1 && l.offset % 4 == 0 && l.strides[..3].iter().all(|s| s % 4 == 0)
+}
+
+/// Whether the kernel takes heads of width `d`.
+pub(crate) fn fits(d: usize) -> bool {
+    d > 0 && d <= 64 && d.is_multiple_of(16)
+}
+
+/// `stage_{x}`: rows t0..t0 + 64 of a head of operand `x` (zeros past `rows`)
+/// into its shared tile (`QP`, `Ks` or `Vs`) as f16 rows of `dp4` vec4s. Every
+/// thread issues all of its loads before its first store, so they are in
+/// flight together.
+fn stage(x: &str, d: usize, dp4: usize) -> String {
+    let sh = match x {
+        "q" => "QP",
+        "k" => "Ks",
+        _ => "Vs",
+    };
+    let d4 = d / 4;
+    let per = ROWS * d4 / 128;
+    let mut w = format!("fn stage_{x}(hd: vec3<u32>, first: u32, rows: u32, li: u32) {{\n");
+    for i in 0..per {
+        writeln!(
+            w,
+            "    let e{i} = li + {}u; let r{i} = e{i} / {d4}u;
+    var x{i} = vec4<f32>(0.0);
+    if (first + r{i} < rows) {{ x{i} = {x}[(hd.x + (first + r{i}) * hd.y) / 4u + e{i} % {d4}u]; }}",
+            i * 128
+        )
+        .unwrap();
+    }
+    for i in 0..per {
+        writeln!(
+            w,
+            "    {sh}[r{i} * {dp4}u + e{i} % {d4}u] = vec4<f16>(x{i});"
+        )
+        .unwrap();
+    }
+    w.push_str("}\n");
+    w
+}
+
+/// The kernel's WGSL for heads of width `d` (see [`fits`]).
+pub(crate) fn source(d: usize) -> String {
+    assert!(fits(d), "attention on tensor cores: head width {d}");
+    let frags = d / 16;
+    // Shared rows in vec4<f16>: the head padded by 8 halves; the P tiles are
+    // 64 keys + 8 wide and reuse the query tile's space.
+    let dp4 = (d + 8) / 4;
+    let p4 = (ROWS + 8) / 4;
+    let qp = (ROWS * dp4).max(ROWS * p4);
+    let half = d / 2;
+    let mut w = String::new();
+    writeln!(
+        w,
+        "enable f16;
+enable wgpu_cooperative_matrix;
+@group(0) @binding(0) var<storage, read> p: array<u32>;
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> g: array<f32>;
+@group(0) @binding(5) var<storage, read> lse_in: array<f32>;
+@group(0) @binding(6) var<storage, read> delta: array<f32>;
+@group(0) @binding(7) var<storage, read_write> out0: array<f32>;
+@group(0) @binding(8) var<storage, read_write> out1: array<f32>;
+
+const D: u32 = {d}u;
+const LOWEST: f32 = -3.0e38;
+var<workgroup> QP: array<vec4<f16>, {qp}>;
+var<workgroup> Ks: array<vec4<f16>, {kv}>;
+var<workgroup> Vs: array<vec4<f16>, {kv}>;
+var<workgroup> Ss: array<f32, {ss}>;
+
+// Operand `which` (0 q, 1 k, 2 v) of head (b, h): its first element and its
+// row and feature strides (p[8 + 5·which..]).
+fn head(which: u32, b: u32, h: u32) -> vec3<u32> {{
+    let s = 8u + 5u * which;
+    return vec3<u32>(p[s] + b * p[s + 1u] + h * p[s + 2u], p[s + 3u], p[s + 4u]);
+}}
+
+{stages}
+// How many keys (from key 0) query row t sees.
+fn visible(t: u32) -> u32 {{
+    if (p[6] == 0u) {{
+        return p[4];
+    }}
+    return min(p[7] + t + 1u, p[4]);
+}}
+
+@compute @workgroup_size(128)
+fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32,
+           @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32) {{
+    let b = wid.z;
+    let h = wid.y;
+    let hk = h / (p[1] / p[2]);
+    let r0 = wid.x * {rows}u;
+    let scale = bitcast<f32>(p[5]);
+    let row0 = (b * p[1] + h) * p[3];
+    // This lane's row of the subgroup's 16, and which half of the keys (and of
+    // the output's features) it takes.
+    let r = lane / 2u;
+    let hf = lane % 2u;
+    let t = r0 + sg * 16u + r;
+    let vis = select(0u, visible(t), t < p[3]);
+    stage_q(head(0u, b, h), r0, p[3], li);
+    workgroupBarrier();",
+        kv = ROWS * dp4,
+        ss = 4 * 16 * ROWS,
+        rows = ROWS,
+        stages = ["q", "k", "v"].map(|x| stage(x, d, dp4)).concat(),
+    )
+    .unwrap();
+    for f in 0..frags {
+        writeln!(
+            w,
+            "    let qf{f} = coopLoadT<coop_mat16x16<f16, A>>(&QP[(sg * 16u) * {dp4}u + {}u], {dp4}u);",
+            4 * f
+        )
+        .unwrap();
+    }
+    writeln!(
+        w,
+        "    var o: array<vec4<f32>, {o4}>;
+    var m = LOWEST;
+    var l = 0.0;
+    let last = min(r0 + {rows}u, p[3]) - 1u;
+    let kend = visible(last);
+    let kh = head(1u, b, hk);
+    let vh = head(2u, b, hk);
+    for (var j0 = 0u; j0 < kend; j0 += {rows}u) {{
+        workgroupBarrier();
+        stage_k(kh, j0, p[4], li);
+        stage_v(vh, j0, p[4], li);
+        workgroupBarrier();",
+        o4 = half / 4,
+        rows = ROWS,
+    )
+    .unwrap();
+    // S = Q·Kᵀ: keys are B's columns, stored along the features (k).
+    for j in 0..ROWS / 16 {
+        writeln!(w, "        {{ var s = coop_mat16x16<f32, C>();").unwrap();
+        for f in 0..frags {
+            writeln!(
+                w,
+                "        s = coopMultiplyAdd(qf{f}, coopLoad<coop_mat16x16<f16, B>>(&Ks[{}u * {dp4}u + {}u], {dp4}u), s);",
+                16 * j,
+                4 * f
+            )
+            .unwrap();
+        }
+        writeln!(
+            w,
+            "        coopStoreT(s, &Ss[sg * {}u + {}u], {rows}u); }}",
+            16 * ROWS,
+            16 * j,
+            rows = ROWS
+        )
+        .unwrap();
+    }
+    // Online softmax: two lanes per row, 32 keys each; P as f16 into the
+    // subgroup's rows of QP.
+    writeln!(
+        w,
+        "        workgroupBarrier();
+        let srow = sg * {srow}u + r * {rows}u + hf * 32u;
+        // Lane (r, hf) walks its 32 scores from column 2r + hf on, so the 32
+        // lanes read 32 different banks at every step.
+        let skew = 2u * r + hf;
+        var tmax = LOWEST;
+        for (var c = 0u; c < 32u; c++) {{
+            let cc = (c + skew) % 32u;
+            if (j0 + hf * 32u + cc < vis) {{
+                tmax = max(tmax, Ss[srow + cc] * scale);
+            }}
+        }}
+        tmax = max(tmax, subgroupShuffleXor(tmax, 1u));
+        let mnew = max(m, tmax);
+        let corr = exp(m - mnew);
+        m = mnew;
+        var sum = 0.0;
+        let prow = (sg * 16u + r) * {p4}u + hf * 8u;
+        for (var c = 0u; c < 32u; c++) {{
+            let cc = (c + skew) % 32u;
+            var e = 0.0;
+            if (j0 + hf * 32u + cc < vis) {{
+                e = exp(Ss[srow + cc] * scale - m);
+            }}
+            sum += e;
+            QP[prow + cc / 4u][cc % 4u] = f16(e);
+        }}
+        sum += subgroupShuffleXor(sum, 1u);
+        l = l * corr + sum;
+        workgroupBarrier();",
+        srow = 16 * ROWS,
+        rows = ROWS,
+        p4 = p4,
+    )
+    .unwrap();
+    // O tile = P·V: values are B's rows (k = keys), contiguous along features.
+    for j in 0..frags {
+        writeln!(w, "        {{ var acc = coop_mat16x16<f32, C>();").unwrap();
+        for kk in 0..ROWS / 16 {
+            writeln!(
+                w,
+                "        acc = coopMultiplyAdd(coopLoadT<coop_mat16x16<f16, A>>(&QP[(sg * 16u) * {p4}u + {}u], {p4}u), coopLoadT<coop_mat16x16<f16, B>>(&Vs[{}u * {dp4}u + {}u], {dp4}u), acc);",
+                4 * kk,
+                16 * kk,
+                4 * j
+            )
+            .unwrap();
+        }
+        writeln!(
+            w,
+            "        coopStoreT(acc, &Ss[sg * {}u + {}u], {d}u); }}",
+            16 * d,
+            16 * j
+        )
+        .unwrap();
+    }
+    writeln!(
+        w,
+        "        workgroupBarrier();
+        let orow = sg * {od}u + r * {d}u + hf * {half}u;
+        for (var i = 0u; i < {o4}u; i++) {{
+            let a = orow + 4u * i;
+            o[i] = o[i] * corr + vec4<f32>(Ss[a], Ss[a + 1u], Ss[a + 2u], Ss[a + 3u]);
+        }}
+    }}
+    if (t < p[3]) {{
+        let inv = 1.0 / l;
+        let at = (row0 + t) * D + hf * {half}u;
+        for (var i = 0u; i < {o4}u; i++) {{
+            for (var e = 0u; e < 4u; e++) {{
+                out0[at + 4u * i + e] = o[i][e] * inv;
+            }}
+        }}
+        if (hf == 0u) {{
+            out1[row0 + t] = m + log(l);
+        }}
+    }}
+}}",
+        od = 16 * d,
+        o4 = half / 4,
+    )
+    .unwrap();
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every width the kernel takes parses, validates and translates to SPIR-V
+    /// (lavapipe has no cooperative matrices: the device tests run it).
+    #[test]
+    fn every_width_validates_and_translates() {
+        use wgpu::naga;
+        for d in [16, 32, 48, 64] {
+            let src = source(d);
+            let module = naga::front::wgsl::parse_str(&src)
+                .unwrap_or_else(|e| panic!("d {d}:\n{}\n{src}", e.emit_to_string(&src)));
+            let info = naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::all(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("d {d}:\n{}\n{src}", e.emit_to_string(&src)));
+            naga::back::spv::write_vec(&module, &info, &Default::default(), None)
+                .unwrap_or_else(|e| panic!("d {d}: {e}"));
+        }
+    }
+}
