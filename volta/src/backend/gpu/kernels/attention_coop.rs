@@ -22,7 +22,9 @@ pub(crate) const ROWS: usize = 64;
 /// Whether a view `[B, H, T, d]` reads as `vec4`s: features contiguous, the
 /// offset and the other strides multiples of 4.
 pub(crate) fn loads_as_vectors(l: &crate::layout::Layout) -> bool {
-    l.strides[3] == 1 && l.offset % 4 == 0 && l.strides[..3].iter().all(|s| s % 4 == 0)
+    l.strides[3] == 1
+        && l.offset.is_multiple_of(4)
+        && l.strides[..3].iter().all(|s| s.is_multiple_of(4))
 }
 
 /// Whether the kernel takes heads of width `d`.
