@@ -109,6 +109,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         {
             print_kernels(&profile);
         }
+        // The forward alone (a prompt's attention), f32 and in half precision
+        // (on tensor cores where the adapter has them).
+        for (precision, tag) in [(MatmulPrecision::Full, "f32"), (MatmulPrecision::Half, "half")] {
+            Gpu::set_matmul_precision(precision);
+            // The output lives until the sync after it (dropped unread, a lazy
+            // op might never run).
+            let (q, k, v) = (q.detach(), k.detach(), v.detach());
+            let mut out = None;
+            let s = time(10, || out = Some(q.attention(&k, &v, Some(0))));
+            drop(out);
+            println!(
+                "{:40} {:10.3} ms {:8.2} TFLOP/s",
+                format!("attention_fwd_{tag}_B{b}_T{t}"),
+                s * 1e3,
+                4.0 * (b * h * t * t * d) as f64 / 2.0 / s / 1e12
+            );
+        }
+        Gpu::set_matmul_precision(MatmulPrecision::Full);
     }
     if args.attention_only {
         return Ok(());

@@ -1,5 +1,5 @@
 """PyTorch peers of examples/bench_transformer.rs on the device machine, same rows
-and conventions: causal attention forward + backward (SDPA, f32 and f16) at
+and conventions: causal attention forward + backward, and forward alone (SDPA, f32 and f16) at
 T = 1024 and 4096, the memory of an attention step at T = 512 … 8192, and
 nanoGPT's shakespeare-char training step (6 blocks of width 384, 6 heads, T 256,
 batch 64, dropout 0.2, AdamW; 256 byte tokens as Volta's `CharGpt`) eager in f32 (TF32 off) and under autocast f16.
@@ -31,6 +31,14 @@ for dtype, tag in ((torch.float32, "f32"), (torch.float16, "f16")):
         s = timeit(step)
         flops = 3.5 * 4.0 * b * h * t * t * d / 2.0
         print(f"{'sdpa_fwd_bwd_' + tag + f'_B{b}_T{t}':40} {s * 1e3:10.3f} ms {flops / s / 1e12:8.2f} TFLOP/s", flush=True)
+
+        def forward():
+            with torch.no_grad():
+                F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+        s = timeit(forward)
+        flops = 4.0 * b * h * t * t * d / 2.0
+        print(f"{'sdpa_fwd_' + tag + f'_B{b}_T{t}':40} {s * 1e3:10.3f} ms {flops / s / 1e12:8.2f} TFLOP/s", flush=True)
 
 for t in (128, 256, 512) if quick else (512, 1024, 2048, 4096, 8192):
     torch.cuda.empty_cache()

@@ -18,6 +18,10 @@ use std::fmt::Write;
 
 /// Query rows (and keys per tile) of a workgroup.
 pub(crate) const ROWS: usize = 64;
+/// Floats per row of a score tile in workgroup memory: 64 keys and 4 of
+/// padding, so that rows start in different banks (and stay 16-byte aligned,
+/// as cooperative-matrix stores need).
+const SP: usize = ROWS + 4;
 
 /// Whether a view `[B, H, T, d]` reads as `vec4`s: features contiguous, the
 /// offset and the other strides multiples of 4.
@@ -96,7 +100,7 @@ const LOWEST: f32 = -3.0e38;
 var<workgroup> QP: array<vec4<f16>, {qp}>;
 var<workgroup> Ks: array<vec4<f16>, {kv}>;
 var<workgroup> Vs: array<vec4<f16>, {kv}>;
-var<workgroup> Ss: array<f32, {ss}>;
+var<workgroup> Ss: array<vec4<f32>, {ss}>;
 
 // Operand `which` (0 q, 1 k, 2 v) of head (b, h): its first element and its
 // row and feature strides (p[8 + 5·which..]).
@@ -132,7 +136,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     stage_q(head(0u, b, h), r0, p[3], li);
     workgroupBarrier();",
         kv = ROWS * dp4,
-        ss = 4 * 16 * ROWS,
+        ss = 16 * SP.max(d + 4),
         rows = ROWS,
         stages = ["q", "k", "v"].map(|x| stage(x, d, dp4)).concat(),
     )
@@ -177,10 +181,10 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         }
         writeln!(
             w,
-            "        coopStoreT(s, &Ss[sg * {}u + {}u], {rows}u); }}",
-            16 * ROWS,
-            16 * j,
-            rows = ROWS
+            "        coopStoreT(s, &Ss[sg * {}u + {}u], {}u); }}",
+            4 * SP,
+            4 * j,
+            SP / 4
         )
         .unwrap();
     }
@@ -189,15 +193,17 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     writeln!(
         w,
         "        workgroupBarrier();
-        let srow = sg * {srow}u + r * {rows}u + hf * 32u;
-        // Lane (r, hf) walks its 32 scores from column 2r + hf on, so the 32
-        // lanes read 32 different banks at every step.
-        let skew = 2u * r + hf;
+        // Lane (r, hf) reads its 32 scores as eight vec4s from chunk r on
+        // (rows of SP floats: the 32 lanes' reads spread over the banks).
+        let srow = (sg * {srow}u + r * {SP}u + hf * 32u) / 4u;
         var tmax = LOWEST;
-        for (var c = 0u; c < 32u; c++) {{
-            let cc = (c + skew) % 32u;
-            if (j0 + hf * 32u + cc < vis) {{
-                tmax = max(tmax, Ss[srow + cc] * scale);
+        for (var c = 0u; c < 8u; c++) {{
+            let q4 = (c + r) % 8u;
+            let x = Ss[srow + q4];
+            for (var i = 0u; i < 4u; i++) {{
+                if (j0 + hf * 32u + 4u * q4 + i < vis) {{
+                    tmax = max(tmax, x[i] * scale);
+                }}
             }}
         }}
         tmax = max(tmax, subgroupShuffleXor(tmax, 1u));
@@ -206,20 +212,23 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         m = mnew;
         var sum = 0.0;
         let prow = (sg * 16u + r) * {p4}u + hf * 8u;
-        for (var c = 0u; c < 32u; c++) {{
-            let cc = (c + skew) % 32u;
-            var e = 0.0;
-            if (j0 + hf * 32u + cc < vis) {{
-                e = exp(Ss[srow + cc] * scale - m);
+        // Four columns at a time, from chunk r on: P is written as vec4s.
+        for (var c = 0u; c < 8u; c++) {{
+            let q4 = (c + r) % 8u;
+            let x = Ss[srow + q4];
+            var e = vec4<f32>(0.0);
+            for (var i = 0u; i < 4u; i++) {{
+                if (j0 + hf * 32u + 4u * q4 + i < vis) {{
+                    e[i] = exp(x[i] * scale - m);
+                }}
             }}
-            sum += e;
-            QP[prow + cc / 4u][cc % 4u] = f16(e);
+            sum += e.x + e.y + e.z + e.w;
+            QP[prow + q4] = vec4<f16>(e);
         }}
         sum += subgroupShuffleXor(sum, 1u);
         l = l * corr + sum;
         workgroupBarrier();",
-        srow = 16 * ROWS,
-        rows = ROWS,
+        srow = 16 * SP,
         p4 = p4,
     )
     .unwrap();
@@ -238,19 +247,19 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         }
         writeln!(
             w,
-            "        coopStoreT(acc, &Ss[sg * {}u + {}u], {d}u); }}",
-            16 * d,
-            16 * j
+            "        coopStoreT(acc, &Ss[sg * {}u + {}u], {}u); }}",
+            4 * (d + 4),
+            4 * j,
+            (d + 4) / 4
         )
         .unwrap();
     }
     writeln!(
         w,
         "        workgroupBarrier();
-        let orow = sg * {od}u + r * {d}u + hf * {half}u;
+        let orow = (sg * {od}u + r * {dp}u + hf * {half}u) / 4u;
         for (var i = 0u; i < {o4}u; i++) {{
-            let a = orow + 4u * i;
-            o[i] = o[i] * corr + vec4<f32>(Ss[a], Ss[a + 1u], Ss[a + 2u], Ss[a + 3u]);
+            o[i] = o[i] * corr + Ss[orow + i];
         }}
     }}
     if (t < p[3]) {{
@@ -266,7 +275,8 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         }}
     }}
 }}",
-        od = 16 * d,
+        od = 16 * (d + 4),
+        dp = d + 4,
         o4 = half / 4,
     )
     .unwrap();
