@@ -111,7 +111,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         // The forward alone (a prompt's attention), f32 and in half precision
         // (on tensor cores where the adapter has them).
-        for (precision, tag) in [(MatmulPrecision::Full, "f32"), (MatmulPrecision::Half, "half")] {
+        for (precision, tag) in [
+            (MatmulPrecision::Full, "f32"),
+            (MatmulPrecision::Half, "half"),
+        ] {
             Gpu::set_matmul_precision(precision);
             // The output lives until the sync after it (dropped unread, a lazy
             // op might never run).

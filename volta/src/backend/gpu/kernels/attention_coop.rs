@@ -36,10 +36,11 @@ pub(crate) fn fits(d: usize) -> bool {
     d > 0 && d <= 64 && d.is_multiple_of(16)
 }
 
-/// `stage_{x}`: rows t0..t0 + 64 of a head of operand `x` (zeros past `rows`)
-/// into its shared tile (`QP`, `Ks` or `Vs`) as f16 rows of `dp4` vec4s. Every
-/// thread issues all of its loads before its first store, so they are in
-/// flight together.
+/// `fetch_{x}`: rows first..first + 64 of a head of operand `x` (zeros past
+/// `rows`), this thread's share, as f32 vec4s in registers (all its loads in
+/// flight together); `put_{x}` stores a fetched share into the operand's shared
+/// tile (`QP`, `Ks` or `Vs`) as f16 rows of `dp4` vec4s. Split so that the next
+/// tile's loads overlap the current tile's products.
 fn stage(x: &str, d: usize, dp4: usize) -> String {
     let sh = match x {
         "q" => "QP",
@@ -48,21 +49,29 @@ fn stage(x: &str, d: usize, dp4: usize) -> String {
     };
     let d4 = d / 4;
     let per = ROWS * d4 / 128;
-    let mut w = format!("fn stage_{x}(hd: vec3<u32>, first: u32, rows: u32, li: u32) {{\n");
+    let mut w = format!(
+        "fn fetch_{x}(hd: vec3<u32>, first: u32, rows: u32, li: u32) -> array<vec4<f32>, {per}> {{
+    var x: array<vec4<f32>, {per}>;\n"
+    );
     for i in 0..per {
         writeln!(
             w,
-            "    let e{i} = li + {}u; let r{i} = e{i} / {d4}u;
-    var x{i} = vec4<f32>(0.0);
-    if (first + r{i} < rows) {{ x{i} = {x}[(hd.x + (first + r{i}) * hd.y) / 4u + e{i} % {d4}u]; }}",
+            "    {{ let e = li + {}u; let r = e / {d4}u;
+    if (first + r < rows) {{ x[{i}] = {x}[(hd.x + (first + r) * hd.y) / 4u + e % {d4}u]; }} }}",
             i * 128
         )
         .unwrap();
     }
+    writeln!(
+        w,
+        "    return x;\n}}\nfn put_{x}(x: array<vec4<f32>, {per}>, li: u32) {{"
+    )
+    .unwrap();
     for i in 0..per {
         writeln!(
             w,
-            "    {sh}[r{i} * {dp4}u + e{i} % {d4}u] = vec4<f16>(x{i});"
+            "    {{ let e = li + {}u; {sh}[(e / {d4}u) * {dp4}u + e % {d4}u] = vec4<f16>(x[{i}]); }}",
+            i * 128
         )
         .unwrap();
     }
@@ -133,7 +142,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let hf = lane % 2u;
     let t = r0 + sg * 16u + r;
     let vis = select(0u, visible(t), t < p[3]);
-    stage_q(head(0u, b, h), r0, p[3], li);
+    put_q(fetch_q(head(0u, b, h), r0, p[3], li), li);
     workgroupBarrier();",
         kv = ROWS * dp4,
         ss = 16 * SP.max(d + 4),
@@ -158,11 +167,18 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let kend = visible(last);
     let kh = head(1u, b, hk);
     let vh = head(2u, b, hk);
+    var nk = fetch_k(kh, 0u, p[4], li);
+    var nv = fetch_v(vh, 0u, p[4], li);
     for (var j0 = 0u; j0 < kend; j0 += {rows}u) {{
         workgroupBarrier();
-        stage_k(kh, j0, p[4], li);
-        stage_v(vh, j0, p[4], li);
-        workgroupBarrier();",
+        put_k(nk, li);
+        put_v(nv, li);
+        workgroupBarrier();
+        // The next tile's keys and values, in flight while this one multiplies.
+        if (j0 + {rows}u < kend) {{
+            nk = fetch_k(kh, j0 + {rows}u, p[4], li);
+            nv = fetch_v(vh, j0 + {rows}u, p[4], li);
+        }}",
         o4 = half / 4,
         rows = ROWS,
     )
