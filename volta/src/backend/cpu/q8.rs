@@ -10,7 +10,7 @@
 //! `d·Σq` for the offset terms of Q4_1 and Q5_1) for the 32-weight types, and
 //! `block_q8_K` (one f32 scale `−max/127` per 256, `max` being the element of
 //! largest magnitude) for the K-quants.
-use super::infer::CpuQuantized;
+use super::infer::{CpuQuantized, WRow};
 use crate::io::quant::{BLOCK, GgmlType, SUPER_BLOCK};
 use half::f16;
 
@@ -158,15 +158,18 @@ fn block_q8_k(x: &[f32], q: &mut [i8], d: &mut [f32], sums: &mut [f32]) {
 /// 8-bit activations.
 pub(crate) fn dot_rows(w: &CpuQuantized, j0: usize, x: &Q8Rows, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+    if std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("fma")
+        && std::is_x86_feature_detected!("f16c")
+    {
         // SAFETY: the CPU has the features the function was compiled for.
         return unsafe { avx2::dot_rows(w, j0, x, out) };
     }
     let m = x.qs.len() / x.k;
     for (r, col) in out.chunks_exact_mut(m).enumerate() {
-        let (q, s) = w.row(j0 + r);
+        let row = w.row(j0 + r);
         for (i, o) in col.iter_mut().enumerate() {
-            *o = scalar::dot(w.format(), q, s, x.row(i));
+            *o = scalar::dot(w.format(), row, x.row(i));
         }
     }
 }
@@ -174,7 +177,7 @@ pub(crate) fn dot_rows(w: &CpuQuantized, j0: usize, x: &Q8Rows, out: &mut [f32])
 /// The dot products in scalar code: per block, integer sums of products, then
 /// the block's scales.
 mod scalar {
-    use super::Q8Row;
+    use super::{Q8Row, WRow};
     use crate::io::quant::{BLOCK, GgmlType, QFormat};
 
     /// Q4_0's and Q4_1's 32 nibbles: weight i of a block is byte i's low
@@ -188,9 +191,9 @@ mod scalar {
         w.zip(x).map(|(w, &x)| w * i32::from(x)).sum()
     }
 
-    /// One weight row (`q` and `s` as [`CpuQuantized::row`](super::CpuQuantized)
-    /// gives them) times one activation row.
-    pub(super) fn dot(format: QFormat, q: &[u8], s: &[f32], a: Q8Row) -> f32 {
+    /// One weight row times one activation row.
+    pub(super) fn dot(format: QFormat, w: WRow, a: Q8Row) -> f32 {
+        let (q, s, h) = (w.quants, w.scales, w.halves);
         let blocks = a.qs.chunks_exact(BLOCK).zip(a.d).zip(a.sums);
         let mut total = 0.0;
         match format {
@@ -205,20 +208,21 @@ mod scalar {
                 }
             }
             QFormat::Ggml(GgmlType::Q8_0) => {
-                for ((q, s), ((x, d), _)) in q.chunks_exact(BLOCK).zip(s).zip(blocks) {
-                    total += s * d * isum(q.iter().map(|&q| i32::from(q as i8)), x) as f32;
+                for ((q, s), ((x, d), _)) in q.chunks_exact(BLOCK).zip(h).zip(blocks) {
+                    total += s.to_f32() * d * isum(q.iter().map(|&q| i32::from(q as i8)), x) as f32;
                 }
             }
             QFormat::Ggml(GgmlType::Q4_1) => {
                 for ((q, s), ((x, d), xs)) in
-                    q.chunks_exact(BLOCK / 2).zip(s.chunks_exact(2)).zip(blocks)
+                    q.chunks_exact(BLOCK / 2).zip(h.chunks_exact(2)).zip(blocks)
                 {
-                    total += s[0] * d * isum(nibbles(q), x) as f32 + s[1] * xs;
+                    let (d_w, m) = (s[0].to_f32(), s[1].to_f32());
+                    total += d_w * d * isum(nibbles(q), x) as f32 + m * xs;
                 }
             }
             _ => {
-                for ((q, s), ((x, d), _)) in q.chunks_exact(BLOCK / 2).zip(s).zip(blocks) {
-                    total += s * d * isum(nibbles(q).map(|q| q - 8), x) as f32;
+                for ((q, s), ((x, d), _)) in q.chunks_exact(BLOCK / 2).zip(h).zip(blocks) {
+                    total += s.to_f32() * d * isum(nibbles(q).map(|q| q - 8), x) as f32;
                 }
             }
         }
@@ -233,23 +237,36 @@ mod scalar {
 mod avx2 {
     use super::{CpuQuantized, Q8Row, Q8Rows};
     use crate::io::quant::{BLOCK, GgmlType, QFormat};
+    use half::f16;
     use std::arch::x86_64::*;
 
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) fn dot_rows(w: &CpuQuantized, j0: usize, x: &Q8Rows, out: &mut [f32]) {
         let m = x.qs.len() / x.k;
         for (r, col) in out.chunks_exact_mut(m).enumerate() {
-            let (q, s) = w.row(j0 + r);
+            let row = w.row(j0 + r);
+            let (q, s, h) = (row.quants, row.scales, row.halves);
             for (i, o) in col.iter_mut().enumerate() {
                 let a = x.row(i);
                 *o = match w.format() {
                     QFormat::SubBlocks => sub_blocks(q, s, a),
-                    QFormat::Ggml(GgmlType::Q8_0) => q8_0(q, s, a),
-                    QFormat::Ggml(GgmlType::Q4_1) => q4_1(q, s, a),
-                    _ => q4_0(q, s, a),
+                    QFormat::Ggml(GgmlType::Q8_0) => q8_0(q, h, a),
+                    QFormat::Ggml(GgmlType::Q4_1) => q4_1(q, h, a),
+                    _ => q4_0(q, h, a),
                 };
             }
         }
+    }
+
+    /// Up to four f16 halves as f32 lanes (the rest zero).
+    #[target_feature(enable = "avx,f16c")]
+    #[inline]
+    fn halves(h: &[f16]) -> __m128 {
+        let mut bits = 0u64;
+        for (i, h) in h.iter().take(4).enumerate() {
+            bits |= u64::from(h.to_bits()) << (16 * i);
+        }
+        _mm_cvtph_ps(_mm_cvtsi64_si128(bits as i64))
     }
 
     /// 32 bytes.
@@ -306,51 +323,55 @@ mod avx2 {
         _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
     }
 
-    #[target_feature(enable = "avx2,fma")]
+    /// Q4_1: `d·x_d·Σq·x_q + m·s` per block (ggml's `vec_dot_q4_1_q8_1`).
+    #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
-    fn q4_1(q: &[u8], s: &[f32], a: Q8Row) -> f32 {
+    fn q4_1(q: &[u8], h: &[f16], a: Q8Row) -> f32 {
         let mut acc = _mm256_setzero_ps();
         let mut offset = 0.0;
-        for (((q, s), x), (d, xs)) in q
+        for (((q, h), x), (d, xs)) in q
             .chunks_exact(BLOCK / 2)
-            .zip(s.chunks_exact(2))
+            .zip(h.chunks_exact(2))
             .zip(a.qs.chunks_exact(BLOCK))
             .zip(a.d.iter().zip(a.sums))
         {
+            let dm = halves(h);
             let p = _mm256_cvtepi32_ps(sum_us(nibbles(q), load_i8(x)));
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(s[0] * d), p, acc);
-            offset += s[1] * xs;
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(_mm_cvtss_f32(dm) * d), p, acc);
+            offset += _mm_cvtss_f32(_mm_movehdup_ps(dm)) * xs;
         }
         hsum(acc) + offset
     }
 
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
-    fn q4_0(q: &[u8], s: &[f32], a: Q8Row) -> f32 {
+    fn q4_0(q: &[u8], h: &[f16], a: Q8Row) -> f32 {
         let mut acc = _mm256_setzero_ps();
-        for ((q, s), (x, d)) in q
+        for ((q, h), (x, d)) in q
             .chunks_exact(BLOCK / 2)
-            .zip(s)
+            .zip(h.chunks_exact(1))
             .zip(a.qs.chunks_exact(BLOCK).zip(a.d))
         {
             let w = _mm256_sub_epi8(nibbles(q), _mm256_set1_epi8(8));
             let p = _mm256_cvtepi32_ps(sum_ss(w, load_i8(x)));
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(s * d), p, acc);
+            let s = _mm_cvtss_f32(halves(h)) * d;
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(s), p, acc);
         }
         hsum(acc)
     }
 
-    #[target_feature(enable = "avx2,fma")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
-    fn q8_0(q: &[u8], s: &[f32], a: Q8Row) -> f32 {
+    fn q8_0(q: &[u8], h: &[f16], a: Q8Row) -> f32 {
         let mut acc = _mm256_setzero_ps();
-        for ((q, s), (x, d)) in q
+        for ((q, h), (x, d)) in q
             .chunks_exact(BLOCK)
-            .zip(s)
+            .zip(h.chunks_exact(1))
             .zip(a.qs.chunks_exact(BLOCK).zip(a.d))
         {
             let p = _mm256_cvtepi32_ps(sum_ss(load(q), load_i8(x)));
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(s * d), p, acc);
+            let s = _mm_cvtss_f32(halves(h)) * d;
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(s), p, acc);
         }
         hsum(acc)
     }
