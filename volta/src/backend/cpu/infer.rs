@@ -10,7 +10,7 @@ use crate::io::quant::{BLOCK, BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType, QFormat
 use crate::layout::Layout;
 use half::f16;
 use rayon::prelude::*;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Quantised weights on the CPU: per block, its scales (`d`, or `d` and `m` for
 /// Q4_1, as ggml's f16 halves; `d₀`, `d₁` and `m` as f32 for sub-blocks) and its
@@ -316,30 +316,22 @@ pub(crate) fn qmatmul(
             }
         }
     }
-    // Transposed while computing: `cols[j]` holds column j of the product. Small
-    // products stay on this thread: handing work to the pool costs more.
+    // Transposed while computing: `cols[j]` holds column j of the product.
     let mut cols = vec![0.0f32; n * m];
     let parallel = n * k * m >= 1 << 16;
     let chunk = (n / (4 * rayon::current_num_threads())).max(16);
     match activations {
         Activations::Int8 => {
             let x = Q8Rows::quantize(&x, k, w.kind);
-            let run = |(c, dst): (usize, &mut [f32])| q8::dot_rows(w, c * chunk, &x, dst);
-            if parallel {
-                cols.par_chunks_mut(chunk * m).enumerate().for_each(run);
-            } else {
-                cols.chunks_mut(chunk * m).enumerate().for_each(run);
-            }
+            for_chunks(&mut cols, chunk * m, parallel, |c, dst| {
+                q8::dot_rows(w, c * chunk, &x, dst)
+            });
         }
         Activations::F32 => {
             let sums: Vec<f32> = x.chunks_exact(BLOCK).map(|b| b.iter().sum()).collect();
-            let run =
-                |(c, dst): (usize, &mut [f32])| dot_rows_best(w, c * chunk, &x, &sums, k, dst);
-            if parallel {
-                cols.par_chunks_mut(chunk * m).enumerate().for_each(run);
-            } else {
-                cols.chunks_mut(chunk * m).enumerate().for_each(run);
-            }
+            for_chunks(&mut cols, chunk * m, parallel, |c, dst| {
+                dot_rows_best(w, c * chunk, &x, &sums, k, dst)
+            });
         }
     }
     let width = if glu { n / 2 } else { n };
@@ -359,6 +351,35 @@ pub(crate) fn qmatmul(
         }
     }
     out
+}
+
+/// `f(c, chunk c)` for the chunks of `width` of `out`, on this thread and, when
+/// `parallel`, on the pool's other threads too. This thread takes chunks from the
+/// start rather than handing all of them to the pool and sleeping until they are
+/// done: a decode step makes a hundred small matmuls, and a pool thread that is
+/// slow to wake then only takes fewer chunks instead of delaying the call.
+fn for_chunks(out: &mut [f32], width: usize, parallel: bool, f: impl Fn(usize, &mut [f32]) + Sync) {
+    let helpers = rayon::current_num_threads().saturating_sub(1);
+    if !parallel || helpers == 0 {
+        out.chunks_mut(width)
+            .enumerate()
+            .for_each(|(c, dst)| f(c, dst));
+        return;
+    }
+    let chunks = Mutex::new(out.chunks_mut(width).enumerate());
+    let work = || {
+        loop {
+            let next = chunks.lock().expect("no panic while held").next();
+            let Some((c, dst)) = next else { break };
+            f(c, dst);
+        }
+    };
+    rayon::in_place_scope(|s| {
+        for _ in 0..helpers {
+            s.spawn(|_| work());
+        }
+        work();
+    });
 }
 
 /// The position in a one-element `u32` view.

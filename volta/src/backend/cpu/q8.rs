@@ -112,12 +112,19 @@ fn block_q8_1(x: &[f32], q: &mut [i8]) -> (f32, f32) {
     let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
     let mut sum = 0i32;
     for (q, v) in q.iter_mut().zip(x) {
-        let r = (v * id).round_ties_even() as i32;
+        let r = nearest_int(v * id);
         *q = r as i8;
         sum += r;
     }
     let half = |v: f32| f16::from_f32(v).to_f32();
     (half(d), half(d * sum as f32))
+}
+
+/// `v` rounded to the nearest integer, ties to even, for `|v| < 2²²` (ggml's
+/// `nearest_int`): adding 1.5·2²³ leaves the integer in the mantissa. Unlike
+/// `round_ties_even`, no library call without SSE4.1.
+fn nearest_int(v: f32) -> i32 {
+    ((v + 12_582_912.0).to_bits() & 0x007f_ffff) as i32 - 0x0040_0000
 }
 
 /// ggml's `quantize_row_q8_K_ref` for one super-block of 256: the quants into
@@ -145,7 +152,7 @@ fn block_q8_k(x: &[f32], q: &mut [i8], d: &mut [f32], sums: &mut [f32]) {
     {
         let mut sum = 0i32;
         for (q, v) in q.iter_mut().zip(x) {
-            let r = ((iscale * v).round_ties_even() as i32).min(127);
+            let r = nearest_int(iscale * v).min(127);
             *q = r as i8;
             sum += r;
         }
