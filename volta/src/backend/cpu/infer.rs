@@ -4,13 +4,14 @@
 //! converted to f32 once, at load; and attention over a KV cache. Rows run in
 //! parallel on rayon.
 use super::copy::strided_to_vec;
+use super::pool;
 use super::q8::{self, Q8Kind, Q8Rows};
 use crate::backend::infer::{Activations, AttnShape, QShape, swiglu};
 use crate::io::quant::{BLOCK, BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType, QFormat, SubBlock};
 use crate::layout::Layout;
 use half::f16;
 use rayon::prelude::*;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Quantised weights on the CPU: per block, its scales (`d`, or `d` and `m` for
 /// Q4_1, as ggml's f16 halves; `d₀`, `d₁` and `m` as f32 for sub-blocks) and its
@@ -293,7 +294,7 @@ pub(crate) fn dequantize_rows(
 /// See [`InferenceBackend::qmatmul`](crate::backend::InferenceBackend::qmatmul).
 pub(crate) fn qmatmul(
     x: (&[f32], &Layout),
-    w: &CpuQuantized,
+    w: &Arc<CpuQuantized>,
     shape: &QShape,
     norm: Option<((&[f32], &Layout), f32)>,
     glu: bool,
@@ -316,24 +317,31 @@ pub(crate) fn qmatmul(
             }
         }
     }
-    // Transposed while computing: `cols[j]` holds column j of the product.
-    let mut cols = vec![0.0f32; n * m];
+    // Transposed while computing: `cols[j]` holds column j of the product, in
+    // chunks of rows that run in parallel.
     let parallel = n * k * m >= 1 << 16;
     let chunk = (n / (4 * rayon::current_num_threads())).max(16);
-    match activations {
+    let rows = move |c: usize| c * chunk..((c + 1) * chunk).min(n);
+    let w = Arc::clone(w);
+    let task: Box<dyn Fn(usize) -> Vec<f32> + Send + Sync> = match activations {
         Activations::Int8 => {
             let x = Q8Rows::quantize(&x, k, w.kind);
-            for_chunks(&mut cols, chunk * m, parallel, |c, dst| {
-                q8::dot_rows(w, c * chunk, &x, dst)
-            });
+            Box::new(move |c| {
+                let mut out = vec![0.0; rows(c).len() * m];
+                q8::dot_rows(&w, rows(c).start, &x, &mut out);
+                out
+            })
         }
         Activations::F32 => {
             let sums: Vec<f32> = x.chunks_exact(BLOCK).map(|b| b.iter().sum()).collect();
-            for_chunks(&mut cols, chunk * m, parallel, |c, dst| {
-                dot_rows_best(w, c * chunk, &x, &sums, k, dst)
-            });
+            Box::new(move |c| {
+                let mut out = vec![0.0; rows(c).len() * m];
+                dot_rows_best(&w, rows(c).start, &x, &sums, k, &mut out);
+                out
+            })
         }
-    }
+    };
+    let cols = pool::run(n.div_ceil(chunk), parallel, task).concat();
     let width = if glu { n / 2 } else { n };
     let mut out = vec![0.0; m * width];
     for i in 0..m {
@@ -351,35 +359,6 @@ pub(crate) fn qmatmul(
         }
     }
     out
-}
-
-/// `f(c, chunk c)` for the chunks of `width` of `out`, on this thread and, when
-/// `parallel`, on the pool's other threads too. This thread takes chunks from the
-/// start rather than handing all of them to the pool and sleeping until they are
-/// done: a decode step makes a hundred small matmuls, and a pool thread that is
-/// slow to wake then only takes fewer chunks instead of delaying the call.
-fn for_chunks(out: &mut [f32], width: usize, parallel: bool, f: impl Fn(usize, &mut [f32]) + Sync) {
-    let helpers = rayon::current_num_threads().saturating_sub(1);
-    if !parallel || helpers == 0 {
-        out.chunks_mut(width)
-            .enumerate()
-            .for_each(|(c, dst)| f(c, dst));
-        return;
-    }
-    let chunks = Mutex::new(out.chunks_mut(width).enumerate());
-    let work = || {
-        loop {
-            let next = chunks.lock().expect("no panic while held").next();
-            let Some((c, dst)) = next else { break };
-            f(c, dst);
-        }
-    };
-    rayon::in_place_scope(|s| {
-        for _ in 0..helpers {
-            s.spawn(|_| work());
-        }
-        work();
-    });
 }
 
 /// The position in a one-element `u32` view.

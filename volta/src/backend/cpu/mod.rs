@@ -10,6 +10,7 @@ mod kernel;
 mod matmul;
 mod normalize;
 mod optim;
+mod pool;
 mod q8;
 mod reduce;
 mod rows;
