@@ -404,3 +404,123 @@ mod avx2 {
         hsum(acc) + offset
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::infer::upload;
+    use crate::backend::infer::QShape;
+    use crate::io::quant::{QFormat, SubBlock};
+    use half::f16;
+
+    /// A small deterministic generator (an LCG's high bits).
+    fn next(seed: &mut u64) -> u32 {
+        *seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (*seed >> 33) as u32
+    }
+
+    fn unit(seed: &mut u64) -> f32 {
+        next(seed) as f32 / (1u64 << 31) as f32 * 2.0 - 1.0
+    }
+
+    #[test]
+    fn activations_quantise_as_ggml_does() {
+        // Q8_K: the scale is −max/127 for the element of largest magnitude, which
+        // becomes −127 (here a positive one).
+        let x: Vec<f32> = (0..256).map(|j| (j as f32 - 100.0) / 10.0).collect();
+        let q = Q8Rows::quantize(&x, 256, Q8Kind::Super);
+        assert_eq!(q.qs[255], -127);
+        assert_eq!(q.d[0], 1.0 / (-127.0 / 15.5));
+        assert_eq!(q.qs[100], 0);
+        // Q8_1: amax/127 as f16, round half to even, s = f16(d·Σq).
+        let mut x = [0.0f32; 32];
+        x[0] = 127.0;
+        x[1] = 2.5;
+        x[2] = -3.5;
+        let q = Q8Rows::quantize(&x, 32, Q8Kind::Block);
+        assert_eq!(&q.qs[..3], [127, 2, -4]);
+        assert_eq!(q.d[0], 1.0);
+        assert_eq!(q.sums[0], 125.0);
+    }
+
+    /// Random weights of each layout, as `upload` takes them.
+    fn weights(format: QFormat, blocks: usize, seed: &mut u64) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        let half = |seed: &mut u64| f16::from_f32(unit(seed) * 0.1).to_le_bytes();
+        for _ in 0..blocks {
+            match format {
+                QFormat::SubBlocks => {
+                    let signed = next(seed) % 2 == 0;
+                    SubBlock {
+                        d: [unit(seed), unit(seed)],
+                        m: if signed { 0.0 } else { unit(seed) },
+                        q: std::array::from_fn(|_| {
+                            let q = next(seed) as u8;
+                            if signed { q } else { q % 32 }
+                        }),
+                        signed,
+                    }
+                    .write(&mut bytes);
+                }
+                QFormat::Ggml(ty) => {
+                    bytes.extend(half(seed));
+                    if ty == GgmlType::Q4_1 {
+                        bytes.extend(half(seed));
+                    }
+                    let n = if ty == GgmlType::Q8_0 { 32 } else { 16 };
+                    bytes.extend((0..n).map(|_| next(seed) as u8));
+                }
+            }
+        }
+        bytes
+    }
+
+    /// The scalar fallback against the AVX2 kernels (where the CPU has them):
+    /// the same integer sums, so the same values up to f32 rounding.
+    #[test]
+    fn the_scalar_fallback_matches_the_simd_kernels() {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if !(std::is_x86_feature_detected!("avx2")
+                && std::is_x86_feature_detected!("fma")
+                && std::is_x86_feature_detected!("f16c"))
+            {
+                return;
+            }
+            let mut seed = 7;
+            let (n, k, m) = (6, 512, 2);
+            for (ty, format, kind) in [
+                (GgmlType::Q4_0, QFormat::Ggml(GgmlType::Q4_0), Q8Kind::Block),
+                (GgmlType::Q4_1, QFormat::Ggml(GgmlType::Q4_1), Q8Kind::Block),
+                (GgmlType::Q8_0, QFormat::Ggml(GgmlType::Q8_0), Q8Kind::Block),
+                (GgmlType::Q5_0, QFormat::SubBlocks, Q8Kind::Block),
+                (GgmlType::Q4_K, QFormat::SubBlocks, Q8Kind::Super),
+            ] {
+                let shape = QShape {
+                    ty,
+                    format,
+                    rows: n,
+                    cols: k,
+                };
+                let w = upload(&shape, &weights(format, n * k / BLOCK, &mut seed));
+                let x: Vec<f32> = (0..m * k).map(|_| unit(&mut seed)).collect();
+                let a = Q8Rows::quantize(&x, k, kind);
+                let mut simd = vec![0.0; n * m];
+                // SAFETY: the CPU has the features (checked above).
+                unsafe { avx2::dot_rows(&w, 0, &a, &mut simd) };
+                for j in 0..n {
+                    for i in 0..m {
+                        let s = scalar::dot(format, w.row(j), a.row(i));
+                        let v = simd[j * m + i];
+                        assert!(
+                            (s - v).abs() <= 1e-4 * (1.0 + s.abs()),
+                            "{ty}: row {j}, x {i}: {s} vs {v}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
