@@ -257,9 +257,9 @@ mod avx2 {
                 let a = x.row(i);
                 *o = match w.format() {
                     QFormat::SubBlocks => sub_blocks(q, s, a),
-                    QFormat::Ggml(GgmlType::Q8_0) => q8_0(q, h, a),
+                    QFormat::Ggml(GgmlType::Q8_0) => symmetric::<true>(q, h, a),
                     QFormat::Ggml(GgmlType::Q4_1) => q4_1(q, h, a),
-                    _ => q4_0(q, h, a),
+                    _ => symmetric::<false>(q, h, a),
                 };
             }
         }
@@ -330,57 +330,125 @@ mod avx2 {
         _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
     }
 
+    /// Two f32 (`b[0]`, `b[1]`) in lanes 0 and 1.
+    #[target_feature(enable = "avx")]
+    #[inline]
+    fn pair(b: &[f32]) -> __m128 {
+        assert!(b.len() >= 2);
+        // SAFETY: `b` holds the 8 bytes read (checked above).
+        unsafe { _mm_castpd_ps(_mm_load_sd(b.as_ptr().cast())) }
+    }
+
+    /// Two blocks' activation scales and offset factors: `[d₀, s₀, d₁, s₁]`.
+    #[target_feature(enable = "avx")]
+    #[inline]
+    fn scales(d: &[f32], s: &[f32]) -> __m128 {
+        _mm_unpacklo_ps(pair(d), pair(s))
+    }
+
+    /// Lanes 0 and 2 of `v`, each broadcast to 8.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn lanes02(v: __m128) -> (__m256, __m256) {
+        (
+            _mm256_broadcastss_ps(v),
+            _mm256_broadcastss_ps(_mm_movehl_ps(v, v)),
+        )
+    }
+
+    /// Lane 1 plus lane 3.
+    #[target_feature(enable = "avx")]
+    #[inline]
+    fn lanes13(v: __m128) -> f32 {
+        let o = _mm_movehdup_ps(v);
+        _mm_cvtss_f32(_mm_add_ss(o, _mm_movehl_ps(o, o)))
+    }
+
+    /// Two f16 scales as lanes 0 and 2 (lanes 1 and 3 zero).
+    #[target_feature(enable = "avx,f16c")]
+    #[inline]
+    fn spread(h: &[f16]) -> __m128 {
+        let bits = u64::from(h[0].to_bits()) | u64::from(h[1].to_bits()) << 32;
+        _mm_cvtph_ps(_mm_cvtsi64_si128(bits as i64))
+    }
+
+    // The kernels take blocks two at a time, into two accumulators (a chain of
+    // FMAs is otherwise the bound), then a last odd block.
+
     /// Q4_1: `d·x_d·Σq·x_q + m·s` per block (ggml's `vec_dot_q4_1_q8_1`).
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     fn q4_1(q: &[u8], h: &[f16], a: Q8Row) -> f32 {
-        let mut acc = _mm256_setzero_ps();
-        let mut offset = 0.0;
-        for (((q, h), x), (d, xs)) in q
-            .chunks_exact(BLOCK / 2)
-            .zip(h.chunks_exact(2))
-            .zip(a.qs.chunks_exact(BLOCK))
-            .zip(a.d.iter().zip(a.sums))
-        {
-            let dm = halves(h);
-            let p = _mm256_cvtepi32_ps(sum_us(nibbles(q), load_i8(x)));
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(_mm_cvtss_f32(dm) * d), p, acc);
-            offset += _mm_cvtss_f32(_mm_movehdup_ps(dm)) * xs;
-        }
-        hsum(acc) + offset
-    }
-
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
-    fn q4_0(q: &[u8], h: &[f16], a: Q8Row) -> f32 {
-        let mut acc = _mm256_setzero_ps();
-        for ((q, h), (x, d)) in q
-            .chunks_exact(BLOCK / 2)
-            .zip(h.chunks_exact(1))
-            .zip(a.qs.chunks_exact(BLOCK).zip(a.d))
-        {
-            let w = _mm256_sub_epi8(nibbles(q), _mm256_set1_epi8(8));
-            let p = _mm256_cvtepi32_ps(sum_ss(w, load_i8(x)));
-            let s = _mm_cvtss_f32(halves(h)) * d;
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(s), p, acc);
-        }
-        hsum(acc)
-    }
-
-    #[target_feature(enable = "avx2,fma,f16c")]
-    #[inline]
-    fn q8_0(q: &[u8], h: &[f16], a: Q8Row) -> f32 {
-        let mut acc = _mm256_setzero_ps();
-        for ((q, h), (x, d)) in q
+        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        // Lanes 1 and 3: the offset terms m·s.
+        let mut offsets = _mm_setzero_ps();
+        for ((((q, h), x), d), s) in q
             .chunks_exact(BLOCK)
-            .zip(h.chunks_exact(1))
-            .zip(a.qs.chunks_exact(BLOCK).zip(a.d))
+            .zip(h.chunks_exact(4))
+            .zip(a.qs.chunks_exact(2 * BLOCK))
+            .zip(a.d.chunks_exact(2))
+            .zip(a.sums.chunks_exact(2))
         {
-            let p = _mm256_cvtepi32_ps(sum_ss(load(q), load_i8(x)));
-            let s = _mm_cvtss_f32(halves(h)) * d;
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(s), p, acc);
+            // [d₀·x_d₀, m₀·s₀, d₁·x_d₁, m₁·s₁]
+            let p = _mm_mul_ps(halves(h), scales(d, s));
+            offsets = _mm_add_ps(offsets, p);
+            let (s0, s1) = lanes02(p);
+            let p0 = sum_us(nibbles(&q[..16]), load_i8(&x[..BLOCK]));
+            let p1 = sum_us(nibbles(&q[16..]), load_i8(&x[BLOCK..]));
+            acc0 = _mm256_fmadd_ps(s0, _mm256_cvtepi32_ps(p0), acc0);
+            acc1 = _mm256_fmadd_ps(s1, _mm256_cvtepi32_ps(p1), acc1);
         }
-        hsum(acc)
+        let mut total = lanes13(offsets);
+        let b = a.d.len();
+        if b % 2 == 1 {
+            let dm = halves(&h[2 * (b - 1)..]);
+            let p = sum_us(
+                nibbles(&q[16 * (b - 1)..]),
+                load_i8(&a.qs[BLOCK * (b - 1)..]),
+            );
+            let d = _mm_cvtss_f32(dm) * a.d[b - 1];
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc0);
+            total += _mm_cvtss_f32(_mm_movehdup_ps(dm)) * a.sums[b - 1];
+        }
+        hsum(_mm256_add_ps(acc0, acc1)) + total
+    }
+
+    /// Q4_0 (`bytes` false: nibbles less 8) and Q8_0 (`bytes` true): `d·x_d·Σq·x_q`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    fn symmetric<const BYTES: bool>(q: &[u8], h: &[f16], a: Q8Row) -> f32 {
+        let width = if BYTES { BLOCK } else { BLOCK / 2 };
+        let weights = |q: &[u8]| {
+            if BYTES {
+                load(q)
+            } else {
+                _mm256_sub_epi8(nibbles(q), _mm256_set1_epi8(8))
+            }
+        };
+        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        for ((((q, h), x), d), s) in q
+            .chunks_exact(2 * width)
+            .zip(h.chunks_exact(2))
+            .zip(a.qs.chunks_exact(2 * BLOCK))
+            .zip(a.d.chunks_exact(2))
+            .zip(a.sums.chunks_exact(2))
+        {
+            let (s0, s1) = lanes02(_mm_mul_ps(spread(h), scales(d, s)));
+            let p0 = sum_ss(weights(&q[..width]), load_i8(&x[..BLOCK]));
+            let p1 = sum_ss(weights(&q[width..]), load_i8(&x[BLOCK..]));
+            acc0 = _mm256_fmadd_ps(s0, _mm256_cvtepi32_ps(p0), acc0);
+            acc1 = _mm256_fmadd_ps(s1, _mm256_cvtepi32_ps(p1), acc1);
+        }
+        let b = a.d.len();
+        if b % 2 == 1 {
+            let p = sum_ss(
+                weights(&q[width * (b - 1)..]),
+                load_i8(&a.qs[BLOCK * (b - 1)..]),
+            );
+            let d = h[b - 1].to_f32() * a.d[b - 1];
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc0);
+        }
+        hsum(_mm256_add_ps(acc0, acc1))
     }
 
     /// Sub-blocks: lanes 0–3 of a block's sums cover its first 16 weights (scale
@@ -388,20 +456,32 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     fn sub_blocks(q: &[u8], s: &[f32], a: Q8Row) -> f32 {
-        let mut acc = _mm256_setzero_ps();
-        let mut offset = 0.0;
-        for (((q, s), x), (d, xs)) in q
-            .chunks_exact(BLOCK)
-            .zip(s.chunks_exact(3))
-            .zip(a.qs.chunks_exact(BLOCK))
-            .zip(a.d.iter().zip(a.sums))
+        let scale =
+            |s: &[f32], d: f32| _mm256_set_m128(_mm_set1_ps(s[1] * d), _mm_set1_ps(s[0] * d));
+        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let (mut off0, mut off1) = (0.0, 0.0);
+        for ((((q, s), x), d), xs) in q
+            .chunks_exact(2 * BLOCK)
+            .zip(s.chunks_exact(6))
+            .zip(a.qs.chunks_exact(2 * BLOCK))
+            .zip(a.d.chunks_exact(2))
+            .zip(a.sums.chunks_exact(2))
         {
-            let p = _mm256_cvtepi32_ps(sum_ss(load(q), load_i8(x)));
-            let scale = _mm256_set_m128(_mm_set1_ps(s[1] * d), _mm_set1_ps(s[0] * d));
-            acc = _mm256_fmadd_ps(scale, p, acc);
-            offset += s[2] * xs;
+            let p0 = sum_ss(load(&q[..BLOCK]), load_i8(&x[..BLOCK]));
+            let p1 = sum_ss(load(&q[BLOCK..]), load_i8(&x[BLOCK..]));
+            acc0 = _mm256_fmadd_ps(scale(s, d[0]), _mm256_cvtepi32_ps(p0), acc0);
+            acc1 = _mm256_fmadd_ps(scale(&s[3..], d[1]), _mm256_cvtepi32_ps(p1), acc1);
+            off0 += s[2] * xs[0];
+            off1 += s[5] * xs[1];
         }
-        hsum(acc) + offset
+        let b = a.d.len();
+        if b % 2 == 1 {
+            let (q, s) = (&q[BLOCK * (b - 1)..], &s[3 * (b - 1)..]);
+            let p = sum_ss(load(q), load_i8(&a.qs[BLOCK * (b - 1)..]));
+            acc0 = _mm256_fmadd_ps(scale(s, a.d[b - 1]), _mm256_cvtepi32_ps(p), acc0);
+            off0 += s[2] * a.sums[b - 1];
+        }
+        hsum(_mm256_add_ps(acc0, acc1)) + off0 + off1
     }
 }
 
@@ -452,7 +532,7 @@ mod tests {
         for _ in 0..blocks {
             match format {
                 QFormat::SubBlocks => {
-                    let signed = next(seed) % 2 == 0;
+                    let signed = next(seed).is_multiple_of(2);
                     SubBlock {
                         d: [unit(seed), unit(seed)],
                         m: if signed { 0.0 } else { unit(seed) },
@@ -478,7 +558,8 @@ mod tests {
     }
 
     /// The scalar fallback against the AVX2 kernels (where the CPU has them):
-    /// the same integer sums, so the same values up to f32 rounding.
+    /// the same integer sums, so the same values up to f32 rounding; rows of an
+    /// even and an odd number of blocks (the kernels take them in pairs).
     #[test]
     fn the_scalar_fallback_matches_the_simd_kernels() {
         #[cfg(target_arch = "x86_64")]
@@ -490,7 +571,7 @@ mod tests {
                 return;
             }
             let mut seed = 7;
-            let (n, k, m) = (6, 512, 2);
+            let (n, m) = (6, 2);
             for (ty, format, kind) in [
                 (GgmlType::Q4_0, QFormat::Ggml(GgmlType::Q4_0), Q8Kind::Block),
                 (GgmlType::Q4_1, QFormat::Ggml(GgmlType::Q4_1), Q8Kind::Block),
@@ -498,6 +579,8 @@ mod tests {
                 (GgmlType::Q5_0, QFormat::SubBlocks, Q8Kind::Block),
                 (GgmlType::Q4_K, QFormat::SubBlocks, Q8Kind::Super),
             ] {
+                // An odd number of blocks per row for the 32-element activations.
+                let k = if kind == Q8Kind::Super { 512 } else { 544 };
                 let shape = QShape {
                     ty,
                     format,
