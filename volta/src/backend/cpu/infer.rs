@@ -1,8 +1,8 @@
 //! Transformer-inference kernels on the CPU: a quantised matmul (by default on
 //! 8-bit activations and integer dot products, see [`q8`](super::q8); in the exact
-//! mode each 32-weight block dequantised in registers, in f32), the scales
-//! converted to f32 once, at load; and attention over a KV cache. Rows run in
-//! parallel on rayon.
+//! mode each 32-weight block dequantised in registers, in f32), its rows in
+//! parallel on the warm helpers of [`pool`](super::pool); and attention over a KV
+//! cache (heads in parallel on rayon).
 use super::copy::strided_to_vec;
 use super::pool;
 use super::q8::{self, Q8Kind, Q8Rows};
