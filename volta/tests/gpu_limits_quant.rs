@@ -13,7 +13,7 @@ use volta::backend::{InferenceBackend, Memory};
 use volta::io::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType};
 use volta::layout::Layout;
 use volta::shape::Dims;
-use volta::tensor::{QMATMUL_GEMV_ROWS, QMatmulOptions, QTensor, RawTensor};
+use volta::tensor::{Activations, QMATMUL_GEMV_ROWS, QMatmulOptions, QTensor, RawTensor};
 use volta::{Cpu, Gpu};
 
 /// Input features of every weight here.
@@ -214,6 +214,8 @@ fn opts<'a, D: InferenceBackend>(
         norm: norm.map(|s| (s, 1e-5)),
         glu,
         add,
+        // The CPU side is the reference: f32, as the GPU computes.
+        activations: Activations::F32,
     }
 }
 

@@ -8,7 +8,7 @@ use volta::backend::infer::{AttnShape, rope_table};
 use volta::backend::{Backend, InferenceBackend, Memory, Replay};
 use volta::io::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType};
 use volta::layout::Layout;
-use volta::tensor::{QMATMUL_GEMV_ROWS, QMatmulOptions, QTensor, RawTensor};
+use volta::tensor::{Activations, QMATMUL_GEMV_ROWS, QMatmulOptions, QTensor, RawTensor};
 use volta::{Cpu, Rng};
 use volta_kernels::{BinaryOp, UnaryOp};
 
@@ -86,8 +86,9 @@ fn close(got: &[f32], want: &[f32], tol: f32, what: &str) {
 /// for the GPU kernel to stage in shared memory and one longer (k > 2048), and a
 /// W so wide that a workgroup takes several groups of outputs. Products of many
 /// rows are within `many_tol` (relative to the largest output): on tensor cores
-/// their operands are rounded to f16.
-fn qmatmul_matches_dense<D: InferenceBackend>(many_tol: f32) {
+/// their operands are rounded to f16. Fewer rows (the GEMV) are within 1e-5 with
+/// [`Activations::F32`] and within `int8_tol` by default ([`Activations::Int8`]).
+fn qmatmul_matches_dense<D: InferenceBackend>(many_tol: f32, int8_tol: f32) {
     let mut rng = Rng::seed(1);
     let shapes = [(48, 96), (8, 2112), (40_000, 64)];
     let k_shapes = [(48, 256), (8, 2304), (20_000, 256)];
@@ -116,16 +117,10 @@ fn qmatmul_matches_dense<D: InferenceBackend>(many_tol: f32) {
         close(&dense.to_vec(), &reference, 0.0, "dequantize");
         let ms: &[usize] = if n > 1000 { &[1] } else { &[1, 3, 12, 70] };
         for &m in ms {
-            let tol = if m > QMATMUL_GEMV_ROWS {
-                many_tol
-            } else {
-                1e-5
-            };
             let x = randn::<D>(&[m, k], &mut rng);
             let scale = randn::<D>(&[k], &mut rng);
-            let plain = x.qmatmul(&w, QMatmulOptions::default());
-            let want = x.matmul(&dense.transpose_last());
-            close_overall(&plain.to_vec(), &want.to_vec(), tol, &format!("{ty} m={m}"));
+            let resid = randn::<D>(&[m, n / 2], &mut rng);
+            let plain_want = x.matmul(&dense.transpose_last());
             // norm → product → glu → add
             let normed = x
                 .normalize(1, false, 1e-5)
@@ -135,22 +130,38 @@ fn qmatmul_matches_dense<D: InferenceBackend>(many_tol: f32) {
                 .narrow(1, 0, n / 2)
                 .unary(UnaryOp::Silu)
                 .binary(BinaryOp::Mul, &y.narrow(1, n / 2, n / 2));
-            let resid = randn::<D>(&[m, n / 2], &mut rng);
-            let want = glu.binary(BinaryOp::Add, &resid);
-            let got = x.qmatmul(
-                &w,
-                QMatmulOptions {
-                    norm: Some((&scale, 1e-5)),
-                    glu: true,
-                    add: Some(&resid),
-                },
-            );
-            close_overall(
-                &got.to_vec(),
-                &want.to_vec(),
-                tol,
-                &format!("{ty} fused m={m}"),
-            );
+            let fused_want = glu.binary(BinaryOp::Add, &resid);
+            let modes = if m > QMATMUL_GEMV_ROWS {
+                vec![(Activations::default(), many_tol)]
+            } else {
+                vec![(Activations::F32, 1e-5), (Activations::Int8, int8_tol)]
+            };
+            for (activations, tol) in modes {
+                let what = format!("{ty} m={m} {activations:?}");
+                let plain = x.qmatmul(
+                    &w,
+                    QMatmulOptions {
+                        activations,
+                        ..Default::default()
+                    },
+                );
+                close_overall(&plain.to_vec(), &plain_want.to_vec(), tol, &what);
+                let got = x.qmatmul(
+                    &w,
+                    QMatmulOptions {
+                        norm: Some((&scale, 1e-5)),
+                        glu: true,
+                        add: Some(&resid),
+                        activations,
+                    },
+                );
+                close_overall(
+                    &got.to_vec(),
+                    &fused_want.to_vec(),
+                    tol,
+                    &format!("{what} fused"),
+                );
+            }
         }
         let ids = RawTensor::<D, u32>::from_vec(vec![5, 0, 47], &[3]);
         if n != 48 {
@@ -187,17 +198,30 @@ fn qmatmul_matches_dense<D: InferenceBackend>(many_tol: f32) {
     );
     let x = randn::<D>(&[1, k], &mut rng);
     let dense = RawTensor::<D, f32>::from_vec(reference, &[16, k]);
-    close_overall(
-        &x.qmatmul(&w, QMatmulOptions::default()).to_vec(),
-        &x.matmul(&dense.transpose_last()).to_vec(),
-        1e-5,
-        "mixed qmatmul",
-    );
+    let want = x.matmul(&dense.transpose_last()).to_vec();
+    for (activations, tol) in [(Activations::F32, 1e-5), (Activations::Int8, int8_tol)] {
+        let opts = QMatmulOptions {
+            activations,
+            ..Default::default()
+        };
+        close_overall(
+            &x.qmatmul(&w, opts).to_vec(),
+            &want,
+            tol,
+            &format!("mixed qmatmul {activations:?}"),
+        );
+    }
 }
 
 #[test]
 fn qmatmul_matches_dense_on_the_cpu() {
-    qmatmul_matches_dense::<Cpu>(1e-5);
+    // 8-bit activations: each element of x (unit normal) is off by up to half a
+    // step, amax/254 of its block (amax ≈ 2.2 over 32), uniformly, so an output
+    // is off by a random walk of σ ≈ ‖w‖·2.2/(127·√12) ≈ 0.5%·‖w‖, where a typical
+    // output is ‖w‖ and the largest of 48 (the test's unit) over 2‖w‖: σ ≈ 0.25%
+    // of the unit, and 2e-2 is 8σ. (At 3e-3 the test fails: it does see the int8
+    // path.) The GPU gets the same rows in f32.
+    qmatmul_matches_dense::<Cpu>(1e-5, 2e-2);
 }
 
 /// `T` tokens at `start`, written into a cache and attended, equal rope + causal
@@ -278,7 +302,8 @@ mod gpu {
         let info = Gpu::init().expect("a GPU adapter");
         // f16 operands: a relative error near 2⁻¹¹ per operand.
         let many_tol = if info.tensor_cores { 4e-3 } else { 1e-5 };
-        qmatmul_matches_dense::<Gpu>(many_tol);
+        // The GPU computes with f32 activations whichever the options ask.
+        qmatmul_matches_dense::<Gpu>(many_tol, 1e-5);
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub struct QShape {
 /// 3. `glu`: `y = silu(y[:, ..n/2]) · y[:, n/2..]`, `(m, n/2)` (SwiGLU, for a gate
 ///    and an up projection stored as one matrix);
 /// 4. `add: Some(r)`: `y = y + r` (a residual connection), `r` with `y`'s dims.
+///
+/// `activations` says how the CPU multiplies (see [`Activations`]).
 pub struct QFusion<'a, D: Backend<f32>> {
     /// RMS-norm prologue: the scale and epsilon.
     pub norm: Option<(View<'a, D, f32>, f32)>,
@@ -40,6 +42,26 @@ pub struct QFusion<'a, D: Backend<f32>> {
     pub glu: bool,
     /// Residual epilogue.
     pub add: Option<View<'a, D, f32>>,
+    /// The activations' precision in the product.
+    pub activations: Activations,
+}
+
+/// How a quantised GEMV (at most
+/// [`QMATMUL_GEMV_ROWS`](crate::tensor::QMATMUL_GEMV_ROWS) rows of `x`) multiplies
+/// on the CPU. The GPU's kernels and every path for more rows compute with f32
+/// activations whichever is asked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Activations {
+    /// Each row of `x` (after the norm prologue) quantised to 8 bits once per
+    /// call, as llama.cpp's CPU backend does: per block of 32 an f16 scale
+    /// `amax/127` (`block_q8_0`/`block_q8_1`), or per 256 one f32 scale for the
+    /// K-quants (`block_q8_K`); integer dot products, scaled once per block. The
+    /// fastest; each output is off by about 1% of its typical size.
+    #[default]
+    Int8,
+    /// `x` kept in f32 and each block's weights dequantised to f32: the product
+    /// up to f32 rounding, as an exact reference computes it.
+    F32,
 }
 
 impl<D: Backend<f32>> Default for QFusion<'_, D> {
@@ -48,6 +70,7 @@ impl<D: Backend<f32>> Default for QFusion<'_, D> {
             norm: None,
             glu: false,
             add: None,
+            activations: Activations::default(),
         }
     }
 }

@@ -22,7 +22,7 @@ use crate::backend::{InferenceBackend, Memory, Replay};
 use crate::io::gguf::{Gguf, GgufError, GgufErrorKind};
 use crate::layout::Layout;
 use crate::shape::{Const, Rank1};
-use crate::tensor::{QMatmulOptions, QTensor, RawTensor, Tensor};
+use crate::tensor::{Activations, QMatmulOptions, QTensor, RawTensor, Tensor};
 
 /// What a Llama model's type leaves open, read from its GGUF metadata: the dims are
 /// in the type ([`Llama`]'s const parameters), these values in the file.
@@ -108,6 +108,8 @@ pub struct Llama<
     embedding: QTensor<D>,
     blocks: Vec<Block<D>>,
     norm: RawTensor<D, f32>,
+    /// How its decode steps' matmuls multiply on the CPU.
+    activations: Activations,
 }
 
 /// SmolLM2-135M (base or Instruct) on device `D`: 30 blocks of width 576,
@@ -240,6 +242,7 @@ impl<
             norm: vector("output_norm.weight", h)?,
             blocks,
             config,
+            activations: Activations::default(),
         })
     }
 
@@ -288,6 +291,21 @@ impl<
     /// The model's run-time values (context length, norm epsilon, RoPE base).
     pub fn config(&self) -> &LlamaConfig {
         &self.config
+    }
+
+    /// Sets how the quantised matmuls of steps of at most
+    /// [`QMATMUL_GEMV_ROWS`](crate::tensor::QMATMUL_GEMV_ROWS) tokens (decoding)
+    /// multiply on the CPU: [`Activations::Int8`] (the default, as llama.cpp's CPU
+    /// backend) or [`Activations::F32`] (an exact reference's products). The GPU
+    /// computes in f32 either way.
+    pub fn set_activations(&mut self, activations: Activations) {
+        self.activations = activations;
+    }
+
+    /// How the CPU's quantised matmuls multiply (see
+    /// [`set_activations`](Self::set_activations)).
+    pub fn activations(&self) -> Activations {
+        self.activations
     }
 
     /// An empty cache for this model (it grows as tokens arrive, up to the
@@ -457,6 +475,7 @@ impl<
                 &b.qkv,
                 QMatmulOptions {
                     norm: Some((&b.attn_norm, eps)),
+                    activations: self.activations,
                     ..Default::default()
                 },
             );
@@ -477,6 +496,7 @@ impl<
                 &b.wo,
                 QMatmulOptions {
                     add: Some(&x),
+                    activations: self.activations,
                     ..Default::default()
                 },
             );
@@ -485,6 +505,7 @@ impl<
                 QMatmulOptions {
                     norm: Some((&b.ffn_norm, eps)),
                     glu: true,
+                    activations: self.activations,
                     ..Default::default()
                 },
             );
@@ -492,6 +513,7 @@ impl<
                 &b.down,
                 QMatmulOptions {
                     add: Some(&x),
+                    activations: self.activations,
                     ..Default::default()
                 },
             );
@@ -504,6 +526,7 @@ impl<
             &self.embedding,
             QMatmulOptions {
                 norm: Some((&self.norm, eps)),
+                activations: self.activations,
                 ..Default::default()
             },
         )

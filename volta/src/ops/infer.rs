@@ -45,6 +45,7 @@ impl<D: InferenceBackend> RawTensor<D, f32> {
             norm: opts.norm.map(|(t, eps)| (t.view(), eps)),
             glu: opts.glu,
             add: opts.add.map(|t| t.view()),
+            activations: opts.activations,
         };
         let buf = D::qmatmul(self.view(), w.data(), s, fusion);
         RawTensor::leaf(buf, Layout::contiguous(&[m, n]))

@@ -6,6 +6,7 @@ mod raw;
 
 pub use create::FromArray;
 
+pub use crate::backend::infer::Activations;
 pub use quant::{QMATMUL_GEMV_ROWS, QMatmulOptions, QTensor};
 pub use raw::{RawTensor, TensorId};
 

@@ -4,7 +4,7 @@
 //! it through [`RawTensor::qmatmul`], dequantising in their loads.
 use super::RawTensor;
 use crate::backend::InferenceBackend;
-use crate::backend::infer::QShape;
+use crate::backend::infer::{Activations, QShape};
 use crate::io::gguf::{Gguf, GgufError, GgufErrorKind};
 use crate::io::quant::{BLOCK, GgmlType, QFormat, QuantError, check_len, repack_sub_blocks};
 use crate::layout::Layout;
@@ -207,4 +207,7 @@ pub struct QMatmulOptions<'a, D: InferenceBackend> {
     pub glu: bool,
     /// Add this tensor (the result's dims) to the result.
     pub add: Option<&'a RawTensor<D, f32>>,
+    /// The activations' precision on the CPU (8-bit by default; the GPU computes
+    /// in f32 either way).
+    pub activations: Activations,
 }

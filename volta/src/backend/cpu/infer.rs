@@ -1,24 +1,66 @@
-//! Transformer-inference kernels on the CPU: a quantised matmul that dequantises
-//! each 32-weight block in registers (the scales converted to f32 once, at load),
-//! and attention over a KV cache. Rows run in parallel on rayon.
+//! Transformer-inference kernels on the CPU: a quantised matmul (by default on
+//! 8-bit activations and integer dot products, see [`q8`](super::q8); in the exact
+//! mode each 32-weight block dequantised in registers, in f32), its rows in
+//! parallel on the warm helpers of [`pool`](super::pool); and attention over a KV
+//! cache (heads in parallel on rayon).
 use super::copy::strided_to_vec;
-use crate::backend::infer::{AttnShape, QShape, swiglu};
+use super::pool;
+use super::q8::{self, Q8Kind, Q8Rows};
+use crate::backend::infer::{Activations, AttnShape, QShape, swiglu};
 use crate::io::quant::{BLOCK, BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType, QFormat, SubBlock};
 use crate::layout::Layout;
+use half::f16;
 use rayon::prelude::*;
 use std::sync::Arc;
 
-/// Quantised weights on the CPU: per block, its scales as f32 (`d`; `d` and `m`
-/// for Q4_1; `d₀`, `d₁` and `m` for sub-blocks) and its packed quants (16 bytes of
-/// nibbles, or 32 signed bytes).
+/// Quantised weights on the CPU: per block, its scales (`d`, or `d` and `m` for
+/// Q4_1, as ggml's f16 halves; `d₀`, `d₁` and `m` as f32 for sub-blocks) and its
+/// packed quants (16 bytes of nibbles, or 32 signed bytes), and how its activations
+/// are quantised. ggml's types keep their f16 scales: a GEMV reads every byte of
+/// the matrix, so its bytes bound the speed.
 #[derive(Debug)]
 pub struct CpuQuantized {
     format: QFormat,
+    kind: Q8Kind,
+    cols: usize,
+    /// Sub-blocks' scales.
     scales: Vec<f32>,
+    /// ggml blocks' scales.
+    halves: Vec<f16>,
     quants: Vec<u8>,
 }
 
+/// One row of a [`CpuQuantized`]: its quants and its scales (`scales` for
+/// sub-blocks, `halves` for ggml's types; the other is empty).
+#[derive(Clone, Copy)]
+pub(super) struct WRow<'a> {
+    pub(super) quants: &'a [u8],
+    pub(super) scales: &'a [f32],
+    pub(super) halves: &'a [f16],
+}
+
 impl CpuQuantized {
+    pub(super) fn format(&self) -> QFormat {
+        self.format
+    }
+    /// Row `j`.
+    #[inline]
+    pub(super) fn row(&self, j: usize) -> WRow<'_> {
+        let per_row = self.cols / BLOCK;
+        let (qb, spb) = (
+            self.quant_bytes() * per_row,
+            self.scales_per_block() * per_row,
+        );
+        let (scales, halves) = match self.format {
+            QFormat::SubBlocks => (&self.scales[j * spb..(j + 1) * spb], &[][..]),
+            QFormat::Ggml(_) => (&[][..], &self.halves[j * spb..(j + 1) * spb]),
+        };
+        WRow {
+            quants: &self.quants[j * qb..(j + 1) * qb],
+            scales,
+            halves,
+        }
+    }
     fn scales_per_block(&self) -> usize {
         scales_per_block(self.format)
     }
@@ -40,7 +82,7 @@ fn scales_per_block(format: QFormat) -> usize {
 
 pub(crate) fn upload(shape: &QShape, bytes: &[u8]) -> Arc<CpuQuantized> {
     let blocks = shape.rows * shape.cols / BLOCK;
-    let (mut scales, mut quants) = (Vec::new(), Vec::new());
+    let (mut scales, mut halves, mut quants) = (Vec::new(), Vec::new(), Vec::new());
     match shape.format {
         QFormat::SubBlocks => {
             for b in bytes.chunks_exact(SubBlock::BYTES).take(blocks) {
@@ -52,21 +94,21 @@ pub(crate) fn upload(shape: &QShape, bytes: &[u8]) -> Arc<CpuQuantized> {
         QFormat::Ggml(GgmlType::Q4_0) => {
             for b in bytes.chunks_exact(BlockQ4_0::BYTES).take(blocks) {
                 let b = BlockQ4_0::from_bytes(b.try_into().expect("a block"));
-                scales.push(b.d.to_f32());
+                halves.push(b.d);
                 quants.extend_from_slice(&b.qs);
             }
         }
         QFormat::Ggml(GgmlType::Q4_1) => {
             for b in bytes.chunks_exact(BlockQ4_1::BYTES).take(blocks) {
                 let b = BlockQ4_1::from_bytes(b.try_into().expect("a block"));
-                scales.extend([b.d.to_f32(), b.m.to_f32()]);
+                halves.extend([b.d, b.m]);
                 quants.extend_from_slice(&b.qs);
             }
         }
         QFormat::Ggml(GgmlType::Q8_0) => {
             for b in bytes.chunks_exact(BlockQ8_0::BYTES).take(blocks) {
                 let b = BlockQ8_0::from_bytes(b.try_into().expect("a block"));
-                scales.push(b.d.to_f32());
+                halves.push(b.d);
                 quants.extend(b.qs.iter().map(|&q| q as u8));
             }
         }
@@ -74,25 +116,37 @@ pub(crate) fn upload(shape: &QShape, bytes: &[u8]) -> Arc<CpuQuantized> {
             panic!("upload_quantized: {other} is held as sub-blocks, not as its own blocks")
         }
     }
-    assert_eq!(scales.len(), blocks * scales_per_block(shape.format));
+    assert_eq!(
+        scales.len() + halves.len(),
+        blocks * scales_per_block(shape.format)
+    );
     Arc::new(CpuQuantized {
         format: shape.format,
+        kind: Q8Kind::for_type(shape.ty, shape.cols),
+        cols: shape.cols,
         scales,
+        halves,
         quants,
     })
 }
 
 /// The 32 weights of block `b`.
 fn dequantize_block(w: &CpuQuantized, b: usize) -> [f32; BLOCK] {
-    let s = &w.scales[b * w.scales_per_block()..];
+    let spb = w.scales_per_block();
     let q = &w.quants[b * w.quant_bytes()..];
     let mut out = [0.0; BLOCK];
-    match w.format {
-        QFormat::SubBlocks => {
-            for (i, o) in out.iter_mut().enumerate() {
-                *o = f32::from(q[i] as i8) * s[i / 16] + s[2];
-            }
+    if w.format == QFormat::SubBlocks {
+        let s = &w.scales[b * spb..];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = f32::from(q[i] as i8) * s[i / 16] + s[2];
         }
+        return out;
+    }
+    let mut s = [0.0f32; 2];
+    for (s, h) in s.iter_mut().zip(&w.halves[b * spb..(b + 1) * spb]) {
+        *s = h.to_f32();
+    }
+    match w.format {
         QFormat::Ggml(GgmlType::Q8_0) => {
             for (o, &q) in out.iter_mut().zip(&q[..BLOCK]) {
                 *o = f32::from(q as i8) * s[0];
@@ -118,11 +172,12 @@ fn dequantize_block(w: &CpuQuantized, b: usize) -> [f32; BLOCK] {
 /// bounds checks), and compiled twice: for AVX2+FMA when the CPU has them.
 #[inline(always)]
 fn row_dot(w: &CpuQuantized, j: usize, x: &[f32], x_sums: &[f32]) -> f32 {
-    let per_row = x.len() / BLOCK;
-    let qb = w.quant_bytes();
-    let quants = &w.quants[j * per_row * qb..(j + 1) * per_row * qb];
+    let WRow {
+        quants,
+        scales,
+        halves,
+    } = w.row(j);
     let spb = w.scales_per_block();
-    let scales = &w.scales[j * per_row * spb..(j + 1) * per_row * spb];
     let blocks = x
         .chunks_exact(BLOCK)
         .map(|b| -> &[f32; BLOCK] { b.try_into().unwrap() });
@@ -148,8 +203,8 @@ fn row_dot(w: &CpuQuantized, j: usize, x: &[f32], x_sums: &[f32]) -> f32 {
         }
         QFormat::Ggml(GgmlType::Q8_0) => {
             let mut total = [0.0f32; BLOCK];
-            for ((q, xb), d) in quants.chunks_exact(BLOCK).zip(blocks).zip(scales) {
-                let q: &[u8; BLOCK] = q.try_into().unwrap();
+            for ((q, xb), d) in quants.chunks_exact(BLOCK).zip(blocks).zip(halves) {
+                let (q, d): (&[u8; BLOCK], f32) = (q.try_into().unwrap(), d.to_f32());
                 for i in 0..BLOCK {
                     total[i] += d * (f32::from(q[i] as i8) * xb[i]);
                 }
@@ -163,10 +218,11 @@ fn row_dot(w: &CpuQuantized, j: usize, x: &[f32], x_sums: &[f32]) -> f32 {
             for (((q, xb), s), xs) in quants
                 .chunks_exact(H)
                 .zip(blocks)
-                .zip(scales.chunks_exact(spb))
+                .zip(halves.chunks_exact(spb))
                 .zip(x_sums)
             {
                 let q: &[u8; H] = q.try_into().unwrap();
+                let s = [s[0].to_f32(), s[spb - 1].to_f32()];
                 let mut acc = [0.0f32; H];
                 for i in 0..H {
                     acc[i] = f32::from(q[i] & 15) * xb[i] + f32::from(q[i] >> 4) * xb[i + H];
@@ -238,11 +294,12 @@ pub(crate) fn dequantize_rows(
 /// See [`InferenceBackend::qmatmul`](crate::backend::InferenceBackend::qmatmul).
 pub(crate) fn qmatmul(
     x: (&[f32], &Layout),
-    w: &CpuQuantized,
+    w: &Arc<CpuQuantized>,
     shape: &QShape,
     norm: Option<((&[f32], &Layout), f32)>,
     glu: bool,
     add: Option<(&[f32], &Layout)>,
+    activations: Activations,
 ) -> Vec<f32> {
     let (m, k, n) = (x.1.dims[0], shape.cols, shape.rows);
     let mut x = strided_to_vec(x.0, x.1);
@@ -260,17 +317,31 @@ pub(crate) fn qmatmul(
             }
         }
     }
-    let sums: Vec<f32> = x.chunks_exact(BLOCK).map(|b| b.iter().sum()).collect();
-    // Transposed while computing: `cols[j]` holds column j of the product.
-    let mut cols = vec![0.0f32; n * m];
-    if n * k * m >= 1 << 16 {
-        let chunk = (n / (4 * rayon::current_num_threads())).max(16);
-        cols.par_chunks_mut(chunk * m)
-            .enumerate()
-            .for_each(|(c, dst)| dot_rows_best(w, c * chunk, &x, &sums, k, dst));
-    } else {
-        dot_rows_best(w, 0, &x, &sums, k, &mut cols);
-    }
+    // Transposed while computing: `cols[j]` holds column j of the product, in
+    // chunks of rows that run in parallel.
+    let parallel = n * k * m >= 1 << 16;
+    let chunk = (n / (4 * rayon::current_num_threads())).max(16);
+    let rows = move |c: usize| c * chunk..((c + 1) * chunk).min(n);
+    let w = Arc::clone(w);
+    let task: Box<dyn Fn(usize) -> Vec<f32> + Send + Sync> = match activations {
+        Activations::Int8 => {
+            let x = Q8Rows::quantize(&x, k, w.kind);
+            Box::new(move |c| {
+                let mut out = vec![0.0; rows(c).len() * m];
+                q8::dot_rows(&w, rows(c).start, &x, &mut out);
+                out
+            })
+        }
+        Activations::F32 => {
+            let sums: Vec<f32> = x.chunks_exact(BLOCK).map(|b| b.iter().sum()).collect();
+            Box::new(move |c| {
+                let mut out = vec![0.0; rows(c).len() * m];
+                dot_rows_best(&w, rows(c).start, &x, &sums, k, &mut out);
+                out
+            })
+        }
+    };
+    let cols = pool::run(n.div_ceil(chunk), parallel, task).concat();
     let width = if glu { n / 2 } else { n };
     let mut out = vec![0.0; m * width];
     for i in 0..m {

@@ -10,6 +10,8 @@ mod kernel;
 mod matmul;
 mod normalize;
 mod optim;
+mod pool;
+mod q8;
 mod reduce;
 mod rows;
 mod softmax;
@@ -228,7 +230,15 @@ impl InferenceBackend for Cpu {
     ) -> Buf<Self, f32> {
         let norm = fusion.norm.map(|(v, eps)| ((&v.0[..], v.1), eps));
         let add = fusion.add.map(|v| (&v.0[..], v.1));
-        Arc::new(infer::qmatmul((x.0, x.1), w, shape, norm, fusion.glu, add))
+        Arc::new(infer::qmatmul(
+            (x.0, x.1),
+            w,
+            shape,
+            norm,
+            fusion.glu,
+            add,
+            fusion.activations,
+        ))
     }
     fn attend(
         qkv: View<Self, f32>,
