@@ -20,6 +20,7 @@ use volta::models::{
     self, ChatTemplate, DecodeState, KvCache, Message, Sampler, SamplerConfig, TokenizerError,
     TokenizerSpec,
 };
+use volta::tensor::Activations;
 use volta::{Cpu, Gpu, RawTensor};
 
 /// Why a GGUF file did not load; its `From` impl says which exception it raises.
@@ -99,10 +100,15 @@ impl LlmDevice for Gpu {
     }
 }
 
-/// Loads the model in `gguf` onto `D`; loading records uploads on the GPU, so an
-/// out-of-memory there is reported here rather than at the first token.
-fn load<D: LlmDevice>(gguf: &Gguf) -> Result<Arc<SmolLM2_135M<D>>, LoadError> {
-    let model = SmolLM2_135M::<D>::from_gguf(gguf).map_err(LoadError::Gguf)?;
+/// Loads the model in `gguf` onto `D`, its decode products on `activations`;
+/// loading records uploads on the GPU, so an out-of-memory there is reported here
+/// rather than at the first token.
+fn load<D: LlmDevice>(
+    gguf: &Gguf,
+    activations: Activations,
+) -> Result<Arc<SmolLM2_135M<D>>, LoadError> {
+    let mut model = SmolLM2_135M::<D>::from_gguf(gguf).map_err(LoadError::Gguf)?;
+    model.set_activations(activations);
     D::settle().map_err(LoadError::Gpu)?;
     Ok(Arc::new(model))
 }
@@ -237,22 +243,35 @@ pub struct Llama {
 #[pymethods]
 impl Llama {
     /// Loads the GGUF file at `path` onto `device` (a `Device`, `"cpu"` or `"gpu"`;
-    /// the CPU by default). Raises `FileFormatError` for a malformed file or one of
-    /// another model, `OSError` for an unreadable one, `GpuError` when the GPU fails.
+    /// the CPU by default). `activations`: `"int8"` (the default) quantises a
+    /// decoded token's activations to 8 bits on the CPU, as llama.cpp's CPU backend
+    /// does; `"f32"` keeps them f32 (the GPU always does). Raises `FileFormatError`
+    /// for a malformed file or one of another model, `OSError` for an unreadable
+    /// one, `GpuError` when the GPU fails, `ValueError` for another `activations`.
     #[staticmethod]
-    #[pyo3(signature = (path, device = None))]
+    #[pyo3(signature = (path, device = None, activations = "int8"))]
     fn from_gguf(
         py: Python<'_>,
         path: PathBuf,
         device: Option<&Bound<'_, PyAny>>,
+        activations: &str,
     ) -> PyResult<Self> {
         let place = device::parse(device)?;
+        let activations = match activations {
+            "int8" => Activations::Int8,
+            "f32" => Activations::F32,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "activations must be \"int8\" or \"f32\", not {other:?}"
+                )));
+            }
+        };
         let (model, tokenizer) = errors::guard(|| {
             Ok(py.detach(|| -> Result<_, LoadError> {
                 let (gguf, tokenizer) = open(&path)?;
                 let model = match place {
-                    Where::Cpu => Model::Cpu(load(&gguf)?),
-                    Where::Gpu => Model::Gpu(load(&gguf)?),
+                    Where::Cpu => Model::Cpu(load(&gguf, activations)?),
+                    Where::Gpu => Model::Gpu(load(&gguf, activations)?),
                 };
                 Ok((model, tokenizer))
             })?)

@@ -771,8 +771,14 @@ class Llama:
     """
 
     @staticmethod
-    def from_gguf(path: _Path, device: _DeviceLike = None) -> Llama:
-        """Loads the GGUF file at `path` onto `device` (the CPU by default)."""
+    def from_gguf(
+        path: _Path, device: _DeviceLike = None, activations: Literal["int8", "f32"] = "int8"
+    ) -> Llama:
+        """Loads the GGUF file at `path` onto `device` (the CPU by default).
+
+        `activations="int8"` quantises a decoded token's activations to 8 bits on the
+        CPU, as llama.cpp's CPU backend does; `"f32"` keeps them f32 (the GPU always
+        does)."""
     @property
     def tokenizer(self) -> Tokenizer:
         """The model's tokenizer."""
