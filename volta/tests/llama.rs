@@ -97,8 +97,14 @@ fn argmax(v: &[f32]) -> u32 {
 /// logits: three batched steps (the first captures the step, the others replay
 /// it) against each sequence decoded alone, with slot 0 refilled by a new
 /// sequence before the last step (a server's next request).
-fn batched_matches_alone<D: InferenceBackend + Replay>(gguf: &Gguf, n: usize, tol: f32) {
-    let model = Tiny::<D>::from_gguf(gguf).expect("the weights load");
+fn batched_matches_alone<D: InferenceBackend + Replay>(
+    gguf: &Gguf,
+    n: usize,
+    activations: Activations,
+    tol: f32,
+) {
+    let mut model = Tiny::<D>::from_gguf(gguf).expect("the weights load");
+    model.set_activations(activations);
     let prompt = |i: usize| -> Vec<u32> {
         (0..3 + 7 * i as u32)
             .map(|j| (j * 5 + i as u32) % 40)
@@ -140,9 +146,10 @@ fn batched_matches_alone<D: InferenceBackend + Replay>(gguf: &Gguf, n: usize, to
 #[test]
 fn a_batch_of_sequences_decodes_as_each_alone_on_the_cpu() {
     let gguf = tiny_file(TINY);
-    // 3 rows run the single-token kernel, 10 the many-row product.
-    batched_matches_alone::<Cpu>(&gguf, 3, 1e-5);
-    batched_matches_alone::<Cpu>(&gguf, 10, 1e-4);
+    // 3 rows run the single-token kernel (8-bit activations, as each alone), 10
+    // the many-row product, which is f32: alone, the tokens run f32 too.
+    batched_matches_alone::<Cpu>(&gguf, 3, Activations::Int8, 1e-5);
+    batched_matches_alone::<Cpu>(&gguf, 10, Activations::F32, 1e-4);
 }
 
 #[cfg(feature = "gpu")]
@@ -153,8 +160,8 @@ fn a_batch_of_sequences_decodes_as_each_alone_on_the_gpu() {
     let info = volta::Gpu::init().expect("a GPU adapter");
     // Ten rows run on tensor cores where the adapter has them: f16 operands.
     let many = if info.tensor_cores { 2e-2 } else { 1e-4 };
-    batched_matches_alone::<volta::Gpu>(&gguf, 3, 1e-4);
-    batched_matches_alone::<volta::Gpu>(&gguf, 10, many);
+    batched_matches_alone::<volta::Gpu>(&gguf, 3, Activations::F32, 1e-4);
+    batched_matches_alone::<volta::Gpu>(&gguf, 10, Activations::F32, many);
 }
 
 #[test]
