@@ -237,7 +237,9 @@ async fn a_tiny_random_llama_matches_the_cpu() {
         vocab: 40,
     };
     let gguf = Gguf::parse("tiny.gguf", gguf_writer::tiny_llama(dims, 3)).expect("it parses");
-    let cpu = Tiny::<Cpu>::from_gguf(&gguf).expect("the weights load");
+    let mut cpu = Tiny::<Cpu>::from_gguf(&gguf).expect("the weights load");
+    // The GPU's activations are f32; the CPU's decode quantises them by default.
+    cpu.set_activations(volta::tensor::Activations::F32);
     let gpu_model = Tiny::<Gpu>::from_gguf(&gguf).expect("the weights load");
     let (mut cache, mut gcache) = (cpu.cache(), gpu_model.cache());
     let prompt = [1, 7, 39, 0, 12];
