@@ -5,130 +5,13 @@
 //! cache (heads in parallel on rayon).
 use super::copy::strided_to_vec;
 use super::pool;
-use super::q8::{self, Q8Kind, Q8Rows};
+use super::q8::{self, Q8Rows};
+use super::quantized::{CpuQuantized, WRow};
 use crate::backend::infer::{Activations, AttnShape, QShape, swiglu};
-use crate::io::quant::{BLOCK, BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType, QFormat, SubBlock};
+use crate::io::quant::{BLOCK, GgmlType, QFormat};
 use crate::layout::Layout;
-use half::f16;
 use rayon::prelude::*;
 use std::sync::Arc;
-
-/// Quantised weights on the CPU: per block, its scales (`d`, or `d` and `m` for
-/// Q4_1, as ggml's f16 halves; `d₀`, `d₁` and `m` as f32 for sub-blocks) and its
-/// packed quants (16 bytes of nibbles, or 32 signed bytes), and how its activations
-/// are quantised. ggml's types keep their f16 scales: a GEMV reads every byte of
-/// the matrix, so its bytes bound the speed.
-#[derive(Debug)]
-pub struct CpuQuantized {
-    format: QFormat,
-    kind: Q8Kind,
-    cols: usize,
-    /// Sub-blocks' scales.
-    scales: Vec<f32>,
-    /// ggml blocks' scales.
-    halves: Vec<f16>,
-    quants: Vec<u8>,
-}
-
-/// One row of a [`CpuQuantized`]: its quants and its scales (`scales` for
-/// sub-blocks, `halves` for ggml's types; the other is empty).
-#[derive(Clone, Copy)]
-pub(super) struct WRow<'a> {
-    pub(super) quants: &'a [u8],
-    pub(super) scales: &'a [f32],
-    pub(super) halves: &'a [f16],
-}
-
-impl CpuQuantized {
-    pub(super) fn format(&self) -> QFormat {
-        self.format
-    }
-    /// Row `j`.
-    #[inline]
-    pub(super) fn row(&self, j: usize) -> WRow<'_> {
-        let per_row = self.cols / BLOCK;
-        let (qb, spb) = (
-            self.quant_bytes() * per_row,
-            self.scales_per_block() * per_row,
-        );
-        let (scales, halves) = match self.format {
-            QFormat::SubBlocks => (&self.scales[j * spb..(j + 1) * spb], &[][..]),
-            QFormat::Ggml(_) => (&[][..], &self.halves[j * spb..(j + 1) * spb]),
-        };
-        WRow {
-            quants: &self.quants[j * qb..(j + 1) * qb],
-            scales,
-            halves,
-        }
-    }
-    fn scales_per_block(&self) -> usize {
-        scales_per_block(self.format)
-    }
-    fn quant_bytes(&self) -> usize {
-        match self.format {
-            QFormat::Ggml(GgmlType::Q8_0) | QFormat::SubBlocks => BLOCK,
-            _ => BLOCK / 2,
-        }
-    }
-}
-
-fn scales_per_block(format: QFormat) -> usize {
-    match format {
-        QFormat::Ggml(GgmlType::Q4_1) => 2,
-        QFormat::SubBlocks => 3,
-        _ => 1,
-    }
-}
-
-pub(crate) fn upload(shape: &QShape, bytes: &[u8]) -> Arc<CpuQuantized> {
-    let blocks = shape.rows * shape.cols / BLOCK;
-    let (mut scales, mut halves, mut quants) = (Vec::new(), Vec::new(), Vec::new());
-    match shape.format {
-        QFormat::SubBlocks => {
-            for b in bytes.chunks_exact(SubBlock::BYTES).take(blocks) {
-                let f = |i: usize| f32::from_le_bytes(b[4 * i..4 * i + 4].try_into().unwrap());
-                scales.extend([f(0), f(1), f(2)]);
-                quants.extend_from_slice(&b[12..]);
-            }
-        }
-        QFormat::Ggml(GgmlType::Q4_0) => {
-            for b in bytes.chunks_exact(BlockQ4_0::BYTES).take(blocks) {
-                let b = BlockQ4_0::from_bytes(b.try_into().expect("a block"));
-                halves.push(b.d);
-                quants.extend_from_slice(&b.qs);
-            }
-        }
-        QFormat::Ggml(GgmlType::Q4_1) => {
-            for b in bytes.chunks_exact(BlockQ4_1::BYTES).take(blocks) {
-                let b = BlockQ4_1::from_bytes(b.try_into().expect("a block"));
-                halves.extend([b.d, b.m]);
-                quants.extend_from_slice(&b.qs);
-            }
-        }
-        QFormat::Ggml(GgmlType::Q8_0) => {
-            for b in bytes.chunks_exact(BlockQ8_0::BYTES).take(blocks) {
-                let b = BlockQ8_0::from_bytes(b.try_into().expect("a block"));
-                halves.push(b.d);
-                quants.extend(b.qs.iter().map(|&q| q as u8));
-            }
-        }
-        QFormat::Ggml(other) => {
-            panic!("upload_quantized: {other} is held as sub-blocks, not as its own blocks")
-        }
-    }
-    assert_eq!(
-        scales.len() + halves.len(),
-        blocks * scales_per_block(shape.format)
-    );
-    Arc::new(CpuQuantized {
-        format: shape.format,
-        kind: Q8Kind::for_type(shape.ty, shape.cols),
-        cols: shape.cols,
-        scales,
-        halves,
-        quants,
-    })
-}
 
 /// The 32 weights of block `b`.
 fn dequantize_block(w: &CpuQuantized, b: usize) -> [f32; BLOCK] {
@@ -394,7 +277,20 @@ impl Rows {
     }
 }
 
-pub(crate) fn kv_write(
+/// Writes the rows' keys and values into the cache, then attends (see
+/// [`InferenceBackend::attend`](crate::backend::InferenceBackend::attend)).
+pub(crate) fn attend(
+    qkv: (&[f32], &Layout),
+    rope: (&[f32], &Layout),
+    rows: &Rows,
+    cache: &mut Arc<Vec<f32>>,
+    s: &AttnShape,
+) -> Vec<f32> {
+    kv_write(qkv, rope, rows, &mut Arc::make_mut(cache)[..], s);
+    cached_attention(qkv, rope, rows, cache, s)
+}
+
+fn kv_write(
     qkv: (&[f32], &Layout),
     rope: (&[f32], &Layout),
     rows: &Rows,
@@ -433,7 +329,7 @@ fn rotate(x: &[f32], table: &[f32], out: &mut [f32]) {
     }
 }
 
-pub(crate) fn cached_attention(
+fn cached_attention(
     qkv: (&[f32], &Layout),
     rope: (&[f32], &Layout),
     rows: &Rows,

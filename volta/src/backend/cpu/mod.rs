@@ -12,6 +12,7 @@ mod normalize;
 mod optim;
 mod pool;
 mod q8;
+mod quantized;
 mod reduce;
 mod rows;
 mod softmax;
@@ -24,7 +25,7 @@ use super::{
 };
 use crate::dtype::{Element, Float};
 use crate::layout::Layout;
-pub use infer::CpuQuantized;
+pub use quantized::CpuQuantized;
 use rayon::prelude::*;
 use std::sync::Arc;
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
@@ -208,7 +209,7 @@ impl KernelBackend for Cpu {
 impl InferenceBackend for Cpu {
     type Quantized = Arc<CpuQuantized>;
     fn upload_quantized(shape: &QShape, bytes: &[u8]) -> Self::Quantized {
-        infer::upload(shape, bytes)
+        quantized::upload(shape, bytes)
     }
     fn dequantize_rows(
         w: &Self::Quantized,
@@ -248,10 +249,9 @@ impl InferenceBackend for Cpu {
         shape: &AttnShape,
         _max_len: usize,
     ) -> Buf<Self, f32> {
-        let (qkv, rope) = ((&qkv.0[..], qkv.1), (&rope.0[..], rope.1));
         let rows = infer::Rows::tokens((&pos.0[..], pos.1), qkv.1.dims[0]);
-        infer::kv_write(qkv, rope, &rows, &mut Arc::make_mut(cache)[..], shape);
-        Arc::new(infer::cached_attention(qkv, rope, &rows, cache, shape))
+        let (qkv, rope) = ((&qkv.0[..], qkv.1), (&rope.0[..], rope.1));
+        Arc::new(infer::attend(qkv, rope, &rows, cache, shape))
     }
     fn attend_batch(
         qkv: View<Self, f32>,
@@ -261,10 +261,9 @@ impl InferenceBackend for Cpu {
         shape: &AttnShape,
         _max_len: usize,
     ) -> Buf<Self, f32> {
-        let (qkv, rope) = ((&qkv.0[..], qkv.1), (&rope.0[..], rope.1));
         let rows = infer::Rows::batch((&pos.0[..], pos.1));
-        infer::kv_write(qkv, rope, &rows, &mut Arc::make_mut(cache)[..], shape);
-        Arc::new(infer::cached_attention(qkv, rope, &rows, cache, shape))
+        let (qkv, rope) = ((&qkv.0[..], qkv.1), (&rope.0[..], rope.1));
+        Arc::new(infer::attend(qkv, rope, &rows, cache, shape))
     }
 }
 

@@ -10,34 +10,10 @@
 //! `d·Σq` for the offset terms of Q4_1 and Q5_1) for the 32-weight types, and
 //! `block_q8_K` (one f32 scale `−max/127` per 256, `max` being the element of
 //! largest magnitude) for the K-quants.
-use super::infer::{CpuQuantized, WRow};
-use crate::io::quant::{BLOCK, GgmlType, SUPER_BLOCK};
+pub(crate) use super::quantized::Q8Kind;
+use super::quantized::{CpuQuantized, WRow};
+use crate::io::quant::{BLOCK, SUPER_BLOCK};
 use half::f16;
-
-/// How a matrix's activations are quantised (ggml's `vec_dot_type` of its type).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Q8Kind {
-    /// `block_q8_0` and `block_q8_1`: per 32 elements, `d = f16(amax/127)` and
-    /// `q = round(x·127/amax)` (ties to even, as ggml's AVX2 quantiser rounds).
-    Block,
-    /// `block_q8_K`: per 256 elements, `d = −max/127` in f32 and
-    /// `q = min(127, round(x·(−127/max)))`.
-    Super,
-}
-
-impl Q8Kind {
-    /// The kind for a matrix of type `ty` (its first part's, for a fused matrix
-    /// of several types) and `cols` columns. The K-quants need rows of whole
-    /// super-blocks, so a matrix with any K-quant part has them.
-    pub(crate) fn for_type(ty: GgmlType, cols: usize) -> Q8Kind {
-        let k_quant = matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K);
-        if k_quant && cols.is_multiple_of(SUPER_BLOCK) {
-            Q8Kind::Super
-        } else {
-            Q8Kind::Block
-        }
-    }
-}
 
 /// Rows of `k` quantised activations: the quants, and per 32-element block the
 /// scale `d` and `d·Σq` (the factor of a weight block's offset `m`).
@@ -488,9 +464,9 @@ mod avx2 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::cpu::infer::upload;
+    use crate::backend::cpu::quantized::upload;
     use crate::backend::infer::QShape;
-    use crate::io::quant::{QFormat, SubBlock};
+    use crate::io::quant::{GgmlType, QFormat, SubBlock};
     use half::f16;
 
     /// A small deterministic generator (an LCG's high bits).

@@ -473,16 +473,7 @@ impl crate::backend::InferenceBackend for Gpu {
         shape: &AttnShape,
         max_len: usize,
     ) -> Buf<Self, f32> {
-        let (out, n) = infer::attend(
-            rt(),
-            (qkv.0.raw(), qkv.1),
-            (rope.0.raw(), rope.1),
-            (pos.0.raw(), pos.1),
-            cache.raw(),
-            shape,
-            max_len,
-        );
-        GpuBuffer::new(out, n)
+        attend(qkv, rope, pos, cache, shape, max_len, false)
     }
     fn attend_batch(
         qkv: View<Self, f32>,
@@ -492,15 +483,30 @@ impl crate::backend::InferenceBackend for Gpu {
         shape: &AttnShape,
         max_len: usize,
     ) -> Buf<Self, f32> {
-        let (out, n) = infer::attend_batch(
-            rt(),
-            (qkv.0.raw(), qkv.1),
-            (rope.0.raw(), rope.1),
-            (pos.0.raw(), pos.1),
-            cache.raw(),
-            shape,
-            max_len,
-        );
-        GpuBuffer::new(out, n)
+        attend(qkv, rope, pos, cache, shape, max_len, true)
     }
+}
+
+/// [`InferenceBackend::attend`] (`batched` false) or
+/// [`InferenceBackend::attend_batch`] on the GPU's kernels.
+fn attend(
+    qkv: View<Gpu, f32>,
+    rope: View<Gpu, f32>,
+    pos: View<Gpu, u32>,
+    cache: &Buf<Gpu, f32>,
+    shape: &AttnShape,
+    max_len: usize,
+    batched: bool,
+) -> Buf<Gpu, f32> {
+    let (out, n) = infer::attention(
+        rt(),
+        (qkv.0.raw(), qkv.1),
+        (rope.0.raw(), rope.1),
+        (pos.0.raw(), pos.1),
+        cache.raw(),
+        shape,
+        max_len,
+        batched,
+    );
+    GpuBuffer::new(out, n)
 }

@@ -791,44 +791,14 @@ const SPLIT: usize = 1024;
 /// longer cache there is reported as
 /// [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) by the launch,
 /// not computed wrongly.
-pub(crate) fn attend(
-    rt: &Runtime,
-    qkv: (&Arc<Pooled>, &Layout),
-    rope: (&Arc<Pooled>, &Layout),
-    pos: (&Arc<Pooled>, &Layout),
-    cache: &Arc<Pooled>,
-    s: &AttnShape,
-    max_len: usize,
-) -> (Arc<Pooled>, usize) {
-    assert_eq!(pos.1.numel(), 1, "attend: one position");
-    attention(rt, qkv, rope, pos, cache, s, max_len, false)
-}
-
-/// See [`InferenceBackend::attend_batch`](crate::backend::InferenceBackend::attend_batch)
-/// (not sliced either: the cache holds every sequence).
-pub(crate) fn attend_batch(
-    rt: &Runtime,
-    qkv: (&Arc<Pooled>, &Layout),
-    rope: (&Arc<Pooled>, &Layout),
-    pos: (&Arc<Pooled>, &Layout),
-    cache: &Arc<Pooled>,
-    s: &AttnShape,
-    max_len: usize,
-) -> (Arc<Pooled>, usize) {
-    assert_eq!(
-        pos.1.numel(),
-        qkv.1.dims[0],
-        "attend_batch: a position per sequence"
-    );
-    attention(rt, qkv, rope, pos, cache, s, max_len, true)
-}
-
-/// [`attend`] (`T` tokens of one sequence) or [`attend_batch`] (one token of
-/// each of `T` sequences): a prompt goes to [`prefill`]; single tokens to the
-/// `decode` kernel, a workgroup per (split of the keys, head, query row), which
-/// writes the token's own key and value.
+/// See [`InferenceBackend::attend`](crate::backend::InferenceBackend::attend)
+/// (`T` tokens of one sequence, a one-element `pos`) and, with `batched`,
+/// [`InferenceBackend::attend_batch`](crate::backend::InferenceBackend::attend_batch)
+/// (one token of each of `T` sequences, a position each): a prompt goes to
+/// [`prefill`]; single tokens to the `decode` kernel, a workgroup per (split of
+/// the keys, head, query row), which writes the token's own key and value.
 #[allow(clippy::too_many_arguments)]
-fn attention(
+pub(crate) fn attention(
     rt: &Runtime,
     qkv: (&Arc<Pooled>, &Layout),
     rope: (&Arc<Pooled>, &Layout),
@@ -844,6 +814,8 @@ fn attention(
         "attend: head_dim {d} (the GPU kernels take even widths up to 256)"
     );
     let t = qkv.1.dims[0];
+    let positions = if batched { t } else { 1 };
+    assert_eq!(pos.1.numel(), positions, "attend: {positions} position(s)");
     let len = t * s.heads * d;
     let out = alloc(rt, len * 4);
     if len == 0 {
