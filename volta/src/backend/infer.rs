@@ -135,35 +135,23 @@ pub trait InferenceBackend: Backend<f32> {
         None
     }
 
-    /// Writes the keys (rotated by RoPE) and values of `qkv`'s `T` tokens into
-    /// `cache` at positions `pos..pos + T`, in place, then returns the causal
-    /// attention of its `T` queries (rotated by RoPE here), at positions `pos + t`,
-    /// over the cache's first `pos + t + 1` positions, scaled by `1/√head_dim`:
-    /// dims `(T, heads·head_dim)`. `cache` holds `(2, kv_heads, capacity,
-    /// head_dim)`: keys, then values. `max_len ≥ pos + T` bounds the work launched
-    /// (a decode step that is replayed passes the capacity).
+    /// Writes keys (rotated by RoPE) and values into `cache` in place, then
+    /// returns the causal attention of `qkv`'s `T` queries (rotated by RoPE here),
+    /// scaled by `1/√head_dim`: dims `(T, heads·head_dim)`. `pos` holds a position
+    /// per sequence of the cache, `(2, sequences, kv_heads, capacity, head_dim)`
+    /// (keys, then values):
+    /// - one position: `qkv`'s rows are `T` consecutive tokens of one sequence, at
+    ///   positions `pos..pos + T`, query `t` over the first `pos + t + 1`;
+    /// - `T` positions (a batched decode step of sequences of different lengths):
+    ///   row `b` is sequence `b`'s next token, at `pos[b]`, over the first
+    ///   `pos[b] + 1` positions of its own sequence.
     ///
-    /// On the GPU a single token is one kernel (it writes its own key and value and
-    /// attends, split along the keys past 1024 positions); more tokens write the
-    /// cache, then run a flash-attention kernel over query tiles.
-    #[allow(clippy::too_many_arguments)]
+    /// `max_len` (at least the last position + 1) bounds the work launched (a
+    /// decode step that is replayed passes the capacity). On the GPU single tokens
+    /// are one kernel (each writes its own key and value and attends, split along
+    /// the keys past 1024 positions); a prompt writes the cache, then runs the
+    /// flash-attention forward.
     fn attend(
-        qkv: View<Self, f32>,
-        rope: View<Self, f32>,
-        pos: View<Self, u32>,
-        cache: &mut Buf<Self, f32>,
-        shape: &AttnShape,
-        max_len: usize,
-    ) -> Buf<Self, f32>;
-
-    /// One decode step of `B` sequences at once (a batch of KV caches of
-    /// different lengths): row `b` of `qkv` is sequence `b`'s next token, at
-    /// position `pos[b]` (`pos` holds `B` positions); `cache` holds `(2, B,
-    /// kv_heads, capacity, head_dim)`. Writes each token's key and value at its
-    /// position, then returns each one's attention over the first `pos[b] + 1`
-    /// positions of its own sequence: dims `(B, heads·head_dim)`. `max_len` bounds
-    /// the work launched, as for [`attend`](Self::attend).
-    fn attend_batch(
         qkv: View<Self, f32>,
         rope: View<Self, f32>,
         pos: View<Self, u32>,

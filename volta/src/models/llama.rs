@@ -308,16 +308,21 @@ impl<
         self.activations
     }
 
-    /// An empty cache for this model (it grows as tokens arrive, up to the
-    /// context length).
-    pub fn cache(&self) -> KvCache<D> {
-        let c = &self.config;
-        let shape = AttnShape {
+    /// The attention's geometry, at the caches' initial capacity.
+    fn attn_shape() -> AttnShape {
+        AttnShape {
             heads: HEADS,
             kv_heads: KV_HEADS,
             head_dim: Self::HEAD_DIM,
             capacity: INITIAL_CAPACITY,
-        };
+        }
+    }
+
+    /// An empty cache for this model (it grows as tokens arrive, up to the
+    /// context length).
+    pub fn cache(&self) -> KvCache<D> {
+        let c = &self.config;
+        let shape = Self::attn_shape();
         KvCache::new(LAYERS, shape, c.rope_base, c.context)
     }
 
@@ -364,12 +369,7 @@ impl<
     /// [`KvBatch::set`] from a prefilled [`KvCache`].
     pub fn batch(&self, sequences: usize) -> KvBatch<D> {
         let c = &self.config;
-        let shape = AttnShape {
-            heads: HEADS,
-            kv_heads: KV_HEADS,
-            head_dim: Self::HEAD_DIM,
-            capacity: INITIAL_CAPACITY,
-        };
+        let shape = Self::attn_shape();
         KvBatch::new(sequences, LAYERS, shape, c.rope_base, c.context)
     }
 
@@ -479,11 +479,7 @@ impl<
                     ..Default::default()
                 },
             );
-            let attend = match rows {
-                Rows::Tokens(_) => D::attend,
-                Rows::Sequences(_) => D::attend_batch,
-            };
-            let attn = attend(
+            let attn = D::attend(
                 qkv.view(),
                 kv.rope.view(),
                 pos.view(),

@@ -253,26 +253,31 @@ pub(crate) struct Rows {
 }
 
 impl Rows {
-    /// `t` consecutive tokens of one sequence, from the position in a
-    /// one-element view.
-    pub(crate) fn tokens(pos: (&[u32], &Layout), t: usize) -> Self {
-        let p0 = pos.0[pos.1.offset] as usize;
-        Rows {
-            rows: (0..t).map(|i| (0, p0 + i)).collect(),
-            sequences: 1,
+    /// The rows of `t` queries with the positions in `pos` (see
+    /// [`InferenceBackend::attend`](crate::backend::InferenceBackend::attend)):
+    /// one position, `t` consecutive tokens of one sequence; `t` positions, one
+    /// token of each of `t` sequences.
+    pub(crate) fn of(pos: (&[u32], &Layout), t: usize) -> Self {
+        let pos = strided_to_vec(pos.0, pos.1);
+        assert!(
+            pos.len() == 1 || pos.len() == t,
+            "attend: {} positions for {t} rows (one, or one per row)",
+            pos.len()
+        );
+        if pos.len() == 1 {
+            let p0 = pos[0] as usize;
+            return Rows {
+                rows: (0..t).map(|i| (0, p0 + i)).collect(),
+                sequences: 1,
+            };
         }
-    }
-
-    /// One token of each sequence, at the positions of the view.
-    pub(crate) fn batch(pos: (&[u32], &Layout)) -> Self {
-        let rows: Vec<(usize, usize)> = strided_to_vec(pos.0, pos.1)
-            .into_iter()
-            .enumerate()
-            .map(|(b, p)| (b, p as usize))
-            .collect();
         Rows {
-            sequences: rows.len(),
-            rows,
+            rows: pos
+                .iter()
+                .enumerate()
+                .map(|(b, &p)| (b, p as usize))
+                .collect(),
+            sequences: t,
         }
     }
 }

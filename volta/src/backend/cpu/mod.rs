@@ -249,19 +249,7 @@ impl InferenceBackend for Cpu {
         shape: &AttnShape,
         _max_len: usize,
     ) -> Buf<Self, f32> {
-        let rows = infer::Rows::tokens((&pos.0[..], pos.1), qkv.1.dims[0]);
-        let (qkv, rope) = ((&qkv.0[..], qkv.1), (&rope.0[..], rope.1));
-        Arc::new(infer::attend(qkv, rope, &rows, cache, shape))
-    }
-    fn attend_batch(
-        qkv: View<Self, f32>,
-        rope: View<Self, f32>,
-        pos: View<Self, u32>,
-        cache: &mut Buf<Self, f32>,
-        shape: &AttnShape,
-        _max_len: usize,
-    ) -> Buf<Self, f32> {
-        let rows = infer::Rows::batch((&pos.0[..], pos.1));
+        let rows = infer::Rows::of((&pos.0[..], pos.1), qkv.1.dims[0]);
         let (qkv, rope) = ((&qkv.0[..], qkv.1), (&rope.0[..], rope.1));
         Arc::new(infer::attend(qkv, rope, &rows, cache, shape))
     }

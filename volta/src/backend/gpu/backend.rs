@@ -473,40 +473,15 @@ impl crate::backend::InferenceBackend for Gpu {
         shape: &AttnShape,
         max_len: usize,
     ) -> Buf<Self, f32> {
-        attend(qkv, rope, pos, cache, shape, max_len, false)
+        let (out, n) = infer::attend(
+            rt(),
+            (qkv.0.raw(), qkv.1),
+            (rope.0.raw(), rope.1),
+            (pos.0.raw(), pos.1),
+            cache.raw(),
+            shape,
+            max_len,
+        );
+        GpuBuffer::new(out, n)
     }
-    fn attend_batch(
-        qkv: View<Self, f32>,
-        rope: View<Self, f32>,
-        pos: View<Self, u32>,
-        cache: &mut Buf<Self, f32>,
-        shape: &AttnShape,
-        max_len: usize,
-    ) -> Buf<Self, f32> {
-        attend(qkv, rope, pos, cache, shape, max_len, true)
-    }
-}
-
-/// [`InferenceBackend::attend`] (`batched` false) or
-/// [`InferenceBackend::attend_batch`] on the GPU's kernels.
-fn attend(
-    qkv: View<Gpu, f32>,
-    rope: View<Gpu, f32>,
-    pos: View<Gpu, u32>,
-    cache: &Buf<Gpu, f32>,
-    shape: &AttnShape,
-    max_len: usize,
-    batched: bool,
-) -> Buf<Gpu, f32> {
-    let (out, n) = infer::attention(
-        rt(),
-        (qkv.0.raw(), qkv.1),
-        (rope.0.raw(), rope.1),
-        (pos.0.raw(), pos.1),
-        cache.raw(),
-        shape,
-        max_len,
-        batched,
-    );
-    GpuBuffer::new(out, n)
 }

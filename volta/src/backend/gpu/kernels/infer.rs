@@ -791,14 +791,11 @@ const SPLIT: usize = 1024;
 /// longer cache there is reported as
 /// [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) by the launch,
 /// not computed wrongly.
-/// See [`InferenceBackend::attend`](crate::backend::InferenceBackend::attend)
-/// (`T` tokens of one sequence, a one-element `pos`) and, with `batched`,
-/// [`InferenceBackend::attend_batch`](crate::backend::InferenceBackend::attend_batch)
-/// (one token of each of `T` sequences, a position each): a prompt goes to
-/// [`prefill`]; single tokens to the `decode` kernel, a workgroup per (split of
-/// the keys, head, query row), which writes the token's own key and value.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn attention(
+/// See [`InferenceBackend::attend`](crate::backend::InferenceBackend::attend):
+/// a prompt goes to [`prefill`]; single tokens (one sequence's, or one of each
+/// of a batch's) to the `decode` kernel, a workgroup per (split of the keys,
+/// head, query row), which writes the token's own key and value.
+pub(crate) fn attend(
     rt: &Runtime,
     qkv: (&Arc<Pooled>, &Layout),
     rope: (&Arc<Pooled>, &Layout),
@@ -806,7 +803,6 @@ pub(crate) fn attention(
     cache: &Arc<Pooled>,
     s: &AttnShape,
     max_len: usize,
-    batched: bool,
 ) -> (Arc<Pooled>, usize) {
     let d = s.head_dim;
     assert!(
@@ -814,8 +810,12 @@ pub(crate) fn attention(
         "attend: head_dim {d} (the GPU kernels take even widths up to 256)"
     );
     let t = qkv.1.dims[0];
-    let positions = if batched { t } else { 1 };
-    assert_eq!(pos.1.numel(), positions, "attend: {positions} position(s)");
+    let positions = pos.1.numel();
+    assert!(
+        positions == 1 || positions == t,
+        "attend: {positions} positions for {t} rows (one, or one per row)"
+    );
+    let batched = positions > 1;
     let len = t * s.heads * d;
     let out = alloc(rt, len * 4);
     if len == 0 {
