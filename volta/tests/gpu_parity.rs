@@ -285,7 +285,7 @@ fn column_reductions_in_two_passes() {
         }
     }
     for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
-        for (rows, cols) in [(4096, 24), (1536, 7), (2048, 3)] {
+        for (rows, cols) in [(4096, 24), (1536, 7), (2048, 3), (16384, 72)] {
             for fused in [false, true] {
                 check(
                     &format!("{op:?} of [{rows}, {cols}] fused {fused}"),
@@ -297,6 +297,35 @@ fn column_reductions_in_two_passes() {
                     C(op, fused),
                 );
             }
+        }
+    }
+}
+
+/// Neighbouring axes reduced together (a bias gradient's sum over batch and
+/// time) are one reduction over the merged axis: on a contiguous tensor and on a
+/// permuted one (which cannot merge), the values of reducing axis by axis.
+#[test]
+fn neighbouring_axes_reduce_as_one() {
+    let _g = lock();
+    struct Axes(Vec<usize>, bool);
+    impl Case for Axes {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let x = if self.1 {
+                x[0].permute(&[1, 0, 2])
+            } else {
+                x[0].clone()
+            };
+            x.reduce_axes(ReduceOp::Sum, &self.0)
+        }
+    }
+    for axes in [vec![0, 1], vec![1, 2], vec![0, 1, 2]] {
+        for permuted in [false, true] {
+            check(
+                &format!("sum over {axes:?}, permuted {permuted}"),
+                4,
+                &[(vec![16, 128, 72], Dist::Normal)],
+                Axes(axes.clone(), permuted),
+            );
         }
     }
 }

@@ -198,13 +198,11 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// `expand(self.dims)`.
     #[track_caller]
     pub fn sum_to(&self, dims: &[usize]) -> Self {
-        let mut out = self.clone();
-        for (axis, (&from, &to)) in self.dims().iter().zip(dims).enumerate() {
-            if from != to {
-                out = out.reduce(volta_kernels::ReduceOp::Sum, axis);
-            }
-        }
-        out
+        let axes: Vec<usize> = (self.dims().iter().zip(dims).enumerate())
+            .filter(|(_, (from, to))| from != to)
+            .map(|(axis, _)| axis)
+            .collect();
+        self.reduce_axes(volta_kernels::ReduceOp::Sum, &axes)
     }
 }
 

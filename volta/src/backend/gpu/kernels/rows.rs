@@ -41,6 +41,21 @@ pub(crate) fn rows(
         .filter(|&a| a != axis)
         .map(|a| dims[a])
         .product();
+    if let (RowOp::Reduce(_), None) = (op, epilogue)
+        && let Some(len) = split_len(inputs, dims, axis)
+    {
+        return split(
+            rt,
+            (elem, out_elem),
+            op,
+            expr,
+            inputs,
+            scalars,
+            dims,
+            axis,
+            len,
+        );
+    }
     let writes_rows = op.writes_rows() || epilogue.is_some_and(|(_, per_row)| !per_row);
     let len = if writes_rows { rows * n } else { rows };
     let out = alloc(rt, len * out_elem.size());
@@ -158,6 +173,92 @@ pub(crate) fn rows(
         (&out, &out_dims),
     );
     out
+}
+
+/// Threads a strided reduction should keep busy: enough loads in flight to
+/// stream memory on a large GPU (about 2,000 threads per core).
+const SPLIT_THREADS: usize = 1 << 18;
+
+/// The chunk length for a reduction along an axis that some input walks with a
+/// stride (a bias gradient: the sum over a batch's rows of each feature), when
+/// it should be split. One workgroup per output would read that axis a strided
+/// element at a time, and one thread per output has too few threads to keep
+/// memory busy; so the axis is cut into chunks that a thread each reduces
+/// (reading as the outputs lie, coalesced), and the chunks' partial values are
+/// reduced after. `None`: reduce it in one pass.
+fn split_len(inputs: &[Operand], dims: &[usize], axis: usize) -> Option<usize> {
+    let n = dims[axis];
+    let rows = dims.iter().product::<usize>() / n.max(1);
+    let strided = inputs.iter().any(|(_, l)| l.strides[axis] > 1);
+    if !strided || dims.len() >= crate::shape::MAX_RANK || n < 256 || n * rows < 1 << 20 {
+        return None;
+    }
+    // Chunks of at least 16 elements that divide the axis, at least 4 of them.
+    let ideal = (n * rows).div_ceil(SPLIT_THREADS).max(16);
+    (ideal..=n / 4).find(|&len| n.is_multiple_of(len))
+}
+
+/// A reduction along `axis` in two passes: each chunk of `len` elements of the
+/// axis to an `f32` partial value, then the partial values (see [`split_len`]).
+#[allow(clippy::too_many_arguments)]
+fn split(
+    rt: &Runtime,
+    (elem, out_elem): (Elem, Elem),
+    op: RowOp,
+    expr: Expr,
+    inputs: &[Operand],
+    scalars: &[u32],
+    dims: &[usize],
+    axis: usize,
+    len: usize,
+) -> Arc<Pooled> {
+    let chunks = dims[axis] / len;
+    // The axis as (chunks, len): dims and strides of each view, one axis longer.
+    let cut = |l: &Layout| -> Layout {
+        let mut d: Vec<usize> = l.dims.to_vec();
+        let mut s: Vec<usize> = l.strides.to_vec();
+        d.splice(axis..=axis, [chunks, len]);
+        let st = s[axis];
+        s.splice(axis..=axis, [st * len, st]);
+        let mut out = Layout::contiguous(&d);
+        out.strides.copy_from_slice(&s);
+        out.offset = l.offset;
+        out
+    };
+    let layouts: Vec<Layout> = inputs.iter().map(|(_, l)| cut(l)).collect();
+    let views: Vec<Operand> = inputs
+        .iter()
+        .zip(&layouts)
+        .map(|(&(b, _), l)| (b, l))
+        .collect();
+    let split_dims = cut(&Layout::contiguous(dims)).dims;
+    let parts = rows(
+        rt,
+        (elem, Elem::F32),
+        op,
+        expr,
+        None,
+        &views,
+        scalars,
+        &split_dims,
+        axis + 1,
+    );
+    let mut part_dims = dims.to_vec();
+    part_dims[axis] = chunks;
+    let part_layout = Layout::contiguous(&part_dims);
+    let identity = Expr::input(0);
+    let part = [(&parts, &part_layout)];
+    rows(
+        rt,
+        (Elem::F32, out_elem),
+        op,
+        identity,
+        None,
+        &part,
+        &[],
+        &part_dims,
+        axis,
+    )
 }
 
 /// Records the row kernel writing `out` (contiguous: the reduced dims, or `dims`
