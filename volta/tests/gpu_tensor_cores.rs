@@ -108,33 +108,52 @@ fn tensor_core_products_match_the_cpu_within_f16_error() {
     }
 }
 
-/// Attention's forward under `MatmulPrecision::Half` (both products on tensor
-/// cores where the adapter has them, head widths of 16 to 64) matches the CPU's
-/// f32 within f16's error: causal and not, grouped queries, a query count that
-/// is no multiple of the 64-row tiles and keys that start mid-tile. Without
-/// tensor cores it is the f32 kernel.
+/// Attention in half precision (`MatmulPrecision::Half`: every product of the
+/// forward and backward on tensor cores where the adapter has them, head widths
+/// of 16 to 64) matches the CPU's f32 within f16's error, output and gradients:
+/// causal and not, grouped queries, a query count that is no multiple of the
+/// 64-row tiles, keys that start mid-tile, dropout on the weights (the devices
+/// drop the same ones). Without tensor cores it is the f32 kernels.
 #[test]
 fn attention_in_half_precision_matches_the_cpu() {
+    use volta::Gradients;
+    use volta::backend::Backend;
+    use volta_kernels::{BinaryOp, ReduceOp};
     let _gpu = crate::support::gpu_alone();
-    for (d, t, causal) in [(64, 100, Some(0)), (32, 70, None), (16, 130, Some(5))] {
-        let (b, h, hkv) = (2, 4, 2);
-        let s = if causal == Some(5) { t + 5 } else { t };
-        let tensor = |dims: [usize; 4], seed: u32| {
+    /// The output and the gradients of `Σ out·w` for q, k, v.
+    fn run<D: Backend<f32>>(dims: [[usize; 4]; 2], causal: Option<usize>, p: f64) -> [Vec<f32>; 4] {
+        let leaf = |dims: [usize; 4], seed: u32| {
             let n = dims.iter().product();
             let v: Vec<f32> = values(n, seed).iter().map(|x| x * 2.0).collect();
-            (
-                RawTensor::<Cpu, f32>::from_vec(v.clone(), &dims),
-                RawTensor::<Gpu, f32>::from_vec(v, &dims),
-            )
+            RawTensor::<D, f32>::from_vec(v, &dims).tracked_leaf()
         };
-        let (cq, gq) = tensor([b, h, t, d], 1);
-        let (ck, gk) = tensor([b, hkv, s, d], 2);
-        let (cv, gv) = tensor([b, hkv, s, d], 3);
-        let want = cq.attention(&ck, &cv, causal).to_vec();
-        Gpu::set_matmul_precision(MatmulPrecision::Half);
-        let got = gq.attention(&gk, &gv, causal).to_vec();
-        Gpu::set_matmul_precision(MatmulPrecision::Full);
-        let err = rel_error(&got, &want);
-        assert!(err < 5e-3, "d {d}, T {t}, {causal:?}: error {err}");
+        let (q, k, v) = (leaf(dims[0], 1), leaf(dims[1], 2), leaf(dims[1], 3));
+        let out = q.attention_with_dropout(&k, &v, causal, p, 5);
+        let w = RawTensor::<D, f32>::from_vec(values(out.layout().numel(), 4), out.dims());
+        let got = out.to_vec();
+        let grads: Gradients<D> = out
+            .binary(BinaryOp::Mul, &w)
+            .reduce_all(ReduceOp::Sum)
+            .backward();
+        let grad = |x: &RawTensor<D, f32>| grads.get_raw(x.id()).expect("a gradient").to_vec();
+        [got, grad(&q), grad(&k), grad(&v)]
+    }
+    for (d, t, causal) in [(64, 100, Some(0)), (32, 70, None), (16, 130, Some(5))] {
+        for p in [0.0, 0.2] {
+            let (b, h, hkv) = (2, 4, 2);
+            let s = if causal == Some(5) { t + 5 } else { t };
+            let dims = [[b, h, t, d], [b, hkv, s, d]];
+            let want = run::<Cpu>(dims, causal, p);
+            Gpu::set_matmul_precision(MatmulPrecision::Half);
+            let got = run::<Gpu>(dims, causal, p);
+            Gpu::set_matmul_precision(MatmulPrecision::Full);
+            for (what, (g, w)) in ["out", "dq", "dk", "dv"].iter().zip(got.iter().zip(&want)) {
+                let err = rel_error(g, w);
+                assert!(
+                    err < 1e-2,
+                    "d {d}, T {t}, {causal:?}, dropout {p}: {what} error {err}"
+                );
+            }
+        }
     }
 }

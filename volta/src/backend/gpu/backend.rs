@@ -337,6 +337,7 @@ macro_rules! float_backend {
                     ],
                     [(lse.0.raw(), lse.1), (delta.0.raw(), delta.1)],
                     spec,
+                    matmul::precision() == matmul::MatmulPrecision::Half,
                 );
                 (
                     GpuBuffer::new(dq, q.1.numel()),

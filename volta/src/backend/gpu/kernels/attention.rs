@@ -4,7 +4,7 @@
 //! `T×S` scores. Each thread holds a 4×4 tile of scores, as a GEMM does. Views
 //! are read through their strides; outputs are contiguous. Not sliced: an operand past one binding is reported as
 //! [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) at launch.
-use super::{Operand, attention_coop};
+use super::{Operand, attention_coop, attention_coop_backward};
 use crate::backend::gpu::runtime::Runtime;
 use crate::backend::gpu::runtime::launch::{alloc, kernel, launch, u};
 use crate::backend::gpu::runtime::pipelines::{Bindings, Key};
@@ -189,9 +189,9 @@ fn run(
 }
 
 /// See [`Backend::attention`](crate::backend::Backend::attention). With `half`
-/// (f16 products allowed), f32 operands, no dropout and a head width
-/// [`attention_coop`] takes, on an adapter with tensor cores, both products run
-/// on cooperative matrices.
+/// (f16 products allowed), f32 operands and a head width [`attention_coop`]
+/// takes, on an adapter with tensor cores, both products run on cooperative
+/// matrices.
 pub(crate) fn forward(
     rt: &Runtime,
     elem: Elem,
@@ -208,15 +208,7 @@ pub(crate) fn forward(
     }
     let p = params(&n, spec, [q, k, v, q], [0, 0]);
     let buffers = [q.0, k.0, v.0, q.0, q.0, q.0, &out, &lse];
-    let coop = half
-        && rt.gpu.info.tensor_cores
-        && elem == Elem::F32
-        && spec.dropout == 0.0
-        && attention_coop::fits(n.head_dim)
-        && [q, k, v]
-            .iter()
-            .all(|o| attention_coop::loads_as_vectors(o.1));
-    if coop {
+    if on_tensor_cores(rt, elem, &n, half, &[q, k, v]) {
         let d = n.head_dim;
         let kern = kernel(
             rt,
@@ -248,13 +240,31 @@ pub(crate) fn forward(
     (out, lse)
 }
 
+/// Whether attention over `views` runs on cooperative matrices: `half` (f16
+/// products allowed), an adapter with tensor cores, f32 operands that read as
+/// vec4s, and a head width the kernels take.
+fn on_tensor_cores(
+    rt: &Runtime,
+    elem: Elem,
+    n: &AttentionDims,
+    half: bool,
+    views: &[Operand],
+) -> bool {
+    half && rt.gpu.info.tensor_cores
+        && elem == Elem::F32
+        && attention_coop::fits(n.head_dim)
+        && views.iter().all(|o| attention_coop::loads_as_vectors(o.1))
+}
+
 /// See [`Backend::attention_backward`](crate::backend::Backend::attention_backward).
+/// With `half`, on cooperative matrices where the forward may run on them.
 pub(crate) fn backward(
     rt: &Runtime,
     elem: Elem,
     [q, k, v, g]: [Operand; 4],
     [lse, delta]: [Operand; 2],
     spec: &AttentionSpec,
+    half: bool,
 ) -> (Arc<Pooled>, Arc<Pooled>, Arc<Pooled>) {
     let n = AttentionDims::of(&q.1.dims, &k.1.dims);
     let d = n.head_dim;
@@ -271,6 +281,32 @@ pub(crate) fn backward(
     let ins = [q.0, k.0, v.0, g.0, lse.0, delta.0];
     let unused = alloc(rt, 4);
     let with = |a, b| [ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], a, b];
+    if on_tensor_cores(rt, elem, &n, half, &[q, k, v, g]) {
+        let kern = |entry| {
+            let name = if entry == "backward_q" {
+                "volta flash_attention tensor-core backward_q"
+            } else {
+                "volta flash_attention tensor-core backward_kv"
+            };
+            kernel(
+                rt,
+                &Key::Named(name, vec![u(d)]),
+                Bindings {
+                    reads: 6,
+                    writes: 2,
+                },
+                entry,
+                || attention_coop_backward::source(d),
+            )
+        };
+        let rows = attention_coop::ROWS;
+        let grid = |len: usize, heads: usize| [u(len.div_ceil(rows)), u(heads), u(n.batch)];
+        let dq_grid = grid(n.queries, n.heads);
+        launch(rt, &kern("backward_q"), &p, &with(&dq, &unused), dq_grid);
+        let kv_grid = grid(n.keys, n.kv_heads);
+        launch(rt, &kern("backward_kv"), &p, &with(&dk, &dv), kv_grid);
+        return (dq, dk, dv);
+    }
     run(
         rt,
         elem,

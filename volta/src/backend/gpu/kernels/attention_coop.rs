@@ -1,6 +1,8 @@
 //! The flash-attention forward on tensor cores: `softmax(scale·q·kᵀ + mask)·v`
 //! with both products on 16×16×16 cooperative matrices (`f16` operands, `f32`
-//! sums), for head widths that are multiples of 16 up to 64 and no dropout.
+//! sums), for head widths that are multiples of 16 up to 64, with dropout on the
+//! weights as the SIMT kernels draw it. Its backward is
+//! [`attention_coop_backward`](super::attention_coop_backward).
 //! A prompt's attention runs it, and so does the training forward in
 //! half precision ([`MatmulPrecision::Half`](crate::backend::gpu::MatmulPrecision)).
 //!
@@ -36,17 +38,12 @@ pub(crate) fn fits(d: usize) -> bool {
     d > 0 && d <= 64 && d.is_multiple_of(16)
 }
 
-/// `fetch_{x}`: rows first..first + 64 of a head of operand `x` (zeros past
-/// `rows`), this thread's share, as f32 vec4s in registers (all its loads in
-/// flight together); `put_{x}` stores a fetched share into the operand's shared
-/// tile (`QP`, `Ks` or `Vs`) as f16 rows of `dp4` vec4s. Split so that the next
-/// tile's loads overlap the current tile's products.
-fn stage(x: &str, d: usize, dp4: usize) -> String {
-    let sh = match x {
-        "q" => "QP",
-        "k" => "Ks",
-        _ => "Vs",
-    };
+/// `fetch_{x}`: rows first..first + 64 of a head of operand `x` (`q`, `k`, `v`
+/// or `g`; zeros past `rows`), this thread's share, as f32 vec4s in registers
+/// (all its loads in flight together); `put_{x}` stores a fetched share into the
+/// shared tile `tile` as f16 rows of `dp4` vec4s. Split so that the next tile's
+/// loads overlap the current tile's products.
+pub(crate) fn stage(x: &str, tile: &str, d: usize, dp4: usize) -> String {
     let d4 = d / 4;
     let per = ROWS * d4 / 128;
     let mut w = format!(
@@ -70,7 +67,7 @@ fn stage(x: &str, d: usize, dp4: usize) -> String {
     for i in 0..per {
         writeln!(
             w,
-            "    {{ let e = li + {}u; {sh}[(e / {d4}u) * {dp4}u + e % {d4}u] = vec4<f16>(x[{i}]); }}",
+            "    {{ let e = li + {}u; {tile}[(e / {d4}u) * {dp4}u + e % {d4}u] = vec4<f16>(x[{i}]); }}",
             i * 128
         )
         .unwrap();
@@ -78,6 +75,66 @@ fn stage(x: &str, d: usize, dp4: usize) -> String {
     w.push_str("}\n");
     w
 }
+
+/// What every entry shares: the extensions, the bindings (the SIMT kernels',
+/// with `q`, `k`, `v` and `g` read as vec4s), the head of an operand, the keys a
+/// row sees and the dropout factor of a weight (`shaders/flash_attention.wgsl`'s
+/// `keep`, over the counter hash appended at the end).
+pub(crate) fn header(d: usize) -> String {
+    format!(
+        "enable f16;
+enable wgpu_cooperative_matrix;
+@group(0) @binding(0) var<storage, read> p: array<u32>;
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> g: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> lse_in: array<f32>;
+@group(0) @binding(6) var<storage, read> delta: array<f32>;
+@group(0) @binding(7) var<storage, read_write> out0: array<f32>;
+@group(0) @binding(8) var<storage, read_write> out1: array<f32>;
+
+const D: u32 = {d}u;
+const LOWEST: f32 = -3.0e38;
+
+// Operand `which` (0 q, 1 k, 2 v, 3 g) of head (b, h): its first element and
+// its row and feature strides (p[8 + 5·which..]).
+fn head(which: u32, b: u32, h: u32) -> vec3<u32> {{
+    let s = 8u + 5u * which;
+    return vec3<u32>(p[s] + b * p[s + 1u] + h * p[s + 2u], p[s + 3u], p[s + 4u]);
+}}
+
+// How many keys (from key 0) query row t sees.
+fn visible(t: u32) -> u32 {{
+    if (p[6] == 0u) {{
+        return p[4];
+    }}
+    return min(p[7] + t + 1u, p[4]);
+}}
+
+// The dropout factor of the weight of key `key` in score row `row`
+// ((b·H + h)·T + t): 0 where it drops, 1/(1 − p) elsewhere.
+fn keep(row: u32, key: u32) -> f32 {{
+    if (p[30] == 0u) {{
+        return 1.0;
+    }}
+    let u = unit24(counter_hash(row, key, vec2<u32>(p[32], p[33])));
+    return select(0.0, bitcast<f32>(p[31]), u >= bitcast<f32>(p[30]));
+}}
+
+// The factors of keys key0..key0 + 4 in score row `row`.
+fn keep4(row: u32, key0: u32) -> vec4<f32> {{
+    if (p[30] == 0u) {{
+        return vec4<f32>(1.0);
+    }}
+    return vec4<f32>(keep(row, key0), keep(row, key0 + 1u), keep(row, key0 + 2u), keep(row, key0 + 3u));
+}}
+"
+    )
+}
+
+/// The counter hash `keep4` draws from (`shaders/counter_hash.wgsl`).
+pub(crate) const COUNTER_HASH: &str = include_str!("../../../../../shaders/counter_hash.wgsl");
 
 /// The kernel's WGSL for heads of width `d` (see [`fits`]).
 pub(crate) fn source(d: usize) -> String {
@@ -89,44 +146,15 @@ pub(crate) fn source(d: usize) -> String {
     let p4 = (ROWS + 8) / 4;
     let qp = (ROWS * dp4).max(ROWS * p4);
     let half = d / 2;
-    let mut w = String::new();
+    let mut w = header(d);
     writeln!(
         w,
-        "enable f16;
-enable wgpu_cooperative_matrix;
-@group(0) @binding(0) var<storage, read> p: array<u32>;
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> g: array<f32>;
-@group(0) @binding(5) var<storage, read> lse_in: array<f32>;
-@group(0) @binding(6) var<storage, read> delta: array<f32>;
-@group(0) @binding(7) var<storage, read_write> out0: array<f32>;
-@group(0) @binding(8) var<storage, read_write> out1: array<f32>;
-
-const D: u32 = {d}u;
-const LOWEST: f32 = -3.0e38;
-var<workgroup> QP: array<vec4<f16>, {qp}>;
+        "var<workgroup> QP: array<vec4<f16>, {qp}>;
 var<workgroup> Ks: array<vec4<f16>, {kv}>;
 var<workgroup> Vs: array<vec4<f16>, {kv}>;
 var<workgroup> Ss: array<vec4<f32>, {ss}>;
 
-// Operand `which` (0 q, 1 k, 2 v) of head (b, h): its first element and its
-// row and feature strides (p[8 + 5·which..]).
-fn head(which: u32, b: u32, h: u32) -> vec3<u32> {{
-    let s = 8u + 5u * which;
-    return vec3<u32>(p[s] + b * p[s + 1u] + h * p[s + 2u], p[s + 3u], p[s + 4u]);
-}}
-
 {stages}
-// How many keys (from key 0) query row t sees.
-fn visible(t: u32) -> u32 {{
-    if (p[6] == 0u) {{
-        return p[4];
-    }}
-    return min(p[7] + t + 1u, p[4]);
-}}
-
 @compute @workgroup_size(128)
 fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32,
            @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32) {{
@@ -147,7 +175,9 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         kv = ROWS * dp4,
         ss = 16 * SP.max(d + 4),
         rows = ROWS,
-        stages = ["q", "k", "v"].map(|x| stage(x, d, dp4)).concat(),
+        stages = [("q", "QP"), ("k", "Ks"), ("v", "Vs")]
+            .map(|(x, tile)| stage(x, tile, d, dp4))
+            .concat(),
     )
     .unwrap();
     for f in 0..frags {
@@ -239,7 +269,8 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
                 }}
             }}
             sum += e.x + e.y + e.z + e.w;
-            QP[prow + q4] = vec4<f16>(e);
+            // Dropout after the normalisation's sum, as PyTorch's.
+            QP[prow + q4] = vec4<f16>(e * keep4(row0 + t, j0 + hf * 32u + 4u * q4));
         }}
         sum += subgroupShuffleXor(sum, 1u);
         l = l * corr + sum;
@@ -296,6 +327,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         o4 = half / 4,
     )
     .unwrap();
+    w.push_str(COUNTER_HASH);
     w
 }
 

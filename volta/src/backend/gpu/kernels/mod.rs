@@ -10,11 +10,13 @@
 //! - `index`: gather and scatter-add. `window`: im2col and its adjoint, random
 //!   fills. `optim`: the fused SGD-momentum and Adam steps. `infer`: quantised
 //!   matmul, dequantisation and the language model's attention. `attention`:
-//!   fused attention for training, forward and backward.
+//!   fused attention for training, forward and backward; `attention_coop` and
+//!   `attention_coop_backward` the same on tensor cores (generated).
 //! - `slices`: running any of them in slices when an operand is larger than one
 //!   binding; it imports no kernel.
 pub(crate) mod attention;
 pub(crate) mod attention_coop;
+pub(crate) mod attention_coop_backward;
 pub(crate) mod elementwise;
 pub(crate) mod index;
 pub(crate) mod infer;

@@ -1,0 +1,395 @@
+//! The flash-attention backward on tensor cores, the two launches of the SIMT
+//! kernels (`shaders/flash_attention.wgsl`) with every product on 16×16×16
+//! cooperative matrices (`f16` operands, `f32` sums): `backward_q` per block of
+//! 64 query rows, `backward_kv` per block of 64 keys. The training backward in
+//! half precision runs them where the forward ran on tensor cores
+//! ([`attention_coop`](super::attention_coop)), dropout included.
+//!
+//! Both keep their block's own operands as matrix fragments in registers (q and
+//! dO, or k and v) and stage the other side's tiles as `f16` in workgroup
+//! memory, the next tile's loads in flight while the current one multiplies.
+//! Each subgroup owns 16 rows of the block: it stores its scores (or their
+//! transpose) to workgroup memory, where its lanes, two per row, turn them into
+//! probabilities and score gradients (`dS = P·(dP − delta)·scale`) written back
+//! as `f16`, the operand of the next product.
+use super::attention_coop::{COUNTER_HASH, ROWS, header, stage};
+use std::fmt::Write;
+
+/// Floats per row of a score tile in workgroup memory (as the forward's).
+const SP: usize = ROWS + 4;
+
+/// The two entries' WGSL for heads of width `d`
+/// ([`attention_coop::fits`](super::attention_coop::fits)).
+pub(crate) fn source(d: usize) -> String {
+    assert!(
+        super::attention_coop::fits(d),
+        "attention on tensor cores: head width {d}"
+    );
+    let mut w = header(d);
+    let dp4 = (d + 8) / 4;
+    let p4 = (ROWS + 8) / 4;
+    writeln!(
+        w,
+        "var<workgroup> T0: array<vec4<f16>, {tile}>;
+var<workgroup> T1: array<vec4<f16>, {tile}>;
+var<workgroup> T2: array<vec4<f16>, {tile}>;
+var<workgroup> Ss: array<vec4<f32>, {ss}>;
+var<workgroup> Ls: array<f32, {rows}>;
+var<workgroup> Dl: array<f32, {rows}>;
+",
+        tile = ROWS * dp4.max(p4),
+        ss = 16 * SP,
+        rows = ROWS,
+    )
+    .unwrap();
+    // backward_q stages q and dO through T0 (then its score gradients), keys
+    // in T1, values in T2;
+    // backward_kv stages k and q through T0, v and dO through T1, and keeps its
+    // probabilities and score gradients in T2.
+    for (x, tile) in [("q", "T0"), ("k", "T1"), ("v", "T2")] {
+        w.push_str(&stage(x, tile, d, dp4).replace(&format!("_{x}("), &format!("_{x}_q(")));
+    }
+    w.push_str(&stage("g", "T0", d, dp4).replace("_g(", "_g_q("));
+    for (x, tile) in [("k", "T0"), ("q", "T0"), ("v", "T1"), ("g", "T1")] {
+        w.push_str(&stage(x, tile, d, dp4).replace(&format!("_{x}("), &format!("_{x}_kv(")));
+    }
+    backward_q(&mut w, d, dp4, p4);
+    backward_kv(&mut w, d, dp4, p4);
+    w.push_str(COUNTER_HASH);
+    w
+}
+
+/// `dst{f} = coopLoadT(tile rows of the subgroup)` for each 16 features.
+fn fragments(w: &mut String, name: &str, tile: &str, d: usize, dp4: usize) {
+    for f in 0..d / 16 {
+        writeln!(
+            w,
+            "    let {name}{f} = coopLoadT<coop_mat16x16<f16, A>>(&{tile}[(sg * 16u) * {dp4}u + {}u], {dp4}u);",
+            4 * f
+        )
+        .unwrap();
+    }
+}
+
+/// `Ss` (the subgroup's 16 rows) = `a`-fragments times the transposed rows of
+/// `tile` (64 of them): a score tile or its transpose.
+fn scores(w: &mut String, a: &str, tile: &str, d: usize, dp4: usize) {
+    for j in 0..ROWS / 16 {
+        writeln!(w, "        {{ var s = coop_mat16x16<f32, C>();").unwrap();
+        for f in 0..d / 16 {
+            writeln!(
+                w,
+                "        s = coopMultiplyAdd({a}{f}, coopLoad<coop_mat16x16<f16, B>>(&{tile}[{}u * {dp4}u + {}u], {dp4}u), s);",
+                16 * j,
+                4 * f
+            )
+            .unwrap();
+        }
+        writeln!(
+            w,
+            "        coopStoreT(s, &Ss[sg * {}u + {}u], {}u); }}",
+            4 * SP,
+            4 * j,
+            SP / 4
+        )
+        .unwrap();
+    }
+}
+
+/// `acc{j} += (the subgroup's 16 rows of `a`, 64 wide) · (the 64 rows of `b`)`.
+fn accumulate(w: &mut String, acc: &str, (a, b): (&str, &str), d: usize, dp4: usize, p4: usize) {
+    for j in 0..d / 16 {
+        for kk in 0..ROWS / 16 {
+            writeln!(
+                w,
+                "        {acc}{j} = coopMultiplyAdd(coopLoadT<coop_mat16x16<f16, A>>(&{a}[(sg * 16u) * {p4}u + {}u], {p4}u), coopLoadT<coop_mat16x16<f16, B>>(&{b}[{}u * {dp4}u + {}u], {dp4}u), {acc}{j});",
+                4 * kk,
+                16 * kk,
+                4 * j
+            )
+            .unwrap();
+        }
+    }
+}
+
+/// Writes the accumulators `acc{j}` of the subgroup's 16 rows to `out` at
+/// contiguous rows `base + first + row` (those below `rows`), through `Ss`.
+fn write_rows(
+    w: &mut String,
+    acc: &str,
+    out: &str,
+    d: usize,
+    (base, first, rows): (&str, &str, &str),
+) {
+    w.push_str("    workgroupBarrier();\n");
+    for j in 0..d / 16 {
+        writeln!(
+            w,
+            "    coopStoreT({acc}{j}, &Ss[sg * {}u + {}u], {}u);",
+            4 * SP,
+            4 * j,
+            SP / 4
+        )
+        .unwrap();
+    }
+    writeln!(
+        w,
+        "    workgroupBarrier();
+    {{
+        let row = {first} + sg * 16u + lane / 2u;
+        let half = lane % 2u;
+        if (row < {rows}) {{
+            let at = ({base} + row) * D + half * {h}u;
+            let src = (sg * {srow}u + (lane / 2u) * {SP}u + half * {h}u) / 4u;
+            for (var i = 0u; i < {h4}u; i++) {{
+                let x = Ss[src + i];
+                for (var e = 0u; e < 4u; e++) {{
+                    {out}[at + 4u * i + e] = x[e];
+                }}
+            }}
+        }}
+    }}",
+        h = d / 2,
+        h4 = d / 8,
+        srow = 16 * SP,
+    )
+    .unwrap();
+}
+
+/// `dq += dS·k` per block of 64 query rows: the rows' q and dO as fragments;
+/// per tile of 64 keys, S = q·kᵀ and dP = dO·vᵀ into `Ss`, dS into T0.
+fn backward_q(w: &mut String, d: usize, dp4: usize, p4: usize) {
+    writeln!(
+        w,
+        "@compute @workgroup_size(128)
+fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32,
+              @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32) {{
+    let b = wid.z;
+    let h = wid.y;
+    let hk = h / (p[1] / p[2]);
+    let r0 = wid.x * {rows}u;
+    let scale = bitcast<f32>(p[5]);
+    let row0 = (b * p[1] + h) * p[3];
+    // This lane's row of the subgroup's 16 and which half of the keys it takes.
+    let r = lane / 2u;
+    let hf = lane % 2u;
+    let t = r0 + sg * 16u + r;
+    let live = t < p[3];
+    let vis = select(0u, visible(t), live);
+    var lse = 0.0;
+    var dl = 0.0;
+    if (live) {{
+        lse = lse_in[p[28] + row0 + t];
+        dl = delta[p[29] + row0 + t];
+    }}
+    put_q_q(fetch_q_q(head(0u, b, h), r0, p[3], li), li);
+    workgroupBarrier();",
+        rows = ROWS
+    )
+    .unwrap();
+    fragments(w, "qf", "T0", d, dp4);
+    w.push_str("    workgroupBarrier();\n    put_g_q(fetch_g_q(head(3u, b, h), r0, p[3], li), li);\n    workgroupBarrier();\n");
+    fragments(w, "gf", "T0", d, dp4);
+    for j in 0..d / 16 {
+        writeln!(w, "    var dq{j} = coop_mat16x16<f32, C>();").unwrap();
+    }
+    writeln!(
+        w,
+        "    let kend = visible(min(r0 + {rows}u, p[3]) - 1u);
+    let kh = head(1u, b, hk);
+    let vh = head(2u, b, hk);
+    var nk = fetch_k_q(kh, 0u, p[4], li);
+    var nv = fetch_v_q(vh, 0u, p[4], li);
+    let srow = (sg * {srow}u + r * {SP}u + hf * 32u) / 4u;
+    let prow = (sg * 16u + r) * {p4}u + hf * 8u;
+    for (var j0 = 0u; j0 < kend; j0 += {rows}u) {{
+        workgroupBarrier();
+        put_k_q(nk, li);
+        put_v_q(nv, li);
+        workgroupBarrier();
+        if (j0 + {rows}u < kend) {{
+            nk = fetch_k_q(kh, j0 + {rows}u, p[4], li);
+            nv = fetch_v_q(vh, j0 + {rows}u, p[4], li);
+        }}",
+        rows = ROWS,
+        srow = 16 * SP,
+    )
+    .unwrap();
+    scores(w, "qf", "T1", d, dp4);
+    // P in registers: chunk c of the lane's 32 keys is vec4 (c + r) % 8 of its
+    // row (the skew spreads the lanes' reads over the banks).
+    w.push_str(
+        "        workgroupBarrier();
+        var pr: array<vec4<f32>, 8>;
+        for (var c = 0u; c < 8u; c++) {
+            let q4 = (c + r) % 8u;
+            let x = Ss[srow + q4];
+            for (var i = 0u; i < 4u; i++) {
+                if (j0 + hf * 32u + 4u * q4 + i < vis) {
+                    pr[c][i] = exp(x[i] * scale - lse);
+                } else {
+                    pr[c][i] = 0.0;
+                }
+            }
+        }
+        workgroupBarrier();\n",
+    );
+    scores(w, "gf", "T2", d, dp4);
+    w.push_str(
+        "        workgroupBarrier();
+        for (var c = 0u; c < 8u; c++) {
+            let q4 = (c + r) % 8u;
+            let f = keep4(row0 + t, j0 + hf * 32u + 4u * q4);
+            T0[prow + q4] = vec4<f16>(pr[c] * (Ss[srow + q4] * f - dl) * scale);
+        }
+        workgroupBarrier();\n",
+    );
+    accumulate(w, "dq", ("T0", "T1"), d, dp4, p4);
+    w.push_str("    }\n");
+    write_rows(w, "dq", "out0", d, ("row0", "r0", "p[3]"));
+    w.push_str("}\n");
+}
+
+/// `dk += dSᵀ·q` and `dv += Pᵀ·dO` per block of 64 keys: the keys' k and v as
+/// fragments; per tile of 64 query rows (of every query head sharing the key
+/// head), Sᵀ = k·qᵀ and dPᵀ = v·dOᵀ into `Ss`, P (dropped) then dS into T2.
+fn backward_kv(w: &mut String, d: usize, dp4: usize, p4: usize) {
+    writeln!(
+        w,
+        "@compute @workgroup_size(128)
+fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32,
+               @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32) {{
+    let b = wid.z;
+    let hk = wid.y;
+    let j0 = wid.x * {rows}u;
+    let scale = bitcast<f32>(p[5]);
+    let group = p[1] / p[2];
+    // This lane's key of the subgroup's 16 and which half of the query rows.
+    let r = lane / 2u;
+    let hf = lane % 2u;
+    let key = j0 + sg * 16u + r;
+    put_k_kv(fetch_k_kv(head(1u, b, hk), j0, p[4], li), li);
+    workgroupBarrier();",
+        rows = ROWS
+    )
+    .unwrap();
+    fragments(w, "kf", "T0", d, dp4);
+    w.push_str("    workgroupBarrier();\n    put_v_kv(fetch_v_kv(head(2u, b, hk), j0, p[4], li), li);\n    workgroupBarrier();\n");
+    fragments(w, "vf", "T1", d, dp4);
+    for j in 0..d / 16 {
+        writeln!(
+            w,
+            "    var dk{j} = coop_mat16x16<f32, C>();\n    var dv{j} = coop_mat16x16<f32, C>();"
+        )
+        .unwrap();
+    }
+    writeln!(
+        w,
+        "    // Causal: the first query row that sees key j0 sits at j0 − start.
+    var t_first = 0u;
+    if (p[6] != 0u && j0 > p[7]) {{
+        t_first = (j0 - p[7]) / {rows}u * {rows}u;
+    }}
+    let srow = (sg * {srow}u + r * {SP}u + hf * 32u) / 4u;
+    let prow = (sg * 16u + r) * {p4}u + hf * 8u;
+    for (var gi = 0u; gi < group; gi++) {{
+        let h = hk * group + gi;
+        let qh = head(0u, b, h);
+        let gh = head(3u, b, h);
+        let row0 = (b * p[1] + h) * p[3];
+        var nq = fetch_q_kv(qh, t_first, p[3], li);
+        var ng = fetch_g_kv(gh, t_first, p[3], li);
+        for (var t0 = t_first; t0 < p[3]; t0 += {rows}u) {{
+            workgroupBarrier();
+            put_q_kv(nq, li);
+            put_g_kv(ng, li);
+            if (li < {rows}u) {{
+                var x = 0.0;
+                var y = 0.0;
+                if (t0 + li < p[3]) {{
+                    x = lse_in[p[28] + row0 + t0 + li];
+                    y = delta[p[29] + row0 + t0 + li];
+                }}
+                Ls[li] = x;
+                Dl[li] = y;
+            }}
+            workgroupBarrier();
+            if (t0 + {rows}u < p[3]) {{
+                nq = fetch_q_kv(qh, t0 + {rows}u, p[3], li);
+                ng = fetch_g_kv(gh, t0 + {rows}u, p[3], li);
+            }}",
+        rows = ROWS,
+        srow = 16 * SP,
+    )
+    .unwrap();
+    scores(w, "kf", "T0", d, dp4);
+    // Pᵀ: the lane's key against its 32 query rows, chunk c as vec4 (c + r) % 8.
+    w.push_str(
+        "        workgroupBarrier();
+        var pr: array<vec4<f32>, 8>;
+        for (var c = 0u; c < 8u; c++) {
+            let q4 = (c + r) % 8u;
+            let x = Ss[srow + q4];
+            var kept = vec4<f32>(0.0);
+            for (var i = 0u; i < 4u; i++) {
+                let tl = hf * 32u + 4u * q4 + i;
+                let tq = t0 + tl;
+                if (tq < p[3] && key < visible(tq)) {
+                    pr[c][i] = exp(x[i] * scale - Ls[tl]);
+                    kept[i] = pr[c][i] * keep(row0 + tq, key);
+                } else {
+                    pr[c][i] = 0.0;
+                }
+            }
+            T2[prow + q4] = vec4<f16>(kept);
+        }
+        workgroupBarrier();\n",
+    );
+    accumulate(w, "dv", ("T2", "T1"), d, dp4, p4);
+    scores(w, "vf", "T1", d, dp4);
+    w.push_str(
+        "        workgroupBarrier();
+        for (var c = 0u; c < 8u; c++) {
+            let q4 = (c + r) % 8u;
+            let x = Ss[srow + q4];
+            var ds = vec4<f32>(0.0);
+            for (var i = 0u; i < 4u; i++) {
+                let tl = hf * 32u + 4u * q4 + i;
+                let f = keep(row0 + t0 + tl, key);
+                ds[i] = pr[c][i] * (x[i] * f - Dl[tl]) * scale;
+            }
+            T2[prow + q4] = vec4<f16>(ds);
+        }
+        workgroupBarrier();\n",
+    );
+    accumulate(w, "dk", ("T2", "T0"), d, dp4, p4);
+    w.push_str("        }\n    }\n    let kv0 = (b * p[2] + hk) * p[4];\n");
+    write_rows(w, "dk", "out0", d, ("kv0", "j0", "p[4]"));
+    write_rows(w, "dv", "out1", d, ("kv0", "j0", "p[4]"));
+    w.push_str("}\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every width parses, validates and translates to SPIR-V (lavapipe has no
+    /// cooperative matrices: the device tests run it).
+    #[test]
+    fn every_width_validates_and_translates() {
+        use wgpu::naga;
+        for d in [16, 32, 48, 64] {
+            let src = source(d);
+            let module = naga::front::wgsl::parse_str(&src)
+                .unwrap_or_else(|e| panic!("d {d}:\n{}\n{src}", e.emit_to_string(&src)));
+            let info = naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::all(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("d {d}:\n{}\n{src}", e.emit_to_string(&src)));
+            naga::back::spv::write_vec(&module, &info, &Default::default(), None)
+                .unwrap_or_else(|e| panic!("d {d}: {e}"));
+        }
+    }
+}
