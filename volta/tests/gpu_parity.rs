@@ -574,6 +574,39 @@ fn gather_and_index_select() {
     }
 }
 
+/// Many short rows (a transformer's features) run a row per subgroup: sums,
+/// maxima, softmax and layer/RMS norms of a fused expression, with gradients.
+#[test]
+fn many_short_rows() {
+    let _g = lock();
+    struct C(u8);
+    impl Case for C {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let y = x[0].binary(BinaryOp::Mul, &x[1].expand(x[0].dims()));
+            match self.0 {
+                0 => y.reduce(ReduceOp::Sum, 1),
+                1 => y.reduce(ReduceOp::Max, 1),
+                2 => y.softmax(1),
+                3 => y.normalize(1, true, 1e-5),
+                _ => y.normalize(1, false, 1e-5),
+            }
+        }
+    }
+    for (rows, cols) in [(512, 64), (300, 200), (260, 1024)] {
+        for op in 0..5 {
+            check(
+                &format!("op {op} over rows of [{rows}, {cols}]"),
+                3,
+                &[
+                    (vec![rows, cols], Dist::Normal),
+                    (vec![1, cols], Dist::Normal),
+                ],
+                C(op),
+            );
+        }
+    }
+}
+
 #[test]
 fn softmax_and_log_softmax() {
     let _g = lock();

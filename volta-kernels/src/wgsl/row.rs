@@ -65,6 +65,12 @@ pub enum RowVariant {
     /// its `n` `vec4`s of every input in registers, so a row is read from memory
     /// once however many passes the op makes (softmax three, a norm two or three).
     Registers(u32),
+    /// Like `Registers` with a row per subgroup instead of per workgroup: the
+    /// kernel's `lanes` threads hold the row's vec4s, `n` each, and combine
+    /// through shuffles alone (no shared memory, no barrier). Short rows (a
+    /// transformer's features) then keep every thread busy: a workgroup of 256
+    /// threads per 384-element row leaves most of them idle.
+    Lanes(u32),
 }
 
 impl RowVariant {
@@ -172,6 +178,7 @@ impl RowKernel {
         match self.variant {
             RowVariant::Serial => rows.div_ceil(ROW_WORKGROUP as usize),
             RowVariant::Tree | RowVariant::Vec4 | RowVariant::Registers(_) => rows,
+            RowVariant::Lanes(_) => rows.div_ceil((ROW_WORKGROUP / self.lanes) as usize),
         }
     }
 
@@ -188,9 +195,17 @@ impl RowKernel {
                     .is_none_or(|e| e.inputs() <= n_in + 1),
             "the expression reads more inputs than the kernel binds"
         );
-        let vec4 = matches!(self.variant, RowVariant::Vec4 | RowVariant::Registers(_));
+        let vec4 = matches!(
+            self.variant,
+            RowVariant::Vec4 | RowVariant::Registers(_) | RowVariant::Lanes(_)
+        );
+        let per_lane = matches!(self.variant, RowVariant::Lanes(_));
+        assert!(
+            !per_lane || self.lanes > 1,
+            "a row per subgroup needs subgroup operations"
+        );
         let held = match self.variant {
-            RowVariant::Registers(n) => n,
+            RowVariant::Registers(n) | RowVariant::Lanes(n) => n,
             _ => 0,
         };
         let serial = self.variant == RowVariant::Serial;
@@ -254,11 +269,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         @builtin(local_invocation_index) li: u32) {{"
         )
         .unwrap();
+        // `lt`: the thread's place among the row's threads (their stride).
+        let stride = if per_lane { self.lanes } else { wg };
         if serial {
             writeln!(w, "    let o = (wid.y * nwg.x + wid.x) * {wg}u + li;").unwrap();
+        } else if per_lane {
+            writeln!(
+                w,
+                "    let o = (wid.y * nwg.x + wid.x) * {}u + li / {stride}u;",
+                wg / stride
+            )
+            .unwrap();
         } else {
             writeln!(w, "    let o = wid.y * nwg.x + wid.x;").unwrap();
         }
+        writeln!(w, "    let lt = li % {stride}u;").unwrap();
         // Every thread of a tree must reach the barriers, so excess ones idle
         // instead of returning.
         writeln!(w, "    let live = o < p[0];\n    var rem = o;").unwrap();
@@ -310,15 +335,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 if held > 0 {
                     writeln!(
                         w,
-                        "    {{ let k = li + {}u; if (live && k < p[1] / 4u) {{",
-                        j * wg
+                        "    {{ let k = lt + {}u; if (live && k < p[1] / 4u) {{",
+                        j * stride
                     )
                     .unwrap();
                 } else {
                     let (start, end, step) = match self.variant {
                         RowVariant::Serial => ("0u", "p[1]", "1u".to_string()),
-                        RowVariant::Tree => ("li", "p[1]", format!("{wg}u")),
-                        _ => ("li", "p[1] / 4u", format!("{wg}u")),
+                        RowVariant::Tree => ("lt", "p[1]", format!("{wg}u")),
+                        _ => ("lt", "p[1] / 4u", format!("{wg}u")),
                     };
                     writeln!(
                         w,
@@ -390,7 +415,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 };
                 writeln!(w, "        {name} = {combine}({name}, {folded});").unwrap();
             });
-            if !serial && self.lanes > 1 {
+            if per_lane {
+                writeln!(
+                    w,
+                    "    for (var o = {half}u; o > 0u; o >>= 1u) {{
+        {name} = {combine}({name}, subgroupShuffleXor({name}, o));
+    }}",
+                    half = self.lanes / 2,
+                )
+                .unwrap();
+            } else if !serial && self.lanes > 1 {
                 writeln!(
                     w,
                     "    for (var o = {half}u; o > 0u; o >>= 1u) {{
@@ -490,7 +524,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 fold(&mut w, "acc", identity, combine, &|v| v.to_string());
                 if let (true, Some(e)) = (self.per_row, &self.epilogue) {
                     // Inputs read at the row's start (stride 0 along the axis).
-                    let first = if serial { "" } else { " && li == 0u" };
+                    let first = if serial { "" } else { " && lt == 0u" };
                     writeln!(w, "    if (live{first}) {{").unwrap();
                     for i in (0..n_in).filter(|&i| e.any_input(|j| j == i)) {
                         let load = self.elem.load(&format!("src{i}[b{i}]"), false);
@@ -515,7 +549,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     }
                     write_row(&mut w, &|_| "acc".to_string());
                 } else {
-                    let first = if serial { "" } else { " && li == 0u" };
+                    let first = if serial { "" } else { " && lt == 0u" };
                     let acc = self.out_elem.store("acc", false);
                     writeln!(w, "    if (live{first}) {{ dst[o] = {acc}; }}").unwrap();
                 }
@@ -648,6 +682,27 @@ mod tests {
         ] {
             for variant in VARIANTS {
                 super::super::assert_valid(&kernel(op, variant).source());
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_per_subgroup_validates_and_shuffles_alone() {
+        for op in [
+            RowOp::Reduce(ReduceOp::Sum),
+            RowOp::Softmax,
+            RowOp::Normalize { center: true },
+        ] {
+            for n in [1, 3] {
+                let k = RowKernel {
+                    lanes: 32,
+                    ..kernel(op, RowVariant::Lanes(n))
+                };
+                let src = k.source();
+                super::super::assert_valid(&src);
+                assert!(src.contains("li / 32u"), "{src}");
+                assert!(!src.contains("workgroupBarrier"), "{src}");
+                assert_eq!(k.groups(300), 38);
             }
         }
     }
@@ -865,7 +920,7 @@ mod tests {
             // in every later pass.
             assert_eq!(src.matches("src0[b0 / 4u + k]").count(), 2, "{src}");
             assert_eq!(src.matches("let x0 = r0_1;").count(), passes - 1, "{src}");
-            assert!(src.contains("let k = li + 256u;"), "{src}");
+            assert!(src.contains("let k = lt + 256u;"), "{src}");
         }
         assert_eq!(RowVariant::vec4_for(4096), RowVariant::Registers(4));
         assert_eq!(RowVariant::vec4_for(1000), RowVariant::Registers(1));

@@ -212,13 +212,16 @@ pub(crate) fn forward(
         let d = n.head_dim;
         let kern = kernel(
             rt,
-            &Key::Named("volta flash_attention tensor-core", vec![u(d)]),
+            &Key::Named(
+                "volta flash_attention tensor-core",
+                vec![u(d), u32::from(attention_coop::prefetch())],
+            ),
             Bindings {
                 reads: 6,
                 writes: 2,
             },
             "forward",
-            || attention_coop::source(d),
+            || attention_coop::source(d, attention_coop::prefetch()),
         );
         let grid = [
             u(n.queries.div_ceil(attention_coop::ROWS)),
@@ -290,13 +293,13 @@ pub(crate) fn backward(
             };
             kernel(
                 rt,
-                &Key::Named(name, vec![u(d)]),
+                &Key::Named(name, vec![u(d), u32::from(attention_coop::prefetch())]),
                 Bindings {
                     reads: 6,
                     writes: 2,
                 },
                 entry,
-                || attention_coop_backward::source(d),
+                || attention_coop_backward::source(d, attention_coop::prefetch()),
             )
         };
         let rows = attention_coop::ROWS;

@@ -76,6 +76,42 @@ pub(crate) fn stage(x: &str, tile: &str, d: usize, dp4: usize) -> String {
     w
 }
 
+/// The staging of a loop's tiles (`x` in `xs`, each `(operand, head, rows)`,
+/// its functions `fetch_{operand}{suffix}` and `put_{operand}{suffix}`), as WGSL
+/// to place before the loop, at its start (between two barriers) and after
+/// that: with `prefetch`, the next tile's loads go to registers while this one
+/// multiplies (more registers per thread); without, each tile is loaded at its
+/// turn and other workgroups on the core hide the wait.
+pub(crate) fn tile_loads(
+    prefetch: bool,
+    xs: &[(&str, &str, &str)],
+    suffix: &str,
+    (first, at, end): (&str, &str, &str),
+) -> [String; 3] {
+    let mut out = [String::new(), String::new(), String::new()];
+    for &(x, head, rows) in xs {
+        let fetch = |from: &str| format!("fetch_{x}{suffix}({head}, {from}, {rows}, li)");
+        if prefetch {
+            out[0] += &format!("    var n{x} = {};\n", fetch(first));
+            out[1] += &format!("        put_{x}{suffix}(n{x}, li);\n");
+            out[2] += &format!(
+                "        if ({at} + {ROWS}u < {end}) {{ n{x} = {}; }}\n",
+                fetch(&format!("{at} + {ROWS}u"))
+            );
+        } else {
+            out[1] += &format!("        put_{x}{suffix}({}, li);\n", fetch(at));
+        }
+    }
+    out
+}
+
+/// Whether the tensor-core attention kernels prefetch the next tile into
+/// registers (`VOLTA_ATTENTION_PREFETCH=1`; see [`tile_loads`]).
+pub(crate) fn prefetch() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("VOLTA_ATTENTION_PREFETCH").is_ok_and(|v| v == "1"))
+}
+
 /// What every entry shares: the extensions, the bindings (the SIMT kernels',
 /// with `q`, `k`, `v` and `g` read as vec4s), the head of an operand, the keys a
 /// row sees and the dropout factor of a weight (`shaders/flash_attention.wgsl`'s
@@ -136,8 +172,9 @@ fn keep4(row: u32, key0: u32) -> vec4<f32> {{
 /// The counter hash `keep4` draws from (`shaders/counter_hash.wgsl`).
 pub(crate) const COUNTER_HASH: &str = include_str!("../../../../../shaders/counter_hash.wgsl");
 
-/// The kernel's WGSL for heads of width `d` (see [`fits`]).
-pub(crate) fn source(d: usize) -> String {
+/// The kernel's WGSL for heads of width `d` (see [`fits`]), the next tile
+/// loaded into registers ahead with `prefetch`.
+pub(crate) fn source(d: usize, prefetch: bool) -> String {
     assert!(fits(d), "attention on tensor cores: head width {d}");
     let frags = d / 16;
     // Shared rows in vec4<f16>: the head padded by 8 halves; the P tiles are
@@ -146,6 +183,12 @@ pub(crate) fn source(d: usize) -> String {
     let p4 = (ROWS + 8) / 4;
     let qp = (ROWS * dp4).max(ROWS * p4);
     let half = d / 2;
+    let [init, put, next] = tile_loads(
+        prefetch,
+        &[("k", "kh", "p[4]"), ("v", "vh", "p[4]")],
+        "",
+        ("0u", "j0", "kend"),
+    );
     let mut w = header(d);
     writeln!(
         w,
@@ -197,18 +240,10 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let kend = visible(last);
     let kh = head(1u, b, hk);
     let vh = head(2u, b, hk);
-    var nk = fetch_k(kh, 0u, p[4], li);
-    var nv = fetch_v(vh, 0u, p[4], li);
-    for (var j0 = 0u; j0 < kend; j0 += {rows}u) {{
+{init}    for (var j0 = 0u; j0 < kend; j0 += {rows}u) {{
         workgroupBarrier();
-        put_k(nk, li);
-        put_v(nv, li);
-        workgroupBarrier();
-        // The next tile's keys and values, in flight while this one multiplies.
-        if (j0 + {rows}u < kend) {{
-            nk = fetch_k(kh, j0 + {rows}u, p[4], li);
-            nv = fetch_v(vh, j0 + {rows}u, p[4], li);
-        }}",
+{put}        workgroupBarrier();
+{next}",
         o4 = half / 4,
         rows = ROWS,
     )
@@ -340,8 +375,14 @@ mod tests {
     #[test]
     fn every_width_validates_and_translates() {
         use wgpu::naga;
-        for d in [16, 32, 48, 64] {
-            let src = source(d);
+        for (d, prefetch) in [
+            (16, false),
+            (32, true),
+            (48, false),
+            (64, true),
+            (64, false),
+        ] {
+            let src = source(d, prefetch);
             let module = naga::front::wgsl::parse_str(&src)
                 .unwrap_or_else(|e| panic!("d {d}:\n{}\n{src}", e.emit_to_string(&src)));
             let info = naga::valid::Validator::new(

@@ -12,7 +12,7 @@
 //! transpose) to workgroup memory, where its lanes, two per row, turn them into
 //! probabilities and score gradients (`dS = P·(dP − delta)·scale`) written back
 //! as `f16`, the operand of the next product.
-use super::attention_coop::{COUNTER_HASH, ROWS, header, stage};
+use super::attention_coop::{COUNTER_HASH, ROWS, header, stage, tile_loads};
 use std::fmt::Write;
 
 /// Floats per row of a score tile in workgroup memory (as the forward's).
@@ -20,7 +20,7 @@ const SP: usize = ROWS + 4;
 
 /// The two entries' WGSL for heads of width `d`
 /// ([`attention_coop::fits`](super::attention_coop::fits)).
-pub(crate) fn source(d: usize) -> String {
+pub(crate) fn source(d: usize, prefetch: bool) -> String {
     assert!(
         super::attention_coop::fits(d),
         "attention on tensor cores: head width {d}"
@@ -53,8 +53,8 @@ var<workgroup> Dl: array<f32, {rows}>;
     for (x, tile) in [("k", "T0"), ("q", "T0"), ("v", "T1"), ("g", "T1")] {
         w.push_str(&stage(x, tile, d, dp4).replace(&format!("_{x}("), &format!("_{x}_kv(")));
     }
-    backward_q(&mut w, d, dp4, p4);
-    backward_kv(&mut w, d, dp4, p4);
+    backward_q(&mut w, d, dp4, p4, prefetch);
+    backward_kv(&mut w, d, dp4, p4, prefetch);
     w.push_str(COUNTER_HASH);
     w
 }
@@ -158,7 +158,13 @@ fn write_rows(
 
 /// `dq += dS·k` per block of 64 query rows: the rows' q and dO as fragments;
 /// per tile of 64 keys, S = q·kᵀ and dP = dO·vᵀ into `Ss`, dS into T0.
-fn backward_q(w: &mut String, d: usize, dp4: usize, p4: usize) {
+fn backward_q(w: &mut String, d: usize, dp4: usize, p4: usize, prefetch: bool) {
+    let [init, put, next] = tile_loads(
+        prefetch,
+        &[("k", "kh", "p[4]"), ("v", "vh", "p[4]")],
+        "_q",
+        ("0u", "j0", "kend"),
+    );
     writeln!(
         w,
         "@compute @workgroup_size(128)
@@ -198,19 +204,12 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
         "    let kend = visible(min(r0 + {rows}u, p[3]) - 1u);
     let kh = head(1u, b, hk);
     let vh = head(2u, b, hk);
-    var nk = fetch_k_q(kh, 0u, p[4], li);
-    var nv = fetch_v_q(vh, 0u, p[4], li);
-    let srow = (sg * {srow}u + r * {SP}u + hf * 32u) / 4u;
+{init}    let srow = (sg * {srow}u + r * {SP}u + hf * 32u) / 4u;
     let prow = (sg * 16u + r) * {p4}u + hf * 8u;
     for (var j0 = 0u; j0 < kend; j0 += {rows}u) {{
         workgroupBarrier();
-        put_k_q(nk, li);
-        put_v_q(nv, li);
-        workgroupBarrier();
-        if (j0 + {rows}u < kend) {{
-            nk = fetch_k_q(kh, j0 + {rows}u, p[4], li);
-            nv = fetch_v_q(vh, j0 + {rows}u, p[4], li);
-        }}",
+{put}        workgroupBarrier();
+{next}",
         rows = ROWS,
         srow = 16 * SP,
     )
@@ -253,7 +252,13 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
 /// `dk += dSᵀ·q` and `dv += Pᵀ·dO` per block of 64 keys: the keys' k and v as
 /// fragments; per tile of 64 query rows (of every query head sharing the key
 /// head), Sᵀ = k·qᵀ and dPᵀ = v·dOᵀ into `Ss`, P (dropped) then dS into T2.
-fn backward_kv(w: &mut String, d: usize, dp4: usize, p4: usize) {
+fn backward_kv(w: &mut String, d: usize, dp4: usize, p4: usize, prefetch: bool) {
+    let [init, put, next] = tile_loads(
+        prefetch,
+        &[("q", "qh", "p[3]"), ("g", "gh", "p[3]")],
+        "_kv",
+        ("t_first", "t0", "p[3]"),
+    );
     writeln!(
         w,
         "@compute @workgroup_size(128)
@@ -268,6 +273,14 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     let r = lane / 2u;
     let hf = lane % 2u;
     let key = j0 + sg * 16u + r;
+    // The first query row that sees this key (causal), and a kept weight's
+    // factor (1 without dropout).
+    let key_live = key < p[4];
+    var t_sees = 0u;
+    if (p[6] != 0u && key > p[7]) {{
+        t_sees = key - p[7];
+    }}
+    let factor = select(1.0, bitcast<f32>(p[31]), p[30] != 0u);
     put_k_kv(fetch_k_kv(head(1u, b, hk), j0, p[4], li), li);
     workgroupBarrier();",
         rows = ROWS
@@ -297,13 +310,9 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
         let qh = head(0u, b, h);
         let gh = head(3u, b, h);
         let row0 = (b * p[1] + h) * p[3];
-        var nq = fetch_q_kv(qh, t_first, p[3], li);
-        var ng = fetch_g_kv(gh, t_first, p[3], li);
-        for (var t0 = t_first; t0 < p[3]; t0 += {rows}u) {{
+    {init}        for (var t0 = t_first; t0 < p[3]; t0 += {rows}u) {{
             workgroupBarrier();
-            put_q_kv(nq, li);
-            put_g_kv(ng, li);
-            if (li < {rows}u) {{
+    {put}            if (li < {rows}u) {{
                 var x = 0.0;
                 var y = 0.0;
                 if (t0 + li < p[3]) {{
@@ -314,10 +323,7 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
                 Dl[li] = y;
             }}
             workgroupBarrier();
-            if (t0 + {rows}u < p[3]) {{
-                nq = fetch_q_kv(qh, t0 + {rows}u, p[3], li);
-                ng = fetch_g_kv(gh, t0 + {rows}u, p[3], li);
-            }}",
+    {next}",
         rows = ROWS,
         srow = 16 * SP,
     )
@@ -327,6 +333,8 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     w.push_str(
         "        workgroupBarrier();
         var pr: array<vec4<f32>, 8>;
+        // Bit 4c + i: the weight is kept (dropout draws once per weight).
+        var kept_bits = 0u;
         for (var c = 0u; c < 8u; c++) {
             let q4 = (c + r) % 8u;
             let x = Ss[srow + q4];
@@ -334,9 +342,11 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
             for (var i = 0u; i < 4u; i++) {
                 let tl = hf * 32u + 4u * q4 + i;
                 let tq = t0 + tl;
-                if (tq < p[3] && key < visible(tq)) {
+                if (key_live && tq >= t_sees && tq < p[3]) {
                     pr[c][i] = exp(x[i] * scale - Ls[tl]);
-                    kept[i] = pr[c][i] * keep(row0 + tq, key);
+                    let f = keep(row0 + tq, key);
+                    kept[i] = pr[c][i] * f;
+                    kept_bits |= select(0u, 1u << (4u * c + i), f != 0.0);
                 } else {
                     pr[c][i] = 0.0;
                 }
@@ -355,7 +365,7 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
             var ds = vec4<f32>(0.0);
             for (var i = 0u; i < 4u; i++) {
                 let tl = hf * 32u + 4u * q4 + i;
-                let f = keep(row0 + t0 + tl, key);
+                let f = select(0.0, factor, (kept_bits & (1u << (4u * c + i))) != 0u);
                 ds[i] = pr[c][i] * (x[i] * f - Dl[tl]) * scale;
             }
             T2[prow + q4] = vec4<f16>(ds);
@@ -378,8 +388,14 @@ mod tests {
     #[test]
     fn every_width_validates_and_translates() {
         use wgpu::naga;
-        for d in [16, 32, 48, 64] {
-            let src = source(d);
+        for (d, prefetch) in [
+            (16, false),
+            (32, true),
+            (48, false),
+            (64, true),
+            (64, false),
+        ] {
+            let src = source(d, prefetch);
             let module = naga::front::wgsl::parse_str(&src)
                 .unwrap_or_else(|e| panic!("d {d}:\n{}\n{src}", e.emit_to_string(&src)));
             let info = naga::valid::Validator::new(

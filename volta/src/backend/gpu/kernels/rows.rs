@@ -304,7 +304,16 @@ fn record(
             _ => false,
         })
         && (!writes_rows || axis_stride(&views[inputs.len()]) == 1);
+    let lanes = rt
+        .gpu
+        .info
+        .subgroup_size
+        .filter(|&s| s >= 4)
+        .map_or(0, |s| s.min(32));
+    // Many short rows (a transformer's features): a row per subgroup.
+    let per_lane = (n as u32).div_ceil(4 * lanes.max(1));
     let variant = match (vec4, tree) {
+        (true, _) if lanes >= 8 && per_lane <= 8 && rows >= 256 => RowVariant::Lanes(per_lane),
         (true, _) => RowVariant::vec4_for(n),
         (false, true) => RowVariant::Tree,
         (false, false) => RowVariant::Serial,
@@ -319,12 +328,7 @@ fn record(
         out_elem,
         epilogue: epilogue.map(|(e, _)| e.clone()),
         per_row: epilogue.is_some_and(|(_, per_row)| per_row),
-        lanes: rt
-            .gpu
-            .info
-            .subgroup_size
-            .filter(|&s| s >= 4)
-            .map_or(0, |s| s.min(32)),
+        lanes,
     };
     let params_views: Vec<(usize, &[usize])> = views
         .iter()
