@@ -568,10 +568,28 @@ fn gather_and_index_select() {
             x[0].index_select(&ids).unary(UnaryOp::Tanh)
         }
     }
+    // An embedding's shape: many ids (several chunks of the scatter's scan),
+    // most rows hit many times, some never, lines no multiple of 16.
+    struct Embedding;
+    impl Case for Embedding {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let ids: Vec<u32> = (0..5000u32).map(|i| (i * i * 7 + i) % 290).collect();
+            let ids = RawTensor::<D, u32>::from_vec(ids, &[5000]);
+            x[0].index_select(&ids)
+        }
+    }
     for seed in SEEDS {
         check("gather", seed, &[(vec![5, 4], Dist::Normal)], Gather);
         check("index_select", seed, &[(vec![4, 3], Dist::Normal)], Select);
     }
+    check("embedding", 1, &[(vec![300, 40], Dist::Normal)], Embedding);
+    // An id past the table is reported by the embedding's backward too.
+    let src = RawTensor::<Gpu, f32>::from_vec(vec![1.0; 3 * 40], &[3, 40]);
+    let ids = RawTensor::<Gpu, u32>::from_vec(vec![0, 300, 2], &[3, 1]).expand_any(&[3, 40]);
+    assert!(matches!(
+        src.scatter_add(&[300, 40], 0, &ids).try_to_vec(),
+        Err(volta::backend::gpu::GpuError::IndexOutOfRange)
+    ));
 }
 
 /// Many short rows (a transformer's features) run a row per subgroup: sums,

@@ -67,6 +67,7 @@ mod tests {
         for source in [
             include_str!("../../../shaders/gather.wgsl"),
             include_str!("../../../shaders/scatter_add.wgsl"),
+            include_str!("../../../shaders/scatter_rows.wgsl"),
             include_str!("../../../shaders/unfold2d.wgsl"),
             include_str!("../../../shaders/fold2d.wgsl"),
             // As the runtime builds it: the shared hash first.

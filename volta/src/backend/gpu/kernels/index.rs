@@ -1,5 +1,6 @@
 //! Gather along an axis and its race-free adjoint, scatter-add
-//! (`shaders/gather.wgsl`, `shaders/scatter_add.wgsl`).
+//! (`shaders/gather.wgsl`, `shaders/scatter_add.wgsl`, and
+//! `shaders/scatter_rows.wgsl` for an embedding's backward).
 use super::Operand;
 use super::elementwise::copy;
 use super::slices::{self, Part};
@@ -15,6 +16,10 @@ use volta_kernels::wgsl::{Elem, with_elem};
 
 const GATHER: &str = include_str!("../../../../../shaders/gather.wgsl");
 const SCATTER_ADD: &str = include_str!("../../../../../shaders/scatter_add.wgsl");
+const SCATTER_ROWS: &str = include_str!("../../../../../shaders/scatter_rows.wgsl");
+/// Output rows and lines per workgroup of `scatter_rows.wgsl` (its `R`, `LINES`).
+const ROWS_PER_GROUP: usize = 8;
+const LINES_PER_GROUP: usize = 16;
 const WG: usize = 256;
 
 /// Six slots of `values`, padded with `fill`.
@@ -211,6 +216,39 @@ pub(crate) fn scatter_add(
     let out_layout = Layout::contiguous(dims);
     let views = [(&out, &out_layout), idx, src];
     if !slices::needed(rt, &views) {
+        // One index vector for every line (an embedding's backward): each
+        // workgroup scans it for its own rows.
+        let (rows, lines) = (dims[0], dims.get(1).copied().unwrap_or(1));
+        let groups = [
+            rows.div_ceil(ROWS_PER_GROUP),
+            lines.div_ceil(LINES_PER_GROUP),
+        ];
+        if dims.len() == 2 && axis == 0 && idx.1.strides[1] == 0 && groups[0] <= 65_535 {
+            let p = [
+                u(rows),
+                u(lines),
+                u(idx.1.dims[0]),
+                u(idx.1.offset),
+                u(idx.1.strides[0]),
+                u(src.1.offset),
+                u(src.1.strides[0]),
+                u(src.1.strides[1]),
+            ];
+            let kern = kernel(
+                rt,
+                &Key::Named("volta scatter_add rows", vec![elem as u32]),
+                Bindings {
+                    reads: 2,
+                    writes: 2,
+                },
+                "main",
+                || with_elem(SCATTER_ROWS, elem).into_owned(),
+            );
+            let flags = flags(rt);
+            let grid = [u(groups[0]), u(groups[1]), 1];
+            launch(rt, &kern, &p, &[idx.0, src.0, &out, &flags], grid);
+            return out;
+        }
         record(dims, idx, src, &out, 0);
         return out;
     }
