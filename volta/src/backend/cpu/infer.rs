@@ -6,7 +6,7 @@
 use super::copy::strided_to_vec;
 use super::pool;
 use super::q8::{self, Q8Rows};
-use super::quantized::{CpuQuantized, WRow};
+use super::quantized::{CpuQuantized, Q5_0_QUANT_BYTES, WRow, q5_0_quants};
 use crate::backend::infer::{Activations, AttnShape, QShape, swiglu};
 use crate::io::quant::{BLOCK, GgmlType, QFormat};
 use crate::layout::Layout;
@@ -22,6 +22,14 @@ fn dequantize_block(w: &CpuQuantized, b: usize) -> [f32; BLOCK] {
         let s = &w.scales[b * spb..];
         for (i, o) in out.iter_mut().enumerate() {
             *o = f32::from(q[i] as i8) * s[i / 16] + s[2];
+        }
+        return out;
+    }
+    if w.format == QFormat::Ggml(GgmlType::Q5_0) {
+        let d = w.halves[b].to_f32();
+        for (o, q) in out.iter_mut().zip(q5_0_quants(q)) {
+            // `+ 0.0` as the sub-blocks' `q·d + m` (−0 becomes 0).
+            *o = f32::from(q) * d + 0.0;
         }
         return out;
     }
@@ -83,6 +91,25 @@ fn row_dot(w: &CpuQuantized, j: usize, x: &[f32], x_sums: &[f32]) -> f32 {
                 offset += s[2] * xs;
             }
             low.iter().sum::<f32>() + high.iter().sum::<f32>() + offset
+        }
+        // The sub-blocks' sums in their order (a Q5_0 block recovered from a
+        // sub-block gives the same values to the bit).
+        QFormat::Ggml(GgmlType::Q5_0) => {
+            const H: usize = BLOCK / 2;
+            let (mut low, mut high) = ([0.0f32; H], [0.0f32; H]);
+            for ((q, xb), d) in quants
+                .chunks_exact(Q5_0_QUANT_BYTES)
+                .zip(blocks)
+                .zip(halves)
+            {
+                let (q, d) = (q5_0_quants(q), d.to_f32());
+                for i in 0..H {
+                    low[i] += d * (f32::from(q[i]) * xb[i]);
+                    high[i] += d * (f32::from(q[i + H]) * xb[i + H]);
+                }
+            }
+            // The sub-blocks' offset term: 0 (as `0.0 + 0·Σx`).
+            low.iter().sum::<f32>() + high.iter().sum::<f32>() + 0.0
         }
         QFormat::Ggml(GgmlType::Q8_0) => {
             let mut total = [0.0f32; BLOCK];
@@ -387,4 +414,52 @@ fn cached_attention(
         out.chunks_mut(d).enumerate().for_each(head);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::quantized::pack;
+    use crate::backend::cpu::quantized::tests::{random_q5_0, sub_block_shape};
+    use crate::io::quant::repack_sub_blocks;
+
+    /// Q5_0 blocks held natively give the values that their sub-blocks give, to
+    /// the bit: dequantised, and in the exact matmul's dot products (with and
+    /// without AVX2), rows of an odd number of blocks included.
+    #[test]
+    fn native_q5_0_equals_its_sub_blocks_in_f32() {
+        let (n, k, m) = (5, 544, 3);
+        let mut seed = 11;
+        let mut subs = Vec::new();
+        repack_sub_blocks(
+            GgmlType::Q5_0,
+            &random_q5_0(n * k / BLOCK, &mut seed),
+            &mut subs,
+        );
+        let shape = sub_block_shape(GgmlType::Q5_0, n, k);
+        let native = pack(&shape, &subs, true);
+        let reference = pack(&shape, &subs, false);
+        assert_eq!(native.format, QFormat::Ggml(GgmlType::Q5_0));
+        assert_eq!(reference.format, QFormat::SubBlocks);
+        for b in 0..n * k / BLOCK {
+            let bits = |w| dequantize_block(w, b).map(f32::to_bits);
+            assert_eq!(bits(&native), bits(&reference), "block {b}");
+        }
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 250.0)
+            .collect();
+        let sums: Vec<f32> = x.chunks_exact(BLOCK).map(|b| b.iter().sum()).collect();
+        let run = |w: &CpuQuantized, best: bool| {
+            let mut out = vec![0.0; n * m];
+            if best {
+                dot_rows_best(w, 0, &x, &sums, k, &mut out);
+            } else {
+                dot_rows(w, 0, &x, &sums, k, &mut out);
+            }
+            out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        };
+        for best in [false, true] {
+            assert_eq!(run(&native, best), run(&reference, best), "best: {best}");
+        }
+    }
 }
