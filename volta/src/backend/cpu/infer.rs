@@ -6,18 +6,25 @@
 use super::copy::strided_to_vec;
 use super::pool;
 use super::q8::{self, Q8Rows};
-use super::quantized::{CpuQuantized, Q5_0_QUANT_BYTES, WRow, q5_0_quants};
+use super::quantized::{CpuQuantized, Q5_0_QUANT_BYTES, WRow, k_sub_block, q5_0_quants};
 use crate::backend::infer::{Activations, AttnShape, QShape, swiglu};
-use crate::io::quant::{BLOCK, GgmlType, QFormat};
+use crate::io::quant::{BLOCK, GgmlType, QFormat, SUPER_BLOCK};
 use crate::layout::Layout;
 use rayon::prelude::*;
 use std::sync::Arc;
 
 /// The 32 weights of block `b`.
 fn dequantize_block(w: &CpuQuantized, b: usize) -> [f32; BLOCK] {
+    let mut out = [0.0; BLOCK];
+    if let QFormat::Ggml(GgmlType::Q4_K | GgmlType::Q6_K) = w.format {
+        let (d, m, q) = w.k_sub_block_at(b);
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = f32::from(q[i]) * d[i / 16] + m;
+        }
+        return out;
+    }
     let spb = w.scales_per_block();
     let q = &w.quants[b * w.quant_bytes()..];
-    let mut out = [0.0; BLOCK];
     if w.format == QFormat::SubBlocks {
         let s = &w.scales[b * spb..];
         for (i, o) in out.iter_mut().enumerate() {
@@ -110,6 +117,29 @@ fn row_dot(w: &CpuQuantized, j: usize, x: &[f32], x_sums: &[f32]) -> f32 {
             }
             // The sub-blocks' offset term: 0 (as `0.0 + 0·Σx`).
             low.iter().sum::<f32>() + high.iter().sum::<f32>() + 0.0
+        }
+        // The sub-blocks' sums in their order, super-block by super-block.
+        format @ QFormat::Ggml(GgmlType::Q4_K | GgmlType::Q6_K) => {
+            const H: usize = BLOCK / 2;
+            let supers = x.len() / SUPER_BLOCK;
+            let (mut low, mut high) = ([0.0f32; H], [0.0f32; H]);
+            let mut offset = 0.0;
+            for ((q, h), (xs, sums)) in quants
+                .chunks_exact(quants.len() / supers)
+                .zip(halves.chunks_exact(halves.len() / supers))
+                .zip(x.chunks_exact(SUPER_BLOCK).zip(x_sums.chunks_exact(8)))
+            {
+                for (j, (xb, xsum)) in xs.chunks_exact(BLOCK).zip(sums).enumerate() {
+                    let (s, m, q) = k_sub_block(format, q, h, j);
+                    let xb: &[f32; BLOCK] = xb.try_into().unwrap();
+                    for i in 0..H {
+                        low[i] += s[0] * (f32::from(q[i]) * xb[i]);
+                        high[i] += s[1] * (f32::from(q[i + H]) * xb[i + H]);
+                    }
+                    offset += m * xsum;
+                }
+            }
+            low.iter().sum::<f32>() + high.iter().sum::<f32>() + offset
         }
         QFormat::Ggml(GgmlType::Q8_0) => {
             let mut total = [0.0f32; BLOCK];
@@ -420,46 +450,48 @@ fn cached_attention(
 mod tests {
     use super::*;
     use crate::backend::cpu::quantized::pack;
-    use crate::backend::cpu::quantized::tests::{random_q5_0, sub_block_shape};
-    use crate::io::quant::repack_sub_blocks;
+    use crate::backend::cpu::quantized::tests::{random_sub_blocks, sub_block_shape};
 
-    /// Q5_0 blocks held natively give the values that their sub-blocks give, to
-    /// the bit: dequantised, and in the exact matmul's dot products (with and
-    /// without AVX2), rows of an odd number of blocks included.
+    /// ggml's blocks held natively give the values that their sub-blocks give,
+    /// to the bit: dequantised, and in the exact matmul's dot products (with and
+    /// without AVX2), rows of odd numbers of blocks included.
     #[test]
-    fn native_q5_0_equals_its_sub_blocks_in_f32() {
-        let (n, k, m) = (5, 544, 3);
+    fn native_blocks_equal_their_sub_blocks_in_f32() {
+        let (n, m) = (5, 3);
         let mut seed = 11;
-        let mut subs = Vec::new();
-        repack_sub_blocks(
-            GgmlType::Q5_0,
-            &random_q5_0(n * k / BLOCK, &mut seed),
-            &mut subs,
-        );
-        let shape = sub_block_shape(GgmlType::Q5_0, n, k);
-        let native = pack(&shape, &subs, true);
-        let reference = pack(&shape, &subs, false);
-        assert_eq!(native.format, QFormat::Ggml(GgmlType::Q5_0));
-        assert_eq!(reference.format, QFormat::SubBlocks);
-        for b in 0..n * k / BLOCK {
-            let bits = |w| dequantize_block(w, b).map(f32::to_bits);
-            assert_eq!(bits(&native), bits(&reference), "block {b}");
-        }
-        let x: Vec<f32> = (0..m * k)
-            .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 250.0)
-            .collect();
-        let sums: Vec<f32> = x.chunks_exact(BLOCK).map(|b| b.iter().sum()).collect();
-        let run = |w: &CpuQuantized, best: bool| {
-            let mut out = vec![0.0; n * m];
-            if best {
-                dot_rows_best(w, 0, &x, &sums, k, &mut out);
-            } else {
-                dot_rows(w, 0, &x, &sums, k, &mut out);
+        for (ty, k) in [
+            (GgmlType::Q5_0, 544),
+            (GgmlType::Q4_K, 768),
+            (GgmlType::Q6_K, 768),
+        ] {
+            let subs = random_sub_blocks(ty, n * k, &mut seed);
+            let shape = sub_block_shape(ty, n, k);
+            let (native, reference) = (pack(&shape, &subs, true), pack(&shape, &subs, false));
+            assert_eq!(native.format, QFormat::Ggml(ty));
+            for b in 0..n * k / BLOCK {
+                let bits = |w| dequantize_block(w, b).map(f32::to_bits);
+                assert_eq!(bits(&native), bits(&reference), "{ty}: block {b}");
             }
-            out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
-        };
-        for best in [false, true] {
-            assert_eq!(run(&native, best), run(&reference, best), "best: {best}");
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 250.0)
+                .collect();
+            let sums: Vec<f32> = x.chunks_exact(BLOCK).map(|b| b.iter().sum()).collect();
+            let run = |w: &CpuQuantized, best: bool| {
+                let mut out = vec![0.0; n * m];
+                if best {
+                    dot_rows_best(w, 0, &x, &sums, k, &mut out);
+                } else {
+                    dot_rows(w, 0, &x, &sums, k, &mut out);
+                }
+                out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            };
+            for best in [false, true] {
+                assert_eq!(
+                    run(&native, best),
+                    run(&reference, best),
+                    "{ty}, best: {best}"
+                );
+            }
         }
     }
 }

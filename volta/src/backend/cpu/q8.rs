@@ -160,9 +160,9 @@ pub(crate) fn dot_rows(w: &CpuQuantized, j0: usize, x: &Q8Rows, out: &mut [f32])
 /// The dot products in scalar code: per block, integer sums of products, then
 /// the block's scales.
 mod scalar {
-    use super::super::quantized::{Q5_0_QUANT_BYTES, q5_0_quants};
+    use super::super::quantized::{Q5_0_QUANT_BYTES, k_sub_block, q5_0_quants};
     use super::{Q8Row, WRow};
-    use crate::io::quant::{BLOCK, GgmlType, QFormat};
+    use crate::io::quant::{BLOCK, GgmlType, QFormat, SUPER_BLOCK};
 
     /// Q4_0's and Q4_1's 32 nibbles: weight i of a block is byte i's low
     /// nibble, weight i + 16 its high one.
@@ -196,6 +196,19 @@ mod scalar {
                     total += s.to_f32() * d * isum(q.iter().map(|&q| i32::from(q as i8)), x) as f32;
                 }
             }
+            // As sub-blocks: the same integer sums and scales.
+            QFormat::Ggml(GgmlType::Q4_K | GgmlType::Q6_K) => {
+                let supers = a.qs.len() / SUPER_BLOCK;
+                let (qb, hb) = (q.len() / supers, h.len() / supers);
+                for (b, ((x, d), xs)) in blocks.enumerate() {
+                    let (i, j) = (b / 8, b % 8);
+                    let (s, m, w) = k_sub_block(format, &q[i * qb..][..qb], &h[i * hb..][..hb], j);
+                    let w = |r: std::ops::Range<usize>| w[r].iter().map(|&q| i32::from(q));
+                    let low = isum(w(0..16), &x[..16]);
+                    let high = isum(w(16..32), &x[16..]);
+                    total += d * (s[0] * low as f32 + s[1] * high as f32) + m * xs;
+                }
+            }
             QFormat::Ggml(GgmlType::Q5_0) => {
                 for ((q, s), ((x, d), _)) in q.chunks_exact(Q5_0_QUANT_BYTES).zip(h).zip(blocks) {
                     let w = q5_0_quants(q).map(i32::from);
@@ -225,9 +238,9 @@ mod scalar {
 /// then to 8 `i32` (`madd`), converted to f32 and scaled into a running vector.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::super::quantized::Q5_0_QUANT_BYTES;
+    use super::super::quantized::{K_QUANT_BYTES_Q4, K_QUANT_BYTES_Q6, Q5_0_QUANT_BYTES};
     use super::{CpuQuantized, Q8Row, Q8Rows};
-    use crate::io::quant::{BLOCK, GgmlType, QFormat};
+    use crate::io::quant::{BLOCK, GgmlType, QFormat, SUPER_BLOCK};
     use half::f16;
     use std::arch::x86_64::*;
 
@@ -246,6 +259,8 @@ mod avx2 {
                         symmetric::<Q5_0_QUANT_BYTES>(q, h, a, |q| q5_0(q))
                     }
                     QFormat::Ggml(GgmlType::Q4_1) => q4_1(q, h, a),
+                    QFormat::Ggml(GgmlType::Q4_K) => q4_k(q, h, a),
+                    QFormat::Ggml(GgmlType::Q6_K) => q6_k(q, h, a),
                     _ => symmetric::<{ BLOCK / 2 }>(q, h, a, |q| {
                         _mm256_sub_epi8(nibbles(q), _mm256_set1_epi8(8))
                     }),
@@ -464,6 +479,89 @@ mod avx2 {
         hsum(_mm256_add_ps(acc0, acc1))
     }
 
+    /// Q4_K (ggml's `vec_dot_q4_K_q8_K`): per super-block, each sub-block's
+    /// nibble-times-byte sums times its 6-bit scale, summed as integers, times
+    /// `d·x_d`; the offsets `−dmin·m` times the activations' `d·Σq` per sub-block.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    fn q4_k(q: &[u8], h: &[f16], a: Q8Row) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        let mut offsets = 0.0;
+        for ((((q, h), x), d), xs) in q
+            .chunks_exact(K_QUANT_BYTES_Q4)
+            .zip(h.chunks_exact(2))
+            .zip(a.qs.chunks_exact(SUPER_BLOCK))
+            .zip(a.d.chunks_exact(8))
+            .zip(a.sums.chunks_exact(8))
+        {
+            let (sc, mins, qs) = (&q[..8], &q[8..16], &q[16..]);
+            let mut sum = _mm256_setzero_si256();
+            for c in 0..4 {
+                let bits = load(&qs[32 * c..]);
+                let low = _mm256_and_si256(bits, _mm256_set1_epi8(15));
+                let high = _mm256_and_si256(_mm256_srli_epi16::<4>(bits), _mm256_set1_epi8(15));
+                let pl = _mm256_maddubs_epi16(low, load_i8(&x[64 * c..]));
+                let ph = _mm256_maddubs_epi16(high, load_i8(&x[64 * c + BLOCK..]));
+                let pl = _mm256_madd_epi16(pl, _mm256_set1_epi16(i16::from(sc[2 * c])));
+                let ph = _mm256_madd_epi16(ph, _mm256_set1_epi16(i16::from(sc[2 * c + 1])));
+                sum = _mm256_add_epi32(sum, _mm256_add_epi32(pl, ph));
+            }
+            let dd = _mm256_set1_ps(h[0].to_f32() * d[0]);
+            acc = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sum), acc);
+            let dmin = h[1].to_f32();
+            for (&m, &xs) in mins.iter().zip(xs) {
+                offsets += -(dmin * f32::from(m)) * xs;
+            }
+        }
+        hsum(acc) + offsets
+    }
+
+    /// Q6_K (ggml's `vec_dot_q6_K_q8_K`): per group of 32, the 6-bit quants (a
+    /// nibble and a bit pair) times the bytes, less 32 times the bytes, times the
+    /// signed scale of each 16, summed as integers, times `d·x_d`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    fn q6_k(q: &[u8], h: &[f16], a: Q8Row) -> f32 {
+        let mut acc = _mm256_setzero_ps();
+        let (m15, m3) = (_mm256_set1_epi8(15), _mm256_set1_epi8(3));
+        for (((q, h), x), d) in q
+            .chunks_exact(K_QUANT_BYTES_Q6)
+            .zip(h)
+            .zip(a.qs.chunks_exact(SUPER_BLOCK))
+            .zip(a.d.chunks_exact(8))
+        {
+            let (ql, qh, sc) = (&q[..128], &q[128..192], &q[192..]);
+            let mut sum = _mm256_setzero_si256();
+            for c in 0..2 {
+                let (b0, b1) = (load(&ql[64 * c..]), load(&ql[64 * c + 32..]));
+                let bh = load(&qh[32 * c..]);
+                let low = [
+                    _mm256_and_si256(b0, m15),
+                    _mm256_and_si256(b1, m15),
+                    _mm256_and_si256(_mm256_srli_epi16::<4>(b0), m15),
+                    _mm256_and_si256(_mm256_srli_epi16::<4>(b1), m15),
+                ];
+                for (k, low) in low.into_iter().enumerate() {
+                    let shift = _mm_cvtsi32_si128(2 * k as i32);
+                    let pair = _mm256_and_si256(_mm256_srl_epi16(bh, shift), m3);
+                    let w = _mm256_or_si256(low, _mm256_slli_epi16::<4>(pair));
+                    let xk = load_i8(&x[128 * c + BLOCK * k..]);
+                    let p = _mm256_sub_epi16(
+                        _mm256_maddubs_epi16(w, xk),
+                        _mm256_maddubs_epi16(_mm256_set1_epi8(32), xk),
+                    );
+                    let g = 4 * c + k;
+                    let s = |i: usize| _mm_set1_epi16(i16::from(sc[i] as i8));
+                    let scale = _mm256_set_m128i(s(2 * g + 1), s(2 * g));
+                    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(scale, p));
+                }
+            }
+            let dd = _mm256_set1_ps(h.to_f32() * d[0]);
+            acc = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sum), acc);
+        }
+        hsum(acc)
+    }
+
     /// Sub-blocks: lanes 0–3 of a block's sums cover its first 16 weights (scale
     /// `d₀`), lanes 4–7 the rest (`d₁`).
     #[target_feature(enable = "avx2,fma")]
@@ -501,10 +599,10 @@ mod avx2 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::cpu::quantized::tests::{random_q5_0, sub_block_shape};
+    use crate::backend::cpu::quantized::tests::{random_sub_blocks, sub_block_shape};
     use crate::backend::cpu::quantized::{pack, upload};
     use crate::backend::infer::QShape;
-    use crate::io::quant::{GgmlType, QFormat, SubBlock, repack_sub_blocks};
+    use crate::io::quant::{GgmlType, QFormat, SubBlock};
     use half::f16;
 
     /// A small deterministic generator (an LCG's high bits).
@@ -632,31 +730,33 @@ mod tests {
         }
     }
 
-    /// Q5_0 blocks held natively (ggml's `vec_dot_q5_0_q8_0`): AVX2 and scalar
-    /// agree, and give the integer sums that the same weights as sub-blocks give.
+    /// ggml's blocks held natively (`vec_dot_q5_0_q8_0`, `…q4_K_q8_K`,
+    /// `…q6_K_q8_K`): AVX2 and scalar agree, and give the integer sums that the
+    /// same weights as sub-blocks give; odd numbers of blocks included.
     #[test]
-    fn native_q5_0_matches_the_scalar_fallback_and_its_sub_blocks() {
-        let (n, m, k) = (6, 2, 544);
+    fn native_blocks_match_the_scalar_fallback_and_their_sub_blocks() {
+        let (n, m) = (6, 2);
         let mut seed = 5;
-        let mut subs = Vec::new();
-        repack_sub_blocks(
-            GgmlType::Q5_0,
-            &random_q5_0(n * k / BLOCK, &mut seed),
-            &mut subs,
-        );
-        let shape = sub_block_shape(GgmlType::Q5_0, n, k);
-        let (native, reference) = (pack(&shape, &subs, true), pack(&shape, &subs, false));
-        assert_eq!(native.format(), QFormat::Ggml(GgmlType::Q5_0));
-        let x: Vec<f32> = (0..m * k).map(|_| unit(&mut seed)).collect();
-        let a = Q8Rows::quantize(&x, k, Q8Kind::Block);
-        if has_avx2() {
-            assert_matches_scalar(&native, &a, n, m, "Q5_0");
-        }
-        for j in 0..n {
-            for i in 0..m {
-                let v = scalar::dot(native.format(), native.row(j), a.row(i));
-                let r = scalar::dot(reference.format(), reference.row(j), a.row(i));
-                assert!((v - r).abs() <= 1e-5 * (1.0 + r.abs()), "{v} vs {r}");
+        for (ty, k) in [
+            (GgmlType::Q5_0, 544),
+            (GgmlType::Q4_K, 768),
+            (GgmlType::Q6_K, 768),
+        ] {
+            let subs = random_sub_blocks(ty, n * k, &mut seed);
+            let shape = sub_block_shape(ty, n, k);
+            let (native, reference) = (pack(&shape, &subs, true), pack(&shape, &subs, false));
+            assert_eq!(native.format(), QFormat::Ggml(ty));
+            let x: Vec<f32> = (0..m * k).map(|_| unit(&mut seed)).collect();
+            let a = Q8Rows::quantize(&x, k, native.kind);
+            if has_avx2() {
+                assert_matches_scalar(&native, &a, n, m, ty.name());
+            }
+            for j in 0..n {
+                for i in 0..m {
+                    let v = scalar::dot(native.format(), native.row(j), a.row(i));
+                    let r = scalar::dot(reference.format(), reference.row(j), a.row(i));
+                    assert!((v - r).abs() <= 1e-5 * (1.0 + r.abs()), "{ty}: {v} vs {r}");
+                }
             }
         }
     }

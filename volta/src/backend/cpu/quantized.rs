@@ -1,9 +1,11 @@
 //! Quantised weights as the CPU's kernels hold them ([`CpuQuantized`]): ggml's
 //! Q4_0, Q4_1, Q5_0 and Q8_0 blocks with their f16 scales, or sub-blocks with f32
 //! scales, and the kind of 8-bit blocks their activations are quantised to
-//! ([`Q8Kind`]). Q5_0 is not a [`QFormat`] the loader makes (the GPU reads it as
-//! sub-blocks); the CPU recovers it from sub-blocks that all fit it.
+//! ([`Q8Kind`]). Q5_0, Q4_K and Q6_K are no [`QFormat`] the loader makes (the GPU
+//! reads them as sub-blocks); the CPU recovers them from sub-blocks that all fit
+//! one of them (see [`recover`](super::recover)).
 //! Below both users: the exact kernels (`infer`) and the 8-bit ones (`q8`).
+use super::recover;
 use crate::backend::infer::QShape;
 use crate::io::quant::{
     BLOCK, BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType, QFormat, SUPER_BLOCK, SubBlock,
@@ -37,15 +39,17 @@ impl Q8Kind {
 }
 
 /// Quantised weights on the CPU: per block, its scales (`d`, or `d` and `m` for
-/// Q4_1, as ggml's f16 halves; `d₀`, `d₁` and `m` as f32 for sub-blocks) and its
-/// packed quants (16 bytes of nibbles; Q5_0's 4 bytes of fifth bits, then 16 of
-/// nibbles; or 32 signed bytes), and how its activations are quantised. ggml's
+/// Q4_1, `d` and `dmin` for Q4_K, as ggml's f16 halves; `d₀`, `d₁` and `m` as f32
+/// for sub-blocks) and its packed quants (16 bytes of nibbles; Q5_0's 4 bytes of
+/// fifth bits, then 16 of nibbles; 32 signed bytes; a K-quant super-block's
+/// integer scales and quants, see [`recover`](super::recover)), and how its
+/// activations are quantised. ggml's
 /// types keep their f16 scales: a GEMV reads every byte of the matrix, so its
 /// bytes bound the speed.
 #[derive(Debug)]
 pub struct CpuQuantized {
-    /// The loader's format, except `Ggml(Q5_0)` for sub-blocks that are all Q5_0
-    /// blocks (half the bytes).
+    /// The loader's format, except `Ggml(Q5_0)`, `Ggml(Q4_K)` or `Ggml(Q6_K)` for
+    /// sub-blocks that are all blocks of that type.
     pub(super) format: QFormat,
     pub(super) kind: Q8Kind,
     pub(super) cols: usize,
@@ -72,11 +76,9 @@ impl CpuQuantized {
     /// Row `j`.
     #[inline]
     pub(super) fn row(&self, j: usize) -> WRow<'_> {
-        let per_row = self.cols / BLOCK;
-        let (qb, spb) = (
-            self.quant_bytes() * per_row,
-            self.scales_per_block() * per_row,
-        );
+        let (len, bytes, scales) = geometry(self.format);
+        let per_row = self.cols / len;
+        let (qb, spb) = (bytes * per_row, scales * per_row);
         let (scales, halves) = match self.format {
             QFormat::SubBlocks => (&self.scales[j * spb..(j + 1) * spb], &[][..]),
             QFormat::Ggml(_) => (&[][..], &self.halves[j * spb..(j + 1) * spb]),
@@ -87,57 +89,91 @@ impl CpuQuantized {
             halves,
         }
     }
-    pub(super) fn scales_per_block(&self) -> usize {
-        scales_per_block(self.format)
+    /// Sub-block `b` (the `b`-th 32 weights) of a K-quant, as [`k_sub_block`].
+    pub(super) fn k_sub_block_at(&self, b: usize) -> ([f32; 2], f32, [i8; BLOCK]) {
+        let (_, bytes, scales) = geometry(self.format);
+        let (i, j) = (b / (SUPER_BLOCK / BLOCK), b % (SUPER_BLOCK / BLOCK));
+        let q = &self.quants[i * bytes..(i + 1) * bytes];
+        k_sub_block(
+            self.format,
+            q,
+            &self.halves[i * scales..(i + 1) * scales],
+            j,
+        )
     }
+    /// Scales per block of 32 (not for the K-quants).
+    pub(super) fn scales_per_block(&self) -> usize {
+        geometry(self.format).2
+    }
+    /// Quant bytes per block of 32 (not for the K-quants).
     pub(super) fn quant_bytes(&self) -> usize {
-        quant_bytes(self.format)
+        geometry(self.format).1
     }
 }
 
-fn quant_bytes(format: QFormat) -> usize {
+/// Weights, quant bytes and scales per block of `format`: 32 weights, but a
+/// K-quant's super-block of 256.
+fn geometry(format: QFormat) -> (usize, usize, usize) {
     match format {
-        QFormat::Ggml(GgmlType::Q8_0) | QFormat::SubBlocks => BLOCK,
-        QFormat::Ggml(GgmlType::Q5_0) => Q5_0_QUANT_BYTES,
-        _ => BLOCK / 2,
+        QFormat::SubBlocks => (BLOCK, BLOCK, 3),
+        QFormat::Ggml(GgmlType::Q8_0) => (BLOCK, BLOCK, 1),
+        QFormat::Ggml(GgmlType::Q5_0) => (BLOCK, Q5_0_QUANT_BYTES, 1),
+        QFormat::Ggml(GgmlType::Q4_1) => (BLOCK, BLOCK / 2, 2),
+        QFormat::Ggml(GgmlType::Q4_K) => (SUPER_BLOCK, K_QUANT_BYTES_Q4, 2),
+        QFormat::Ggml(GgmlType::Q6_K) => (SUPER_BLOCK, K_QUANT_BYTES_Q6, 1),
+        QFormat::Ggml(_) => (BLOCK, BLOCK / 2, 1),
+    }
+}
+
+/// Bytes of a Q4_K super-block's quants on the CPU: 8 scales, 8 mins, 128 bytes
+/// of nibbles.
+pub(super) const K_QUANT_BYTES_Q4: usize = 16 + SUPER_BLOCK / 2;
+
+/// Bytes of a Q6_K super-block's quants on the CPU (ggml's block less its
+/// scale): 128 bytes of low nibbles, 64 of high bit pairs, 16 scales.
+pub(super) const K_QUANT_BYTES_Q6: usize = SUPER_BLOCK / 2 + SUPER_BLOCK / 4 + 16;
+
+/// Sub-block `j` (0..8) of a K-quant super-block (`q` its quant bytes, `h` its
+/// f16 scales) as `(d₀, d₁, m, quants)`: the values its [`SubBlock`] holds, to
+/// the bit.
+#[inline(always)]
+pub(super) fn k_sub_block(
+    format: QFormat,
+    q: &[u8],
+    h: &[f16],
+    j: usize,
+) -> ([f32; 2], f32, [i8; BLOCK]) {
+    match format {
+        QFormat::Ggml(GgmlType::Q4_K) => {
+            let d = h[0].to_f32() * f32::from(q[j]);
+            let m = -(h[1].to_f32() * f32::from(q[8 + j]));
+            let qs = &q[16 + 32 * (j / 2)..][..32];
+            (
+                [d; 2],
+                m,
+                std::array::from_fn(|l| (qs[l] >> (4 * (j % 2)) & 15) as i8),
+            )
+        }
+        QFormat::Ggml(GgmlType::Q6_K) => {
+            let (ql, qh, sc) = (&q[..128], &q[128..192], &q[192..208]);
+            let (c, k) = (j / 4, j % 4);
+            let low = &ql[64 * c + 32 * (k % 2)..][..32];
+            let high = &qh[32 * c..][..32];
+            let d = |half: usize| h[0].to_f32() * f32::from(sc[2 * j + half] as i8);
+            let q = std::array::from_fn(|l| {
+                let lo = low[l] >> (4 * (k / 2)) & 15;
+                let hi = (high[l] >> (2 * k)) & 3;
+                (lo | hi << 4) as i8 - 32
+            });
+            ([d(0), d(1)], 0.0, q)
+        }
+        other => panic!("k_sub_block: {other:?} is no K-quant"),
     }
 }
 
 /// Bytes of a Q5_0 block's quants on the CPU: its fifth bits (a little-endian
 /// `u32`, bit `i` for weight `i`), then its nibbles (as Q4_0's).
 pub(super) const Q5_0_QUANT_BYTES: usize = 4 + BLOCK / 2;
-
-/// The sub-blocks `subs` (in the [`QFormat::SubBlocks`] layout) as Q5_0 blocks:
-/// the f16 scales and the quants, or `None` unless every sub-block is exactly one
-/// (`x = (q − 16)·d`, `q` of 5 bits, an f16 `d`, no offset), as every Q5_0 block
-/// repacked to a sub-block is. The recovered blocks give the same values to the
-/// last bit.
-fn q5_0_blocks(subs: &[u8]) -> Option<(Vec<f16>, Vec<u8>)> {
-    let blocks = subs.len() / SubBlock::BYTES;
-    let (mut halves, mut quants) = (
-        Vec::with_capacity(blocks),
-        Vec::with_capacity(Q5_0_QUANT_BYTES * blocks),
-    );
-    for b in subs.chunks_exact(SubBlock::BYTES) {
-        let f = |i: usize| f32::from_le_bytes(b[4 * i..4 * i + 4].try_into().unwrap());
-        let (d, d1, m) = (f(0), f(1), f(2));
-        let h = f16::from_f32(d);
-        // Signed quants of [−16, 16), one scale, exact in f16, and no offset.
-        let fits = d.to_bits() == d1.to_bits()
-            && h.to_f32().to_bits() == d.to_bits()
-            && m.to_bits() == 0
-            && b[12..].iter().all(|&q| (-16..16).contains(&(q as i8)));
-        if !fits {
-            return None;
-        }
-        let q5 = |i: usize| (b[12 + i] as i8 + 16) as u8;
-        let high = (0..BLOCK).fold(0u32, |h, i| h | u32::from(q5(i) >> 4) << i);
-        halves.push(h);
-        quants.extend(high.to_le_bytes());
-        quants.extend((0..BLOCK / 2).map(|i| (q5(i) & 15) | (q5(i + 16) & 15) << 4));
-    }
-    Some((halves, quants))
-}
 
 /// The 32 quants of a Q5_0 block's [`Q5_0_QUANT_BYTES`], less 16.
 #[inline(always)]
@@ -150,35 +186,43 @@ pub(super) fn q5_0_quants(q: &[u8]) -> [i8; BLOCK] {
     })
 }
 
-fn scales_per_block(format: QFormat) -> usize {
-    match format {
-        QFormat::Ggml(GgmlType::Q4_1) => 2,
-        QFormat::SubBlocks => 3,
-        _ => 1,
-    }
-}
-
-/// The matrix of `bytes` (in `shape.format`), sub-blocks that are all Q5_0
-/// blocks as Q5_0.
+/// The matrix of `bytes` (in `shape.format`), sub-blocks that are all Q5_0, Q4_K
+/// or Q6_K blocks as those.
 pub(crate) fn upload(shape: &QShape, bytes: &[u8]) -> Arc<CpuQuantized> {
     Arc::new(pack(shape, bytes, true))
 }
 
-/// The matrix of `bytes`; `native` recovers Q5_0 blocks from sub-blocks.
+/// The matrix of `bytes`; `native` recovers ggml's blocks from sub-blocks.
 pub(super) fn pack(shape: &QShape, bytes: &[u8], native: bool) -> CpuQuantized {
     let blocks = shape.rows * shape.cols / BLOCK;
+    let kind = Q8Kind::for_type(shape.ty, shape.cols);
     let (mut scales, mut halves, mut quants) = (Vec::new(), Vec::new(), Vec::new());
     let mut format = shape.format;
-    if native
-        && format == QFormat::SubBlocks
-        && let Some((h, q)) = q5_0_blocks(&bytes[..bytes.len().min(blocks * SubBlock::BYTES)])
-    {
-        (halves, quants) = (h, q);
-        format = QFormat::Ggml(GgmlType::Q5_0);
+    if native && format == QFormat::SubBlocks {
+        let subs = &bytes[..bytes.len().min(blocks * SubBlock::BYTES)];
+        // The K-quants' kernels take one activation scale per 256 (`block_q8_K`).
+        let k_quant = kind == Q8Kind::Super;
+        let recovered = [
+            (
+                GgmlType::Q5_0,
+                true,
+                recover::q5_0 as fn(&[u8]) -> Option<recover::Blocks>,
+            ),
+            (GgmlType::Q4_K, k_quant, recover::q4_k),
+            (GgmlType::Q6_K, k_quant, recover::q6_k),
+        ]
+        .into_iter()
+        .filter(|&(_, allowed, _)| allowed)
+        .find_map(|(ty, _, recover)| Some((ty, recover(subs)?)));
+        if let Some((ty, (h, q))) = recovered {
+            (halves, quants) = (h, q);
+            format = QFormat::Ggml(ty);
+        }
     }
     match format {
-        // Recovered above (the loader never makes it).
-        QFormat::Ggml(GgmlType::Q5_0) if shape.format == QFormat::SubBlocks => {}
+        // Recovered above (the loader never makes these).
+        QFormat::Ggml(GgmlType::Q5_0 | GgmlType::Q4_K | GgmlType::Q6_K)
+            if shape.format == QFormat::SubBlocks => {}
         QFormat::SubBlocks => {
             for b in bytes.chunks_exact(SubBlock::BYTES).take(blocks) {
                 let f = |i: usize| f32::from_le_bytes(b[4 * i..4 * i + 4].try_into().unwrap());
@@ -211,14 +255,13 @@ pub(super) fn pack(shape: &QShape, bytes: &[u8], native: bool) -> CpuQuantized {
             panic!("upload_quantized: {other} is held as sub-blocks, not as its own blocks")
         }
     }
-    assert_eq!(
-        scales.len() + halves.len(),
-        blocks * scales_per_block(format)
-    );
-    assert_eq!(quants.len(), blocks * quant_bytes(format));
+    let (len, quant_bytes, per_block) = geometry(format);
+    let blocks = blocks * BLOCK / len;
+    assert_eq!(scales.len() + halves.len(), blocks * per_block);
+    assert_eq!(quants.len(), blocks * quant_bytes);
     CpuQuantized {
         format,
-        kind: Q8Kind::for_type(shape.ty, shape.cols),
+        kind,
         cols: shape.cols,
         scales,
         halves,
@@ -231,26 +274,49 @@ pub(super) mod tests {
     use super::*;
     use crate::io::quant::repack_sub_blocks;
 
-    /// `blocks` random Q5_0 blocks as a GGUF file holds them (some scales
-    /// negative or zero), `seed` an LCG's state.
-    pub(in crate::backend::cpu) fn random_q5_0(blocks: usize, seed: &mut u64) -> Vec<u8> {
+    /// Random blocks of `ty` (Q5_0, Q4_K or Q6_K) for `n` weights as a GGUF
+    /// file holds them, repacked to sub-blocks (some scales negative or zero),
+    /// `seed` an LCG's state.
+    pub(in crate::backend::cpu) fn random_sub_blocks(
+        ty: GgmlType,
+        n: usize,
+        seed: &mut u64,
+    ) -> Vec<u8> {
         let mut next = || {
             *seed = seed
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1_442_695_040_888_963_407);
             (*seed >> 33) as u32
         };
-        let mut bytes = Vec::new();
-        for b in 0..blocks {
-            let d = if b % 7 == 3 {
-                0.0
-            } else {
-                (next() as f32 / u32::MAX as f32 - 0.5) * 0.02
+        let (len, size) = ty.block().expect("a block type");
+        let mut ggml = Vec::new();
+        for b in 0..n / len as usize {
+            let mut block: Vec<u8> = (0..size).map(|_| next() as u8).collect();
+            let mut scale = |at: usize, signed: bool| {
+                let u = next() as f32 / u32::MAX as f32;
+                let d = if b % 7 == 3 {
+                    0.0
+                } else if signed {
+                    (u - 0.5) * 0.02
+                } else {
+                    u * 0.01
+                };
+                block[at..at + 2].copy_from_slice(&f16::from_f32(d).to_le_bytes());
             };
-            bytes.extend(f16::from_f32(d).to_le_bytes());
-            bytes.extend((0..4 + BLOCK / 2).map(|_| next() as u8));
+            match ty {
+                GgmlType::Q5_0 => scale(0, true),
+                GgmlType::Q4_K => {
+                    scale(0, false);
+                    scale(2, false);
+                }
+                GgmlType::Q6_K => scale(208, true),
+                other => panic!("{other}"),
+            }
+            ggml.extend(block);
         }
-        bytes
+        let mut subs = Vec::new();
+        repack_sub_blocks(ty, &ggml, &mut subs);
+        subs
     }
 
     /// A shape of `rows` and `cols` held as sub-blocks.
@@ -268,22 +334,37 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn q5_0_blocks_are_recovered_from_their_sub_blocks() {
+    fn ggml_blocks_are_recovered_from_their_sub_blocks() {
         let mut seed = 3;
-        let ggml = random_q5_0(12, &mut seed);
+        for ty in [GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q6_K] {
+            let subs = random_sub_blocks(ty, 3 * 512, &mut seed);
+            let shape = sub_block_shape(ty, 3, 512);
+            let (native, reference) = (pack(&shape, &subs, true), pack(&shape, &subs, false));
+            assert_eq!(native.format, QFormat::Ggml(ty));
+            assert_eq!(reference.format, QFormat::SubBlocks);
+        }
+        // Q5_0: ggml's block less its scale (the fifth bits, then the nibbles).
+        let mut ggml = vec![0u8; 22];
+        ggml[..2].copy_from_slice(&f16::from_f32(0.25).to_le_bytes());
+        ggml[2..]
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = (i * 37 % 256) as u8);
         let mut subs = Vec::new();
         repack_sub_blocks(GgmlType::Q5_0, &ggml, &mut subs);
-        let w = pack(&sub_block_shape(GgmlType::Q5_0, 3, 128), &subs, true);
-        assert_eq!(w.format, QFormat::Ggml(GgmlType::Q5_0));
-        // ggml's block less its scale: the fifth bits, then the nibbles.
-        for (b, block) in ggml.chunks_exact(22).enumerate() {
-            assert_eq!(w.halves[b].to_le_bytes(), block[..2]);
-            assert_eq!(w.quants[20 * b..20 * (b + 1)], block[2..]);
-        }
+        let w = pack(&sub_block_shape(GgmlType::Q5_0, 1, 32), &subs, true);
+        assert_eq!(
+            (w.halves[0].to_le_bytes(), &w.quants[..]),
+            ([ggml[0], ggml[1]], &ggml[2..])
+        );
         // A Q8_0 part (a K-quant mix's V) does not fit: all stay sub-blocks.
-        let q8: Vec<u8> = (0..4 * 34).map(|i| (i * 37 % 251) as u8).collect();
+        let q8: Vec<u8> = (0..34).map(|i| (i * 37 % 251) as u8).collect();
         repack_sub_blocks(GgmlType::Q8_0, &q8, &mut subs);
-        let w = pack(&sub_block_shape(GgmlType::Q5_0, 4, 128), &subs, true);
+        let w = pack(&sub_block_shape(GgmlType::Q5_0, 2, 32), &subs, true);
+        assert_eq!(w.format, QFormat::SubBlocks);
+        // Nor does a K-quant of rows that are not whole super-blocks.
+        let subs = random_sub_blocks(GgmlType::Q4_K, 256, &mut seed);
+        let w = pack(&sub_block_shape(GgmlType::Q5_0, 2, 128), &subs, true);
         assert_eq!(w.format, QFormat::SubBlocks);
     }
 }
