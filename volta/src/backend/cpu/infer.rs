@@ -6,22 +6,37 @@
 use super::copy::strided_to_vec;
 use super::pool;
 use super::q8::{self, Q8Rows};
-use super::quantized::{CpuQuantized, WRow};
+use super::quantized::{CpuQuantized, Q5_0_QUANT_BYTES, WRow, k_sub_block, q5_0_quants};
 use crate::backend::infer::{Activations, AttnShape, QShape, swiglu};
-use crate::io::quant::{BLOCK, GgmlType, QFormat};
+use crate::io::quant::{BLOCK, GgmlType, QFormat, SUPER_BLOCK};
 use crate::layout::Layout;
 use rayon::prelude::*;
 use std::sync::Arc;
 
 /// The 32 weights of block `b`.
 fn dequantize_block(w: &CpuQuantized, b: usize) -> [f32; BLOCK] {
+    let mut out = [0.0; BLOCK];
+    if let QFormat::Ggml(GgmlType::Q4_K | GgmlType::Q6_K) = w.format {
+        let (d, m, q) = w.k_sub_block_at(b);
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = f32::from(q[i]) * d[i / 16] + m;
+        }
+        return out;
+    }
     let spb = w.scales_per_block();
     let q = &w.quants[b * w.quant_bytes()..];
-    let mut out = [0.0; BLOCK];
     if w.format == QFormat::SubBlocks {
         let s = &w.scales[b * spb..];
         for (i, o) in out.iter_mut().enumerate() {
             *o = f32::from(q[i] as i8) * s[i / 16] + s[2];
+        }
+        return out;
+    }
+    if w.format == QFormat::Ggml(GgmlType::Q5_0) {
+        let d = w.halves[b].to_f32();
+        for (o, q) in out.iter_mut().zip(q5_0_quants(q)) {
+            // `+ 0.0` as the sub-blocks' `q·d + m` (−0 becomes 0).
+            *o = f32::from(q) * d + 0.0;
         }
         return out;
     }
@@ -81,6 +96,48 @@ fn row_dot(w: &CpuQuantized, j: usize, x: &[f32], x_sums: &[f32]) -> f32 {
                     high[i] += s[1] * (f32::from(q[i + H] as i8) * xb[i + H]);
                 }
                 offset += s[2] * xs;
+            }
+            low.iter().sum::<f32>() + high.iter().sum::<f32>() + offset
+        }
+        // The sub-blocks' sums in their order (a Q5_0 block recovered from a
+        // sub-block gives the same values to the bit).
+        QFormat::Ggml(GgmlType::Q5_0) => {
+            const H: usize = BLOCK / 2;
+            let (mut low, mut high) = ([0.0f32; H], [0.0f32; H]);
+            for ((q, xb), d) in quants
+                .chunks_exact(Q5_0_QUANT_BYTES)
+                .zip(blocks)
+                .zip(halves)
+            {
+                let (q, d) = (q5_0_quants(q), d.to_f32());
+                for i in 0..H {
+                    low[i] += d * (f32::from(q[i]) * xb[i]);
+                    high[i] += d * (f32::from(q[i + H]) * xb[i + H]);
+                }
+            }
+            // The sub-blocks' offset term: 0 (as `0.0 + 0·Σx`).
+            low.iter().sum::<f32>() + high.iter().sum::<f32>() + 0.0
+        }
+        // The sub-blocks' sums in their order, super-block by super-block.
+        format @ QFormat::Ggml(GgmlType::Q4_K | GgmlType::Q6_K) => {
+            const H: usize = BLOCK / 2;
+            let supers = x.len() / SUPER_BLOCK;
+            let (mut low, mut high) = ([0.0f32; H], [0.0f32; H]);
+            let mut offset = 0.0;
+            for ((q, h), (xs, sums)) in quants
+                .chunks_exact(quants.len() / supers)
+                .zip(halves.chunks_exact(halves.len() / supers))
+                .zip(x.chunks_exact(SUPER_BLOCK).zip(x_sums.chunks_exact(8)))
+            {
+                for (j, (xb, xsum)) in xs.chunks_exact(BLOCK).zip(sums).enumerate() {
+                    let (s, m, q) = k_sub_block(format, q, h, j);
+                    let xb: &[f32; BLOCK] = xb.try_into().unwrap();
+                    for i in 0..H {
+                        low[i] += s[0] * (f32::from(q[i]) * xb[i]);
+                        high[i] += s[1] * (f32::from(q[i + H]) * xb[i + H]);
+                    }
+                    offset += m * xsum;
+                }
             }
             low.iter().sum::<f32>() + high.iter().sum::<f32>() + offset
         }
@@ -387,4 +444,54 @@ fn cached_attention(
         out.chunks_mut(d).enumerate().for_each(head);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::quantized::pack;
+    use crate::backend::cpu::quantized::tests::{random_sub_blocks, sub_block_shape};
+
+    /// ggml's blocks held natively give the values that their sub-blocks give,
+    /// to the bit: dequantised, and in the exact matmul's dot products (with and
+    /// without AVX2), rows of odd numbers of blocks included.
+    #[test]
+    fn native_blocks_equal_their_sub_blocks_in_f32() {
+        let (n, m) = (5, 3);
+        let mut seed = 11;
+        for (ty, k) in [
+            (GgmlType::Q5_0, 544),
+            (GgmlType::Q4_K, 768),
+            (GgmlType::Q6_K, 768),
+        ] {
+            let subs = random_sub_blocks(ty, n * k, &mut seed);
+            let shape = sub_block_shape(ty, n, k);
+            let (native, reference) = (pack(&shape, &subs, true), pack(&shape, &subs, false));
+            assert_eq!(native.format, QFormat::Ggml(ty));
+            for b in 0..n * k / BLOCK {
+                let bits = |w| dequantize_block(w, b).map(f32::to_bits);
+                assert_eq!(bits(&native), bits(&reference), "{ty}: block {b}");
+            }
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 250.0)
+                .collect();
+            let sums: Vec<f32> = x.chunks_exact(BLOCK).map(|b| b.iter().sum()).collect();
+            let run = |w: &CpuQuantized, best: bool| {
+                let mut out = vec![0.0; n * m];
+                if best {
+                    dot_rows_best(w, 0, &x, &sums, k, &mut out);
+                } else {
+                    dot_rows(w, 0, &x, &sums, k, &mut out);
+                }
+                out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            };
+            for best in [false, true] {
+                assert_eq!(
+                    run(&native, best),
+                    run(&reference, best),
+                    "{ty}, best: {best}"
+                );
+            }
+        }
+    }
 }

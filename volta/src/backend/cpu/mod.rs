@@ -13,6 +13,7 @@ mod optim;
 mod pool;
 mod q8;
 mod quantized;
+mod recover;
 mod reduce;
 mod rows;
 mod softmax;
