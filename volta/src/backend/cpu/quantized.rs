@@ -6,6 +6,7 @@
 //! one of them (see [`recover`](super::recover)).
 //! Below both users: the exact kernels (`infer`) and the 8-bit ones (`q8`).
 use super::recover;
+pub(super) use super::recover::{K_QUANT_BYTES_Q4, K_QUANT_BYTES_Q6, Q5_0_QUANT_BYTES};
 use crate::backend::infer::QShape;
 use crate::io::quant::{
     BLOCK, BlockQ4_0, BlockQ4_1, BlockQ8_0, GgmlType, QFormat, SUPER_BLOCK, SubBlock,
@@ -125,14 +126,6 @@ fn geometry(format: QFormat) -> (usize, usize, usize) {
     }
 }
 
-/// Bytes of a Q4_K super-block's quants on the CPU: 8 scales, 8 mins, 128 bytes
-/// of nibbles.
-pub(super) const K_QUANT_BYTES_Q4: usize = 16 + SUPER_BLOCK / 2;
-
-/// Bytes of a Q6_K super-block's quants on the CPU (ggml's block less its
-/// scale): 128 bytes of low nibbles, 64 of high bit pairs, 16 scales.
-pub(super) const K_QUANT_BYTES_Q6: usize = SUPER_BLOCK / 2 + SUPER_BLOCK / 4 + 16;
-
 /// Sub-block `j` (0..8) of a K-quant super-block (`q` its quant bytes, `h` its
 /// f16 scales) as `(d₀, d₁, m, quants)`: the values its [`SubBlock`] holds, to
 /// the bit.
@@ -170,10 +163,6 @@ pub(super) fn k_sub_block(
         other => panic!("k_sub_block: {other:?} is no K-quant"),
     }
 }
-
-/// Bytes of a Q5_0 block's quants on the CPU: its fifth bits (a little-endian
-/// `u32`, bit `i` for weight `i`), then its nibbles (as Q4_0's).
-pub(super) const Q5_0_QUANT_BYTES: usize = 4 + BLOCK / 2;
 
 /// The 32 quants of a Q5_0 block's [`Q5_0_QUANT_BYTES`], less 16.
 #[inline(always)]

@@ -4,9 +4,20 @@
 //! Q6_K (210 per 256). A matrix is recovered only when every sub-block is exactly
 //! one of the type's (the values equal to the last bit), as every block of that
 //! type repacked is; else it stays in sub-blocks.
-use super::quantized::{K_QUANT_BYTES_Q4, K_QUANT_BYTES_Q6, Q5_0_QUANT_BYTES};
 use crate::io::quant::{BLOCK, SUPER_BLOCK, SubBlock};
 use half::f16;
+
+/// Bytes of a Q4_K super-block's quants on the CPU: 8 scales, 8 mins, 128 bytes
+/// of nibbles.
+pub(super) const K_QUANT_BYTES_Q4: usize = 16 + SUPER_BLOCK / 2;
+
+/// Bytes of a Q6_K super-block's quants on the CPU (ggml's block less its
+/// scale): 128 bytes of low nibbles, 64 of high bit pairs, 16 scales.
+pub(super) const K_QUANT_BYTES_Q6: usize = SUPER_BLOCK / 2 + SUPER_BLOCK / 4 + 16;
+
+/// Bytes of a Q5_0 block's quants on the CPU: its fifth bits (a little-endian
+/// `u32`, bit `i` for weight `i`), then its nibbles (as Q4_0's).
+pub(super) const Q5_0_QUANT_BYTES: usize = 4 + BLOCK / 2;
 
 /// Recovered blocks: their f16 scales and their quant bytes in the CPU's layout.
 pub(super) type Blocks = (Vec<f16>, Vec<u8>);
