@@ -366,15 +366,31 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     w
 }
 
+/// Parses, validates and translates `src` to SPIR-V (lavapipe has no
+/// cooperative matrices: the device tests run the kernels), panicking with the
+/// error and the source.
+#[cfg(test)]
+pub(crate) fn assert_translates(what: &str, src: &str) {
+    use wgpu::naga;
+    let module = naga::front::wgsl::parse_str(src)
+        .unwrap_or_else(|e| panic!("{what}:\n{}\n{src}", e.emit_to_string(src)));
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .unwrap_or_else(|e| panic!("{what}:\n{}\n{src}", e.emit_to_string(src)));
+    naga::back::spv::write_vec(&module, &info, &Default::default(), None)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every width the kernel takes parses, validates and translates to SPIR-V
-    /// (lavapipe has no cooperative matrices: the device tests run it).
+    /// Every width the kernel takes, with and without prefetching, translates.
     #[test]
     fn every_width_validates_and_translates() {
-        use wgpu::naga;
         for (d, prefetch) in [
             (16, false),
             (32, true),
@@ -382,17 +398,7 @@ mod tests {
             (64, true),
             (64, false),
         ] {
-            let src = source(d, prefetch);
-            let module = naga::front::wgsl::parse_str(&src)
-                .unwrap_or_else(|e| panic!("d {d}:\n{}\n{src}", e.emit_to_string(&src)));
-            let info = naga::valid::Validator::new(
-                naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::all(),
-            )
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("d {d}:\n{}\n{src}", e.emit_to_string(&src)));
-            naga::back::spv::write_vec(&module, &info, &Default::default(), None)
-                .unwrap_or_else(|e| panic!("d {d}: {e}"));
+            assert_translates(&format!("d {d}"), &source(d, prefetch));
         }
     }
 }

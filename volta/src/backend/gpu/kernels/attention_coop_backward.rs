@@ -383,11 +383,10 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
 mod tests {
     use super::*;
 
-    /// Every width parses, validates and translates to SPIR-V (lavapipe has no
-    /// cooperative matrices: the device tests run it).
+    /// Every width, with and without prefetching, translates (see
+    /// [`assert_translates`](super::super::attention_coop::assert_translates)).
     #[test]
     fn every_width_validates_and_translates() {
-        use wgpu::naga;
         for (d, prefetch) in [
             (16, false),
             (32, true),
@@ -396,16 +395,7 @@ mod tests {
             (64, false),
         ] {
             let src = source(d, prefetch);
-            let module = naga::front::wgsl::parse_str(&src)
-                .unwrap_or_else(|e| panic!("d {d}:\n{}\n{src}", e.emit_to_string(&src)));
-            let info = naga::valid::Validator::new(
-                naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::all(),
-            )
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("d {d}:\n{}\n{src}", e.emit_to_string(&src)));
-            naga::back::spv::write_vec(&module, &info, &Default::default(), None)
-                .unwrap_or_else(|e| panic!("d {d}: {e}"));
+            super::super::attention_coop::assert_translates(&format!("d {d}"), &src);
         }
     }
 }
