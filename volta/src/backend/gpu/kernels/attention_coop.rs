@@ -23,7 +23,7 @@ pub(crate) const ROWS: usize = 64;
 /// Floats per row of a score tile in workgroup memory: 64 keys and 4 of
 /// padding, so that rows start in different banks (and stay 16-byte aligned,
 /// as cooperative-matrix stores need).
-const SP: usize = ROWS + 4;
+pub(crate) const SP: usize = ROWS + 4;
 
 /// Whether a view `[B, H, T, d]` reads as `vec4`s: features contiguous, the
 /// offset and the other strides multiples of 4.
@@ -172,6 +172,44 @@ fn keep4(row: u32, key0: u32) -> vec4<f32> {{
 /// The counter hash `keep4` draws from (`shaders/counter_hash.wgsl`).
 pub(crate) const COUNTER_HASH: &str = include_str!("../../../../../shaders/counter_hash.wgsl");
 
+/// `{name}{f} = ` the subgroup's 16 rows of `tile`, features 16f.., as an A
+/// fragment, for each 16 features.
+pub(crate) fn fragments(w: &mut String, name: &str, tile: &str, d: usize, dp4: usize) {
+    for f in 0..d / 16 {
+        writeln!(
+            w,
+            "    let {name}{f} = coopLoadT<coop_mat16x16<f16, A>>(&{tile}[(sg * 16u) * {dp4}u + {}u], {dp4}u);",
+            4 * f
+        )
+        .unwrap();
+    }
+}
+
+/// `Ss` (the subgroup's 16 rows) = `a`-fragments times the transposed rows of
+/// `tile` (64 of them): a score tile or its transpose.
+pub(crate) fn scores(w: &mut String, a: &str, tile: &str, d: usize, dp4: usize) {
+    for j in 0..ROWS / 16 {
+        writeln!(w, "        {{ var s = coop_mat16x16<f32, C>();").unwrap();
+        for f in 0..d / 16 {
+            writeln!(
+                w,
+                "        s = coopMultiplyAdd({a}{f}, coopLoad<coop_mat16x16<f16, B>>(&{tile}[{}u * {dp4}u + {}u], {dp4}u), s);",
+                16 * j,
+                4 * f
+            )
+            .unwrap();
+        }
+        writeln!(
+            w,
+            "        coopStoreT(s, &Ss[sg * {}u + {}u], {}u); }}",
+            4 * SP,
+            4 * j,
+            SP / 4
+        )
+        .unwrap();
+    }
+}
+
 /// The kernel's WGSL for heads of width `d` (see [`fits`]), the next tile
 /// loaded into registers ahead with `prefetch`.
 pub(crate) fn source(d: usize, prefetch: bool) -> String {
@@ -223,14 +261,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
             .concat(),
     )
     .unwrap();
-    for f in 0..frags {
-        writeln!(
-            w,
-            "    let qf{f} = coopLoadT<coop_mat16x16<f16, A>>(&QP[(sg * 16u) * {dp4}u + {}u], {dp4}u);",
-            4 * f
-        )
-        .unwrap();
-    }
+    fragments(&mut w, "qf", "QP", d, dp4);
     writeln!(
         w,
         "    var o: array<vec4<f32>, {o4}>;
@@ -249,26 +280,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     )
     .unwrap();
     // S = Q·Kᵀ: keys are B's columns, stored along the features (k).
-    for j in 0..ROWS / 16 {
-        writeln!(w, "        {{ var s = coop_mat16x16<f32, C>();").unwrap();
-        for f in 0..frags {
-            writeln!(
-                w,
-                "        s = coopMultiplyAdd(qf{f}, coopLoad<coop_mat16x16<f16, B>>(&Ks[{}u * {dp4}u + {}u], {dp4}u), s);",
-                16 * j,
-                4 * f
-            )
-            .unwrap();
-        }
-        writeln!(
-            w,
-            "        coopStoreT(s, &Ss[sg * {}u + {}u], {}u); }}",
-            4 * SP,
-            4 * j,
-            SP / 4
-        )
-        .unwrap();
-    }
+    scores(&mut w, "qf", "Ks", d, dp4);
     // Online softmax: two lanes per row, 32 keys each; P as f16 into the
     // subgroup's rows of QP.
     writeln!(

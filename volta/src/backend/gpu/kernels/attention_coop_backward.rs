@@ -12,11 +12,10 @@
 //! transpose) to workgroup memory, where its lanes, two per row, turn them into
 //! probabilities and score gradients (`dS = P·(dP − delta)·scale`) written back
 //! as `f16`, the operand of the next product.
-use super::attention_coop::{COUNTER_HASH, ROWS, header, stage, tile_loads};
+use super::attention_coop::{COUNTER_HASH, ROWS, fragments, header, scores, stage, tile_loads};
 use std::fmt::Write;
 
-/// Floats per row of a score tile in workgroup memory (as the forward's).
-const SP: usize = ROWS + 4;
+use super::attention_coop::SP;
 
 /// The two entries' WGSL for heads of width `d`
 /// ([`attention_coop::fits`](super::attention_coop::fits)).
@@ -57,43 +56,6 @@ var<workgroup> Dl: array<f32, {rows}>;
     backward_kv(&mut w, d, dp4, p4, prefetch);
     w.push_str(COUNTER_HASH);
     w
-}
-
-/// `dst{f} = coopLoadT(tile rows of the subgroup)` for each 16 features.
-fn fragments(w: &mut String, name: &str, tile: &str, d: usize, dp4: usize) {
-    for f in 0..d / 16 {
-        writeln!(
-            w,
-            "    let {name}{f} = coopLoadT<coop_mat16x16<f16, A>>(&{tile}[(sg * 16u) * {dp4}u + {}u], {dp4}u);",
-            4 * f
-        )
-        .unwrap();
-    }
-}
-
-/// `Ss` (the subgroup's 16 rows) = `a`-fragments times the transposed rows of
-/// `tile` (64 of them): a score tile or its transpose.
-fn scores(w: &mut String, a: &str, tile: &str, d: usize, dp4: usize) {
-    for j in 0..ROWS / 16 {
-        writeln!(w, "        {{ var s = coop_mat16x16<f32, C>();").unwrap();
-        for f in 0..d / 16 {
-            writeln!(
-                w,
-                "        s = coopMultiplyAdd({a}{f}, coopLoad<coop_mat16x16<f16, B>>(&{tile}[{}u * {dp4}u + {}u], {dp4}u), s);",
-                16 * j,
-                4 * f
-            )
-            .unwrap();
-        }
-        writeln!(
-            w,
-            "        coopStoreT(s, &Ss[sg * {}u + {}u], {}u); }}",
-            4 * SP,
-            4 * j,
-            SP / 4
-        )
-        .unwrap();
-    }
 }
 
 /// `acc{j} += (the subgroup's 16 rows of `a`, 64 wide) · (the 64 rows of `b`)`.
