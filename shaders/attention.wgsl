@@ -41,6 +41,10 @@ const TPK: u32 = D / VF;
 const GROUPS: u32 = WG / TPK;
 // Keys per tile of `decode`: its partial dot products (TPK per key) fill `part`.
 const KT: u32 = min(WG, 4096u / TPK);
+// Key (and value) rows each thread loads at once in `decode` (H100,
+// 2026-11-27, attention decode of SmolLM2 at position 64: 1 row 323–335 µs a
+// token, 4 rows 275–278, 8 rows 288–289).
+const STEP: u32 = 4u;
 const NEG: f32 = -3.0e38;
 
 var<workgroup> q: array<f32, D>;
@@ -126,6 +130,29 @@ fn cache_v(a: u32) -> vec4<f32> {
     return vec4<f32>(cache[a], cache[a + 1u], 0.0, 0.0);
 }
 
+// Features [f0, f0 + VF) of key `key` of kv head g, zeros from key `end` on:
+// this token's (rotated, in `kr`) when `fresh`, else the cache's.
+fn key_row(g: u32, key: u32, end: u32, at: u32, fresh: bool, kr: vec4<f32>, f0: u32) -> vec4<f32> {
+    if key >= end {
+        return vec4<f32>(0.0);
+    }
+    if fresh && key == at {
+        return kr;
+    }
+    return cache_v(kv_at(g, key, f0));
+}
+
+// The same of its value: this token's from qkv at `vq` when `fresh`.
+fn value_row(g: u32, key: u32, end: u32, at: u32, fresh: bool, vq: u32, f0: u32) -> vec4<f32> {
+    if key >= end {
+        return vec4<f32>(0.0);
+    }
+    if fresh && key == at {
+        return qkv_v(vq + f0);
+    }
+    return cache_v(vals() + kv_at(g, key, f0));
+}
+
 @compute @workgroup_size(256)
 fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let s = wid.x;
@@ -187,17 +214,20 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     var acc = vec4<f32>(0.0);
     for (var base = lo; base < hi; base += KT) {
         let n = min(KT, hi - base);
-        // Partial dot products of the tile's keys, summed per key below.
+        // Partial dot products of the tile's keys, summed per key below; STEP
+        // keys a step, their loads in flight together (decode waits on memory).
         if gi < GROUPS {
-            for (var i = gi; i < n; i += GROUPS) {
-                let key = base + i;
-                var kv: vec4<f32>;
-                if fresh && key == at {
-                    kv = kr;
-                } else {
-                    kv = cache_v(kv_at(g, key, f0));
+            for (var i = gi; i < n; i += STEP * GROUPS) {
+                var kv: array<vec4<f32>, STEP>;
+                for (var u = 0u; u < STEP; u++) {
+                    kv[u] = key_row(g, base + i + u * GROUPS, base + n, at, fresh, kr, f0);
                 }
-                part[part_lane * KT + i] = dot(qr, kv);
+                for (var u = 0u; u < STEP; u++) {
+                    let ii = i + u * GROUPS;
+                    if ii < n {
+                        part[part_lane * KT + ii] = dot(qr, kv[u]);
+                    }
+                }
             }
         }
         workgroupBarrier();
@@ -220,15 +250,17 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         l = l * alpha + wg_reduce(li, e, false);
         acc *= alpha;
         if gi < GROUPS {
-            for (var i = gi; i < n; i += GROUPS) {
-                let kk = base + i;
-                var v: vec4<f32>;
-                if fresh && kk == at {
-                    v = qkv_v(vq + f0);
-                } else {
-                    v = cache_v(vals() + kv_at(g, kk, f0));
+            for (var i = gi; i < n; i += STEP * GROUPS) {
+                var vs: array<vec4<f32>, STEP>;
+                for (var u = 0u; u < STEP; u++) {
+                    vs[u] = value_row(g, base + i + u * GROUPS, base + n, at, fresh, vq, f0);
                 }
-                acc += wt[i] * v;
+                for (var u = 0u; u < STEP; u++) {
+                    let ii = i + u * GROUPS;
+                    if ii < n {
+                        acc += wt[ii] * vs[u];
+                    }
+                }
             }
         }
         m = mn;
