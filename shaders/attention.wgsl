@@ -130,27 +130,17 @@ fn cache_v(a: u32) -> vec4<f32> {
     return vec4<f32>(cache[a], cache[a + 1u], 0.0, 0.0);
 }
 
-// Features [f0, f0 + VF) of key `key` of kv head g, zeros from key `end` on:
-// this token's (rotated, in `kr`) when `fresh`, else the cache's.
-fn key_row(g: u32, key: u32, end: u32, at: u32, fresh: bool, kr: vec4<f32>, f0: u32) -> vec4<f32> {
+// Features [f0, f0 + VF) of row `key` of kv head g's keys (`plane` 0) or values
+// (`plane` vals()), zeros from key `end` on: this token's own row `own` when
+// `fresh` (the cache does not hold it yet), else the cache's.
+fn cached_row(g: u32, key: u32, end: u32, at: u32, fresh: bool, own: vec4<f32>, plane: u32, f0: u32) -> vec4<f32> {
     if key >= end {
         return vec4<f32>(0.0);
     }
     if fresh && key == at {
-        return kr;
+        return own;
     }
-    return cache_v(kv_at(g, key, f0));
-}
-
-// The same of its value: this token's from qkv at `vq` when `fresh`.
-fn value_row(g: u32, key: u32, end: u32, at: u32, fresh: bool, vq: u32, f0: u32) -> vec4<f32> {
-    if key >= end {
-        return vec4<f32>(0.0);
-    }
-    if fresh && key == at {
-        return qkv_v(vq + f0);
-    }
-    return cache_v(vals() + kv_at(g, key, f0));
+    return cache_v(plane + kv_at(g, key, f0));
 }
 
 @compute @workgroup_size(256)
@@ -209,6 +199,11 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
         qr[u] = q[f0 + u];
         kr[u] = kf[f0 + u];
     }
+    // This token's value row, read by the thread whose features it holds.
+    var vr = vec4<f32>(0.0);
+    if fresh {
+        vr = qkv_v(vq + f0);
+    }
     var m = NEG;
     var l = 0.0;
     var acc = vec4<f32>(0.0);
@@ -220,7 +215,7 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
             for (var i = gi; i < n; i += STEP * GROUPS) {
                 var kv: array<vec4<f32>, STEP>;
                 for (var u = 0u; u < STEP; u++) {
-                    kv[u] = key_row(g, base + i + u * GROUPS, base + n, at, fresh, kr, f0);
+                    kv[u] = cached_row(g, base + i + u * GROUPS, base + n, at, fresh, kr, 0u, f0);
                 }
                 for (var u = 0u; u < STEP; u++) {
                     let ii = i + u * GROUPS;
@@ -253,7 +248,7 @@ fn decode(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
             for (var i = gi; i < n; i += STEP * GROUPS) {
                 var vs: array<vec4<f32>, STEP>;
                 for (var u = 0u; u < STEP; u++) {
-                    vs[u] = value_row(g, base + i + u * GROUPS, base + n, at, fresh, vq, f0);
+                    vs[u] = cached_row(g, base + i + u * GROUPS, base + n, at, fresh, vr, vals(), f0);
                 }
                 for (var u = 0u; u < STEP; u++) {
                     let ii = i + u * GROUPS;

@@ -198,11 +198,14 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// `expand(self.dims)`.
     #[track_caller]
     pub fn sum_to(&self, dims: &[usize]) -> Self {
-        let axes: Vec<usize> = (self.dims().iter().zip(dims).enumerate())
-            .filter(|(_, (from, to))| from != to)
-            .map(|(axis, _)| axis)
-            .collect();
-        self.reduce_axes(volta_kernels::ReduceOp::Sum, &axes)
+        let (mut axes, mut n) = ([0; crate::shape::MAX_RANK], 0);
+        for (axis, (from, to)) in self.dims().iter().zip(dims).enumerate() {
+            if from != to {
+                axes[n] = axis;
+                n += 1;
+            }
+        }
+        self.reduce_axes(volta_kernels::ReduceOp::Sum, &axes[..n])
     }
 }
 

@@ -33,23 +33,25 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// one per axis.
     #[track_caller]
     pub fn reduce_axes(&self, op: ReduceOp, axes: &[usize]) -> Self {
+        // Fixed arrays, not vectors: every broadcast op's backward comes here.
         let from = self.dims();
         let reduced = |a: usize| axes.contains(&a) && from[a] != 1;
-        let (mut merged, mut merged_reduced) = (Vec::new(), Vec::new());
+        let (mut merged, mut merged_reduced, mut len) = ([0; MAX_RANK], [false; MAX_RANK], 0);
         for (a, &d) in from.iter().enumerate() {
             if a > 0 && reduced(a) && reduced(a - 1) {
-                *merged.last_mut().expect("axis 0 pushed first") *= d;
+                merged[len - 1] *= d;
             } else {
-                merged.push(d);
-                merged_reduced.push(reduced(a));
+                merged[len] = d;
+                merged_reduced[len] = reduced(a);
+                len += 1;
             }
         }
-        if merged.len() < from.len() && self.layout().reshape(&merged).is_some() {
-            let mut out = self.reshape(&merged);
-            for (a, _) in merged_reduced.iter().enumerate().filter(|(_, r)| **r) {
+        if len < from.len() && self.layout().reshape(&merged[..len]).is_some() {
+            let mut out = self.reshape(&merged[..len]);
+            for a in (0..len).filter(|&a| merged_reduced[a]) {
                 out = out.reduce(op, a);
             }
-            let mut kept = from.to_vec();
+            let mut kept = Dims::new(from);
             for &a in axes {
                 kept[a] = 1;
             }

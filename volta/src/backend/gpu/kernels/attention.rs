@@ -285,12 +285,8 @@ pub(crate) fn backward(
     let unused = alloc(rt, 4);
     let with = |a, b| [ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], a, b];
     if on_tensor_cores(rt, elem, &n, half, &[q, k, v, g]) {
-        let kern = |entry| {
-            let name = if entry == "backward_q" {
-                "volta flash_attention tensor-core backward_q"
-            } else {
-                "volta flash_attention tensor-core backward_kv"
-            };
+        // One generated module, an entry (and a pipeline of its own) per launch.
+        let kern = |entry, name| {
             kernel(
                 rt,
                 &Key::Named(name, vec![u(d), u32::from(attention_coop::prefetch())]),
@@ -305,9 +301,14 @@ pub(crate) fn backward(
         let rows = attention_coop::ROWS;
         let grid = |len: usize, heads: usize| [u(len.div_ceil(rows)), u(heads), u(n.batch)];
         let dq_grid = grid(n.queries, n.heads);
-        launch(rt, &kern("backward_q"), &p, &with(&dq, &unused), dq_grid);
+        let dq_kernel = kern("backward_q", "volta flash_attention tensor-core backward_q");
+        launch(rt, &dq_kernel, &p, &with(&dq, &unused), dq_grid);
         let kv_grid = grid(n.keys, n.kv_heads);
-        launch(rt, &kern("backward_kv"), &p, &with(&dk, &dv), kv_grid);
+        let kv_kernel = kern(
+            "backward_kv",
+            "volta flash_attention tensor-core backward_kv",
+        );
+        launch(rt, &kv_kernel, &p, &with(&dk, &dv), kv_grid);
         return (dq, dk, dv);
     }
     run(

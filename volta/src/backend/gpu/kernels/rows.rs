@@ -42,7 +42,7 @@ pub(crate) fn rows(
         .map(|a| dims[a])
         .product();
     if let (RowOp::Reduce(_), None) = (op, epilogue)
-        && let Some(len) = split_len(inputs, dims, axis)
+        && let Some(len) = split_len(inputs, dims, axis, rows)
     {
         return split(
             rt,
@@ -186,9 +186,8 @@ const SPLIT_THREADS: usize = 1 << 18;
 /// memory busy; so the axis is cut into chunks that a thread each reduces
 /// (reading as the outputs lie, coalesced), and the chunks' partial values are
 /// reduced after. `None`: reduce it in one pass.
-fn split_len(inputs: &[Operand], dims: &[usize], axis: usize) -> Option<usize> {
+fn split_len(inputs: &[Operand], dims: &[usize], axis: usize, rows: usize) -> Option<usize> {
     let n = dims[axis];
-    let rows = dims.iter().product::<usize>() / n.max(1);
     let strided = inputs.iter().any(|(_, l)| l.strides[axis] > 1);
     if !strided || dims.len() >= crate::shape::MAX_RANK || n < 256 || n * rows < 1 << 20 {
         return None;
