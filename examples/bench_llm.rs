@@ -64,6 +64,10 @@ struct Args {
     /// (subgroups along M and N, 16×16 fragments per subgroup along each).
     #[arg(long, value_parser = tiles)]
     tensor_core_tiles: Option<[u32; 4]>,
+    /// GPU only, a tuning knob: products with few output tiles keep K whole
+    /// instead of splitting it (and summing the partial products).
+    #[arg(long)]
+    no_split_k: bool,
 }
 
 fn tiles(s: &str) -> Result<[u32; 4], String> {
@@ -310,6 +314,7 @@ fn main() -> ExitCode {
             Device::Cpu => run::<volta::Cpu>(&args, &gguf),
             #[cfg(feature = "gpu")]
             Device::Gpu => set_tiles(args.tensor_core_tiles)
+                .map(|()| volta::Gpu::set_matmul_split_k(!args.no_split_k))
                 .and_then(|()| run::<volta::Gpu>(&args, &gguf))
                 .and_then(|()| {
                     if args.profile {

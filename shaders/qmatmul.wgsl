@@ -27,7 +27,8 @@
 // each staging x once). Lane l of an output takes blocks l, l + LANES, ...
 //
 // The host also prepends `const FLAGS: u32` (1 norm, 2 glu, 4 add), `const N: u32`
-// and `const K: u32` (W's shape), so the first weight loads need no parameter.
+// and `const K: u32` (W's shape) and `const REPS: u32` (as p[10]), so the first
+// weight loads need no parameter.
 // A W larger than one binding runs in slices of its rows: each launch binds a
 // window that starts at its first row, N is the slice's rows and `out` its own
 // m × N columns (the host places them; glu then runs as a separate epilogue).
@@ -167,7 +168,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // This thread's first two blocks (and their gate partners), in flight
     // meanwhile. With one output group per workgroup (reps = 1, the rule) these
     // are the kernel's first loads.
-    let reps = p[10];
+    let reps = REPS;
     let j0 = wid.x * OUTS * reps + li / LANES;
     let early = j0 < width && lane < blocks;
     let early2 = j0 < width && lane + LANES < blocks;

@@ -125,13 +125,20 @@ pub trait InferenceBackend: Backend<f32> {
         fusion: QFusion<'_, Self>,
     ) -> Buf<Self, f32>;
 
-    /// `x·Wᵀ` for many rows of `x` (a prompt's tokens) on the device's matrix
-    /// units, each tile of `W` dequantised on its way in: dims `(m, n)`,
+    /// `x·Wᵀ` for many rows of `x` (a prompt's tokens, a batch of decoded ones)
+    /// on the device's matrix units, each tile of `W` dequantised on its way in,
+    /// then the epilogues of `fusion` (its `norm` must be `None`: the caller
+    /// normalises `x` first): dims `(m, n)` (`(m, n/2)` with `glu`),
     /// contiguous. Operands are rounded to `f16` there and products accumulate in
     /// `f32`, as llama.cpp's prefill does. `None` (the default) where the backend
     /// has no such kernel: the caller then multiplies by the dequantised matrix.
-    fn qgemm(x: View<Self, f32>, w: &Self::Quantized, shape: &QShape) -> Option<Buf<Self, f32>> {
-        let _ = (x, w, shape);
+    fn qgemm(
+        x: View<Self, f32>,
+        w: &Self::Quantized,
+        shape: &QShape,
+        fusion: QFusion<'_, Self>,
+    ) -> Option<Buf<Self, f32>> {
+        let _ = (x, w, shape, fusion);
         None
     }
 

@@ -51,9 +51,10 @@ impl<D: InferenceBackend> RawTensor<D, f32> {
         RawTensor::leaf(buf, Layout::contiguous(&[m, n]))
     }
 
-    /// The same for many rows: the backend's quantised GEMM where it has one
+    /// The same for many rows: the norm as composed ops, then the backend's
+    /// quantised GEMM with the gate and residual where it has one
     /// ([`InferenceBackend::qgemm`]), else the dense GEMM by the dequantised
-    /// weight (many rows amortise dequantising it); the norm, gate and residual as
+    /// weight (many rows amortise dequantising it) and the gate and residual as
     /// composed ops.
     #[track_caller]
     fn qmatmul_dense(&self, w: &QTensor<D>, opts: QMatmulOptions<'_, D>) -> Self {
@@ -65,10 +66,18 @@ impl<D: InferenceBackend> RawTensor<D, f32> {
             None => self.clone(),
         };
         let s = w.shape();
-        let mut y = match D::qgemm(x.view(), w.data(), s) {
-            Some(buf) => RawTensor::leaf(buf, Layout::contiguous(&[x.dims()[0], s.rows])),
-            None => x.matmul(&w.dequantize().transpose_last()),
+        let m = x.dims()[0];
+        let epilogues = QFusion {
+            norm: None,
+            glu: opts.glu,
+            add: opts.add.map(|t| t.view()),
+            activations: opts.activations,
         };
+        if let Some(buf) = D::qgemm(x.view(), w.data(), s, epilogues) {
+            let n = if opts.glu { s.rows / 2 } else { s.rows };
+            return RawTensor::leaf(buf, Layout::contiguous(&[m, n]));
+        }
+        let mut y = x.matmul(&w.dequantize().transpose_last());
         if opts.glu {
             let half = w.shape().rows / 2;
             let gate = y.narrow(1, 0, half).unary(UnaryOp::Silu);

@@ -17,6 +17,7 @@ use crate::backend::infer::{AttnShape, QFusion, QShape};
 use crate::backend::{AdamStep, AttentionSpec, Backend, Buf, Cast, Device, Memory, SgdStep, View};
 use crate::dtype::f16;
 use crate::layout::Layout;
+use crate::shape::Dims;
 use std::sync::Arc;
 use volta_kernels::wgsl::{Elem, Expr, RowOp};
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
@@ -452,18 +453,50 @@ impl crate::backend::InferenceBackend for Gpu {
         let (out, n) = infer::qmatmul(rt(), (x.0.raw(), x.1), w, shape, norm, fusion.glu, add);
         GpuBuffer::new(out, n)
     }
-    fn qgemm(x: View<Self, f32>, w: &Self::Quantized, shape: &QShape) -> Option<Buf<Self, f32>> {
-        let len = x.1.dims[0] * shape.rows;
+    fn qgemm(
+        x: View<Self, f32>,
+        w: &Self::Quantized,
+        shape: &QShape,
+        fusion: QFusion<'_, Self>,
+    ) -> Option<Buf<Self, f32>> {
+        assert!(fusion.norm.is_none(), "qgemm: normalise x first");
+        let (m, n) = (x.1.dims[0], shape.rows);
+        let add = fusion.add.map(|v| (v.0.raw(), v.1));
         Some(match infer::qgemm(rt(), (x.0.raw(), x.1), w, shape)? {
-            matmul::Product::Done(out) => GpuBuffer::new(out, len),
-            // Split-K: the sum is a pending reduction, as for dense products.
-            matmul::Product::Partials(p, dims) => fusion::rows_of(
-                rt(),
-                Elem::F32,
-                Elem::F32,
-                (p, Layout::contiguous(&dims)),
-                0,
-            ),
+            // Split-K (a few rows): one kernel sums the partial products and
+            // applies the epilogues.
+            matmul::Product::Partials(p, dims) => {
+                let (out, len) = infer::split_sum(rt(), &p, dims, fusion.glu, add);
+                GpuBuffer::new(out, len)
+            }
+            // The epilogues as pending elementwise ops, which fuse with what
+            // reads them (the next norm, the next residual).
+            matmul::Product::Done(out) => {
+                let y = GpuBuffer::new(out, m * n);
+                let mut dims = [m, n];
+                let mut y = if fusion.glu {
+                    let half = n / 2;
+                    dims = [m, half];
+                    let part = |offset| Layout {
+                        dims: Dims::new(&dims),
+                        strides: Dims::new(&[n, 1]),
+                        offset,
+                    };
+                    let (gate, up) = (part(0), part(half));
+                    let e = Expr::input(0)
+                        .unary(UnaryOp::Silu)
+                        .binary(BinaryOp::Mul, Expr::input(1));
+                    elementwise(Elem::F32, e, &[(&y, &gate), (&y, &up)], &[])
+                } else {
+                    y
+                };
+                if let Some(r) = fusion.add {
+                    let plain = Layout::contiguous(&dims);
+                    let e = Expr::input(0).binary(BinaryOp::Add, Expr::input(1));
+                    y = elementwise(Elem::F32, e, &[(&y, &plain), r], &[]);
+                }
+                y
+            }
         })
     }
     fn attend(

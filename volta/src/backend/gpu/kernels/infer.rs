@@ -23,6 +23,7 @@ use volta_kernels::{BinaryOp, UnaryOp};
 
 const QMATMUL: &str = include_str!("../../../../../shaders/qmatmul.wgsl");
 const QROWS: &str = include_str!("../../../../../shaders/qrows.wgsl");
+const SPLIT_SUM: &str = include_str!("../../../../../shaders/split_sum.wgsl");
 const KV_WRITE: &str = include_str!("../../../../../shaders/kv_write.wgsl");
 const ATTENTION: &str = include_str!("../../../../../shaders/attention.wgsl");
 
@@ -113,6 +114,15 @@ struct QLaunch {
     max_groups: u32,
 }
 
+impl QLaunch {
+    /// Groups of outputs each workgroup computes for a product `width` outputs
+    /// wide (one, unless that many groups pass `max_groups`).
+    fn reps(&self, width: usize) -> usize {
+        let groups = width.div_ceil((self.wg / self.lanes) as usize);
+        groups.div_ceil(self.max_groups as usize)
+    }
+}
+
 /// A tuning knob from the environment: a power of two in `range`.
 fn knob(name: &str, range: std::ops::RangeInclusive<u32>) -> Option<u32> {
     std::env::var(name)
@@ -188,11 +198,13 @@ fn reduce_lanes(rt: &Runtime) -> (u32, bool) {
 /// variant compiles without the others' code, and a decode kernel's first
 /// weight loads wait for no parameter (a model has a handful of shapes).
 fn qmatmul_source(format: QFormat, q: QLaunch, flags: u32, n: usize, k: usize) -> String {
+    let width = if flags & 2 != 0 { n / 2 } else { n };
     format!(
         "{}const WG: u32 = {}u;\nconst FLAGS: u32 = {flags}u;\n\
-         const N: u32 = {n}u;\nconst K: u32 = {k}u;\n{}",
+         const N: u32 = {n}u;\nconst K: u32 = {k}u;\nconst REPS: u32 = {}u;\n{}",
         subgroup_prelude(q.lanes, q.shuffle),
         q.wg,
+        q.reps(width),
         specialised(QMATMUL, format)
     )
 }
@@ -433,9 +445,8 @@ pub(crate) fn qmatmul(
     let (rb, ro, rs) = optional(add.map(|v| rows(rt, v)), &xb);
     let flags = u32::from(norm.is_some()) | u32::from(glu) << 1 | u32::from(add.is_some()) << 2;
     let q = qmatmul_launch(rt);
-    let outs = (q.wg / q.lanes) as usize;
-    let groups = width.div_ceil(outs);
-    let reps = groups.div_ceil(q.max_groups as usize);
+    let groups = width.div_ceil((q.wg / q.lanes) as usize);
+    let reps = q.reps(width);
     let params = [
         u(m),
         u(shape.rows),
@@ -481,6 +492,36 @@ pub(crate) fn qgemm(
         words: words(shape.format),
     };
     matmul::quantized(rt, x, &w.0, blocks, shape.rows)
+}
+
+/// Split-K's partial products `(splits, m, n)` of a quantised product summed,
+/// then its SwiGLU (`glu`) and residual (`add`) epilogues, in one kernel
+/// (`split_sum.wgsl`): `(m, n)`, or `(m, n/2)` with `glu`.
+pub(crate) fn split_sum(
+    rt: &Runtime,
+    partials: &Arc<Pooled>,
+    [splits, m, n]: [usize; 3],
+    glu: bool,
+    add: Option<(&Arc<Pooled>, &Layout)>,
+) -> (Arc<Pooled>, usize) {
+    let width = if glu { n / 2 } else { n };
+    let out = alloc(rt, m * width * 4);
+    let (rb, ro, rs) = optional(add.map(|v| rows(rt, v)), partials);
+    let flags = u32::from(glu) << 1 | u32::from(add.is_some()) << 2;
+    let kern = kernel(
+        rt,
+        &Key::Named("volta qmatmul split-K sum", vec![]),
+        Bindings {
+            reads: 2,
+            writes: 1,
+        },
+        "main",
+        || SPLIT_SUM.to_string(),
+    );
+    let params = [u(splits), u(m), u(n), flags, ro, rs];
+    let grid = grid(rt, (m * width).div_ceil(256));
+    launch(rt, &kern, &params, &[partials, &rb, &out], grid);
+    (out, m * width)
 }
 
 /// Whether `bytes` of output exceed one binding.
@@ -619,7 +660,7 @@ fn qmatmul_sliced(
             None => (xv.0, 0, 0),
         };
         let groups = rows.div_ceil(outs);
-        let reps = groups.div_ceil(q.max_groups as usize);
+        let reps = q.reps(rows);
         let params = [
             u(m),
             u(rows),
