@@ -151,12 +151,13 @@ fn run<D: InferenceBackend + Replay>(args: &Args, gguf: &Gguf) -> Result<(), Str
         let decode = || {
             let mut cache = model.cache();
             let mut host = Duration::ZERO;
+            let mut row = Vec::new();
             let start = Instant::now();
             for &t in &tokens {
                 let h = Instant::now();
                 let logits = model.forward(&[t], &mut cache);
                 host += h.elapsed();
-                let row = logits.to_vec();
+                logits.try_read_into(&mut row).expect("the logits");
                 assert!(row[0].is_finite());
             }
             (
@@ -186,7 +187,7 @@ fn run<D: InferenceBackend + Replay>(args: &Args, gguf: &Gguf) -> Result<(), Str
         );
     }
     for &b in &args.batch {
-        let rate = batched(
+        let (rate, read) = batched(
             &model,
             b,
             &ids(args.prompt.max(1)),
@@ -194,26 +195,30 @@ fn run<D: InferenceBackend + Replay>(args: &Args, gguf: &Gguf) -> Result<(), Str
             args.runs,
         );
         println!(
-            "{:4} batch {b:<3} pp{} tg{:<4} {:>10.1} tok/s   ({:.3} ms/step)",
+            "{:4} batch {b:<3} pp{} tg{:<4} {:>10.1} tok/s   ({:.3} ms/step, \
+             of which reading the logits back {:.3} ms)",
             D::NAME,
             args.prompt.max(1),
             args.tokens.max(1),
             rate,
-            1e3 * b as f64 / rate
+            1e3 * b as f64 / rate,
+            read * 1e3
         );
     }
     Ok(())
 }
 
 /// Tokens per second of `b` sequences decoding `tokens` together after
-/// `prompt` (the median of `runs` runs, after one to warm up).
+/// `prompt` (the median of `runs` runs, after one to warm up), and the
+/// seconds that reading a step's logits back takes (a second read of the last
+/// step's, which the GPU has computed already).
 fn batched<D: InferenceBackend + Replay>(
     model: &SmolLM2_135M<D>,
     b: usize,
     prompt: &[u32],
     tokens: &[u32],
     runs: usize,
-) -> f64 {
+) -> (f64, f64) {
     let mut cache = model.cache();
     model.forward(prompt, &mut cache);
     let run = || {
@@ -221,15 +226,28 @@ fn batched<D: InferenceBackend + Replay>(
         for i in 0..b {
             batch.set(i, &cache);
         }
+        // Read into one vector, as a server would (fresh pages cost more than
+        // the copy).
+        let mut host = Vec::new();
         let start = Instant::now();
+        let mut last = None;
         for &t in tokens {
-            let logits = model.decode_batch(&vec![t; b], &mut batch).to_vec();
-            assert!(logits[0].is_finite());
+            let logits = model.decode_batch(&vec![t; b], &mut batch);
+            logits.try_read_into(&mut host).expect("the logits");
+            assert!(host[0].is_finite());
+            last = Some(logits);
         }
-        (b * tokens.len()) as f64 / start.elapsed().as_secs_f64()
+        let rate = (tokens.len() * b) as f64 / start.elapsed().as_secs_f64();
+        // The read alone: the last step's logits again, computed already.
+        let r = Instant::now();
+        if let Some(l) = last {
+            l.try_read_into(&mut host).expect("the logits");
+        }
+        (rate, r.elapsed().as_secs_f64())
     };
     run();
-    median((0..runs).map(|_| run()).collect())
+    let (rates, reads): (Vec<f64>, Vec<f64>) = (0..runs).map(|_| run()).unzip();
+    (median(rates), median(reads))
 }
 
 /// The cold start: each stage's end, in seconds since `start` (the process's).

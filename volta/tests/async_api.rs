@@ -96,3 +96,25 @@ fn a_training_loop_awaiting_each_step_matches_the_cpu() {
         }
     });
 }
+
+/// `try_read_into` fills a vector read into again: of another length (a plain
+/// copy) and of the same length, large enough (12 MB) for the copy out of the staging
+/// memory to run in pieces on several threads.
+#[test]
+fn reads_into_a_reused_vector_match_to_vec() {
+    let _gpu = crate::support::gpu_shared();
+    Gpu::init().expect("a GPU adapter (mesa-vulkan-drivers gives lavapipe)");
+    let n = 3 << 20;
+    let data: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 - 0.5).collect();
+    let x = RawTensor::<Gpu, f32>::from_vec(data.clone(), &[n]);
+    let doubled = x.scalar(volta_kernels::BinaryOp::Mul, 2.0);
+    let mut out = vec![7.0f32; 5];
+    x.try_read_into(&mut out).unwrap();
+    assert!(out == data, "read into a vector of another length");
+    doubled.try_read_into(&mut out).unwrap();
+    assert!(
+        out == doubled.to_vec(),
+        "read into a vector of the same length"
+    );
+    assert_eq!(out[n - 1], 2.0 * data[n - 1]);
+}

@@ -132,6 +132,20 @@ impl<S: Shape, D: Device + Memory<E>, E: Element> Tensor<S, D, E> {
         self.raw.try_to_vec()
     }
 
+    /// [`try_to_vec`](Self::try_to_vec) into `out`, replacing its contents and
+    /// reusing its allocation: for what is read back every step (a decoder's
+    /// logits), where a fresh vector's pages cost more than the copy.
+    ///
+    /// ```
+    /// use volta::prelude::*;
+    /// let mut out = Vec::with_capacity(2);
+    /// Tensor::<Rank1<2>>::from_array([1.0, 2.0]).try_read_into(&mut out).unwrap();
+    /// assert_eq!(out, [1.0, 2.0]);
+    /// ```
+    pub fn try_read_into(&self, out: &mut Vec<E>) -> Result<(), <D as Memory<E>>::Error> {
+        self.raw.try_read_into(out)
+    }
+
     /// Reads the elements back without blocking: the way to read a `Gpu` tensor
     /// in the browser, where the blocking [`to_vec`](Self::to_vec) cannot wait.
     /// The copy is recorded when this is called; the future completes when the
