@@ -127,9 +127,8 @@ pub trait InferenceBackend: Backend<f32> {
 
     /// `x·Wᵀ` for many rows of `x` (a prompt's tokens, a batch of decoded ones)
     /// on the device's matrix units, each tile of `W` dequantised on its way in,
-    /// then the epilogues of `fusion` (its `norm` must be `None`: the caller
-    /// normalises `x` first): dims `(m, n)` (`(m, n/2)` with `glu`),
-    /// contiguous. Operands are rounded to `f16` there and products accumulate in
+    /// with the prologue and epilogues of `fusion`: dims `(m, n)` (`(m, n/2)`
+    /// with `glu`), contiguous. Operands are rounded to `f16` there and products accumulate in
     /// `f32`, as llama.cpp's prefill does. `None` (the default) where the backend
     /// has no such kernel: the caller then multiplies by the dequantised matrix.
     fn qgemm(

@@ -51,13 +51,24 @@ impl<D: InferenceBackend> RawTensor<D, f32> {
         RawTensor::leaf(buf, Layout::contiguous(&[m, n]))
     }
 
-    /// The same for many rows: the norm as composed ops, then the backend's
-    /// quantised GEMM with the gate and residual where it has one
-    /// ([`InferenceBackend::qgemm`]), else the dense GEMM by the dequantised
-    /// weight (many rows amortise dequantising it) and the gate and residual as
-    /// composed ops.
+    /// The same for many rows: the backend's quantised GEMM with the norm, gate
+    /// and residual where it has one ([`InferenceBackend::qgemm`]), else the
+    /// dense GEMM by the dequantised weight (many rows amortise dequantising
+    /// it) with the norm, gate and residual as composed ops.
     #[track_caller]
     fn qmatmul_dense(&self, w: &QTensor<D>, opts: QMatmulOptions<'_, D>) -> Self {
+        let s = w.shape();
+        let m = self.dims()[0];
+        let fusion = QFusion {
+            norm: opts.norm.map(|(t, eps)| (t.view(), eps)),
+            glu: opts.glu,
+            add: opts.add.map(|t| t.view()),
+            activations: opts.activations,
+        };
+        if let Some(buf) = D::qgemm(self.view(), w.data(), s, fusion) {
+            let n = if opts.glu { s.rows / 2 } else { s.rows };
+            return RawTensor::leaf(buf, Layout::contiguous(&[m, n]));
+        }
         let x = match opts.norm {
             Some((scale, eps)) => self.normalize(1, false, f64::from(eps)).binary(
                 BinaryOp::Mul,
@@ -65,18 +76,6 @@ impl<D: InferenceBackend> RawTensor<D, f32> {
             ),
             None => self.clone(),
         };
-        let s = w.shape();
-        let m = x.dims()[0];
-        let epilogues = QFusion {
-            norm: None,
-            glu: opts.glu,
-            add: opts.add.map(|t| t.view()),
-            activations: opts.activations,
-        };
-        if let Some(buf) = D::qgemm(x.view(), w.data(), s, epilogues) {
-            let n = if opts.glu { s.rows / 2 } else { s.rows };
-            return RawTensor::leaf(buf, Layout::contiguous(&[m, n]));
-        }
         let mut y = x.matmul(&w.dequantize().transpose_last());
         if opts.glu {
             let half = w.shape().rows / 2;

@@ -459,14 +459,43 @@ impl crate::backend::InferenceBackend for Gpu {
         shape: &QShape,
         fusion: QFusion<'_, Self>,
     ) -> Option<Buf<Self, f32>> {
-        assert!(fusion.norm.is_none(), "qgemm: normalise x first");
-        let (m, n) = (x.1.dims[0], shape.rows);
+        let (m, k, n) = (x.1.dims[0], x.1.dims[1], shape.rows);
+        if !infer::qgemm_fits(rt(), m, w, shape) {
+            return None;
+        }
+        // Where K splits (a batch of decoded tokens), the norm is fused: the
+        // product multiplies x's columns by its weights, the sum of the splits
+        // each row by its 1/rms. Elsewhere x is normalised first (a pending op
+        // that fuses with whatever made x).
+        let split = matmul::quantized_splits(m, n, k) > 1;
+        let (fused, first) = match fusion.norm {
+            Some((scale, eps)) if split && scale.1.offset % 4 == 0 && scale.1.is_contiguous() => {
+                (Some((scale, eps)), None)
+            }
+            Some((scale, eps)) => {
+                let normed = <Self as Backend<f32>>::normalize(x, 1, false, eps);
+                let mut across = Layout::contiguous(&[m, k]);
+                across.strides = Dims::new(&[0, scale.1.strides[0]]);
+                across.offset = scale.1.offset;
+                let e = Expr::input(0).binary(BinaryOp::Mul, Expr::input(1));
+                let plain = Layout::contiguous(&[m, k]);
+                let xn = elementwise(Elem::F32, e, &[(&normed, &plain), (scale.0, &across)], &[]);
+                (None, Some((xn, plain)))
+            }
+            None => (None, None),
+        };
+        let x = match &first {
+            Some((xn, plain)) => (xn.raw(), plain),
+            None => (x.0.raw(), x.1),
+        };
         let add = fusion.add.map(|v| (v.0.raw(), v.1));
-        Some(match infer::qgemm(rt(), (x.0.raw(), x.1), w, shape)? {
+        let scale = fused.map(|(v, _)| (v.0.raw(), v.1));
+        Some(match infer::qgemm(rt(), x, w, shape, scale)? {
             // Split-K (a few rows): one kernel sums the partial products and
             // applies the epilogues.
             matmul::Product::Partials(p, dims) => {
-                let (out, len) = infer::split_sum(rt(), &p, dims, fusion.glu, add);
+                let norm = fused.map(|(_, eps)| (x, eps));
+                let (out, len) = infer::split_sum(rt(), &p, dims, norm, fusion.glu, add);
                 GpuBuffer::new(out, len)
             }
             // The epilogues as pending elementwise ops, which fuse with what

@@ -472,55 +472,94 @@ pub(crate) fn qmatmul(
 }
 
 /// See [`InferenceBackend::qgemm`](crate::backend::InferenceBackend::qgemm): the
-/// tensor-core matmul with W's tiles dequantised on their way in
-/// ([`matmul::quantized`]): the product, or its partial products over slices
-/// of K to be summed; `None` past the binding limit too.
+/// tensor-core matmul with W's tiles dequantised on their way in, and x's
+/// columns multiplied by `scale` ([`matmul::quantized`]): the product, or its
+/// partial products over slices of K to be summed; `None` past the binding
+/// limit too.
 pub(crate) fn qgemm(
     rt: &Runtime,
     x: (&Arc<Pooled>, &Layout),
     w: &GpuQuantized,
     shape: &QShape,
+    scale: Option<(&Arc<Pooled>, &Layout)>,
 ) -> Option<matmul::Product> {
-    let m = x.1.dims[0];
-    // Split-K's partial products can take up to K/128 times the output.
-    let partials = m * shape.rows * (shape.cols / 128).max(1) * 4;
-    if past_limit(rt, [&w.0, x.0]) || past_limit_len(rt, partials) {
+    if !qgemm_fits(rt, x.1.dims[0], w, shape) || past_limit(rt, [x.0]) {
         return None;
     }
     let blocks = Blocks {
         qtype: qtype(shape.format),
         words: words(shape.format),
     };
-    matmul::quantized(rt, x, &w.0, blocks, shape.rows)
+    let scale = scale.map(|v| {
+        let (b, offset, _) = rows(rt, v);
+        (b, offset as usize)
+    });
+    matmul::quantized(
+        rt,
+        x,
+        &w.0,
+        blocks,
+        shape.rows,
+        scale.as_ref().map(|(b, o)| (b, *o)),
+    )
+}
+
+/// Whether [`qgemm`] can multiply `m` rows by `w` (given rows that load as
+/// vectors): the adapter has tensor cores, and W and the partial products fit
+/// one binding.
+pub(crate) fn qgemm_fits(rt: &Runtime, m: usize, w: &GpuQuantized, shape: &QShape) -> bool {
+    // Split-K's partial products can take up to K/128 times the output.
+    let partials = m * shape.rows * (shape.cols / 128).max(1) * 4;
+    rt.gpu.info.tensor_cores
+        && shape.cols.is_multiple_of(32)
+        && !past_limit(rt, [&w.0])
+        && !past_limit_len(rt, partials)
 }
 
 /// Split-K's partial products `(splits, m, n)` of a quantised product summed,
-/// then its SwiGLU (`glu`) and residual (`add`) epilogues, in one kernel
-/// (`split_sum.wgsl`): `(m, n)`, or `(m, n/2)` with `glu`.
+/// then its RMS norm's `1/rms` (of `norm`'s rows of x, with its epsilon: the
+/// product multiplied x's columns by the norm's weights), SwiGLU (`glu`) and
+/// residual (`add`) epilogues, in one kernel (`split_sum.wgsl`): `(m, n)`, or
+/// `(m, n/2)` with `glu`.
 pub(crate) fn split_sum(
     rt: &Runtime,
     partials: &Arc<Pooled>,
     [splits, m, n]: [usize; 3],
+    norm: Option<((&Arc<Pooled>, &Layout), f32)>,
     glu: bool,
     add: Option<(&Arc<Pooled>, &Layout)>,
 ) -> (Arc<Pooled>, usize) {
     let width = if glu { n / 2 } else { n };
     let out = alloc(rt, m * width * 4);
     let (rb, ro, rs) = optional(add.map(|v| rows(rt, v)), partials);
-    let flags = u32::from(glu) << 1 | u32::from(add.is_some()) << 2;
+    let (xb, xo, xs) = optional(norm.map(|(v, _)| rows(rt, v)), partials);
+    let k = norm.map_or(0, |((_, l), _)| l.dims[l.rank() - 1]);
+    let eps = norm.map_or(0.0, |(_, e)| e);
+    let flags = u32::from(norm.is_some()) | u32::from(glu) << 1 | u32::from(add.is_some()) << 2;
     let kern = kernel(
         rt,
         &Key::Named("volta qmatmul split-K sum", vec![]),
         Bindings {
-            reads: 2,
+            reads: 3,
             writes: 1,
         },
         "main",
         || SPLIT_SUM.to_string(),
     );
-    let params = [u(splits), u(m), u(n), flags, ro, rs];
-    let grid = grid(rt, (m * width).div_ceil(256));
-    launch(rt, &kern, &params, &[partials, &rb, &out], grid);
+    let params = [
+        u(splits),
+        u(m),
+        u(n),
+        flags,
+        ro,
+        rs,
+        xo,
+        xs,
+        u(k),
+        eps.to_bits(),
+    ];
+    let grid = [u(width.div_ceil(256)), u(m), 1];
+    launch(rt, &kern, &params, &[partials, &rb, &xb, &out], grid);
     (out, m * width)
 }
 
@@ -917,4 +956,16 @@ pub(crate) fn attend(
         launch(rt, &k, &params, &buffers, [u(s.heads), u(t), 1]);
     }
     (out, len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SPLIT_SUM;
+
+    /// The split-K sum's shader validates (it runs only where tensor cores
+    /// split products, which lavapipe's tests never reach).
+    #[test]
+    fn split_sum_validates() {
+        crate::backend::gpu::kernels::attention_coop::assert_translates("split_sum", SPLIT_SUM);
+    }
 }

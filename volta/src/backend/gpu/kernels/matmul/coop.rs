@@ -140,6 +140,12 @@ pub(crate) struct CoopVariant {
     /// its blocks and dequantised to `f16` on the way into shared memory (`bk` is
     /// 32: one block per row of the tile); A is `f32` (`f32_in`).
     pub b_blocks: Option<Blocks>,
+    /// A's columns are multiplied by a vector `s` (binding 3; C moves to 4) on
+    /// their way in: `x·diag(s)·Wᵀ`, an RMS norm's weights, whose per-row
+    /// `1/rms` then scales the result (linear, so it waits for the product).
+    /// `s` starts at element `p[12]`, and a slice `z` of a split K at `z·p[4]`
+    /// past it (A's batch stride, its columns being contiguous).
+    pub a_scale: bool,
 }
 
 /// A quantised B's blocks as the GPU holds them (see `shaders/qmatmul.wgsl`):
@@ -230,6 +236,9 @@ struct Tile<'a> {
     stride: &'a str,
     rows: u32,
     len: u32,
+    /// The first element of a vector `s` that multiplies the tile's columns on
+    /// load (an `f32` tile contiguous along them), if any.
+    scale: Option<&'a str>,
 }
 
 /// Register declarations, the global fetch of a tile, and its store to shared
@@ -264,12 +273,10 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool, wide: bool) -> Copy
     let items = t.rows * q;
     let reps = items.div_ceil(threads);
     let held = if wide { "vec4<u32>" } else { "vec4<f16>" };
-    let load = |at: &str| {
-        if f32_in && !wide {
-            format!("vec4<f16>({}[{at}])", t.src)
-        } else {
-            format!("{}[{at}]", t.src)
-        }
+    let load = |at: &str| match t.scale {
+        Some(base) => format!("vec4<f16>({}[{at}] * s[({base} + gc) / 4u])", t.src),
+        None if f32_in && !wide => format!("vec4<f16>({}[{at}])", t.src),
+        None => format!("{}[{at}]", t.src),
     };
     let mut c = Copy {
         decls: String::new(),
@@ -431,7 +438,7 @@ enable wgpu_cooperative_matrix;
 @group(0) @binding(0) var<storage, read> p: array<u32>;
 @group(0) @binding(1) var<storage, read> a: array<{in_ty}>;
 @group(0) @binding(2) var<storage, read> b: array<{b_ty}>;
-@group(0) @binding(3) var<storage, read_write> c: array<{out_ty}>;
+{scale_binding}@group(0) @binding({c_binding}) var<storage, read_write> c: array<{out_ty}>;
 var<workgroup> As: array<vec4<f16>, {}>;
 var<workgroup> Bs: array<vec4<f16>, {}>;
 var<workgroup> Cs: array<f32, {}>;
@@ -454,6 +461,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         wn = t.wn,
         fm16 = t.fm * 16,
         fn16 = t.fn_ * 16,
+        scale_binding = if v.a_scale {
+            "@group(0) @binding(3) var<storage, read> s: array<vec4<f32>>;\n"
+        } else {
+            ""
+        },
+        c_binding = if v.a_scale { 4 } else { 3 },
     )
     .unwrap();
     for i in 0..t.fm {
@@ -474,6 +487,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             stride: "a_sm",
             rows: a_rows,
             len: a_len,
+            scale: v.a_scale.then_some("p[12] + z * p[4]"),
         }
     } else {
         Tile {
@@ -488,6 +502,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             stride: "a_sk",
             rows: a_rows,
             len: a_len,
+            scale: None,
         }
     };
     let b_tile = if v.b_n {
@@ -503,6 +518,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             stride: "b_sk",
             rows: b_rows,
             len: b_len,
+            scale: None,
         }
     } else {
         Tile {
@@ -517,6 +533,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             stride: "b_sn",
             rows: b_rows,
             len: b_len,
+            scale: None,
         }
     };
     let wide = v.wide && !v.f32_in;
@@ -527,6 +544,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 bk == 32 && !v.b_n && v.f32_in,
                 "quantised B: bk 32, along k, f32 A"
             );
+            assert!(!v.a_scale || (v.a_k && !v.wide), "A's scale: f32 A along k");
             copy_blocks(q, &b_tile, threads, pad)
         }
         None => copy_tile(&b_tile, threads, pad, v.f32_in, wide),
@@ -763,19 +781,21 @@ mod tests {
                     wide: bits & 16 != 0,
                     c_vec: bits & 32 != 0,
                     b_blocks: None,
+                    a_scale: false,
                 });
             }
         }
     }
 
     /// So does every block layout of a quantised B, at every candidate with
-    /// K steps of one block.
+    /// K steps of one block, with and without a scale on A's columns.
     #[test]
     fn every_quantised_variant_validates_and_translates() {
         let layouts = [(2, 5), (3, 5), (8, 9), (255, 11)];
         for tiles in CoopTiles::CANDIDATES.into_iter().filter(|t| t.bk == 32) {
             for (qtype, words) in layouts {
-                for c_vec in [false, true] {
+                for (c_vec, a_scale) in [(false, false), (true, false), (false, true), (true, true)]
+                {
                     validate(&CoopVariant {
                         tiles,
                         a_k: true,
@@ -785,6 +805,7 @@ mod tests {
                         wide: false,
                         c_vec,
                         b_blocks: Some(Blocks { qtype, words }),
+                        a_scale,
                     });
                 }
             }

@@ -310,6 +310,7 @@ fn tensor_core_kernel(
         wide: wide && elem == Elem::F16,
         c_vec: n.is_multiple_of(4),
         b_blocks: None,
+        a_scale: false,
     };
     let key = vec![
         t.wm,
@@ -345,31 +346,32 @@ fn tensor_core_kernel(
 /// aligned) and a quantised `W` `(n, k)` held as `blocks` in `w`: each tile of W
 /// is dequantised to `f16` on its way into shared memory (no dequantised copy
 /// of W is made), `x` is rounded to `f16` there, and products accumulate in f32.
+/// With `scale` (an RMS norm's weights: a buffer and the element its `k`
+/// values start at), `x`'s columns are multiplied by it on their way in.
 /// Few rows (a batch of decoded tokens) leave too few output tiles to fill the
-/// GPU, so K is split as for dense products ([`split_k_blocks`]) and the result
+/// GPU, so K is split as for dense products ([`quantized_splits`]) and the result
 /// is the partial products, to be summed. `None` where the adapter has no
-/// tensor cores or `x` does not load as vectors (the caller then multiplies by
-/// the dequantised matrix).
+/// tensor cores, `x` does not load as vectors, or the scale does not start on
+/// a multiple of 4 (the caller then multiplies by the dequantised matrix, or
+/// scales `x` first).
 pub(crate) fn quantized(
     rt: &Runtime,
     x: (&Arc<Pooled>, &Layout),
     w: &Arc<Pooled>,
     blocks: coop::Blocks,
     n: usize,
+    scale: Option<(&Arc<Pooled>, usize)>,
 ) -> Option<Product> {
     let l = x.1;
     let (m, k) = (l.dims[0], l.dims[1]);
     let loads = l.rank() == 2 && l.strides[1] == 1 && aligned(&[l.offset, l.strides[0], k]);
-    if !rt.gpu.info.tensor_cores || !loads || !k.is_multiple_of(32) {
+    let scale_loads = scale.is_none_or(|(_, offset)| offset.is_multiple_of(4));
+    if !rt.gpu.info.tensor_cores || !loads || !scale_loads || !k.is_multiple_of(32) {
         return None;
     }
-    let tiles = COOP_OVERRIDE
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .filter(|t| t.bk == 32)
-        .unwrap_or(COOP_SMALL);
+    let t = quantized_tiles();
     let v = CoopVariant {
-        tiles,
+        tiles: t,
         a_k: true,
         b_n: false,
         f32_in: true,
@@ -377,8 +379,8 @@ pub(crate) fn quantized(
         wide: false,
         c_vec: n.is_multiple_of(4),
         b_blocks: Some(blocks),
+        a_scale: scale.is_some(),
     };
-    let t = tiles;
     let key = vec![
         t.wm,
         t.wn,
@@ -389,24 +391,20 @@ pub(crate) fn quantized(
         u32::from(v.c_vec),
         blocks.qtype,
         blocks.words,
+        u32::from(v.a_scale),
     ];
+    let bindings = Bindings {
+        reads: if scale.is_some() { 3 } else { 2 },
+        writes: 1,
+    };
     let kern = kernel(
         rt,
         &Key::Named("volta qmatmul tensor-core", key),
-        OPERANDS,
+        bindings,
         "main",
         || coop::source(&v),
     );
-    let groups = n.div_ceil(t.bn() as usize) * m.div_ceil(t.bm() as usize);
-    let per_row = k / 32;
-    // Only a few rows (a batch of decoded tokens, one tile of them) split K: a
-    // prompt's products fill the GPU along M, and the partial sums would cost
-    // more than they save (H100, pp512: 3.58 ms split against 3.48 unsplit).
-    let splits = if m <= t.bm() as usize {
-        split_k_blocks(groups, per_row)
-    } else {
-        1
-    };
+    let splits = quantized_splits(m, n, k);
     let slice = k / splits;
     let out = alloc(rt, splits * m * n * 4);
     // A slice of K is a batch: A's batch stride is the slice, B's the slice's
@@ -424,19 +422,45 @@ pub(crate) fn quantized(
         u(b_sb),
         0,
         0,
-        u(per_row),
+        u(k / 32),
+        u(scale.map_or(0, |(_, offset)| offset)),
     ];
     let grid = [
         u(n.div_ceil(t.bn() as usize)),
         u(m.div_ceil(t.bm() as usize)),
         u(splits),
     ];
-    launch(rt, &kern, &p, &[x.0, w, &out], grid);
+    match scale {
+        Some((s, _)) => launch(rt, &kern, &p, &[x.0, w, s, &out], grid),
+        None => launch(rt, &kern, &p, &[x.0, w, &out], grid),
+    }
     Some(if splits == 1 {
         Product::Done(out)
     } else {
         Product::Partials(out, [splits, m, n])
     })
+}
+
+/// The quantised product's tensor-core tiles.
+fn quantized_tiles() -> CoopTiles {
+    COOP_OVERRIDE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .filter(|t| t.bk == 32)
+        .unwrap_or(COOP_SMALL)
+}
+
+/// Into how many slices [`quantized`] splits the K of an `(m, k)` by `(n, k)`
+/// product. Only a few rows (a batch of decoded tokens, one tile of them) split
+/// K: a prompt's products fill the GPU along M, and the partial sums would cost
+/// more than they save (H100, pp512: 3.58 ms split against 3.48 unsplit).
+pub(crate) fn quantized_splits(m: usize, n: usize, k: usize) -> usize {
+    let t = quantized_tiles();
+    if m > t.bm() as usize {
+        return 1;
+    }
+    let groups = n.div_ceil(t.bn() as usize) * m.div_ceil(t.bm() as usize);
+    split_k_blocks(groups, k / 32)
 }
 
 /// Into how many slices to split the K of a quantised product with `groups`
