@@ -42,7 +42,7 @@ llama_first() { ~/llama-simple -m ~/model.gguf -ngl 99 -n 1 "The capital of Fran
   done
   B="$HOME/bench_llm --model $HOME/model.gguf --device gpu --runs 5"
   L="$HOME/llama-bench -m $HOME/model.gguf -ngl 99 -fa 1 -r 5"
-  for r in 1 2; do
+  for r in 1 2 3; do
     echo "== prefill and decode, round $r"
     $B --prompt 512 --tokens 128 | grep -v "^loaded"
     $L -p 512,512 -n 128,128 | grep -E "pp512|tg128"
