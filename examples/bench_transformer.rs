@@ -34,6 +34,13 @@ struct Args {
     /// Only the attention rows.
     #[arg(long)]
     attention_only: bool,
+    /// Only the GPT training step's rows.
+    #[arg(long)]
+    step_only: bool,
+    /// A tuning knob: products with few output tiles keep K whole instead of
+    /// splitting it (and summing the partial products).
+    #[arg(long)]
+    no_split_k: bool,
 }
 
 fn median(mut ts: Vec<f64>) -> f64 {
@@ -81,11 +88,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let info = Gpu::init()?;
     println!("GPU: {} ({})", info.name, info.backend);
     Gpu::set_attention_workgroup_bytes(args.attention_workgroup_bytes);
+    Gpu::set_matmul_split_k(!args.no_split_k);
     let (h, d) = (6, 64);
-    let lengths: &[(usize, usize)] = if args.quick {
-        &[(2, 128), (1, 256)]
-    } else {
-        &[(8, 1024), (2, 4096)]
+    let lengths: &[(usize, usize)] = match (args.step_only, args.quick) {
+        (true, _) => &[],
+        (false, true) => &[(2, 128), (1, 256)],
+        (false, false) => &[(8, 1024), (2, 4096)],
     };
     for &(b, t) in lengths {
         let (q, k, v) = (
@@ -145,10 +153,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if args.attention_only {
         return Ok(());
     }
-    let memory_lengths: &[usize] = if args.quick {
-        &[128, 256, 512]
-    } else {
-        &[512, 1024, 2048, 4096, 8192]
+    let memory_lengths: &[usize] = match (args.step_only, args.quick) {
+        (true, _) => &[],
+        (false, true) => &[128, 256, 512],
+        (false, false) => &[512, 1024, 2048, 4096, 8192],
     };
     for &t in memory_lengths {
         Gpu::empty_cache();
