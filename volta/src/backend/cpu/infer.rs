@@ -449,8 +449,7 @@ fn cached_attention(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::cpu::quantized::pack;
-    use crate::backend::cpu::quantized::tests::{random_sub_blocks, sub_block_shape};
+    use crate::backend::cpu::quantized::tests::{NATIVE, native_and_sub_blocks};
 
     /// ggml's blocks held natively give the values that their sub-blocks give,
     /// to the bit: dequantised, and in the exact matmul's dot products (with and
@@ -459,15 +458,8 @@ mod tests {
     fn native_blocks_equal_their_sub_blocks_in_f32() {
         let (n, m) = (5, 3);
         let mut seed = 11;
-        for (ty, k) in [
-            (GgmlType::Q5_0, 544),
-            (GgmlType::Q4_K, 768),
-            (GgmlType::Q6_K, 768),
-        ] {
-            let subs = random_sub_blocks(ty, n * k, &mut seed);
-            let shape = sub_block_shape(ty, n, k);
-            let (native, reference) = (pack(&shape, &subs, true), pack(&shape, &subs, false));
-            assert_eq!(native.format, QFormat::Ggml(ty));
+        for (ty, k) in NATIVE {
+            let (native, reference) = native_and_sub_blocks(ty, (n, k), &mut seed);
             for b in 0..n * k / BLOCK {
                 let bits = |w| dequantize_block(w, b).map(f32::to_bits);
                 assert_eq!(bits(&native), bits(&reference), "{ty}: block {b}");

@@ -599,8 +599,8 @@ mod avx2 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::cpu::quantized::tests::{random_sub_blocks, sub_block_shape};
-    use crate::backend::cpu::quantized::{pack, upload};
+    use crate::backend::cpu::quantized::tests::{NATIVE, native_and_sub_blocks};
+    use crate::backend::cpu::quantized::upload;
     use crate::backend::infer::QShape;
     use crate::io::quant::{GgmlType, QFormat, SubBlock};
     use half::f16;
@@ -737,15 +737,8 @@ mod tests {
     fn native_blocks_match_the_scalar_fallback_and_their_sub_blocks() {
         let (n, m) = (6, 2);
         let mut seed = 5;
-        for (ty, k) in [
-            (GgmlType::Q5_0, 544),
-            (GgmlType::Q4_K, 768),
-            (GgmlType::Q6_K, 768),
-        ] {
-            let subs = random_sub_blocks(ty, n * k, &mut seed);
-            let shape = sub_block_shape(ty, n, k);
-            let (native, reference) = (pack(&shape, &subs, true), pack(&shape, &subs, false));
-            assert_eq!(native.format(), QFormat::Ggml(ty));
+        for (ty, k) in NATIVE {
+            let (native, reference) = native_and_sub_blocks(ty, (n, k), &mut seed);
             let x: Vec<f32> = (0..m * k).map(|_| unit(&mut seed)).collect();
             let a = Q8Rows::quantize(&x, k, native.kind);
             if has_avx2() {

@@ -322,6 +322,28 @@ pub(super) mod tests {
         }
     }
 
+    /// The types the CPU holds in ggml's own blocks after recovering them, each
+    /// with a row length of an odd number of its blocks.
+    pub(in crate::backend::cpu) const NATIVE: [(GgmlType, usize); 3] = [
+        (GgmlType::Q5_0, 544),
+        (GgmlType::Q4_K, 768),
+        (GgmlType::Q6_K, 768),
+    ];
+
+    /// Random sub-blocks of `ty` for an `n × k` matrix packed twice: in ggml's
+    /// blocks (recovered, checked) and as the sub-blocks themselves.
+    pub(in crate::backend::cpu) fn native_and_sub_blocks(
+        ty: GgmlType,
+        (n, k): (usize, usize),
+        seed: &mut u64,
+    ) -> (CpuQuantized, CpuQuantized) {
+        let subs = random_sub_blocks(ty, n * k, seed);
+        let shape = sub_block_shape(ty, n, k);
+        let (native, reference) = (pack(&shape, &subs, true), pack(&shape, &subs, false));
+        assert_eq!(native.format, QFormat::Ggml(ty), "recovered as {ty}");
+        (native, reference)
+    }
+
     #[test]
     fn ggml_blocks_are_recovered_from_their_sub_blocks() {
         let mut seed = 3;

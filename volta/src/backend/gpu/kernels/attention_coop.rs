@@ -397,19 +397,23 @@ pub(crate) fn assert_translates(what: &str, src: &str) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Every head width the tensor-core kernels take, with and without
+    /// prefetching (each generator's validation tests go through them).
+    pub(crate) const WIDTHS: [(usize, bool); 5] = [
+        (16, false),
+        (32, true),
+        (48, false),
+        (64, true),
+        (64, false),
+    ];
 
     /// Every width the kernel takes, with and without prefetching, translates.
     #[test]
     fn every_width_validates_and_translates() {
-        for (d, prefetch) in [
-            (16, false),
-            (32, true),
-            (48, false),
-            (64, true),
-            (64, false),
-        ] {
+        for (d, prefetch) in WIDTHS {
             assert_translates(&format!("d {d}"), &source(d, prefetch));
         }
     }

@@ -349,13 +349,7 @@ mod tests {
     /// [`assert_translates`](super::super::attention_coop::assert_translates)).
     #[test]
     fn every_width_validates_and_translates() {
-        for (d, prefetch) in [
-            (16, false),
-            (32, true),
-            (48, false),
-            (64, true),
-            (64, false),
-        ] {
+        for (d, prefetch) in super::super::attention_coop::tests::WIDTHS {
             let src = source(d, prefetch);
             super::super::attention_coop::assert_translates(&format!("d {d}"), &src);
         }
