@@ -6,7 +6,7 @@
 //! `MatmulPrecision::Half`, with the step's kernel profile (the `model!` GPT of
 //! `examples/gpt_model.rs`, over 256 byte tokens). The PyTorch peer is
 //! `scripts/device/transformer_peers.py` (same rows, same conventions).
-//! `VOLTA_BENCH_KERNELS=1` lists the step's 25 costliest kernels too.
+//! `VOLTA_BENCH_KERNELS=1` lists the step's 25 costliest kernels too (`=all`: every one).
 //!
 //! ```text
 //! cargo run --release -p volta-examples --example bench_transformer [-- --quick]
@@ -37,6 +37,11 @@ struct Args {
     /// Only the GPT training step's rows.
     #[arg(long)]
     step_only: bool,
+    /// Only the GPT step's products, one row each, with the operand layouts the
+    /// step gives them (Wᵀ and Xᵀ are views), f32 and in half precision.
+    /// (`--products half` times half precision only, `full` f32 only.)
+    #[arg(long, num_args = 0..=1, default_missing_value = "both")]
+    products: Option<String>,
     /// A tuning knob: products with few output tiles keep K whole instead of
     /// splitting it (and summing the partial products).
     #[arg(long)]
@@ -89,6 +94,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("GPU: {} ({})", info.name, info.backend);
     Gpu::set_attention_workgroup_bytes(args.attention_workgroup_bytes);
     Gpu::set_matmul_split_k(!args.no_split_k);
+    if let Some(which) = &args.products {
+        let precisions = match which.as_str() {
+            "half" => vec![MatmulPrecision::Half],
+            "full" => vec![MatmulPrecision::Full],
+            _ => vec![MatmulPrecision::Full, MatmulPrecision::Half],
+        };
+        products(if args.quick { 4 * 256 } else { 64 * 256 }, &precisions);
+        return Ok(());
+    }
     let (h, d) = (6, 64);
     let lengths: &[(usize, usize)] = match (args.step_only, args.quick) {
         (true, _) => &[],
@@ -252,9 +266,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The 25 kernels that took longest, one line each (`VOLTA_BENCH_KERNELS`).
+/// The 25 kernels that took longest, one line each (`VOLTA_BENCH_KERNELS`;
+/// every kernel with `VOLTA_BENCH_KERNELS=all`).
 fn print_kernels(profile: &volta::backend::gpu::Profile) {
-    for k in profile.kernels.iter().take(25) {
+    let all = std::env::var_os("VOLTA_BENCH_KERNELS").is_some_and(|v| v == "all");
+    for k in profile.kernels.iter().take(if all { usize::MAX } else { 25 }) {
         println!(
             "    {:9.3} ms {:5} calls  {}",
             k.total.as_secs_f64() * 1e3,
@@ -262,6 +278,81 @@ fn print_kernels(profile: &volta::backend::gpu::Profile) {
             k.name
         );
     }
+}
+
+/// `--products`: each product of the GPT step (`rows` tokens, width 384, 1536
+/// hidden, 256 logits) as the step lays out its operands: the forward `X·Wᵀ`
+/// (Wᵀ a view of `W (out, in)`), the input's gradient `G·W`, the weight's `Xᵀ·G`
+/// (Xᵀ a view). TFLOP/s, f32 and in half precision.
+fn products(rows: usize, precisions: &[MatmulPrecision]) {
+    let (c, f, v) = (384, 1536, 256);
+    let mut rng = Rng::seed(7);
+    let mut operand = |dims: &[usize]| {
+        let n = dims.iter().product::<usize>();
+        let data: Vec<f32> = (0..n).map(|_| rng.uniform() as f32 - 0.5).collect();
+        RawTensor::<Gpu, f32>::from_vec(data, dims)
+    };
+    // (name, m, k, n, A transposed, B transposed) of `A (m, k) · B (k, n)`.
+    let shapes = [
+        ("fwd_x_wt_384", rows, c, c, false, true),
+        ("fwd_x_wt_1536", rows, c, f, false, true),
+        ("fwd_h_wt_384", rows, f, c, false, true),
+        ("fwd_lm_head", rows, c, v, false, true),
+        ("dx_g_w_384", rows, c, c, false, false),
+        ("dx_g_w_1536", rows, f, c, false, false),
+        ("dx_g_w_384x1536", rows, c, f, false, false),
+        ("dx_lm_head", rows, v, c, false, false),
+        ("dw_xt_g_384", c, rows, c, true, false),
+        ("dw_xt_g_384x1536", c, rows, f, true, false),
+        ("dw_ht_g_1536x384", f, rows, c, true, false),
+        ("dw_lm_head", c, rows, v, true, false),
+        // The weight gradients' shapes with A stored along k (a diagnostic: the
+        // step's Xᵀ is stored along m).
+        ("dw_a_along_k_384", c, rows, c, false, false),
+        ("dw_a_along_k_384x1536", c, rows, f, false, false),
+        ("dw_a_along_k_1536x384", f, rows, c, false, false),
+    ];
+    // The SM clock falls when the GPU idles (see benchmarks/h100-2026-11-23-s9):
+    // a second of large products first.
+    let big = operand(&[4096, 4096]);
+    let heat = Instant::now();
+    while heat.elapsed().as_secs_f64() < 1.0 {
+        big.matmul(&big).buffer().realize();
+        Gpu::sync().expect("the GPU works");
+    }
+    for &precision in precisions {
+        Gpu::set_matmul_precision(precision);
+        for &(name, m, k, n, at, bt) in &shapes {
+            let a = if at {
+                operand(&[k, m]).transpose_last()
+            } else {
+                operand(&[m, k])
+            };
+            let b = if bt {
+                operand(&[n, k]).transpose_last()
+            } else {
+                operand(&[k, n])
+            };
+            let per_sync = 8;
+            let s = time(7, || {
+                for _ in 0..per_sync {
+                    a.matmul(&b).buffer().realize();
+                }
+            }) / per_sync as f64;
+            println!(
+                "{:48} {:10.1} µs {:8.1} TFLOP/s",
+                format!("product_{precision:?}_{name}_{m}x{k}x{n}"),
+                s * 1e6,
+                2.0 * (m * k * n) as f64 / s / 1e12
+            );
+            if std::env::var_os("VOLTA_BENCH_KERNELS").is_some()
+                && let Ok(((), profile)) = Gpu::profile(|| a.matmul(&b).buffer().realize())
+            {
+                print_kernels(&profile);
+            }
+        }
+    }
+    Gpu::set_matmul_precision(MatmulPrecision::Full);
 }
 
 /// The kernel class of a profile entry.

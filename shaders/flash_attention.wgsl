@@ -35,10 +35,10 @@
 alias T = f32;
 
 @group(0) @binding(0) var<storage, read> p: array<u32>;
-@group(0) @binding(1) var<storage, read> q: array<T>;
-@group(0) @binding(2) var<storage, read> k: array<T>;
-@group(0) @binding(3) var<storage, read> v: array<T>;
-@group(0) @binding(4) var<storage, read> g: array<T>;
+// q, k, v and g (bindings 1 to 4), `VEC` and the functions that read them,
+// `operand` (one element) and `operand4` (four features: a vec4), come from
+// the runtime: with VEC, every view's features are contiguous and its offset
+// and strides multiples of 4, so the tiles load four features at a time.
 @group(0) @binding(5) var<storage, read> lse_in: array<T>;
 @group(0) @binding(6) var<storage, read> delta: array<T>;
 @group(0) @binding(7) var<storage, read_write> out0: array<T>;
@@ -57,24 +57,6 @@ const Q: u32 = 0u;
 const K: u32 = 1u;
 const V: u32 = 2u;
 const G: u32 = 3u;
-
-// Element i of operand `which` (a constant at every call: the branch folds).
-fn operand(which: u32, i: u32) -> f32 {
-    switch which {
-        case 0u: {
-            return f32(q[i]);
-        }
-        case 1u: {
-            return f32(k[i]);
-        }
-        case 2u: {
-            return f32(v[i]);
-        }
-        default: {
-            return f32(g[i]);
-        }
-    }
-}
 
 // Head (b, h) of operand `which`: its first element and its row and feature strides.
 fn head(which: u32, b: u32, h: u32) -> vec3<u32> {
@@ -98,6 +80,21 @@ fn put(i: u32, x: f32) {
 // Features c0..c0 + dc of rows t0..t0 + n of a head, transposed: feature c of
 // row t lands at (float) dst + c·(n + 4) + t.
 fn load_transposed(which: u32, hd: vec3<u32>, t0: u32, n: u32, rows: u32, c0: u32, dc: u32, dst: u32, li: u32) {
+    if (VEC) {
+        let dc4 = dc / 4u;
+        for (var e = li; e < dc4 * n; e += THREADS) {
+            let t = e / dc4;
+            let c = 4u * (e % dc4);
+            var x = vec4<f32>(0.0);
+            if (t0 + t < rows && c0 + c < D) {
+                x = operand4(which, (hd.x + (t0 + t) * hd.y + c0 + c) / 4u);
+            }
+            for (var i = 0u; i < 4u; i++) {
+                put(dst + (c + i) * (n + 4u) + t, x[i]);
+            }
+        }
+        return;
+    }
     for (var e = li; e < dc * n; e += THREADS) {
         let t = e / dc;
         let c = e % dc;
@@ -111,8 +108,14 @@ fn load_rows(which: u32, hd: vec3<u32>, t0: u32, n: u32, rows: u32, dst: u32, li
         let t = e / (DP / 4u);
         let c = 4u * (e % (DP / 4u));
         var x = vec4<f32>(0.0);
-        for (var i = 0u; i < 4u; i++) {
-            x[i] = element(which, hd, t0 + t, rows, c + i);
+        if (VEC) {
+            if (t0 + t < rows && c < D) {
+                x = operand4(which, (hd.x + (t0 + t) * hd.y + c) / 4u);
+            }
+        } else {
+            for (var i = 0u; i < 4u; i++) {
+                x[i] = element(which, hd, t0 + t, rows, c + i);
+            }
         }
         sm[dst + e] = x;
     }

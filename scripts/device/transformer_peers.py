@@ -18,6 +18,36 @@ torch.backends.cudnn.allow_tf32 = False
 quick = "--quick" in sys.argv
 
 
+if "--products" in sys.argv:
+    # The GPT step's products as bench_transformer --products times them.
+    rows = 4 * 256 if quick else 64 * 256
+    c, f, v = 384, 1536, 256
+    shapes = [
+        ("fwd_x_wt_384", rows, c, c, False, True),
+        ("fwd_x_wt_1536", rows, c, f, False, True),
+        ("fwd_h_wt_384", rows, f, c, False, True),
+        ("fwd_lm_head", rows, c, v, False, True),
+        ("dx_g_w_384", rows, c, c, False, False),
+        ("dx_g_w_1536", rows, f, c, False, False),
+        ("dx_g_w_384x1536", rows, c, f, False, False),
+        ("dx_lm_head", rows, v, c, False, False),
+        ("dw_xt_g_384", c, rows, c, True, False),
+        ("dw_xt_g_384x1536", c, rows, f, True, False),
+        ("dw_ht_g_1536x384", f, rows, c, True, False),
+        ("dw_lm_head", c, rows, v, True, False),
+        ("dw_a_along_k_384", c, rows, c, False, False),
+        ("dw_a_along_k_384x1536", c, rows, f, False, False),
+        ("dw_a_along_k_1536x384", f, rows, c, False, False),
+    ]
+    for dtype, tag in ((torch.float32, "Full"), (torch.float16, "f16")):
+        for name, m, k, n, at, bt in shapes:
+            a = torch.rand(k, m, device=dev, dtype=dtype).t() if at else torch.rand(m, k, device=dev, dtype=dtype)
+            b = torch.rand(n, k, device=dev, dtype=dtype).t() if bt else torch.rand(k, n, device=dev, dtype=dtype)
+            s = timeit(lambda: [a @ b for _ in range(8)]) / 8
+            print(f"{'product_' + tag + '_' + name + f'_{m}x{k}x{n}':48} {s * 1e6:10.1f} µs {2 * m * k * n / s / 1e12:8.1f} TFLOP/s", flush=True)
+    sys.exit(0)
+
+
 h, d = 6, 64
 for dtype, tag in ((torch.float32, "f32"), (torch.float16, "f16")):
     for b, t in ((2, 128), (1, 256)) if quick else ((8, 1024), (2, 4096)):

@@ -108,6 +108,59 @@ fn constants(d: usize, plan: &Plan) -> String {
     )
 }
 
+/// How the kernels read q, k, v and g (bindings 1 to 4; see the shader's
+/// header): with `vec`, as `vec4`s, `operand4` loading four features at once;
+/// else element by element, through any strides.
+fn access(vec: bool) -> String {
+    let ty = if vec { "vec4<T>" } else { "T" };
+    let mut w = String::new();
+    for (i, x) in ["q", "k", "v", "g"].iter().enumerate() {
+        w += &format!(
+            "@group(0) @binding({}) var<storage, read> {x}: array<{ty}>;\n",
+            i + 1
+        );
+    }
+    let cases = |body: &dyn Fn(&str) -> String| {
+        ["q", "k", "v", "g"]
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let label = if i < 3 { format!("case {i}u") } else { "default".into() };
+                format!("        {label}: {{ return {}; }}\n", body(x))
+            })
+            .collect::<String>()
+    };
+    let one = cases(&|x| {
+        if vec {
+            format!("f32({x}[i >> 2u][i & 3u])")
+        } else {
+            format!("f32({x}[i])")
+        }
+    });
+    let four = if vec {
+        format!(
+            "    switch which {{\n{}    }}\n",
+            cases(&|x| format!("vec4<f32>({x}[i])"))
+        )
+    } else {
+        "    return vec4<f32>(0.0);\n".into()
+    };
+    w += &format!(
+        "const VEC: bool = {vec};\n\
+         // Element i of operand `which` (a constant at every call: the branch folds).\n\
+         fn operand(which: u32, i: u32) -> f32 {{\n    switch which {{\n{one}    }}\n}}\n\
+         // The vec4 i of operand `which` (VEC only).\n\
+         fn operand4(which: u32, i: u32) -> vec4<f32> {{\n{four}}}\n"
+    );
+    w
+}
+
+/// Whether every view reads as `vec4`s: features contiguous, offsets and the
+/// other strides multiples of 4, and a head width that is whole `vec4`s.
+fn vectors(d: usize, views: &[Operand]) -> bool {
+    d.is_multiple_of(4) && views.iter().all(|o| attention_coop::loads_as_vectors(o.1))
+}
+
 /// A row in workgroup memory: a power of two of at least 32 floats, so that
 /// eight threads cover it in vec4s (zeros past `d`).
 fn padded(d: usize) -> usize {
@@ -146,6 +199,7 @@ fn params(
 
 /// Launches `entry` over `[rows / WG, heads, batch]` workgroups; `buffers` are the
 /// six inputs then the two outputs.
+#[allow(clippy::too_many_arguments)]
 fn run(
     rt: &Runtime,
     elem: Elem,
@@ -153,6 +207,7 @@ fn run(
     entry: Entry,
     params: &[u32],
     buffers: &[&Arc<Pooled>; 8],
+    vec: bool,
     grid: [usize; 3],
 ) {
     let d = n.head_dim;
@@ -171,13 +226,16 @@ fn run(
     let plan = plan(entry, padded(d), limit.max(CHUNKED_BYTES));
     let kern = kernel(
         rt,
-        &Key::Named(name, vec![elem as u32, u(d), u(plan.dc), u(plan.rc)]),
+        &Key::Named(
+            name,
+            vec![elem as u32, u(d), u(plan.dc), u(plan.rc), u32::from(vec)],
+        ),
         Bindings {
             reads: 6,
             writes: 2,
         },
         entry.name(),
-        || with_elem(&(constants(d, &plan) + SHADER), elem).into_owned(),
+        || with_elem(&(constants(d, &plan) + &access(vec) + SHADER), elem).into_owned(),
     );
     launch(
         rt,
@@ -238,6 +296,7 @@ pub(crate) fn forward(
         Entry::Forward,
         &p,
         &buffers,
+        vectors(n.head_dim, &[q, k, v]),
         [n.queries, n.heads, n.batch],
     );
     (out, lse)
@@ -311,6 +370,7 @@ pub(crate) fn backward(
         launch(rt, &kv_kernel, &p, &with(&dk, &dv), kv_grid);
         return (dq, dk, dv);
     }
+    let vec = vectors(d, &[q, k, v, g]);
     run(
         rt,
         elem,
@@ -318,9 +378,38 @@ pub(crate) fn backward(
         Entry::BackwardQ,
         &p,
         &with(&dq, &unused),
+        vec,
         [n.queries, n.heads, n.batch],
     );
     let keys = [n.keys, n.kv_heads, n.batch];
-    run(rt, elem, &n, Entry::BackwardKv, &p, &with(&dk, &dv), keys);
+    run(rt, elem, &n, Entry::BackwardKv, &p, &with(&dk, &dv), vec, keys);
     (dq, dk, dv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both ways of reading the operands, in f32 and f16, at a narrow and a
+    /// wide head, under the default and the browser's plans, translate.
+    #[test]
+    fn every_access_validates_and_translates() {
+        for (elem, d, vec, limit) in [
+            (Elem::F32, 64, true, 24 << 10),
+            (Elem::F32, 64, false, 24 << 10),
+            (Elem::F32, 200, true, CHUNKED_BYTES),
+            (Elem::F16, 12, true, 24 << 10),
+            (Elem::F16, 6, false, CHUNKED_BYTES),
+        ] {
+            for entry in [Entry::Forward, Entry::BackwardQ, Entry::BackwardKv] {
+                let plan = plan(entry, padded(d), limit);
+                let text = constants(d, &plan) + &access(vec) + SHADER;
+                let src = with_elem(&text, elem);
+                attention_coop::assert_translates(
+                    &format!("{elem:?} d {d} vec {vec} {}", entry.name()),
+                    &src,
+                );
+            }
+        }
+    }
 }
