@@ -270,7 +270,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// every kernel with `VOLTA_BENCH_KERNELS=all`).
 fn print_kernels(profile: &volta::backend::gpu::Profile) {
     let all = std::env::var_os("VOLTA_BENCH_KERNELS").is_some_and(|v| v == "all");
-    for k in profile.kernels.iter().take(if all { usize::MAX } else { 25 }) {
+    for k in profile
+        .kernels
+        .iter()
+        .take(if all { usize::MAX } else { 25 })
+    {
         println!(
             "    {:9.3} ms {:5} calls  {}",
             k.total.as_secs_f64() * 1e3,
@@ -353,6 +357,29 @@ fn products(rows: usize, precisions: &[MatmulPrecision]) {
         }
     }
     Gpu::set_matmul_precision(MatmulPrecision::Full);
+    // The step's sums over its rows: split-K's partial products and the
+    // gradients of biases and norms' weights (columns of a (rows, width) matrix).
+    for (name, dims) in [
+        ("split_k_sum_16x384x1536", [16, 384 * 1536]),
+        ("split_k_sum_16x384x384", [16, 384 * 384]),
+        ("column_sum_384", [rows, c]),
+        ("column_sum_1536", [rows, f]),
+    ] {
+        let x = operand(&dims);
+        let per_sync = 8;
+        let s = time(7, || {
+            for _ in 0..per_sync {
+                x.reduce(volta::kernel::ReduceOp::Sum, 0).buffer().realize();
+            }
+        }) / per_sync as f64;
+        let bytes = 4.0 * (dims[0] * dims[1] + dims[1]) as f64;
+        println!(
+            "{:48} {:10.1} µs {:8.1} GB/s",
+            format!("sum_{name}"),
+            s * 1e6,
+            bytes / s / 1e9
+        );
+    }
 }
 
 /// The kernel class of a profile entry.

@@ -45,6 +45,15 @@ if "--products" in sys.argv:
             b = torch.rand(n, k, device=dev, dtype=dtype).t() if bt else torch.rand(k, n, device=dev, dtype=dtype)
             s = timeit(lambda: [a @ b for _ in range(8)]) / 8
             print(f"{'product_' + tag + '_' + name + f'_{m}x{k}x{n}':48} {s * 1e6:10.1f} µs {2 * m * k * n / s / 1e12:8.1f} TFLOP/s", flush=True)
+    for name, dims in (
+        ("split_k_sum_16x384x1536", (16, 384 * 1536)),
+        ("split_k_sum_16x384x384", (16, 384 * 384)),
+        ("column_sum_384", (rows, c)),
+        ("column_sum_1536", (rows, f)),
+    ):
+        x = torch.rand(*dims, device=dev)
+        s = timeit(lambda: [x.sum(0) for _ in range(8)]) / 8
+        print(f"{'sum_' + name:48} {s * 1e6:10.1f} µs {4 * (dims[0] * dims[1] + dims[1]) / s / 1e9:8.1f} GB/s", flush=True)
     sys.exit(0)
 
 

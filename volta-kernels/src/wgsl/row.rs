@@ -328,8 +328,39 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 writeln!(w, "    var r{i}_{j} = vec4<f32>();").unwrap();
             }
         }
+        // A reduction with a thread per row walks it four elements per step, so
+        // that four loads are in flight (a split-K sum is 16 loads a thread).
+        let unrolled = serial && !rows_out;
         // One pass over the row: loads, then `each(w, lane values)` per step.
         let pass = |w: &mut String, pass: &str, each: &dyn Fn(&mut String, &[String])| {
+            if unrolled {
+                writeln!(
+                    w,
+                    "    var k = 0u;\n    for (; live && k + 4u <= p[1]; k += 4u) {{"
+                )
+                .unwrap();
+                for u in 0..4 {
+                    for i in 0..n_in {
+                        let load = self
+                            .elem
+                            .load(&format!("src{i}[b{i} + (k + {u}u) * s{i}]"), false);
+                        writeln!(w, "        let x{i}_{u} = {load};").unwrap();
+                    }
+                }
+                let values: Vec<String> = (0..4)
+                    .map(|u| lower(w, &format!("{pass}u{u}_"), &|i| format!("x{i}_{u}")))
+                    .collect();
+                each(w, &values);
+                writeln!(w, "    }}\n    for (; live && k < p[1]; k += 1u) {{").unwrap();
+                for i in 0..n_in {
+                    let load = self.elem.load(&format!("src{i}[b{i} + k * s{i}]"), false);
+                    writeln!(w, "        let x{i} = {load};").unwrap();
+                }
+                let value = lower(w, &format!("{pass}_"), &|i| format!("x{i}"));
+                each(w, &[value]);
+                writeln!(w, "    }}").unwrap();
+                return;
+            }
             let steps = held.max(1);
             for j in 0..steps {
                 if held > 0 {

@@ -26,7 +26,7 @@
 pub mod builtins;
 
 pub use crate::backend::KernelBackend;
-pub use volta_kernels::{ArgKind, BinaryOp, KernelDef, ScalarFn, UnaryOp};
+pub use volta_kernels::{ArgKind, BinaryOp, KernelDef, ReduceOp, ScalarFn, UnaryOp};
 
 use crate::autograd::{CustomBackward, Op};
 use crate::layout::Layout;

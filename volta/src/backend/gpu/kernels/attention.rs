@@ -125,7 +125,11 @@ fn access(vec: bool) -> String {
             .iter()
             .enumerate()
             .map(|(i, x)| {
-                let label = if i < 3 { format!("case {i}u") } else { "default".into() };
+                let label = if i < 3 {
+                    format!("case {i}u")
+                } else {
+                    "default".into()
+                };
                 format!("        {label}: {{ return {}; }}\n", body(x))
             })
             .collect::<String>()
@@ -382,7 +386,16 @@ pub(crate) fn backward(
         [n.queries, n.heads, n.batch],
     );
     let keys = [n.keys, n.kv_heads, n.batch];
-    run(rt, elem, &n, Entry::BackwardKv, &p, &with(&dk, &dv), vec, keys);
+    run(
+        rt,
+        elem,
+        &n,
+        Entry::BackwardKv,
+        &p,
+        &with(&dk, &dv),
+        vec,
+        keys,
+    );
     (dq, dk, dv)
 }
 
