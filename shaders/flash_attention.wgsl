@@ -183,6 +183,15 @@ fn store(second: bool, acc: ptr<function, array<vec4<f32>, ACC>>, base: u32, t0:
     }
 }
 
+// The first query row of workgroup x's block. Causal blocks of later rows see
+// more keys: they go first, so that the short ones fill the last wave.
+fn query_block(x: u32) -> u32 {
+    if (p[6] != 0u) {
+        return ((p[3] + 63u) / 64u - 1u - x) * 64u;
+    }
+    return x * 64u;
+}
+
 // How many keys (from key 0) query row t sees.
 fn visible(t: u32) -> u32 {
     if (p[6] == 0u) {
@@ -258,7 +267,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let b = wid.z;
     let h = wid.y;
     let hk = h / (p[1] / p[2]);
-    let r0 = wid.x * 64u;
+    let r0 = query_block(wid.x);
     let rg = li / 8u;
     let kg = li % 8u;
     let scale = bitcast<f32>(p[5]);
@@ -358,7 +367,7 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     let b = wid.z;
     let h = wid.y;
     let hk = h / (p[1] / p[2]);
-    let r0 = wid.x * 64u;
+    let r0 = query_block(wid.x);
     let rg = li / 8u;
     let kg = li % 8u;
     let scale = bitcast<f32>(p[5]);
