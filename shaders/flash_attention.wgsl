@@ -26,8 +26,11 @@
 //    [23..28] g (the output's gradient), [28] lse offset, [29] delta offset
 //    (lse and delta contiguous [B, H, T]), [30] dropout p (f32 bits, 0: none),
 //    [31] a kept weight's factor 1/(1 − p) (f32 bits), [32..34] the two keys
-//    the counter stream derives from the seed (`random::stream_keys`).
-// Outputs contiguous: forward out0 [B, H, T, D] and out1 the lse [B, H, T];
+//    the counter stream derives from the seed (`random::stream_keys`),
+//    [34..37] the (b, h, t) strides of the forward's output and of dq,
+//    [37..40] those of dk, [40..43] those of dv (features contiguous: each
+//    result is laid out as `packed_like` its operand).
+// Outputs: forward out0 [B, H, T, D] and out1 the lse [B, H, T] (contiguous);
 // backward_q out0 dq; backward_kv out0 dk and out1 dv [B, Hkv, S, D].
 // The runtime prepends D (the head width), DP (D rounded up to a power of two
 // >= 32: a row in workgroup memory, zeros past D), NV = DP / 32 (vec4 columns
@@ -159,23 +162,25 @@ fn product(acc: ptr<function, array<vec4<f32>, ACC>>, m: u32, which: u32, hd: ve
     }
 }
 
-// Writes rows t0..t0 + 4 (up to `rows`) of a contiguous [rows, D] block at
-// `base` rows into out0 (`second`: out1), columns 32w + 4cg.., each scaled.
-fn store(second: bool, acc: ptr<function, array<vec4<f32>, ACC>>, base: u32, t0: u32, rows: u32, cg: u32, by: vec4<f32>) {
+// Writes rows t0..t0 + 4 (up to `rows`) of head (b, h) into out0 (`second`:
+// out1), columns 32w + 4cg.., each scaled; `at`: the parameter index of the
+// result's (b, h, t) strides.
+fn store(second: bool, acc: ptr<function, array<vec4<f32>, ACC>>, at: u32, b: u32, h: u32, t0: u32, rows: u32, cg: u32, by: vec4<f32>) {
     for (var i = 0u; i < 4u; i++) {
         let t = t0 + i;
         if (t >= rows) {
             continue;
         }
+        let row = b * p[at] + h * p[at + 1u] + t * p[at + 2u];
         for (var w = 0u; w < NV; w++) {
             for (var e = 0u; e < 4u; e++) {
                 let c = 32u * w + 4u * cg + e;
                 if (c < D) {
                     let x = T((*acc)[i * NV + w][e] * by[i]);
                     if (second) {
-                        out1[(base + t) * D + c] = x;
+                        out1[row + c] = x;
                     } else {
-                        out0[(base + t) * D + c] = x;
+                        out0[row + c] = x;
                     }
                 }
             }
@@ -350,7 +355,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     for (var gi = 0u; gi < 8u; gi++) {
         total += sm[XB + gi * 16u + rg];
     }
-    store(false, &o, row0, r0 + 4u * rg, p[3], kg, 1.0 / total);
+    store(false, &o, 34u, b, h, r0 + 4u * rg, p[3], kg, 1.0 / total);
     if (kg == 0u) {
         for (var i = 0u; i < 4u; i++) {
             let t = r0 + 4u * rg + i;
@@ -416,7 +421,7 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
         }
         product(&dq, rg, K, kh, j0, p[4], kg, li);
     }
-    store(false, &dq, row0, r0 + 4u * rg, p[3], kg, vec4<f32>(1.0));
+    store(false, &dq, 34u, b, h, r0 + 4u * rg, p[3], kg, vec4<f32>(1.0));
 }
 
 // Threads: rows 4·rg.., keys 4·kg.. of the 32×64 score tile; outputs keys 4·og..,
@@ -497,7 +502,6 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
             product(&dk, og, Q, qh, t0, p[3], cg, li);
         }
     }
-    let kv0 = (b * p[2] + hk) * p[4];
-    store(false, &dk, kv0, j0 + 4u * og, p[4], cg, vec4<f32>(1.0));
-    store(true, &dv, kv0, j0 + 4u * og, p[4], cg, vec4<f32>(1.0));
+    store(false, &dk, 37u, b, hk, j0 + 4u * og, p[4], cg, vec4<f32>(1.0));
+    store(true, &dv, 40u, b, hk, j0 + 4u * og, p[4], cg, vec4<f32>(1.0));
 }

@@ -2,7 +2,6 @@
 use super::{Gradients, Op, no_grad};
 use crate::backend::Backend;
 use crate::dtype::Float;
-use crate::layout::Layout;
 use crate::shape::{Scalar, Shape};
 use crate::tensor::{RawTensor, Tensor, TensorId};
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -341,7 +340,8 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
                 delta.view(),
                 spec,
             );
-            let grad = |buf, like: &T<D, E>| T::leaf(buf, Layout::contiguous(like.dims()));
+            let grad =
+                |buf, like: &T<D, E>| T::leaf(buf, crate::backend::packed_like(like.layout()));
             vec![(q, grad(dq, q)), (k, grad(dk, k)), (v, grad(dv, v))]
         }
         Op::Custom(inputs, rule) => inputs.iter().zip(rule(inputs, g)).collect(),

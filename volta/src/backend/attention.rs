@@ -97,3 +97,63 @@ impl AttentionDims {
         self.heads / self.kv_heads
     }
 }
+
+/// Where attention writes a result that matches the view `like` (the output and
+/// `dq` match the queries, `dk` and `dv` the keys and values): a dense buffer
+/// whose rows of features lie in the order `like`'s strides give its batch, head
+/// and row axes. Heads split off a `[B, T, H·d]` projection (`[B, T, H, d]`
+/// permuted) give an output laid out as `[B, T, H, d]`, so merging the heads back
+/// is a free view rather than a copy. Contiguous when `like`'s features are not
+/// its innermost axis.
+pub(crate) fn packed_like(like: &crate::layout::Layout) -> crate::layout::Layout {
+    use crate::layout::Layout;
+    let d = &like.dims;
+    if d.len() != 4 || (like.strides[3] != 1 && d[3] > 1) {
+        return Layout::contiguous(d);
+    }
+    // The batch, head and row axes, outermost first (ties keep their order;
+    // size-1 axes, whose strides mean nothing, outermost).
+    let mut order = [0, 1, 2];
+    order.sort_by_key(|&a| {
+        std::cmp::Reverse(if d[a] == 1 {
+            usize::MAX
+        } else {
+            like.strides[a]
+        })
+    });
+    let mut out = Layout::contiguous(d);
+    let mut stride = d[3];
+    for &a in order.iter().rev() {
+        out.strides[a] = stride;
+        stride *= d[a];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::packed_like;
+    use crate::layout::Layout;
+
+    #[test]
+    fn results_are_packed_in_the_order_of_their_view() {
+        // Heads split off a [2, 5, 3·4] projection: [2, 3, 5, 4] viewed from
+        // [2, 5, 3, 4]; the result is laid out as [2, 5, 3, 4] too.
+        let heads = Layout::contiguous(&[2, 5, 3, 4]).permute(&[0, 2, 1, 3]);
+        assert_eq!(packed_like(&heads), heads);
+        // The same heads read from a fused [2, 5, 3·12] projection (a narrow):
+        // packed without the other parts' columns.
+        let fused = Layout::contiguous(&[2, 5, 9, 4])
+            .narrow(2, 3, 3)
+            .permute(&[0, 2, 1, 3]);
+        assert_eq!(packed_like(&fused), heads);
+        // Contiguous views, and views whose features are not innermost.
+        let plain = Layout::contiguous(&[2, 3, 5, 4]);
+        assert_eq!(packed_like(&plain), plain);
+        let transposed = Layout::contiguous(&[2, 3, 4, 5]).permute(&[0, 1, 3, 2]);
+        assert_eq!(packed_like(&transposed), Layout::contiguous(&[2, 3, 5, 4]));
+        // Size-1 axes take no part in the order.
+        let one = Layout::contiguous(&[1, 5, 3, 4]).permute(&[0, 2, 1, 3]);
+        assert_eq!(packed_like(&one), one);
+    }
+}

@@ -16,8 +16,8 @@ mod replay;
 
 use crate::dtype::{Element, Float};
 pub use crate::layout::Layout;
-pub(crate) use attention::AttentionDims;
 pub use attention::AttentionSpec;
+pub(crate) use attention::{AttentionDims, packed_like};
 pub use custom::KernelBackend;
 pub use infer::InferenceBackend;
 pub use optim::{AdamStep, SgdStep};
@@ -173,9 +173,11 @@ pub trait Backend<E: Float>: Device + Memory<E> {
     /// Fused scaled-dot-product attention (flash attention): queries `q`
     /// `[B, H, T, d]`, keys `k` and values `v` `[B, Hkv, S, d]` with `H` a multiple
     /// of `Hkv` (query head `h` reads key/value head `h / (H/Hkv)`), any strides.
-    /// Returns the output `[B, H, T, d]` and each query row's log-sum-exp of its
-    /// scaled, masked scores `[B, H, T]` (the backward's softmax statistics), both
-    /// contiguous, without storing the `T×S` scores. Every row sees at least key 0.
+    /// Returns the output `[B, H, T, d]`, laid out as
+    /// [`packed_like`](attention::packed_like)`(q)` (heads split off a projection
+    /// come back in its order), and each query row's log-sum-exp of its scaled,
+    /// masked scores `[B, H, T]` (the backward's softmax statistics, contiguous),
+    /// without storing the `T×S` scores. Every row sees at least key 0.
     fn attention(
         q: View<Self, E>,
         k: View<Self, E>,
@@ -185,8 +187,8 @@ pub trait Backend<E: Float>: Device + Memory<E> {
     /// The backward of [`attention`](Self::attention): from the gradient `dout` of
     /// its output (any strides), its `lse` and `delta = Σ_c dout·out` per query row
     /// (both `[B, H, T]`, contiguous), recomputes the scores tile by tile and
-    /// returns `(dq, dk, dv)`, contiguous with the dims of `q`, `k` and `v`; `dk`
-    /// and `dv` sum over the query heads that share a key/value head.
+    /// returns `(dq, dk, dv)`, laid out as `packed_like` of `q`, `k` and `v`;
+    /// `dk` and `dv` sum over the query heads that share a key/value head.
     #[allow(clippy::too_many_arguments)]
     fn attention_backward(
         q: View<Self, E>,

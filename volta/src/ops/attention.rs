@@ -70,7 +70,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
         let lse = RawTensor::leaf(lse, Layout::contiguous(&q_dims[..3]));
         Self::from_op(
             out,
-            Layout::contiguous(&q_dims),
+            crate::backend::packed_like(self.layout()),
             || Op::Attention {
                 q: self.clone(),
                 k: k.clone(),

@@ -6,7 +6,7 @@
 //! [`keep`](AttentionSpec::keep) rule in both passes.
 use super::PARALLEL_THRESHOLD;
 use super::copy::strided_to_vec;
-use crate::backend::{AttentionDims, AttentionSpec};
+use crate::backend::{AttentionDims, AttentionSpec, packed_like};
 use crate::dtype::{Float, ScalarMath};
 use crate::layout::Layout;
 use rayon::prelude::*;
@@ -23,6 +23,24 @@ fn widen<E: Float>((data, layout): View<E>) -> Vec<E::Acc> {
 
 fn narrow<E: Float>(values: Vec<E::Acc>) -> Vec<E> {
     values.into_iter().map(E::from_acc).collect()
+}
+
+/// Contiguous `[B, H, T, d]` values narrowed to `E` and laid out as
+/// [`packed_like`]`(like)`, where the kernels' contract puts each result.
+fn laid_out<E: Float>(values: Vec<E::Acc>, like: &Layout) -> Vec<E> {
+    let packed = packed_like(like);
+    let values = narrow::<E>(values);
+    if packed.is_contiguous() || values.is_empty() {
+        return values;
+    }
+    let [h, t, d] = [1, 2, 3].map(|a| packed.dims[a]);
+    let mut out = values.clone();
+    for (row, src) in values.chunks(d).enumerate() {
+        let (bi, hi, ti) = (row / (h * t), row / t % h, row % t);
+        let at = bi * packed.strides[0] + hi * packed.strides[1] + ti * packed.strides[2];
+        out[at..at + d].copy_from_slice(src);
+    }
+    out
 }
 
 fn dot<A: ScalarMath>(a: &[A], b: &[A]) -> A {
@@ -58,12 +76,13 @@ pub(crate) fn attention<E: Float>(
 ) -> (Vec<E>, Vec<E>) {
     let n = AttentionDims::of(&q.1.dims, &k.1.dims);
     let (t, s, d) = (n.queries, n.keys, n.head_dim);
+    let q_layout = *q.1;
     let (q, k, v) = (widen(q), widen(k), widen(v));
     let scale = E::Acc::from_f64(spec.scale);
     let mut out = vec![E::Acc::ZERO; n.batch * n.heads * t * d];
     let mut lse = vec![E::Acc::ZERO; n.batch * n.heads * t];
     if out.is_empty() {
-        return (narrow::<E>(out), narrow::<E>(lse));
+        return (laid_out::<E>(out, &q_layout), narrow::<E>(lse));
     }
     let rows: Vec<_> = out.chunks_mut(t * d).zip(lse.chunks_mut(t)).collect();
     for_each(rows, out_work(&n), |bh, (out, lse)| {
@@ -93,7 +112,7 @@ pub(crate) fn attention<E: Float>(
             lse[ti] = max + z.ln();
         }
     });
-    (narrow::<E>(out), narrow::<E>(lse))
+    (laid_out::<E>(out, &q_layout), narrow::<E>(lse))
 }
 
 fn out_work(n: &AttentionDims) -> usize {
@@ -113,6 +132,7 @@ pub(crate) fn attention_backward<E: Float>(
 ) -> (Vec<E>, Vec<E>, Vec<E>) {
     let n = AttentionDims::of(&q.1.dims, &k.1.dims);
     let (t, s, d, group) = (n.queries, n.keys, n.head_dim, n.group());
+    let like = [*q.1, *k.1, *v.1];
     let (q, k, v, g) = (widen(q), widen(k), widen(v), widen(dout));
     let (lse, delta) = (widen(lse), widen(delta));
     let scale = E::Acc::from_f64(spec.scale);
@@ -149,5 +169,9 @@ pub(crate) fn attention_backward<E: Float>(
             }
         }
     });
-    (narrow::<E>(dq), narrow::<E>(dk), narrow::<E>(dv))
+    (
+        laid_out::<E>(dq, &like[0]),
+        laid_out::<E>(dk, &like[1]),
+        laid_out::<E>(dv, &like[2]),
+    )
 }

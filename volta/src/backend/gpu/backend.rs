@@ -314,6 +314,7 @@ macro_rules! float_backend {
                     [(q.0.raw(), q.1), (k.0.raw(), k.1), (v.0.raw(), v.1)],
                     spec,
                     matmul::precision() == matmul::MatmulPrecision::Half,
+                    None,
                 );
                 let rows = q.1.dims[..3].iter().product();
                 (GpuBuffer::new(out, q.1.numel()), GpuBuffer::new(lse, rows))

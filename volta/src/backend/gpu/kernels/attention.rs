@@ -9,7 +9,8 @@ use crate::backend::gpu::runtime::Runtime;
 use crate::backend::gpu::runtime::launch::{alloc, kernel, launch, u};
 use crate::backend::gpu::runtime::pipelines::{Bindings, Key};
 use crate::backend::gpu::runtime::pool::Pooled;
-use crate::backend::{AttentionDims, AttentionSpec};
+use crate::backend::{AttentionDims, AttentionSpec, packed_like};
+use crate::layout::Layout;
 use std::sync::{Arc, Mutex};
 use volta_kernels::wgsl::{Elem, with_elem};
 
@@ -177,6 +178,7 @@ fn params(
     spec: &AttentionSpec,
     views: [Operand; 4],
     lse_delta: [usize; 2],
+    results: [&Layout; 3],
 ) -> Vec<u32> {
     let mut p = vec![
         u(n.batch),
@@ -198,6 +200,9 @@ fn params(
         (spec.keep_scale() as f32).to_bits(),
     ]);
     p.extend(crate::random::stream_keys(spec.seed));
+    for r in results {
+        p.extend(r.strides[..3].iter().map(|&s| u(s)));
+    }
     p
 }
 
@@ -253,22 +258,27 @@ fn run(
 /// See [`Backend::attention`](crate::backend::Backend::attention). With `half`
 /// (f16 products allowed), f32 operands and a head width [`attention_coop`]
 /// takes, on an adapter with tensor cores, both products run on cooperative
-/// matrices.
+/// matrices. The output goes `into` a buffer of the caller's where given (laid
+/// out as `packed_like(q)`, from its start), else into a new one.
 pub(crate) fn forward(
     rt: &Runtime,
     elem: Elem,
     [q, k, v]: [Operand; 3],
     spec: &AttentionSpec,
     half: bool,
+    into: Option<&Arc<Pooled>>,
 ) -> (Arc<Pooled>, Arc<Pooled>) {
     let n = AttentionDims::of(&q.1.dims, &k.1.dims);
     let rows = n.batch * n.heads * n.queries;
-    let out = alloc(rt, rows * n.head_dim * elem.size());
+    let out = into
+        .cloned()
+        .unwrap_or_else(|| alloc(rt, rows * n.head_dim * elem.size()));
     let lse = alloc(rt, rows * elem.size());
     if rows * n.head_dim == 0 {
         return (out, lse);
     }
-    let p = params(&n, spec, [q, k, v, q], [0, 0]);
+    let packed = packed_like(q.1);
+    let p = params(&n, spec, [q, k, v, q], [0, 0], [&packed; 3]);
     let buffers = [q.0, k.0, v.0, q.0, q.0, q.0, &out, &lse];
     if on_tensor_cores(rt, elem, &n, half, &[q, k, v]) {
         let d = n.head_dim;
@@ -343,7 +353,14 @@ pub(crate) fn backward(
     if n.batch * n.heads * n.queries * d == 0 || kv_len == 0 {
         return (dq, dk, dv);
     }
-    let p = params(&n, spec, [q, k, v, g], [lse.1.offset, delta.1.offset]);
+    let results = [q.1, k.1, v.1].map(packed_like);
+    let p = params(
+        &n,
+        spec,
+        [q, k, v, g],
+        [lse.1.offset, delta.1.offset],
+        [&results[0], &results[1], &results[2]],
+    );
     let ins = [q.0, k.0, v.0, g.0, lse.0, delta.0];
     let unused = alloc(rt, 4);
     let with = |a, b| [ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], a, b];

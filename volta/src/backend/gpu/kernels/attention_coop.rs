@@ -358,7 +358,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     }}
     if (t < p[3]) {{
         let inv = 1.0 / l;
-        let at = (row0 + t) * D + hf * {half}u;
+        let at = b * p[34] + h * p[35] + t * p[36] + hf * {half}u;
         for (var i = 0u; i < {o4}u; i++) {{
             for (var e = 0u; e < 4u; e++) {{
                 out0[at + 4u * i + e] = o[i][e] * inv;

@@ -74,14 +74,16 @@ fn accumulate(w: &mut String, acc: &str, (a, b): (&str, &str), d: usize, dp4: us
     }
 }
 
-/// Writes the accumulators `acc{j}` of the subgroup's 16 rows to `out` at
-/// contiguous rows `base + first + row` (those below `rows`), through `Ss`.
+/// Writes the accumulators `acc{j}` of the subgroup's 16 rows `first + row`
+/// (those below `rows`) to `out`, row `row` starting at `row_at` (an expression
+/// of `row`: the result's layout, see `shaders/flash_attention.wgsl`), through
+/// `Ss`.
 fn write_rows(
     w: &mut String,
     acc: &str,
     out: &str,
     d: usize,
-    (base, first, rows): (&str, &str, &str),
+    (row_at, first, rows): (&str, &str, &str),
 ) {
     w.push_str("    workgroupBarrier();\n");
     for j in 0..d / 16 {
@@ -101,7 +103,7 @@ fn write_rows(
         let row = {first} + sg * 16u + lane / 2u;
         let half = lane % 2u;
         if (row < {rows}) {{
-            let at = ({base} + row) * D + half * {h}u;
+            let at = {row_at} + half * {h}u;
             let src = (sg * {srow}u + (lane / 2u) * {SP}u + half * {h}u) / 4u;
             for (var i = 0u; i < {h4}u; i++) {{
                 let x = Ss[src + i];
@@ -207,7 +209,13 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     );
     accumulate(w, "dq", ("T0", "T1"), d, dp4, p4);
     w.push_str("    }\n");
-    write_rows(w, "dq", "out0", d, ("row0", "r0", "p[3]"));
+    write_rows(
+        w,
+        "dq",
+        "out0",
+        d,
+        ("b * p[34] + h * p[35] + row * p[36]", "r0", "p[3]"),
+    );
     w.push_str("}\n");
 }
 
@@ -336,8 +344,20 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     );
     accumulate(w, "dk", ("T2", "T0"), d, dp4, p4);
     w.push_str("        }\n    }\n    let kv0 = (b * p[2] + hk) * p[4];\n");
-    write_rows(w, "dk", "out0", d, ("kv0", "j0", "p[4]"));
-    write_rows(w, "dv", "out1", d, ("kv0", "j0", "p[4]"));
+    write_rows(
+        w,
+        "dk",
+        "out0",
+        d,
+        ("b * p[37] + hk * p[38] + row * p[39]", "j0", "p[4]"),
+    );
+    write_rows(
+        w,
+        "dv",
+        "out1",
+        d,
+        ("b * p[40] + hk * p[41] + row * p[42]", "j0", "p[4]"),
+    );
     w.push_str("}\n");
 }
 

@@ -803,8 +803,7 @@ fn kv_write(
 /// into a scratch `(t, heads, d)`, then the training kernels' flash-attention
 /// forward (on tensor cores where the adapter has them, f16 products as in the
 /// prompt's matmuls; causal tiles skipped) attends over the cache's
-/// first `max_len` positions, and its `(heads, t, d)` output is copied to
-/// `out`'s `(t, heads, d)`.
+/// first `max_len` positions, writing `out`'s `(t, heads, d)`.
 #[allow(clippy::too_many_arguments)]
 fn prefill(
     rt: &Runtime,
@@ -839,20 +838,23 @@ fn prefill(
         g * cap * d,
     );
     let spec = AttentionSpec::new(1.0 / (d as f64).sqrt(), Some(max_len - t));
-    let (heads_first, _lse) = attention::forward(
+    // The queries' heads are a view of (t, heads, d): the output, laid out as
+    // they are, is `out` itself.
+    debug_assert_eq!(
+        crate::backend::packed_like(&q),
+        Layout::contiguous(&[t, h, d])
+            .reshape(&[1, t, h, d])
+            .unwrap()
+            .permute(&[0, 2, 1, 3])
+    );
+    attention::forward(
         rt,
         Elem::F32,
         [(&qrot, &q), (cache, &k), (cache, &v)],
         &spec,
         true,
+        Some(out),
     );
-    let by_head = Layout {
-        dims: Dims::new(&[t, h, d]),
-        strides: Dims::new(&[d, t * d, 1]),
-        offset: 0,
-    };
-    let dst = Layout::contiguous(&[t, h, d]);
-    copy(rt, Elem::F32, (&heads_first, &by_head), (out, &dst));
 }
 
 /// Keys per split of a single token's attention: one workgroup per head takes
