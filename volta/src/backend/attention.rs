@@ -105,7 +105,15 @@ impl AttentionDims {
 /// permuted) give an output laid out as `[B, T, H, d]`, so merging the heads back
 /// is a free view rather than a copy. Contiguous when `like`'s features are not
 /// its innermost axis.
-pub(crate) fn packed_like(like: &crate::layout::Layout) -> crate::layout::Layout {
+///
+/// ```
+/// use volta::backend::{Layout, packed_like};
+/// // Heads of a [B 2, T 5, H 3 · d 4] projection, viewed as [B, H, T, d].
+/// let heads = Layout::contiguous(&[2, 5, 3, 4]).permute(&[0, 2, 1, 3]);
+/// assert_eq!(packed_like(&heads), heads);
+/// assert_eq!(packed_like(&Layout::contiguous(&[2, 3, 5, 4])), Layout::contiguous(&[2, 3, 5, 4]));
+/// ```
+pub fn packed_like(like: &crate::layout::Layout) -> crate::layout::Layout {
     use crate::layout::Layout;
     let d = &like.dims;
     if d.len() != 4 || (like.strides[3] != 1 && d[3] > 1) {

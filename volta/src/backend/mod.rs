@@ -16,8 +16,8 @@ mod replay;
 
 use crate::dtype::{Element, Float};
 pub use crate::layout::Layout;
-pub use attention::AttentionSpec;
-pub(crate) use attention::{AttentionDims, packed_like};
+pub(crate) use attention::AttentionDims;
+pub use attention::{AttentionSpec, packed_like};
 pub use custom::KernelBackend;
 pub use infer::InferenceBackend;
 pub use optim::{AdamStep, SgdStep};
@@ -174,7 +174,7 @@ pub trait Backend<E: Float>: Device + Memory<E> {
     /// `[B, H, T, d]`, keys `k` and values `v` `[B, Hkv, S, d]` with `H` a multiple
     /// of `Hkv` (query head `h` reads key/value head `h / (H/Hkv)`), any strides.
     /// Returns the output `[B, H, T, d]`, laid out as
-    /// [`packed_like`](attention::packed_like)`(q)` (heads split off a projection
+    /// [`packed_like`]`(q)` (heads split off a projection
     /// come back in its order), and each query row's log-sum-exp of its scaled,
     /// masked scores `[B, H, T]` (the backward's softmax statistics, contiguous),
     /// without storing the `T×S` scores. Every row sees at least key 0.

@@ -3,7 +3,7 @@
 //! scales, and the kind of 8-bit blocks their activations are quantised to
 //! ([`Q8Kind`]). Q5_0, Q4_K and Q6_K are no [`QFormat`] the loader makes (the GPU
 //! reads them as sub-blocks); the CPU recovers them from sub-blocks that all fit
-//! one of them (see [`recover`](super::recover)).
+//! one of them (see the CPU backend's `recover` module).
 //! Below both users: the exact kernels (`infer`) and the 8-bit ones (`q8`).
 use super::recover;
 pub(super) use super::recover::{K_QUANT_BYTES_Q4, K_QUANT_BYTES_Q6, Q5_0_QUANT_BYTES};
@@ -43,7 +43,7 @@ impl Q8Kind {
 /// Q4_1, `d` and `dmin` for Q4_K, as ggml's f16 halves; `d₀`, `d₁` and `m` as f32
 /// for sub-blocks) and its packed quants (16 bytes of nibbles; Q5_0's 4 bytes of
 /// fifth bits, then 16 of nibbles; 32 signed bytes; a K-quant super-block's
-/// integer scales and quants, see [`recover`](super::recover)), and how its
+/// integer scales and quants, see the CPU backend's `recover` module), and how its
 /// activations are quantised. ggml's
 /// types keep their f16 scales: a GEMV reads every byte of the matrix, so its
 /// bytes bound the speed.

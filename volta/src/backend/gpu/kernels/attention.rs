@@ -2,7 +2,8 @@
 //! with each row's log-sum-exp, and the backward as two launches (`dq` per block
 //! of query rows, `dk` and `dv` per block of keys), none of which stores the
 //! `T×S` scores. Each thread holds a 4×4 tile of scores, as a GEMM does. Views
-//! are read through their strides; outputs are contiguous. Not sliced: an operand past one binding is reported as
+//! are read through their strides; results are written laid out as their
+//! operands ([`packed_like`]). Not sliced: an operand past one binding is reported as
 //! [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) at launch.
 use super::{Operand, attention_coop, attention_coop_backward};
 use crate::backend::gpu::runtime::Runtime;
