@@ -914,6 +914,32 @@ fn values_carried_across_steps_are_materialised_with_their_consumer() {
 }
 
 #[test]
+fn a_held_function_of_one_buffer_is_recomputed_not_written() {
+    let _g = lock();
+    // Dropout's mask, held for the backward: its consumer is recorded, and the
+    // mask stays a tree over the uniform numbers (reading them again costs what
+    // writing and reading the mask would) until it is read itself.
+    fn run<D: Backend<f32>>() -> (Vec<f32>, RawTensor<D, f32>) {
+        let x = RawTensor::<D, f32>::from_vec((0..64).map(|i| i as f32 - 20.0).collect(), &[8, 8]);
+        let keep = RawTensor::<D, f32>::uniform(&[8, 8], 3)
+            .scalar(BinaryOp::Ge, 0.25)
+            .scalar(BinaryOp::Mul, 4.0 / 3.0);
+        let y = x.binary(BinaryOp::Mul, &keep);
+        (y.to_vec(), keep)
+    }
+    let (cpu, cpu_keep) = run::<Cpu>();
+    let (gpu, gpu_keep) = run::<Gpu>();
+    close("x · keep", &cpu, &gpu);
+    assert!(
+        gpu_keep.buffer().is_pending(),
+        "the mask was written when its consumer was"
+    );
+    close("keep", &cpu_keep.to_vec(), &gpu_keep.to_vec());
+    // A held value of two buffers is still written with its consumer (the
+    // momentum test above).
+}
+
+#[test]
 fn a_training_step_records_without_syncing() {
     let _g = lock();
     let mut rng = Rng::seed(11);

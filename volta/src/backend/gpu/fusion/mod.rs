@@ -28,7 +28,9 @@
 //! When a pending buffer is materialised, the pending buffers spliced into it that
 //! something still holds (an optimiser's state, a tensor kept for backward) are
 //! materialised too, so a value carried from step to step is not recomputed from an
-//! ever longer history of inputs.
+//! ever longer history of inputs. A held value that is a small tree of one buffer
+//! of its own size (dropout's mask, from the uniform numbers) stays pending: a
+//! later consumer recomputes it for what reading it would cost.
 //!
 //! Pipelines are cached by tree structure and access pattern (`pipelines::Key`);
 //! scalars are parameters, so a new learning rate reuses the pipeline. Nothing here

@@ -10,6 +10,10 @@ use crate::shape::Dims;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use volta_kernels::wgsl::{Elem, Expr, RowOp};
 
+/// The largest tree of one buffer that a held value may keep instead of being
+/// written (see [`Pending::cheap_to_recompute`]).
+const CHEAP_NODES: usize = 8;
+
 /// A buffer in memory and the layout an expression reads it through.
 #[derive(Clone, Debug)]
 pub(crate) struct Leaf {
@@ -211,7 +215,9 @@ impl Pending {
                 .take()
                 .expect("a pending buffer has its source until it is materialised");
             for held in source.spliced.iter().filter_map(Weak::upgrade) {
-                held.materialise();
+                if !held.cheap_to_recompute() {
+                    held.materialise();
+                }
             }
             let f = source.fused;
             if let Some(spec) = source.row {
@@ -317,6 +323,23 @@ impl Pending {
     /// reshaped): offset 0, contiguous, every element once.
     fn read_plainly(&self, layout: &Layout) -> bool {
         layout.offset == 0 && layout.is_contiguous() && layout.numel() == self.dims.numel()
+    }
+
+    /// Whether a later consumer recomputes this value for what reading it from
+    /// memory would cost: a small tree of one buffer of its own size, read
+    /// element for element (dropout's mask, a function of the uniform numbers).
+    /// Such a value stays pending when a consumer it was spliced into is
+    /// recorded, though something still holds it: writing it would only add a
+    /// kernel and its bytes.
+    fn cheap_to_recompute(&self) -> bool {
+        let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+        guard.as_ref().is_some_and(|s| {
+            s.row.is_none()
+                && s.reads.is_none()
+                && s.fused.expr.nodes() <= CHEAP_NODES
+                && matches!(&s.fused.leaves[..], [leaf]
+                    if leaf.layout.numel() == self.dims.numel() && !leaf.layout.strides.contains(&0))
+        })
     }
 
     /// Whether its kernel has been recorded.
