@@ -284,6 +284,13 @@ fn print_kernels(profile: &volta::backend::gpu::Profile) {
     }
 }
 
+/// Seconds per call of `f` (recorded only), timed in bursts of eight between
+/// syncs so that a sync's cost is not each call's.
+fn per_call(mut f: impl FnMut()) -> f64 {
+    const PER_SYNC: usize = 8;
+    time(7, || (0..PER_SYNC).for_each(|_| f())) / PER_SYNC as f64
+}
+
 /// `--products`: each product of the GPT step (`rows` tokens, width 384, 1536
 /// hidden, 256 logits) as the step lays out its operands: the forward `X·Wᵀ`
 /// (Wᵀ a view of `W (out, in)`), the input's gradient `G·W`, the weight's `Xᵀ·G`
@@ -337,12 +344,7 @@ fn products(rows: usize, precisions: &[MatmulPrecision]) {
             } else {
                 operand(&[k, n])
             };
-            let per_sync = 8;
-            let s = time(7, || {
-                for _ in 0..per_sync {
-                    a.matmul(&b).buffer().realize();
-                }
-            }) / per_sync as f64;
+            let s = per_call(|| a.matmul(&b).buffer().realize());
             println!(
                 "{:48} {:10.1} µs {:8.1} TFLOP/s",
                 format!("product_{precision:?}_{name}_{m}x{k}x{n}"),
@@ -366,12 +368,7 @@ fn products(rows: usize, precisions: &[MatmulPrecision]) {
         ("column_sum_1536", [rows, f]),
     ] {
         let x = operand(&dims);
-        let per_sync = 8;
-        let s = time(7, || {
-            for _ in 0..per_sync {
-                x.reduce(volta::kernel::ReduceOp::Sum, 0).buffer().realize();
-            }
-        }) / per_sync as f64;
+        let s = per_call(|| x.reduce(volta::kernel::ReduceOp::Sum, 0).buffer().realize());
         let bytes = 4.0 * (dims[0] * dims[1] + dims[1]) as f64;
         println!(
             "{:48} {:10.1} µs {:8.1} GB/s",

@@ -26,21 +26,17 @@ fn narrow<E: Float>(values: Vec<E::Acc>) -> Vec<E> {
 }
 
 /// Contiguous `[B, H, T, d]` values narrowed to `E` and laid out as
-/// [`packed_like`]`(like)`, where the kernels' contract puts each result.
+/// [`packed_like`]`(like)`, where the kernels' contract puts each result: the
+/// values read with their axes in the packed layout's memory order.
 fn laid_out<E: Float>(values: Vec<E::Acc>, like: &Layout) -> Vec<E> {
     let packed = packed_like(like);
     let values = narrow::<E>(values);
-    if packed.is_contiguous() || values.is_empty() {
+    if packed.is_contiguous() {
         return values;
     }
-    let [h, t, d] = [1, 2, 3].map(|a| packed.dims[a]);
-    let mut out = values.clone();
-    for (row, src) in values.chunks(d).enumerate() {
-        let (bi, hi, ti) = (row / (h * t), row / t % h, row % t);
-        let at = bi * packed.strides[0] + hi * packed.strides[1] + ti * packed.strides[2];
-        out[at..at + d].copy_from_slice(src);
-    }
-    out
+    let mut order = [0, 1, 2, 3];
+    order.sort_by_key(|&a| std::cmp::Reverse(packed.strides[a]));
+    strided_to_vec(&values, &Layout::contiguous(&packed.dims).permute(&order))
 }
 
 fn dot<A: ScalarMath>(a: &[A], b: &[A]) -> A {
