@@ -4,7 +4,7 @@
 //! A workgroup of `wm × wn` subgroups computes a `bm × bn` tile of C (`bm = wm·fm·16`,
 //! `bn = wn·fn·16`); each subgroup holds `fm × fn` accumulator matrices. K is walked
 //! `bk` at a time: the workgroup copies both operand tiles into shared memory (8-byte
-//! `vec4<f16>` loads, converted from `f32` in the mixed-precision mode), and each
+//! `vec4<f16>` loads, rounded from `f32` in the mixed-precision mode), and each
 //! subgroup loads its fragments from there. Shared tiles keep the operand's own
 //! contiguous axis, so the copy is a straight vector copy and the fragment load picks
 //! the row- or column-major form. The next tile is fetched into registers while the
@@ -260,7 +260,8 @@ fn fetch_either(a: &Copy, b: &Copy) -> String {
 }
 
 /// A tile's copy, each thread moving whole loads: four elements per load, held as
-/// `vec4<f16>` (`f32` operands rounded on the way), or with `wide` eight `f16`s per
+/// `vec4<f16>` (`f32` operands as `vec4<f32>`, rounded at the store; scaled ones
+/// rounded on the way), or with `wide` eight `f16`s per
 /// 16-byte load, held as `vec4<u32>` and stored to the (still `vec4<f16>`) shared
 /// tile as two halves, unpacked through `f32`, exactly. (Shared tiles of `vec4<u32>`
 /// that fragment loads read as halves would save the unpacking, but the H100's
@@ -272,10 +273,21 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool, wide: bool) -> Copy
     let row4 = (t.len + pad) / 4;
     let items = t.rows * q;
     let reps = items.div_ceil(threads);
-    let held = if wide { "vec4<u32>" } else { "vec4<f16>" };
+    // f32 operands stay f32 in registers until the store rounds them: converting
+    // at the fetch makes the thread wait there for its loads, which are meant to
+    // be in flight during the multiply (H100, 2026-11-27: the step's products
+    // 3–15% faster). A scaled load converts at the fetch (it multiplies there).
+    let hold_f32 = f32_in && !wide && t.scale.is_none();
+    let held = if wide {
+        "vec4<u32>"
+    } else if hold_f32 {
+        "vec4<f32>"
+    } else {
+        "vec4<f16>"
+    };
     let load = |at: &str| match t.scale {
         Some(base) => format!("vec4<f16>({}[{at}] * s[({base} + gc) / 4u])", t.src),
-        None if f32_in && !wide => format!("vec4<f16>({}[{at}])", t.src),
+        None if f32_in && !wide && !hold_f32 => format!("vec4<f16>({}[{at}])", t.src),
         None => format!("{}[{at}]", t.src),
     };
     let mut c = Copy {
@@ -323,9 +335,14 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool, wide: bool) -> Copy
             )
             .unwrap();
         } else {
+            let stored = if hold_f32 {
+                format!("vec4<f16>({v})")
+            } else {
+                v.clone()
+            };
             writeln!(
                 c.store,
-                "        {sh}[{sh}_w + (e / {q}u) * {row4}u + e % {q}u] = {v};"
+                "        {sh}[{sh}_w + (e / {q}u) * {row4}u + e % {q}u] = {stored};"
             )
             .unwrap();
         }
