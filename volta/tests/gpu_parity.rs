@@ -1143,6 +1143,49 @@ fn profile_times_every_kernel_by_name() {
 }
 
 #[test]
+fn a_sum_reads_its_operand_once_another_consumer_has_written_it() {
+    let _g = lock();
+    Gpu::set_fusion(true);
+    // A bias's gradient: the sum over rows of a pending g = a · b, whose other
+    // consumer (the product for the input's gradient) writes it first.
+    fn run<D: Backend<f32>>() -> (Vec<f32>, Vec<f32>) {
+        let a = RawTensor::<D, f32>::from_vec(
+            (0..96).map(|i| i as f32 * 0.1 - 4.0).collect(),
+            &[16, 6],
+        );
+        let b = RawTensor::<D, f32>::from_vec(
+            (0..96).map(|i| (i % 7) as f32 - 3.0).collect(),
+            &[16, 6],
+        );
+        let w =
+            RawTensor::<D, f32>::from_vec((0..36).map(|i| (i % 5) as f32 * 0.5).collect(), &[6, 6]);
+        let g = a.binary(BinaryOp::Mul, &b);
+        let bias = g.sum_to(&[1, 6]);
+        let dx = g.matmul(&w);
+        // As in a backward pass, nothing but the pending sum holds g now.
+        drop(g);
+        (bias.to_vec(), dx.to_vec())
+    }
+    let cpu = run::<Cpu>();
+    let work = run::<Gpu>;
+    let (gpu, profile) = match Gpu::profile(work) {
+        Ok(r) => r,
+        Err(volta::backend::gpu::GpuError::Unsupported(_)) => return,
+        Err(e) => panic!("{e}"),
+    };
+    close("bias", &cpu.0, &gpu.0);
+    close("dx", &cpu.1, &gpu.1);
+    let names: Vec<&str> = profile.kernels.iter().map(|k| k.name.as_str()).collect();
+    // g is written once (for the product), and the sum reads it: it does not
+    // compute a · b again.
+    assert!(names.contains(&"elementwise (x0 * x1)"), "{profile}");
+    assert!(
+        names.iter().all(|n| !n.contains("sum") || !n.contains('*')),
+        "{profile}"
+    );
+}
+
+#[test]
 fn empty_cache_releases_pooled_buffers() {
     let _g = lock();
     let t = RawTensor::<Gpu, f32>::from_vec(vec![1.0; 1 << 16], &[1 << 16]);

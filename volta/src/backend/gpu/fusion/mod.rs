@@ -8,7 +8,9 @@
 //! itself row-major) splices the operand's tree into its own instead of reading
 //! memory; equal (buffer, layout) inputs are bound once, so `x * x` reads `x` once.
 //! A row kernel (reduction, softmax, normalisation) reading a pending operand
-//! through a plain layout computes the operand's tree in its loads ([`rows`]).
+//! through a plain layout computes the operand's tree in its loads ([`rows`]),
+//! unless another consumer records the operand first (a bias's gradient, summed
+//! from the gradient a product reads): then it reads that memory.
 //! A consumer may also read a pending operand *broadcast* (`bias.expand(..)`): the
 //! operand's leaves are then read with zero strides on the broadcast axes.
 //!
@@ -120,6 +122,7 @@ pub(crate) fn elementwise<E>(
             reads,
         })),
         done: OnceLock::new(),
+        readers: Mutex::new(Vec::new()),
     });
     GpuBuffer::pending(pending, dims.iter().product())
 }
@@ -141,7 +144,7 @@ pub(crate) fn rows_of<E>(
     pending_row(
         rt,
         (in_elem, elem),
-        fused,
+        (fused, None),
         RowOp::Reduce(ReduceOp::Sum),
         axis,
         layout.dims,
@@ -150,11 +153,13 @@ pub(crate) fn rows_of<E>(
 }
 
 /// A pending row op over `fused` (leaves of `in_elem`), its value of `elem`
-/// (recorded at once with fusion off).
+/// (recorded at once with fusion off). With `from`, `fused` is that pending
+/// value's tree (read through the layout): the row op then reads the value's
+/// memory instead, if the value is recorded first (`Pending::readers`).
 fn pending_row<E>(
     rt: &'static Runtime,
     (in_elem, elem): (Elem, Elem),
-    fused: Fused<Leaf>,
+    (fused, from): (Fused<Leaf>, Option<(&Arc<Pending>, Layout)>),
     op: RowOp,
     axis: usize,
     over: Dims,
@@ -181,7 +186,13 @@ fn pending_row<E>(
             reads: None,
         })),
         done: OnceLock::new(),
+        readers: Mutex::new(Vec::new()),
     });
+    if let Some((value, layout)) = from {
+        let mut readers = value.readers.lock().unwrap_or_else(|p| p.into_inner());
+        readers.retain(|(r, _)| r.strong_count() > 0);
+        readers.push((Arc::downgrade(&pending), layout));
+    }
     let out = GpuBuffer::pending(pending, dims.numel());
     if !enabled() {
         out.realize();
@@ -196,8 +207,9 @@ fn pending_row<E>(
 /// (see the module's notes). A pending `x` is computed in the row kernel's loads
 /// rather than materialised, and stays pending for its other consumers:
 /// recomputing it there costs reads of its inputs (often one full-size tensor and
-/// some broadcast ones), while materialising costs a write and a read. With fusion
-/// off the row kernel is recorded at once.
+/// some broadcast ones), while materialising costs a write and a read. If another
+/// consumer records `x` before the row kernel is, the kernel reads that memory
+/// instead. With fusion off the row kernel is recorded at once.
 pub(crate) fn rows<E>(
     rt: &'static Runtime,
     elem: Elem,
@@ -209,17 +221,28 @@ pub(crate) fn rows<E>(
     debug_assert_eq!(op_scalars.len(), op.scalars());
     let (buf, layout) = x;
     let on = enabled();
-    let fused = match (on, &buf.data) {
-        (true, Data::Pending(p)) => p.fused_view(layout),
+    let tree = match (on, &buf.data) {
+        (true, Data::Pending(p)) => p.fused_view(layout).map(|f| (f, Some((p, *layout)))),
         _ => None,
-    }
-    .unwrap_or_else(|| Fused {
-        expr: Expr::input(0),
-        leaves: vec![Leaf {
-            buf: buf.raw().clone(),
-            layout: *layout,
-        }],
-        scalars: Vec::new(),
+    };
+    let (fused, from) = tree.unwrap_or_else(|| {
+        let f = Fused {
+            expr: Expr::input(0),
+            leaves: vec![Leaf {
+                buf: buf.raw().clone(),
+                layout: *layout,
+            }],
+            scalars: Vec::new(),
+        };
+        (f, None)
     });
-    pending_row(rt, (elem, elem), fused, op, axis, layout.dims, op_scalars)
+    pending_row(
+        rt,
+        (elem, elem),
+        (fused, from),
+        op,
+        axis,
+        layout.dims,
+        op_scalars,
+    )
 }

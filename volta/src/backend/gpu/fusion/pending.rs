@@ -202,12 +202,52 @@ pub(crate) struct Pending {
     pub(crate) dims: Dims,
     pub(crate) source: Mutex<Option<Source>>,
     pub(crate) done: OnceLock<Arc<Pooled>>,
+    /// Pending row ops that compute this value in their loads (each reading it
+    /// through the layout): when this value is recorded first, they read its
+    /// memory instead (a bias's gradient, summed from the gradient a product
+    /// reads), which costs no more than its tree's inputs and frees them.
+    pub(crate) readers: Mutex<Vec<(Weak<Pending>, Layout)>>,
 }
 
 impl Pending {
     /// The memory holding the value, recording its kernel on first use.
     pub fn materialise(&self) -> &Arc<Pooled> {
-        self.done.get_or_init(|| {
+        let mut first = false;
+        let buf = self.done.get_or_init(|| {
+            first = true;
+            self.record()
+        });
+        if first {
+            self.hand_to_readers(buf);
+        }
+        buf
+    }
+
+    /// Points the pending row ops that computed this value in their loads at
+    /// its memory, `buf`.
+    fn hand_to_readers(&self, buf: &Arc<Pooled>) {
+        let readers = std::mem::take(&mut *self.readers.lock().unwrap_or_else(|p| p.into_inner()));
+        for (reader, layout) in readers {
+            let Some(reader) = reader.upgrade() else {
+                continue;
+            };
+            let mut guard = reader.source.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(source) = guard.as_mut() {
+                source.fused = Fused {
+                    expr: Expr::input(0),
+                    leaves: vec![Leaf {
+                        buf: buf.clone(),
+                        layout,
+                    }],
+                    scalars: Vec::new(),
+                };
+            }
+        }
+    }
+
+    /// Records the value's kernel (`materialise`'s first call).
+    fn record(&self) -> Arc<Pooled> {
+        {
             let source = self
                 .source
                 .lock()
@@ -236,7 +276,7 @@ impl Pending {
                     map(self.rt, self.elem, f.expr, &ops, &f.scalars, &self.dims)
                 }
             }
-        })
+        }
     }
 
     /// Records a tree that reads a row op's value: the row op with this tree as its
