@@ -1186,6 +1186,54 @@ fn a_sum_reads_its_operand_once_another_consumer_has_written_it() {
 }
 
 #[test]
+fn gradients_of_slices_that_tile_a_weight_are_concatenated() {
+    let _g = lock();
+    Gpu::set_fusion(true);
+    // A fused weight used as three slices of its rows (a projection's queries,
+    // keys and values) and once whole; and two slices that overlap.
+    fn run<D: Backend<f32>>(ranges: &[(usize, usize)]) -> Vec<f32> {
+        let w = Tensor::<Rank2<6, 4>, D>::from_vec((0..24).map(|i| i as f32 * 0.25).collect())
+            .expect("24 values")
+            .requires_grad();
+        let mut loss = w.raw().scalar(BinaryOp::Mul, 0.5).sum_to(&[1, 1]);
+        for (k, &(from, n)) in ranges.iter().enumerate() {
+            let c = RawTensor::<D, f32>::from_vec((0..n * 4).map(|i| (i + k) as f32).collect(), &[n, 4]);
+            let part = w.raw().narrow(0, from, n).binary(BinaryOp::Mul, &c).sum_to(&[1, 1]);
+            loss = loss.binary(BinaryOp::Add, &part);
+        }
+        let grads = loss.backward();
+        grads.get(&w).expect("w has a gradient").to_vec()
+    }
+    for ranges in [&[(0, 2), (2, 3), (5, 1)][..], &[(0, 3), (2, 3)][..]] {
+        // d loss / d w: 0.5 everywhere, plus each slice's constants in its rows.
+        let mut expect = vec![0.5f32; 24];
+        for (k, &(from, n)) in ranges.iter().enumerate() {
+            for i in 0..n * 4 {
+                expect[from * 4 + i] += (i + k) as f32;
+            }
+        }
+        let cpu = run::<Cpu>(ranges);
+        close(&format!("{ranges:?} on the CPU"), &expect, &cpu);
+        let (gpu, profile) = match Gpu::profile(|| run::<Gpu>(ranges)) {
+            Ok(r) => r,
+            Err(volta::backend::gpu::GpuError::Unsupported(_)) => return,
+            Err(e) => panic!("{e}"),
+        };
+        close(&format!("{ranges:?} on the GPU"), &expect, &gpu);
+        // Tiling slices are copied into place: the one fill is the loss's own
+        // gradient (ones); overlapping slices are each padded with zeros.
+        let fills: u64 = profile
+            .kernels
+            .iter()
+            .filter(|k| k.name == "elementwise s0")
+            .map(|k| k.calls)
+            .sum();
+        let padded = if ranges.len() == 2 { 2 } else { 0 };
+        assert_eq!(fills, 1 + padded, "{ranges:?}: {profile}");
+    }
+}
+
+#[test]
 fn empty_cache_releases_pooled_buffers() {
     let _g = lock();
     let t = RawTensor::<Gpu, f32>::from_vec(vec![1.0; 1 << 16], &[1 << 16]);

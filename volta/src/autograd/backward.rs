@@ -95,8 +95,9 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(
     // depth-first order happens to reach them. Data-parallel training starts
     // each bucket's all-reduce from `on_leaf`.
     let mut ready = BinaryHeap::from([Ready(root)]);
+    let mut slices = Slices::default();
     while let Some(Ready(node)) = ready.pop() {
-        let g = grads.take_raw(node.id());
+        let g = slices.take(&mut grads, node.id());
         let Some(op) = node.op() else {
             // Only the root is a leaf here; the others are finished below.
             if let Some(g) = g {
@@ -106,22 +107,18 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(
             continue;
         };
         // A node no gradient reached still counts as run for its inputs.
-        let passed = g
-            .as_ref()
-            .map_or_else(Vec::new, |g| input_grads(op, &node, g));
-        for (k, (input, grad)) in passed.into_iter().enumerate() {
-            if super::anomaly::enabled()
-                && let Some((i, v)) = super::anomaly::first_bad(&grad.to_vec())
-            {
-                panic!(
-                    "detect_anomaly: the backward of `{}` (whose forward ran at {}) \
-                     produced {v:?} in the gradient of its input {k} (element {i}, \
-                     dims {:?})",
-                    op.name(),
-                    node.site(),
-                    grad.dims()
-                );
+        let passed = match (op, &g) {
+            (Op::Narrow(x, axis, start), Some(g)) if x.is_tracked() => {
+                check_anomaly(op, &node, 0, g);
+                slices.add(x, *axis, *start, g.clone());
+                Vec::new()
             }
+            _ => g
+                .as_ref()
+                .map_or_else(Vec::new, |g| input_grads(op, &node, g)),
+        };
+        for (k, (input, grad)) in passed.into_iter().enumerate() {
+            check_anomaly(op, &node, k, &grad);
             if input.is_tracked() {
                 grads.add_raw(input.id(), grad);
             }
@@ -137,13 +134,90 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(
             }
             if input.op().is_some() {
                 ready.push(Ready(input.clone()));
-            } else if let Some(g) = grads.take_raw(input.id()) {
+            } else if let Some(g) = slices.take(&mut grads, input.id()) {
                 on_leaf(input.id(), &g);
                 leaf_grads.add_raw(input.id(), g);
             }
         }
     }
     leaf_grads
+}
+
+/// With `detect_anomaly` on, panics at the first NaN or infinity in `grad`, the
+/// gradient `op`'s backward produced for its input `k`.
+fn check_anomaly<D: Backend<E>, E: Float>(op: &Op<D, E>, node: &T<D, E>, k: usize, grad: &T<D, E>) {
+    if super::anomaly::enabled()
+        && let Some((i, v)) = super::anomaly::first_bad(&grad.to_vec())
+    {
+        panic!(
+            "detect_anomaly: the backward of `{}` (whose forward ran at {}) \
+             produced {v:?} in the gradient of its input {k} (element {i}, \
+             dims {:?})",
+            op.name(),
+            node.site(),
+            grad.dims()
+        );
+    }
+}
+
+/// Gradients that arrive as slices of their tensor (the backward of `narrow`),
+/// kept apart until the tensor's gradient is taken. Slices that tile one axis
+/// are then concatenated: a fused projection's weight, sliced into queries, keys
+/// and values, gets one copy per slice instead of each slice padded with zeros
+/// to the whole weight and the three added. Other slices are padded and added.
+struct Slices<D: Backend<E>, E: Float> {
+    /// Per tensor: its dims, and each slice's axis, start and gradient.
+    of: HashMap<TensorId, (Vec<usize>, Vec<(usize, usize, T<D, E>)>)>,
+}
+
+impl<D: Backend<E>, E: Float> Default for Slices<D, E> {
+    fn default() -> Self {
+        Slices { of: HashMap::new() }
+    }
+}
+
+impl<D: Backend<E>, E: Float> Slices<D, E> {
+    /// `g`, the gradient of `x`'s slice from `start` along `axis`.
+    fn add(&mut self, x: &T<D, E>, axis: usize, start: usize, g: T<D, E>) {
+        let entry = self
+            .of
+            .entry(x.id())
+            .or_insert_with(|| (x.dims().to_vec(), Vec::new()));
+        entry.1.push((axis, start, g));
+    }
+
+    /// The whole gradient of tensor `id`: what `grads` holds plus its slices.
+    fn take(&mut self, grads: &mut Gradients<D, E>, id: TensorId) -> Option<T<D, E>> {
+        let whole = grads.take_raw(id);
+        let Some((dims, mut parts)) = self.of.remove(&id) else {
+            return whole;
+        };
+        parts.sort_by_key(|&(_, start, _)| start);
+        let axis = parts[0].0;
+        let mut end = 0;
+        let tiles = parts.iter().all(|(a, start, g)| {
+            let next = *a == axis && *start == end;
+            end += g.dims()[axis];
+            next
+        }) && end == dims[axis];
+        let sliced = if tiles {
+            let parts: Vec<T<D, E>> = parts.into_iter().map(|(_, _, g)| g).collect();
+            T::cat(&parts, axis)
+        } else {
+            parts
+                .into_iter()
+                .map(|(axis, start, g)| {
+                    let after = dims[axis] - start - g.dims()[axis];
+                    g.pad_axis(axis, start, after, E::ZERO)
+                })
+                .reduce(|a, b| a.binary(BinaryOp::Add, &b))
+                .expect("at least one slice")
+        };
+        Some(match whole {
+            Some(w) => w.binary(BinaryOp::Add, &sliced),
+            None => sliced,
+        })
+    }
 }
 
 /// The tracked nodes reachable from `root` (iterative: deep graphs cannot
