@@ -1197,8 +1197,15 @@ fn gradients_of_slices_that_tile_a_weight_are_concatenated() {
             .requires_grad();
         let mut loss = w.raw().scalar(BinaryOp::Mul, 0.5).sum_to(&[1, 1]);
         for (k, &(from, n)) in ranges.iter().enumerate() {
-            let c = RawTensor::<D, f32>::from_vec((0..n * 4).map(|i| (i + k) as f32).collect(), &[n, 4]);
-            let part = w.raw().narrow(0, from, n).binary(BinaryOp::Mul, &c).sum_to(&[1, 1]);
+            let c = RawTensor::<D, f32>::from_vec(
+                (0..n * 4).map(|i| (i + k) as f32).collect(),
+                &[n, 4],
+            );
+            let part = w
+                .raw()
+                .narrow(0, from, n)
+                .binary(BinaryOp::Mul, &c)
+                .sum_to(&[1, 1]);
             loss = loss.binary(BinaryOp::Add, &part);
         }
         let grads = loss.backward();

@@ -166,9 +166,15 @@ fn check_anomaly<D: Backend<E>, E: Float>(op: &Op<D, E>, node: &T<D, E>, k: usiz
 /// and values, gets one copy per slice instead of each slice padded with zeros
 /// to the whole weight and the three added. Other slices are padded and added.
 struct Slices<D: Backend<E>, E: Float> {
-    /// Per tensor: its dims, and each slice's axis, start and gradient.
-    of: HashMap<TensorId, (Vec<usize>, Vec<(usize, usize, T<D, E>)>)>,
+    /// Per tensor: its slices' gradients.
+    of: HashMap<TensorId, Sliced<D, E>>,
 }
+
+/// The slices' gradients of one tensor of `dims`.
+type Sliced<D, E> = (Vec<usize>, Vec<Slice<D, E>>);
+
+/// A slice's gradient: the axis, the slice's start along it, the gradient.
+type Slice<D, E> = (usize, usize, T<D, E>);
 
 impl<D: Backend<E>, E: Float> Default for Slices<D, E> {
     fn default() -> Self {
