@@ -253,20 +253,21 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
             Self::QKV
         );
         let flat = x.reshape(&[b * t, C]);
-        // One product per part of the fused projection (its rows sliced): each
-        // result is contiguous, so splitting heads is a free view, and the input's
-        // gradient is three products summed, not three slices of a fused product
-        // padded back to its width.
+        // One product for the fused projection; the queries, keys and values are
+        // views of its columns (attention reads strided heads), and their
+        // gradients come back as one matrix (`narrow`'s gradients that tile an
+        // axis are concatenated), so the backward is one product each for the
+        // input's and the weight's gradients too.
+        let bias = self
+            .c_attn_bias
+            .raw()
+            .reshape(&[1, Self::QKV])
+            .expand(&[b * t, Self::QKV]);
+        let qkv = flat
+            .matmul(&self.c_attn_weight.raw().transpose_last())
+            .binary(BinaryOp::Add, &bias);
         let heads = |from: usize, n: usize| {
-            let w = self.c_attn_weight.raw().narrow(0, from, n * hd);
-            let bias = self
-                .c_attn_bias
-                .raw()
-                .narrow(0, from, n * hd)
-                .reshape(&[1, n * hd])
-                .expand(&[b * t, n * hd]);
-            flat.matmul(&w.transpose_last())
-                .binary(BinaryOp::Add, &bias)
+            qkv.narrow(1, from, n * hd)
                 .reshape(&[b, t, n, hd])
                 .permute(&[0, 2, 1, 3])
         };
