@@ -21,6 +21,17 @@ pub(crate) struct Fused<L> {
     pub scalars: Vec<u32>,
 }
 
+impl<L> Fused<L> {
+    /// The tree that reads `leaf` as it is.
+    pub fn read(leaf: L) -> Self {
+        Fused {
+            expr: Expr::input(0),
+            leaves: vec![leaf],
+            scalars: Vec::new(),
+        }
+    }
+}
+
 /// Builds the tree of one consumer: collects its distinct leaves and its scalars.
 /// Generic over the leaf type so that the splicing rules are tested without a GPU.
 pub(crate) struct Builder<L> {

@@ -136,11 +136,7 @@ pub(crate) fn rows_of<E>(
     (buf, layout): (Arc<Pooled>, Layout),
     axis: usize,
 ) -> GpuBuffer<E> {
-    let fused = Fused {
-        expr: Expr::input(0),
-        leaves: vec![Leaf { buf, layout }],
-        scalars: Vec::new(),
-    };
+    let fused = Fused::read(Leaf { buf, layout });
     pending_row(
         rt,
         (in_elem, elem),
@@ -226,15 +222,11 @@ pub(crate) fn rows<E>(
         _ => None,
     };
     let (fused, from) = tree.unwrap_or_else(|| {
-        let f = Fused {
-            expr: Expr::input(0),
-            leaves: vec![Leaf {
-                buf: buf.raw().clone(),
-                layout: *layout,
-            }],
-            scalars: Vec::new(),
+        let leaf = Leaf {
+            buf: buf.raw().clone(),
+            layout: *layout,
         };
-        (f, None)
+        (Fused::read(leaf), None)
     });
     pending_row(
         rt,

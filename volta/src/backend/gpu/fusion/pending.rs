@@ -233,48 +233,42 @@ impl Pending {
             };
             let mut guard = reader.source.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(source) = guard.as_mut() {
-                source.fused = Fused {
-                    expr: Expr::input(0),
-                    leaves: vec![Leaf {
-                        buf: buf.clone(),
-                        layout,
-                    }],
-                    scalars: Vec::new(),
-                };
+                source.fused = Fused::read(Leaf {
+                    buf: buf.clone(),
+                    layout,
+                });
             }
         }
     }
 
     /// Records the value's kernel (`materialise`'s first call).
     fn record(&self) -> Arc<Pooled> {
-        {
-            let source = self
-                .source
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take()
-                .expect("a pending buffer has its source until it is materialised");
-            for held in source.spliced.iter().filter_map(Weak::upgrade) {
-                if !held.cheap_to_recompute() {
-                    held.materialise();
-                }
+        let source = self
+            .source
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .expect("a pending buffer has its source until it is materialised");
+        for held in source.spliced.iter().filter_map(Weak::upgrade) {
+            if !held.cheap_to_recompute() {
+                held.materialise();
             }
-            let f = source.fused;
-            if let Some(spec) = source.row {
+        }
+        let f = source.fused;
+        if let Some(spec) = source.row {
+            let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+            let scalars = [&spec.op_scalars[..], &f.scalars].concat();
+            let elems = (spec.in_elem, self.elem);
+            let expr = f.expr;
+            return row::rows(
+                self.rt, elems, spec.op, expr, None, &ops, &scalars, &spec.over, spec.axis,
+            );
+        }
+        match source.reads {
+            Some(read) => self.with_row_value(f, read),
+            None => {
                 let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
-                let scalars = [&spec.op_scalars[..], &f.scalars].concat();
-                let elems = (spec.in_elem, self.elem);
-                let expr = f.expr;
-                return row::rows(
-                    self.rt, elems, spec.op, expr, None, &ops, &scalars, &spec.over, spec.axis,
-                );
-            }
-            match source.reads {
-                Some(read) => self.with_row_value(f, read),
-                None => {
-                    let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
-                    map(self.rt, self.elem, f.expr, &ops, &f.scalars, &self.dims)
-                }
+                map(self.rt, self.elem, f.expr, &ops, &f.scalars, &self.dims)
             }
         }
     }
