@@ -115,7 +115,7 @@ fn qmatmul_matches_dense<D: InferenceBackend>(many_tol: f32, int8_tol: f32) {
         let dense = w.dequantize();
         let reference: Vec<f32> = volta::io::quant::dequantize(ty, &bytes, (n * k) as u64).unwrap();
         close(&dense.to_vec(), &reference, 0.0, "dequantize");
-        let ms: &[usize] = if n > 1000 { &[1] } else { &[1, 3, 12, 70] };
+        let ms: &[usize] = if n > 1000 { &[1] } else { &[1, 3, 6, 12, 70] };
         for &m in ms {
             let x = randn::<D>(&[m, k], &mut rng);
             let scale = randn::<D>(&[k], &mut rng);
@@ -170,6 +170,31 @@ fn qmatmul_matches_dense<D: InferenceBackend>(many_tol: f32, int8_tol: f32) {
         let rows = w.rows(&ids).to_vec();
         close(&rows[..k], &reference[5 * k..6 * k], 0.0, "rows");
         close(&rows[2 * k..], &reference[47 * k..48 * k], 0.0, "rows");
+    }
+    // A weight as wide as a model's output matrix times a batch's few rows
+    // (the quantised GEMM where the backend has one, else the GEMV), with the
+    // norm fused, as a batch's last product has it.
+    for ty in [GgmlType::Q8_0, GgmlType::Q4_1] {
+        let (n, k, m) = (32_768, 512, 3);
+        let bytes = random_blocks(ty, n, k, &mut rng);
+        let w = QTensor::<D>::from_blocks(ty, n, k, &bytes).unwrap();
+        let dense = w.dequantize();
+        let x = randn::<D>(&[m, k], &mut rng);
+        let scale = randn::<D>(&[k], &mut rng);
+        let normed = x
+            .normalize(1, false, 1e-5)
+            .binary(BinaryOp::Mul, &scale.reshape(&[1, k]).expand(&[m, k]));
+        let opts = QMatmulOptions {
+            norm: Some((&scale, 1e-5)),
+            activations: Activations::F32,
+            ..Default::default()
+        };
+        close_overall(
+            &x.qmatmul(&w, opts).to_vec(),
+            &normed.matmul(&dense.transpose_last()).to_vec(),
+            many_tol.max(1e-5),
+            &format!("wide {ty} m={m}"),
+        );
     }
     // A K-quant mix's fused projection: parts of different types, one matrix.
     let k = 256;

@@ -6,6 +6,12 @@ use crate::layout::Layout;
 use crate::tensor::{QMATMUL_GEMV_ROWS, QMatmulOptions, QTensor, RawTensor};
 use volta_kernels::{BinaryOp, UnaryOp};
 
+/// Weights (rows × columns) from which a product of a few rows (2 to
+/// [`QMATMUL_GEMV_ROWS`]) takes the backend's quantised GEMM rather than its
+/// GEMV: SmolLM2's 49,152 × 576 output matrix, not its layers' at most 1536 ×
+/// 576.
+const QMATMUL_WIDE: usize = 1 << 24;
+
 impl<D: InferenceBackend> RawTensor<D, f32> {
     /// `self · wᵀ` for `self` of dims `(m, k)` and a quantised `w` of `(n, k)`, with
     /// the fused extras of `opts`; dims `(m, n)` (`(m, n/2)` with `glu`).
@@ -41,13 +47,22 @@ impl<D: InferenceBackend> RawTensor<D, f32> {
         if m > QMATMUL_GEMV_ROWS {
             return self.qmatmul_dense(w, opts);
         }
-        let fusion = QFusion {
+        let fusion = || QFusion {
             norm: opts.norm.map(|(t, eps)| (t.view(), eps)),
             glu: opts.glu,
             add: opts.add.map(|t| t.view()),
             activations: opts.activations,
         };
-        let buf = D::qmatmul(self.view(), w.data(), s, fusion);
+        // A wide weight (a model's output matrix) times a batch's few rows: the
+        // GEMV's workgroups each read a sliver of W for one row, so its time
+        // grows with the rows; the quantised GEMM reads each block once for all
+        // of them, on tensor cores, where the backend has it.
+        if m > 1 && s.rows * s.cols >= QMATMUL_WIDE {
+            if let Some(buf) = D::qgemm(self.view(), w.data(), s, fusion()) {
+                return RawTensor::leaf(buf, Layout::contiguous(&[m, n]));
+            }
+        }
+        let buf = D::qmatmul(self.view(), w.data(), s, fusion());
         RawTensor::leaf(buf, Layout::contiguous(&[m, n]))
     }
 
