@@ -57,10 +57,11 @@ impl<D: InferenceBackend> RawTensor<D, f32> {
         // GEMV's workgroups each read a sliver of W for one row, so its time
         // grows with the rows; the quantised GEMM reads each block once for all
         // of them, on tensor cores, where the backend has it.
-        if m > 1 && s.rows * s.cols >= QMATMUL_WIDE {
-            if let Some(buf) = D::qgemm(self.view(), w.data(), s, fusion()) {
-                return RawTensor::leaf(buf, Layout::contiguous(&[m, n]));
-            }
+        if m > 1
+            && s.rows * s.cols >= QMATMUL_WIDE
+            && let Some(buf) = D::qgemm(self.view(), w.data(), s, fusion())
+        {
+            return RawTensor::leaf(buf, Layout::contiguous(&[m, n]));
         }
         let buf = D::qmatmul(self.view(), w.data(), s, fusion());
         RawTensor::leaf(buf, Layout::contiguous(&[m, n]))
