@@ -73,6 +73,16 @@ const COOP_LARGE: CoopTiles = CoopTiles {
     pad: 8,
     staging: Staging::Prefetch,
 };
+/// Tensor-core tiles for a few rows of a quantised product: 16 × 128.
+const COOP_ROWS: CoopTiles = CoopTiles {
+    wm: 1,
+    wn: 4,
+    fm: 1,
+    fn_: 2,
+    bk: 32,
+    pad: 8,
+    staging: Staging::Prefetch,
+};
 /// Tensor-core tiles for products too small to fill the GPU with large ones.
 const COOP_SMALL: CoopTiles = CoopTiles {
     wm: 2,
@@ -369,7 +379,7 @@ pub(crate) fn quantized(
     if !rt.gpu.info.tensor_cores || !loads || !scale_loads || !k.is_multiple_of(32) {
         return None;
     }
-    let t = quantized_tiles();
+    let t = quantized_tiles(m);
     let v = CoopVariant {
         tiles: t,
         a_k: true,
@@ -441,13 +451,20 @@ pub(crate) fn quantized(
     })
 }
 
-/// The quantised product's tensor-core tiles.
-fn quantized_tiles() -> CoopTiles {
+/// The quantised product's tensor-core tiles for `m` rows of x: one fragment's
+/// 16 rows by 128 columns where the rows fit them (a batch's decode step: the
+/// output matrix at B 4 took 40 µs against 63 in 64 × 64 tiles, H100,
+/// 2026-11-27), else 64 × 64.
+fn quantized_tiles(m: usize) -> CoopTiles {
     COOP_OVERRIDE
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .filter(|t| t.bk == 32)
-        .unwrap_or(COOP_SMALL)
+        .unwrap_or(if m <= COOP_ROWS.bm() as usize {
+            COOP_ROWS
+        } else {
+            COOP_SMALL
+        })
 }
 
 /// Into how many slices [`quantized`] splits the K of an `(m, k)` by `(n, k)`
@@ -455,7 +472,7 @@ fn quantized_tiles() -> CoopTiles {
 /// K: a prompt's products fill the GPU along M, and the partial sums would cost
 /// more than they save (H100, pp512: 3.58 ms split against 3.48 unsplit).
 pub(crate) fn quantized_splits(m: usize, n: usize, k: usize) -> usize {
-    let t = quantized_tiles();
+    let t = quantized_tiles(m);
     if m > t.bm() as usize {
         return 1;
     }
