@@ -19,6 +19,11 @@
 //! still holds across threads: a buffer returns to the pool only after the reads
 //! that its owner recorded, so another thread's write into it is recorded later.
 //!
+//! A captured graph's replay is encoded once more ahead of time: a read-back
+//! after a replay (a decode step's logits) encodes and finishes the graph's
+//! launches while the GPU runs, and the graph's next replay submits them on the
+//! spot, after whatever was recorded before it.
+//!
 //! [`Gpu::sync`]: crate::Gpu::sync
 use super::bind_groups;
 use super::device::GpuDevice;
@@ -82,6 +87,11 @@ pub(crate) struct Recorder {
     pub capture: Option<Graph>,
     /// Submits batches while the next one is recorded.
     submitter: Submitter,
+    /// The graph replayed last, until a read-back encodes it again.
+    last_replayed: Option<(u64, Arc<Vec<Launch>>)>,
+    /// A graph's launches encoded and finished while the GPU ran its previous
+    /// replay: its next replay submits them at once.
+    prepared: Option<(u64, wgpu::CommandBuffer)>,
     /// When the open batch recorded its first command.
     opened: Instant,
     /// How long a batch gathers launches before it may go early.
@@ -91,7 +101,10 @@ pub(crate) struct Recorder {
 /// Launches kept for replay (`Gpu::capture`): each with its own bind group over a
 /// parameter buffer of the graph's own, so replays need no parameter uploads.
 pub struct Graph {
-    launches: Vec<Launch>,
+    /// This graph among all the process's graphs (what a prepared replay is for).
+    id: u64,
+    /// Shared with the recorder, which encodes the next replay ahead of time.
+    launches: Arc<Vec<Launch>>,
     params: Vec<u8>,
     param_buffer: wgpu::Buffer,
     /// Every buffer a launch binds: none returns to the pool while the graph lives,
@@ -114,8 +127,10 @@ const GRAPH_PARAM_BYTES: u64 = 1 << 20;
 
 impl Graph {
     pub fn new(device: &wgpu::Device) -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Graph {
-            launches: Vec::new(),
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            launches: Arc::new(Vec::new()),
             params: Vec::new(),
             param_buffer: device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("volta graph params"),
@@ -186,6 +201,8 @@ impl Recorder {
             profiler: None,
             capture: None,
             submitter: Submitter::new(queue, submission),
+            last_replayed: None,
+            prepared: None,
             opened: Instant::now(),
             submit_after: submit_after(),
         }
@@ -239,7 +256,9 @@ impl Recorder {
                 groups,
             );
             if let Some(graph) = &mut self.capture {
-                graph.launches.push(launch);
+                Arc::get_mut(&mut graph.launches)
+                    .expect("a graph's launches are not shared while it is captured")
+                    .push(launch);
             }
             return;
         }
@@ -354,13 +373,68 @@ impl Recorder {
             !self.is_capturing_here(),
             "Gpu::replay inside Gpu::capture: replay the graph after capturing"
         );
-        for l in &graph.launches {
-            // Staging memory and timestamp slots are per batch.
-            if self.dispatches >= MAX_DISPATCHES && self.profiler.is_some() {
-                self.hand_over(gpu);
+        if self.profiler.is_some() {
+            self.prepared = None;
+            for l in graph.launches.iter() {
+                // Staging memory and timestamp slots are per batch.
+                if self.dispatches >= MAX_DISPATCHES {
+                    self.hand_over(gpu);
+                }
+                self.record(gpu, &l.kernel, &l.bind_group, l.offset, l.groups);
             }
-            self.record(gpu, &l.kernel, &l.bind_group, l.offset, l.groups);
+            return;
         }
+        self.last_replayed = Some((graph.id, graph.launches.clone()));
+        match self.prepared.take() {
+            // Encoded ahead: what was recorded before the replay, then the
+            // replay, go now. The GPU starts without waiting for the launches
+            // to be recorded and finished (a decode step's 150 take longer than
+            // its read-back).
+            Some((id, commands)) if id == graph.id => {
+                let batch = self.take_batch(gpu);
+                if batch.is_none() {
+                    self.submitted += 1;
+                }
+                self.submitter.submit_then(batch, commands);
+                self.recorded += graph.launches.len() as u64;
+                self.pipeline = None;
+            }
+            _ => {
+                for l in graph.launches.iter() {
+                    self.record(gpu, &l.kernel, &l.bind_group, l.offset, l.groups);
+                }
+            }
+        }
+    }
+
+    /// Encodes and finishes the graph replayed last, for its next replay: a
+    /// read-back calls it once its work is submitted, so this runs while the
+    /// GPU computes what is read.
+    fn prepare_replay(&mut self, gpu: &GpuDevice) {
+        if self.profiler.is_some() || self.capture.is_some() {
+            return;
+        }
+        let Some((id, launches)) = self.last_replayed.take() else {
+            return;
+        };
+        let mut encoder = gpu
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("volta prepared replay"),
+            });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            let mut pipeline: Option<&Arc<Kernel>> = None;
+            for l in launches.iter() {
+                if !pipeline.is_some_and(|k| Arc::ptr_eq(k, &l.kernel)) {
+                    pass.set_pipeline(&l.kernel.pipeline);
+                    pipeline = Some(&l.kernel);
+                }
+                pass.set_bind_group(0, &l.bind_group, &[l.offset]);
+                pass.dispatch_workgroups(l.groups[0], l.groups[1], l.groups[2]);
+            }
+        }
+        self.prepared = Some((id, encoder.finish()));
     }
 
     fn encoder(&mut self, gpu: &GpuDevice) -> &mut wgpu::CommandEncoder {
@@ -472,6 +546,7 @@ impl Recorder {
         encoder.copy_buffer_to_buffer(&flags.buffer, 0, &staging.buffer, bytes, 16);
         let index = self.flush(gpu);
         self.waits += 1;
+        self.prepare_replay(gpu);
         (staging, index)
     }
 }

@@ -53,10 +53,19 @@ pub(crate) struct Batch {
 
 impl Batch {
     fn submit(self, queue: &wgpu::Queue) -> wgpu::SubmissionIndex {
+        self.submit_then(queue, None)
+    }
+
+    /// Submits the batch, followed in the same submission by `then`.
+    fn submit_then(
+        self,
+        queue: &wgpu::Queue,
+        then: Option<wgpu::CommandBuffer>,
+    ) -> wgpu::SubmissionIndex {
         for (buffer, bytes) in &self.writes {
             queue.write_buffer(buffer, 0, bytes);
         }
-        queue.submit([self.encoder.finish()])
+        queue.submit(std::iter::once(self.encoder.finish()).chain(then))
     }
 }
 
@@ -184,6 +193,20 @@ impl Submitter {
     pub fn submit(&mut self, batch: Batch) -> wgpu::SubmissionIndex {
         self.wait();
         batch.submit(&self.queue)
+    }
+
+    /// Submits `batch` (if any) and then `commands`, finished earlier, now,
+    /// after every batch handed over before them.
+    pub fn submit_then(
+        &mut self,
+        batch: Option<Batch>,
+        commands: wgpu::CommandBuffer,
+    ) -> wgpu::SubmissionIndex {
+        self.wait();
+        match batch {
+            Some(b) => b.submit_then(&self.queue, Some(commands)),
+            None => self.queue.submit([commands]),
+        }
     }
 
     /// Waits until every handed-over batch is submitted.
