@@ -380,4 +380,54 @@ mod gpu {
             assert_eq!(unrelated.to_vec().len(), 16);
         }
     }
+
+    /// Two captured steps replayed in turn, each read back before the other
+    /// runs: a read-back encodes the graph replayed last again, ahead of its next
+    /// replay, and the other graph's replay must neither submit those commands
+    /// nor lose its own; a graph replayed twice running submits them.
+    #[test]
+    fn captured_steps_replayed_in_turn_each_give_their_own_result() {
+        let _gpu = crate::support::gpu_alone();
+        let mut rng = Rng::seed(4);
+        let k = 64;
+        let table = QTensor::<Gpu>::from_blocks(
+            GgmlType::Q8_0,
+            16,
+            k,
+            &random_blocks(GgmlType::Q8_0, 16, k, &mut rng),
+        )
+        .unwrap();
+        let weight = |rng: &mut Rng| {
+            let bytes = random_blocks(GgmlType::Q4_1, 8, k, rng);
+            QTensor::<Gpu>::from_blocks(GgmlType::Q4_1, 8, k, &bytes).unwrap()
+        };
+        let (wa, wb) = (weight(&mut rng), weight(&mut rng));
+        let step = |w: &QTensor<Gpu>, id: &<Gpu as Memory<u32>>::Buffer| {
+            let ids = RawTensor::<Gpu, u32>::leaf(id.clone(), Layout::contiguous(&[1]));
+            table.rows(&ids).qmatmul(w, QMatmulOptions::default())
+        };
+        let expect = |w: &QTensor<Gpu>, id: u32| {
+            let ids = RawTensor::<Gpu, u32>::from_vec(vec![id], &[1]);
+            table
+                .rows(&ids)
+                .qmatmul(w, QMatmulOptions::default())
+                .to_vec()
+        };
+        let mut id = <Gpu as Memory<u32>>::from_vec(vec![0]);
+        let (out_a, graph_a) = Gpu::capture(|| step(&wa, &id));
+        let (out_b, graph_b) = Gpu::capture(|| step(&wb, &id));
+        let (graph_a, graph_b) = (graph_a.unwrap(), graph_b.unwrap());
+        for (i, which) in ["a", "b", "b", "a", "a", "b", "a"].into_iter().enumerate() {
+            let next = 1 + i as u32;
+            Gpu::overwrite(&mut id, &[next]);
+            let (got, w) = if which == "a" {
+                Gpu::replay(&graph_a);
+                (out_a.to_vec(), &wa)
+            } else {
+                Gpu::replay(&graph_b);
+                (out_b.to_vec(), &wb)
+            };
+            assert_eq!(got, expect(w, next), "replay {i}, of graph {which}");
+        }
+    }
 }
