@@ -397,7 +397,6 @@ impl Recorder {
                 }
                 self.submitter.submit_then(batch, commands);
                 self.recorded += graph.launches.len() as u64;
-                self.pipeline = None;
             }
             _ => {
                 for l in graph.launches.iter() {
