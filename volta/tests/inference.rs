@@ -253,8 +253,8 @@ fn qmatmul_matches_dense_on_the_cpu() {
 /// attention over the concatenated keys: prompts (the GPU's flash-attention
 /// forward, with tiles the lengths cross; at head width 64 on tensor cores where
 /// the adapter has them, within `prompt_tol`) and single tokens (one decode
-/// kernel that writes its own key and value; past 1024 positions it splits the
-/// keys and combines the splits).
+/// kernel that writes its own key and value; launched for more than 256
+/// positions it splits the keys and a second kernel combines the splits).
 fn attend_matches_composed<D: InferenceBackend + Replay>(d: usize, prompt_tol: f32) {
     let mut rng = Rng::seed(2);
     let (heads, kv, cap) = (4, 2, 1200);
@@ -269,12 +269,18 @@ fn attend_matches_composed<D: InferenceBackend + Replay>(d: usize, prompt_tol: f
     let mut cache = <D as Memory<f32>>::full(2 * kv * cap * d, 0.0);
     let mut all_k: Vec<RawTensor<D, f32>> = Vec::new();
     let mut all_v: Vec<RawTensor<D, f32>> = Vec::new();
-    let mut start = 0;
+    let mut start: usize = 0;
     for t in [70, 1, 1, 9, 1, 950, 1, 1, 17, 1] {
         let qkv = randn::<D>(&[t, width], &mut rng);
         let pos = RawTensor::<D, u32>::from_vec(vec![start as u32], &[1]);
-        // Single tokens launch for the whole cache, as a replayed step does.
-        let max_len = if t == 1 { cap } else { start + t };
+        // Single tokens launch for the positions a replayed step is captured
+        // for: 256 (the keys whole, one workgroup per head) until the cache
+        // passes them, then a power of two within the capacity (split keys).
+        let max_len = if t == 1 {
+            (start + 1).next_power_of_two().clamp(256, cap)
+        } else {
+            start + t
+        };
         let got = D::attend(
             qkv.view(),
             rope.view(),

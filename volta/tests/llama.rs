@@ -6,7 +6,7 @@
 //! The dims in the type: a small random model that these tests write loads into the
 //! `Llama` type of its dims and runs; into a type of other dims it is a typed error.
 use crate::support;
-use support::gguf_writer::{LlamaDims, tiny_llama};
+use support::gguf_writer::{LlamaDims, tiny_llama, tiny_llama_with_context};
 use volta::backend::{InferenceBackend, Replay};
 use volta::io::gguf::{Gguf, GgufError, GgufErrorKind};
 use volta::models::llama::{Llama, SmolLM2_135M};
@@ -85,6 +85,37 @@ fn the_small_random_model_runs_alike_on_the_gpu() {
     for (step, (g, w)) in got.iter().zip(&want).enumerate() {
         for (a, b) in g.iter().zip(w) {
             assert!((a - b).abs() < 1e-3, "step {step}: {a} vs {b}");
+        }
+    }
+}
+
+/// The logits of 10 tokens decoded one at a time after a 250-token prompt.
+fn decode_past_256<D: InferenceBackend + Replay>(gguf: &Gguf) -> Vec<Vec<f32>> {
+    let mut model = Tiny::<D>::from_gguf(gguf).expect("the weights load");
+    model.set_activations(Activations::F32);
+    let mut cache = model.cache();
+    let prompt: Vec<u32> = (0..250u32).map(|j| (j * 7 + 3) % 40).collect();
+    model.forward(&prompt, &mut cache).to_vec();
+    [5, 6, 11, 0, 39, 2, 8, 17, 4, 30]
+        .iter()
+        .map(|&t| model.forward(&[t], &mut cache).to_vec())
+        .collect()
+}
+
+/// A sequence decoded one token at a time past 256 positions, where the GPU
+/// captures its step again for twice the positions (attention's keys then split
+/// and are combined), gives the CPU's logits at every step.
+#[cfg(feature = "gpu")]
+#[test]
+fn a_decode_past_256_positions_runs_alike_on_the_gpu() {
+    let _gpu = crate::support::gpu_alone();
+    let gguf =
+        Gguf::parse("tiny.gguf", tiny_llama_with_context(TINY, 3, 1024)).expect("the file parses");
+    let want = decode_past_256::<Cpu>(&gguf);
+    let got = decode_past_256::<volta::Gpu>(&gguf);
+    for (step, (g, w)) in got.iter().zip(&want).enumerate() {
+        for (a, b) in g.iter().zip(w) {
+            assert!((a - b).abs() < 1e-3, "position {}: {a} vs {b}", 250 + step);
         }
     }
 }

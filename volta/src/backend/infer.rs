@@ -153,9 +153,10 @@ pub trait InferenceBackend: Backend<f32> {
     ///   `pos[b] + 1` positions of its own sequence.
     ///
     /// `max_len` (at least the last position + 1) bounds the work launched (a
-    /// decode step that is replayed passes the capacity). On the GPU single tokens
-    /// are one kernel (each writes its own key and value and attends, split along
-    /// the keys past 1024 positions); a prompt writes the cache, then runs the
+    /// decode step that is replayed passes the most positions it is replayed
+    /// for). On the GPU single tokens are one kernel (each writes its own key and
+    /// value and attends) up to 256 positions, and past that split along the keys
+    /// and combined by a second; a prompt writes the cache, then runs the
     /// flash-attention forward.
     fn attend(
         qkv: View<Self, f32>,

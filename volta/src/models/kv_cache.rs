@@ -86,12 +86,14 @@ pub struct KvCache<D: InferenceBackend + Replay> {
     pub(crate) decode: Option<Decode<D>>,
 }
 
-/// A captured decode step: its graph, the inputs it reads and the logits it writes.
+/// A captured decode step: its graph, the inputs it reads, the logits it writes
+/// and the positions it was captured for (its attention's `max_len`).
 pub(crate) struct Decode<D: InferenceBackend + Replay> {
     pub graph: D::Graph,
     pub token: Buf<D, u32>,
     pub pos: Buf<D, u32>,
     pub logits: RawTensor<D, f32>,
+    pub max_len: usize,
 }
 
 impl<D: InferenceBackend + Replay> KvCache<D> {

@@ -355,9 +355,9 @@ impl<
             let pos = <D as Memory<u32>>::from_vec(pos.to_vec());
             self.step(&ids, tokens.len(), &pos, &mut cache.kv, Rows::Tokens(len))
         } else {
-            let capacity = cache.capacity();
-            self.replayed(tokens, &pos, &mut cache.decode, |ids, pos| {
-                self.step(ids, 1, pos, &mut cache.kv, Rows::Tokens(capacity))
+            let max_len = replay_len(cache.len + 1, cache.capacity());
+            self.replayed(tokens, &pos, max_len, &mut cache.decode, |ids, pos| {
+                self.step(ids, 1, pos, &mut cache.kv, Rows::Tokens(max_len))
             })
         };
         cache.len += tokens.len();
@@ -406,9 +406,9 @@ impl<
             self.config.context
         );
         let pos: Vec<u32> = batch.lens.iter().map(|&l| l as u32).collect();
-        let capacity = batch.capacity();
-        let logits = self.replayed(tokens, &pos, &mut batch.decode, |ids, pos| {
-            self.step(ids, b, pos, &mut batch.kv, Rows::Sequences(capacity))
+        let max_len = replay_len(longest + 1, batch.capacity());
+        let logits = self.replayed(tokens, &pos, max_len, &mut batch.decode, |ids, pos| {
+            self.step(ids, b, pos, &mut batch.kv, Rows::Sequences(max_len))
         });
         for l in &mut batch.lens {
             *l += 1;
@@ -417,16 +417,20 @@ impl<
     }
 
     /// A single-token step (of one sequence, or of each in a batch) through its
-    /// captured graph: replayed with new tokens and positions once captured (on
-    /// backends that capture), else run and captured by `step`.
+    /// captured graph: replayed with new tokens and positions once captured for
+    /// `max_len` positions (on backends that capture), else run and captured by
+    /// `step`.
     fn replayed(
         &self,
         tokens: &[u32],
         pos: &[u32],
+        max_len: usize,
         decode: &mut Option<Decode<D>>,
         step: impl FnOnce(&<D as Memory<u32>>::Buffer, &<D as Memory<u32>>::Buffer) -> RawTensor<D, f32>,
     ) -> RawTensor<D, f32> {
-        if let Some(d) = decode {
+        if let Some(d) = decode
+            && d.max_len == max_len
+        {
             D::overwrite(&mut d.token, tokens);
             D::overwrite(&mut d.pos, pos);
             D::replay(&d.graph);
@@ -442,6 +446,7 @@ impl<
                     token,
                     pos,
                     logits: logits.clone(),
+                    max_len,
                 });
                 copy(&logits)
             }
@@ -556,6 +561,16 @@ enum Rows {
     Tokens(usize),
     /// One token of each sequence of a batch.
     Sequences(usize),
+}
+
+/// The positions a replayed decode step is captured for, given the `needed`
+/// ones and the cache's capacity: at least 256, else the power of two at or
+/// above `needed`, within the capacity. Attention's launch is shaped by them
+/// (one workgroup per head takes 256 keys whole; more split into pieces, which
+/// a second launch combines), so a sequence's step is captured again as it
+/// passes 256, 512, 1024, ... positions.
+fn replay_len(needed: usize, capacity: usize) -> usize {
+    needed.next_power_of_two().max(256).min(capacity)
 }
 
 /// A copy of a captured step's output: the next replay overwrites the original.

@@ -54,8 +54,14 @@ pub struct LlamaDims {
 
 /// A Llama-architecture GGUF file of `dims` with random weights from `seed`: Q8_0
 /// matrices (`hidden` and `ffn` must be multiples of 32), F32 norms near 1, the
-/// `llama.*` metadata and a vocabulary of `vocab` tokens `t0`, `t1`, ….
+/// `llama.*` metadata (a context of 256 positions) and a vocabulary of `vocab`
+/// tokens `t0`, `t1`, ….
 pub fn tiny_llama(dims: LlamaDims, seed: u64) -> Vec<u8> {
+    tiny_llama_with_context(dims, seed, 256)
+}
+
+/// [`tiny_llama`] with a context of `context` positions.
+pub fn tiny_llama_with_context(dims: LlamaDims, seed: u64, context: usize) -> Vec<u8> {
     const F32: u32 = 0;
     const Q8_0: u32 = 8;
     const ALIGNMENT: usize = 32;
@@ -118,7 +124,7 @@ pub fn tiny_llama(dims: LlamaDims, seed: u64) -> Vec<u8> {
         ("llama.feed_forward_length", f),
         ("llama.attention.head_count", heads),
         ("llama.attention.head_count_kv", kv_heads),
-        ("llama.context_length", 256),
+        ("llama.context_length", context),
     ] {
         w.str(key).u32(4).u32(v as u32);
     }

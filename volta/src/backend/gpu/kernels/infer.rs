@@ -857,10 +857,16 @@ fn prefill(
     );
 }
 
-/// Keys per split of a single token's attention: one workgroup per head takes
-/// up to this many (a replayed step launches for the whole capacity); longer
-/// caches split, and a second pass combines the splits.
-const SPLIT: usize = 1024;
+/// Keys of a single token's attention that one workgroup per head takes whole:
+/// up to this many (`max_len`), one launch. Past it the keys split into
+/// [`SPLIT`]-key pieces, a workgroup each, and a second launch combines them.
+/// (H100, SmolLM2, 2026-11-27: whole, 897–902 tok/s from an empty cache, where
+/// 128-key splits gave 847–856; at 512 keys 557–560 whole against 786–788 split,
+/// at 900 keys 441–442 against 783–785.)
+const WHOLE: usize = 256;
+
+/// Keys per split past [`WHOLE`] (64 and 256 measured no better).
+const SPLIT: usize = 128;
 
 /// See [`InferenceBackend::attend`](crate::backend::InferenceBackend::attend).
 ///
@@ -917,7 +923,12 @@ pub(crate) fn attend(
         );
         return (out, len);
     }
-    let splits = max_len.div_ceil(SPLIT).max(1);
+    let split = if max_len <= WHOLE {
+        max_len.max(1)
+    } else {
+        SPLIT
+    };
+    let splits = max_len.div_ceil(split).max(1);
     let partials = if splits > 1 {
         alloc(rt, t * s.heads * splits * (d + 2) * 4)
     } else {
@@ -927,7 +938,7 @@ pub(crate) fn attend(
     params.extend([
         u(splits),
         (1.0 / (d as f32).sqrt()).to_bits(),
-        u(SPLIT.min(max_len.max(1))),
+        u(split),
         1,
         if batched { u(t) } else { 0 },
     ]);
