@@ -269,15 +269,15 @@ fn attend_matches_composed<D: InferenceBackend + Replay>(d: usize, prompt_tol: f
     let mut cache = <D as Memory<f32>>::full(2 * kv * cap * d, 0.0);
     let mut all_k: Vec<RawTensor<D, f32>> = Vec::new();
     let mut all_v: Vec<RawTensor<D, f32>> = Vec::new();
-    let mut start: usize = 0;
+    let mut start = 0;
     for t in [70, 1, 1, 9, 1, 950, 1, 1, 17, 1] {
         let qkv = randn::<D>(&[t, width], &mut rng);
         let pos = RawTensor::<D, u32>::from_vec(vec![start as u32], &[1]);
         // Single tokens launch for the positions a replayed step is captured
-        // for: 256 (the keys whole, one workgroup per head) until the cache
-        // passes them, then a power of two within the capacity (split keys).
+        // for (on the GPU: 256, the keys whole, until the cache passes them,
+        // then a power of two within the capacity, the keys split).
         let max_len = if t == 1 {
-            (start + 1).next_power_of_two().clamp(256, cap)
+            D::decode_len(start + 1, cap)
         } else {
             start + t
         };

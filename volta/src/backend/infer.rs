@@ -166,6 +166,17 @@ pub trait InferenceBackend: Backend<f32> {
         shape: &AttnShape,
         max_len: usize,
     ) -> Buf<Self, f32>;
+
+    /// The `max_len` a captured single-token step passes to
+    /// [`attend`](Self::attend), given the positions it `needed` now and the
+    /// cache's `capacity`: a model captures the step again when this changes.
+    /// The capacity (one capture until the cache grows), unless the backend's
+    /// attention launch is shaped by the length (the GPU's: whole keys up to
+    /// 256 positions, split past them).
+    fn decode_len(needed: usize, capacity: usize) -> usize {
+        let _ = needed;
+        capacity
+    }
 }
 
 /// `silu(a)·b`, SwiGLU's gate.

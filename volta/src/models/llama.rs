@@ -355,7 +355,7 @@ impl<
             let pos = <D as Memory<u32>>::from_vec(pos.to_vec());
             self.step(&ids, tokens.len(), &pos, &mut cache.kv, Rows::Tokens(len))
         } else {
-            let max_len = replay_len(cache.len + 1, cache.capacity());
+            let max_len = D::decode_len(cache.len + 1, cache.capacity());
             self.replayed(tokens, &pos, max_len, &mut cache.decode, |ids, pos| {
                 self.step(ids, 1, pos, &mut cache.kv, Rows::Tokens(max_len))
             })
@@ -406,7 +406,7 @@ impl<
             self.config.context
         );
         let pos: Vec<u32> = batch.lens.iter().map(|&l| l as u32).collect();
-        let max_len = replay_len(longest + 1, batch.capacity());
+        let max_len = D::decode_len(longest + 1, batch.capacity());
         let logits = self.replayed(tokens, &pos, max_len, &mut batch.decode, |ids, pos| {
             self.step(ids, b, pos, &mut batch.kv, Rows::Sequences(max_len))
         });
@@ -561,16 +561,6 @@ enum Rows {
     Tokens(usize),
     /// One token of each sequence of a batch.
     Sequences(usize),
-}
-
-/// The positions a replayed decode step is captured for, given the `needed`
-/// ones and the cache's capacity: at least 256, else the power of two at or
-/// above `needed`, within the capacity. Attention's launch is shaped by them
-/// (one workgroup per head takes 256 keys whole; more split into pieces, which
-/// a second launch combines), so a sequence's step is captured again as it
-/// passes 256, 512, 1024, ... positions.
-fn replay_len(needed: usize, capacity: usize) -> usize {
-    needed.next_power_of_two().max(256).min(capacity)
 }
 
 /// A copy of a captured step's output: the next replay overwrites the original.

@@ -548,4 +548,7 @@ impl crate::backend::InferenceBackend for Gpu {
         );
         GpuBuffer::new(out, n)
     }
+    fn decode_len(needed: usize, capacity: usize) -> usize {
+        infer::decode_len(needed, capacity)
+    }
 }

@@ -868,6 +868,14 @@ const WHOLE: usize = 256;
 /// Keys per split past [`WHOLE`] (64 and 256 measured no better).
 const SPLIT: usize = 128;
 
+/// See [`InferenceBackend::decode_len`](crate::backend::InferenceBackend::decode_len):
+/// [`WHOLE`] at least, else the power of two at or above `needed`, within the
+/// capacity, so a sequence's step is captured again as it passes 256, 512,
+/// 1024, ... positions and its attention launch fits the keys it reads.
+pub(crate) fn decode_len(needed: usize, capacity: usize) -> usize {
+    needed.next_power_of_two().max(WHOLE).min(capacity)
+}
+
 /// See [`InferenceBackend::attend`](crate::backend::InferenceBackend::attend).
 ///
 /// Not sliced: a layer's cache, `2·kv_heads·capacity·head_dim` f32s, is the
