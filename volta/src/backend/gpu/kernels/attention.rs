@@ -1,11 +1,14 @@
 //! Fused attention for training (`shaders/flash_attention.wgsl`): the forward
-//! with each row's log-sum-exp, and the backward as two launches (`dq` per block
-//! of query rows, `dk` and `dv` per block of keys), none of which stores the
-//! `T×S` scores. Each thread holds a 4×4 tile of scores, as a GEMM does. Views
+//! with each row's log-sum-exp, and the backward, none of which stores the
+//! `T×S` scores. The backward is one launch per block of keys where the adapter
+//! adds `f32` atomically (`dq` summed across key blocks,
+//! `shaders/flash_attention_atomic.wgsl`), else two (`dq` per block of query
+//! rows, `dk` and `dv` per block of keys), which compute the scores twice. Each thread holds a 4×4 tile of scores, as a GEMM does. Views
 //! are read through their strides; results are written laid out as their
 //! operands ([`packed_like`]). Not sliced: an operand past one binding is reported as
 //! [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) at launch.
 use super::{Operand, attention_coop, attention_coop_backward};
+use super::elementwise::fill;
 use crate::backend::gpu::runtime::Runtime;
 use crate::backend::gpu::runtime::launch::{alloc, kernel, launch, u};
 use crate::backend::gpu::runtime::pipelines::{Bindings, Key};
@@ -19,6 +22,9 @@ const SHADER: &str = concat!(
     include_str!("../../../../../shaders/flash_attention.wgsl"),
     include_str!("../../../../../shaders/counter_hash.wgsl")
 );
+/// The one-launch backward, appended to [`SHADER`] where the adapter has
+/// `f32` atomics (its `dq` binding needs them).
+const ATOMIC: &str = include_str!("../../../../../shaders/flash_attention_atomic.wgsl");
 /// Query rows (keys for `backward_kv`) per workgroup, as the shader declares.
 const BLOCK: usize = 64;
 /// The widest head the kernels take: each thread holds four rows of an eighth of it.
@@ -35,12 +41,14 @@ pub(crate) fn set_memory_cap(bytes: Option<u32>) {
     *MEMORY_CAP.lock().unwrap_or_else(|p| p.into_inner()) = bytes;
 }
 
-/// The three entries.
+/// The entries.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Entry {
     Forward,
     BackwardQ,
     BackwardKv,
+    /// `dk` and `dv` as `BackwardKv`, and `dq` added atomically.
+    Backward,
 }
 
 impl Entry {
@@ -49,6 +57,25 @@ impl Entry {
             Entry::Forward => "forward",
             Entry::BackwardQ => "backward_q",
             Entry::BackwardKv => "backward_kv",
+            Entry::Backward => "backward",
+        }
+    }
+    /// The kernel's name in profiles.
+    fn label(self) -> &'static str {
+        match self {
+            Entry::Forward => "volta flash_attention forward",
+            Entry::BackwardQ => "volta flash_attention backward_q",
+            Entry::BackwardKv => "volta flash_attention backward_kv",
+            Entry::Backward => "volta flash_attention backward (atomic dq)",
+        }
+    }
+    /// The shader's text for this entry's module.
+    fn source(self, d: usize, plan: &Plan, vec: bool) -> String {
+        let text = constants(d, plan) + &access(vec) + SHADER;
+        if self == Entry::Backward {
+            text + ATOMIC
+        } else {
+            text
         }
     }
     /// The workgroup memory each entry plans for by default. On an H100
@@ -59,7 +86,7 @@ impl Entry {
     fn wanted_bytes(self) -> u32 {
         match self {
             Entry::Forward => 16 << 10,
-            Entry::BackwardQ | Entry::BackwardKv => 24 << 10,
+            Entry::BackwardQ | Entry::BackwardKv | Entry::Backward => 24 << 10,
         }
     }
 }
@@ -208,7 +235,7 @@ fn params(
 }
 
 /// Launches `entry` over `[rows / WG, heads, batch]` workgroups; `buffers` are the
-/// six inputs then the two outputs.
+/// six inputs then the outputs (two, or three for [`Entry::Backward`]).
 #[allow(clippy::too_many_arguments)]
 fn run(
     rt: &Runtime,
@@ -216,7 +243,7 @@ fn run(
     n: &AttentionDims,
     entry: Entry,
     params: &[u32],
-    buffers: &[&Arc<Pooled>; 8],
+    buffers: &[&Arc<Pooled>],
     vec: bool,
     grid: [usize; 3],
 ) {
@@ -225,11 +252,6 @@ fn run(
         d <= MAX_HEAD_DIM,
         "attention on the GPU: head width {d} (the kernels take up to {MAX_HEAD_DIM})"
     );
-    let name = match entry {
-        Entry::Forward => "volta flash_attention forward",
-        Entry::BackwardQ => "volta flash_attention backward_q",
-        Entry::BackwardKv => "volta flash_attention backward_kv",
-    };
     let adapter = rt.gpu.limits.max_compute_workgroup_storage_size;
     let cap = MEMORY_CAP.lock().unwrap_or_else(|p| p.into_inner());
     let limit = cap.unwrap_or(entry.wanted_bytes()).min(adapter) as usize;
@@ -237,15 +259,15 @@ fn run(
     let kern = kernel(
         rt,
         &Key::Named(
-            name,
+            entry.label(),
             vec![elem as u32, u(d), u(plan.dc), u(plan.rc), u32::from(vec)],
         ),
         Bindings {
             reads: 6,
-            writes: 2,
+            writes: buffers.len() - 6,
         },
         entry.name(),
-        || with_elem(&(constants(d, &plan) + &access(vec) + SHADER), elem).into_owned(),
+        || with_elem(&entry.source(d, &plan, vec), elem).into_owned(),
     );
     launch(
         rt,
@@ -345,13 +367,21 @@ pub(crate) fn backward(
 ) -> (Arc<Pooled>, Arc<Pooled>, Arc<Pooled>) {
     let n = AttentionDims::of(&q.1.dims, &k.1.dims);
     let d = n.head_dim;
-    let dq = alloc(rt, n.batch * n.heads * n.queries * d * elem.size());
+    let q_len = n.batch * n.heads * n.queries * d;
     let kv_len = n.batch * n.kv_heads * n.keys * d;
+    let tensor_cores = on_tensor_cores(rt, elem, &n, half, &[q, k, v, g]);
+    let one_launch = !tensor_cores && elem == Elem::F32 && rt.gpu.float_atomics();
+    let dq = if one_launch && q_len * kv_len != 0 {
+        // A sum over key blocks: it starts at zero.
+        fill(rt, elem, q_len, 0)
+    } else {
+        alloc(rt, q_len * elem.size())
+    };
     let (dk, dv) = (
         alloc(rt, kv_len * elem.size()),
         alloc(rt, kv_len * elem.size()),
     );
-    if n.batch * n.heads * n.queries * d == 0 || kv_len == 0 {
+    if q_len == 0 || kv_len == 0 {
         return (dq, dk, dv);
     }
     let results = [q.1, k.1, v.1].map(packed_like);
@@ -365,7 +395,7 @@ pub(crate) fn backward(
     let ins = [q.0, k.0, v.0, g.0, lse.0, delta.0];
     let unused = alloc(rt, 4);
     let with = |a, b| [ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], a, b];
-    if on_tensor_cores(rt, elem, &n, half, &[q, k, v, g]) {
+    if tensor_cores {
         // One generated module, an entry (and a pipeline of its own) per launch.
         let kern = |entry, name| {
             kernel(
@@ -393,6 +423,12 @@ pub(crate) fn backward(
         return (dq, dk, dv);
     }
     let vec = vectors(d, &[q, k, v, g]);
+    let keys = [n.keys, n.kv_heads, n.batch];
+    if one_launch {
+        let buffers = [ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], &dk, &dv, &dq];
+        run(rt, elem, &n, Entry::Backward, &p, &buffers, vec, keys);
+        return (dq, dk, dv);
+    }
     run(
         rt,
         elem,
@@ -403,7 +439,6 @@ pub(crate) fn backward(
         vec,
         [n.queries, n.heads, n.batch],
     );
-    let keys = [n.keys, n.kv_heads, n.batch];
     run(
         rt,
         elem,
@@ -432,9 +467,17 @@ mod tests {
             (Elem::F16, 12, true, 24 << 10),
             (Elem::F16, 6, false, CHUNKED_BYTES),
         ] {
-            for entry in [Entry::Forward, Entry::BackwardQ, Entry::BackwardKv] {
+            for entry in [
+                Entry::Forward,
+                Entry::BackwardQ,
+                Entry::BackwardKv,
+                Entry::Backward,
+            ] {
+                if entry == Entry::Backward && elem != Elem::F32 {
+                    continue;
+                }
                 let plan = plan(entry, padded(d), limit);
-                let text = constants(d, &plan) + &access(vec) + SHADER;
+                let text = entry.source(d, &plan, vec);
                 let src = with_elem(&text, elem);
                 attention_coop::assert_translates(
                     &format!("{elem:?} d {d} vec {vec} {}", entry.name()),

@@ -65,8 +65,8 @@ pub struct GpuInfo {
     pub max_workgroup_storage_size: u32,
     /// Threads per workgroup.
     pub max_invocations_per_workgroup: u32,
-    /// The optional features Volta enabled (subgroups, f16, timestamps, cooperative
-    /// matrices) that this adapter supports. The environment variable
+    /// The optional features Volta enabled (subgroups, f16, timestamps, `f32`
+    /// atomics, cooperative matrices) that this adapter supports. The environment variable
     /// `VOLTA_GPU_DISABLE` (comma-separated names, e.g. `shader-f16`) leaves some
     /// off, to test how a program behaves on adapters without them.
     pub features: Vec<&'static str>,
@@ -125,10 +125,11 @@ pub(crate) struct GpuDevice {
 }
 
 /// Optional features Volta uses when the adapter has them.
-const WANTED: [(wgpu::Features, &str); 4] = [
+const WANTED: [(wgpu::Features, &str); 5] = [
     (wgpu::Features::SUBGROUP, "subgroup"),
     (wgpu::Features::SHADER_F16, "shader-f16"),
     (wgpu::Features::TIMESTAMP_QUERY, "timestamp-query"),
+    (wgpu::Features::SHADER_FLOAT32_ATOMIC, "shader-float32-atomic"),
     (
         wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
         "cooperative-matrix",
@@ -290,6 +291,14 @@ fn record(sink: &Mutex<Option<GpuError>>, e: GpuError) {
 }
 
 impl GpuDevice {
+    /// Whether kernels may add `f32` values atomically (the adapter's
+    /// `shader-float32-atomic`; native Vulkan and Metal, not browsers).
+    pub fn float_atomics(&self) -> bool {
+        self.device
+            .features()
+            .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC)
+    }
+
     /// Keeps `e` for the next sync point (unless an earlier error is pending).
     pub fn report(&self, e: GpuError) {
         record(&self.error, e);
