@@ -6,47 +6,50 @@
 //                dk and dv and again for dq. dq_sum starts at zero; its rows
 //                are laid out as the forward's output (p[34..37]).
 // Atomics make dq's summation order vary from run to run (as PyTorch's own
-// memory-efficient attention backward does); dk and dv are fixed.
+// memory-efficient attention backward does); dk and dv are fixed. The runtime
+// prepends DQW = max(DP / 64, 1) (vec4 columns of dq per thread) and DQA = 4·DQW.
 @group(0) @binding(9) var<storage, read_write> dq_sum: array<atomic<f32>>;
 
-// acc[i·NV + w] += Σ_r dSᵀ[r][4m + i] · k[r][32w + 4cg..] over keys r0 + half,
-// r0 + half + 2, … < r0 + n: dSᵀ as rows of 8 vec4s from vec4 0, k's rows in the
-// X region. Two halves of the workgroup take alternate keys.
-fn accumulate_dq(acc: ptr<function, array<vec4<f32>, ACC>>, r0: u32, n: u32, m: u32, half: u32, cg: u32) {
-    for (var r = half; r < n; r += 2u) {
+// acc[i·DQW + w] += Σ_r dSᵀ[r][4m + i] · k[r][4(16w + cc)..] over keys r0..r0 + n:
+// dSᵀ as rows of 8 vec4s from vec4 0, k's rows in the X region. Each thread
+// sums over every key of the block, so that each element of dq is added once
+// per block: splitting the keys between two halves of the workgroup (twice the
+// atomics) was 10% slower on an H100, and summing the halves in workgroup
+// memory first slower still. Past DP = 64, DQW vec4 columns 16 apart; at
+// DP = 32, threads with cc ≥ 8 hold nothing.
+fn accumulate_dq(acc: ptr<function, array<vec4<f32>, DQA>>, r0: u32, n: u32, m: u32, cc: u32) {
+    for (var r = 0u; r < n; r++) {
         let x = sm[(r0 + r) * 8u + m];
-        for (var w = 0u; w < NV; w++) {
-            let y = sm[XB + r * (DP / 4u) + 8u * w + cg];
+        for (var w = 0u; w < DQW; w++) {
+            let y = sm[XB + r * (DP / 4u) + min(16u * w + cc, DP / 4u - 1u)];
             for (var i = 0u; i < 4u; i++) {
-                (*acc)[i * NV + w] += x[i] * y;
+                (*acc)[i * DQW + w] += x[i] * y;
             }
         }
     }
 }
 
-// Adds rows t0..t0 + 4 (up to T) of head (b, h), columns 32w + 4cg.., to dq_sum.
-// (Summing the two halves in workgroup memory first, to halve the atomics, was
-// 1.7× slower on an H100.)
-fn add_dq(acc: ptr<function, array<vec4<f32>, ACC>>, b: u32, h: u32, t0: u32, cg: u32) {
+// Adds rows t0..t0 + 4 (up to T) of head (b, h), columns 4(16w + cc).., to dq_sum.
+fn add_dq(acc: ptr<function, array<vec4<f32>, DQA>>, b: u32, h: u32, t0: u32, cc: u32) {
     for (var i = 0u; i < 4u; i++) {
         let t = t0 + i;
         if (t >= p[3]) {
             continue;
         }
         let row = b * p[34] + h * p[35] + t * p[36];
-        for (var w = 0u; w < NV; w++) {
+        for (var w = 0u; w < DQW; w++) {
             for (var e = 0u; e < 4u; e++) {
-                let c = 32u * w + 4u * cg + e;
+                let c = 4u * (16u * w + cc) + e;
                 if (c < D) {
-                    atomicAdd(&dq_sum[row + c], (*acc)[i * NV + w][e]);
+                    atomicAdd(&dq_sum[row + c], (*acc)[i * DQW + w][e]);
                 }
             }
         }
     }
 }
 
-// Threads as in backward_kv; for dq, rows 4·qm.. of the 32-row tile, columns
-// 32w + 4·cg.., half of the keys each (`half`).
+// Threads as in backward_kv; for dq, rows 4·(li / 16).. of the 32-row tile,
+// columns 4(16w + li % 16)...
 @compute @workgroup_size(128)
 fn backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {
     let b = wid.z;
@@ -56,8 +59,6 @@ fn backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
     let kg = li % 16u;
     let og = li / 8u;
     let cg = li % 8u;
-    let half = li / 64u;
-    let qm = (li % 64u) / 8u;
     let scale = bitcast<f32>(p[5]);
     let group = p[1] / p[2];
     let kh = head(K, b, hk);
@@ -124,14 +125,14 @@ fn backward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_ind
             for (var e = 0u; e < 4u; e++) {
                 sm[(4u * kg + e) * 8u + rg] = vec4<f32>(ds[0][e], ds[1][e], ds[2][e], ds[3][e]);
             }
-            var dq: array<vec4<f32>, ACC>;
+            var dq: array<vec4<f32>, DQA>;
             for (var r0 = 0u; r0 < 64u; r0 += RC) {
                 workgroupBarrier();
                 load_rows(K, kh, j0 + r0, RC, p[4], XB, li);
                 workgroupBarrier();
-                accumulate_dq(&dq, r0, RC, qm, half, cg);
+                accumulate_dq(&dq, r0, RC, li / 16u, li % 16u);
             }
-            add_dq(&dq, b, h, t0 + 4u * qm, cg);
+            add_dq(&dq, b, h, t0 + 4u * (li / 16u), li % 16u);
         }
     }
     store(false, &dk, 37u, b, hk, j0 + 4u * og, p[4], cg, vec4<f32>(1.0));

@@ -126,13 +126,16 @@ fn plan(entry: Entry, dp: usize, limit: usize) -> Plan {
 fn constants(d: usize, plan: &Plan) -> String {
     let dp = padded(d);
     let nv = dp / 32;
+    let dqw = (dp / 64).max(1);
     format!(
         "const D: u32 = {d}u;\nconst DP: u32 = {dp}u;\nconst NV: u32 = {nv}u;\n\
          const ACC: u32 = {}u;\nconst DCF: u32 = {dc}u;\nconst DCB: u32 = {dc}u;\n\
-         const RC: u32 = {}u;\nconst SMEM: u32 = {}u;\n",
+         const RC: u32 = {}u;\nconst SMEM: u32 = {}u;\n\
+         const DQW: u32 = {dqw}u;\nconst DQA: u32 = {}u;\n",
         4 * nv,
         plan.rc,
         plan.smem,
+        4 * dqw,
         dc = plan.dc,
     )
 }
