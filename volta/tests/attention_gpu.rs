@@ -142,16 +142,24 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
         },
     ];
     // The default plan (the backward in chunks of 16 features), then the
-    // browser's: WebGPU's default 16 KiB of workgroup memory, chunks of 8; and
-    // dropout on the weights (the devices drop the same ones).
-    let runs = [(None, 0.0), (None, 0.2), (Some(16 << 10), 0.2)];
-    for (c, (cap, p)) in cases
+    // browser's: WebGPU's default 16 KiB of workgroup memory, chunks of 8, and
+    // no atomic sums (as deterministic runs and browsers, which lack `f32`
+    // atomics, take the backward in two launches); and dropout on the weights
+    // (the devices drop the same ones).
+    let runs = [
+        (None, 0.0, false),
+        (None, 0.2, false),
+        (Some(16 << 10), 0.2, true),
+    ];
+    for (c, (cap, p, deterministic)) in cases
         .iter()
         .flat_map(|c| runs.iter().map(move |&run| (c, run)))
     {
         Gpu::set_attention_workgroup_bytes(cap);
+        Gpu::set_deterministic(deterministic);
         let what = format!(
-            "B {} H {} Hkv {} T {} S {} d {} causal {:?}, workgroup memory {cap:?}, dropout {p}",
+            "B {} H {} Hkv {} T {} S {} d {} causal {:?}, workgroup memory {cap:?}, dropout {p}, \
+             deterministic {deterministic}",
             c.b, c.h, c.hkv, c.t, c.s, c.d, c.causal
         );
         let (cpu_out, cpu_grads) = run::<Cpu>(c, p);
@@ -163,8 +171,17 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
         {
             close(&format!("{what}: {name}"), a, b);
         }
+        if deterministic {
+            let (again_out, again_grads) = run::<Gpu>(c, p);
+            assert_eq!(gpu_out, again_out, "{what}: out repeats bit for bit");
+            assert_eq!(
+                gpu_grads, again_grads,
+                "{what}: the gradients repeat bit for bit"
+            );
+        }
     }
     Gpu::set_attention_workgroup_bytes(None);
+    Gpu::set_deterministic(false);
 }
 
 /// A transformer block (grouped heads, RoPE, SwiGLU, RMSNorm) moved to the GPU

@@ -2,13 +2,14 @@
 //! with each row's log-sum-exp, and the backward, none of which stores the
 //! `T×S` scores. The backward is one launch per block of keys where the adapter
 //! adds `f32` atomically (`dq` summed across key blocks,
-//! `shaders/flash_attention_atomic.wgsl`), else two (`dq` per block of query
-//! rows, `dk` and `dv` per block of keys), which compute the scores twice. Each thread holds a 4×4 tile of scores, as a GEMM does. Views
+//! `shaders/flash_attention_atomic.wgsl`), else, or when results must repeat
+//! bit for bit ([`DETERMINISTIC`](super::DETERMINISTIC)), two (`dq` per block
+//! of query rows, `dk` and `dv` per block of keys), which compute the scores twice. Each thread holds a 4×4 tile of scores, as a GEMM does. Views
 //! are read through their strides; results are written laid out as their
 //! operands ([`packed_like`]). Not sliced: an operand past one binding is reported as
 //! [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) at launch.
-use super::{Operand, attention_coop, attention_coop_backward};
 use super::elementwise::fill;
+use super::{Operand, attention_coop, attention_coop_backward};
 use crate::backend::gpu::runtime::Runtime;
 use crate::backend::gpu::runtime::launch::{alloc, kernel, launch, u};
 use crate::backend::gpu::runtime::pipelines::{Bindings, Key};
@@ -373,7 +374,10 @@ pub(crate) fn backward(
     let q_len = n.batch * n.heads * n.queries * d;
     let kv_len = n.batch * n.kv_heads * n.keys * d;
     let tensor_cores = on_tensor_cores(rt, elem, &n, half, &[q, k, v, g]);
-    let one_launch = !tensor_cores && elem == Elem::F32 && rt.gpu.float_atomics();
+    let one_launch = !tensor_cores
+        && elem == Elem::F32
+        && rt.gpu.float_atomics()
+        && !super::DETERMINISTIC.load(std::sync::atomic::Ordering::Relaxed);
     let dq = if one_launch && q_len * kv_len != 0 {
         // A sum over key blocks: it starts at zero.
         fill(rt, elem, q_len, 0)
@@ -428,7 +432,9 @@ pub(crate) fn backward(
     let vec = vectors(d, &[q, k, v, g]);
     let keys = [n.keys, n.kv_heads, n.batch];
     if one_launch {
-        let buffers = [ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], &dk, &dv, &dq];
+        let buffers = [
+            ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], &dk, &dv, &dq,
+        ];
         run(rt, elem, &n, Entry::Backward, &p, &buffers, vec, keys);
         return (dq, dk, dv);
     }

@@ -31,6 +31,13 @@ use crate::layout::Layout;
 use smallvec::SmallVec;
 use std::sync::Arc;
 
+/// Whether results must repeat bit for bit from run to run
+/// ([`Gpu::set_deterministic`](crate::backend::gpu::Gpu::set_deterministic)):
+/// kernels that would sum with atomics in whatever order the GPU runs them take
+/// a fixed-order path instead.
+pub(crate) static DETERMINISTIC: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// A buffer and the layout through which a kernel reads or writes it.
 pub(crate) type Operand<'a> = (&'a Arc<Pooled>, &'a Layout);
 

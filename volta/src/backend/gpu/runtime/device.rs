@@ -129,7 +129,10 @@ const WANTED: [(wgpu::Features, &str); 5] = [
     (wgpu::Features::SUBGROUP, "subgroup"),
     (wgpu::Features::SHADER_F16, "shader-f16"),
     (wgpu::Features::TIMESTAMP_QUERY, "timestamp-query"),
-    (wgpu::Features::SHADER_FLOAT32_ATOMIC, "shader-float32-atomic"),
+    (
+        wgpu::Features::SHADER_FLOAT32_ATOMIC,
+        "shader-float32-atomic",
+    ),
     (
         wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
         "cooperative-matrix",
