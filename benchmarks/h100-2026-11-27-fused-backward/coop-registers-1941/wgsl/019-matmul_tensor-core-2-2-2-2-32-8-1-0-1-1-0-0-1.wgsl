@@ -1,0 +1,275 @@
+enable f16;
+enable wgpu_cooperative_matrix;
+@group(0) @binding(0) var<storage, read> p: array<u32>;
+@group(0) @binding(1) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+var<workgroup> As: array<vec4<f16>, 576>;
+var<workgroup> Bs: array<vec4<f16>, 576>;
+var<workgroup> Cs: array<f32, 1024>;
+
+@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32,
+        @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32,
+        @builtin(subgroup_size) lanes: u32) {
+    let M = p[0]; let N = p[1]; let K = p[2];
+    let z = wid.z;
+    let m0 = wid.y * 64u; let n0 = wid.x * 64u;
+    let a_base = p[3] + z * p[4]; let a_sm = p[5]; let a_sk = p[6];
+    let b_base = p[7] + z * p[8]; let b_sk = p[9]; let b_sn = p[10];
+    let sm = (sg / 2u) * 32u; let sn = (sg % 2u) * 32u;
+    // Tiles wholly inside A, B and C load without bounds tests.
+    let inside = m0 + 64u <= M && n0 + 64u <= N && K % 32u == 0u;
+    var acc0_0 = coop_mat16x16<f32, C>();
+    var acc0_1 = coop_mat16x16<f32, C>();
+    var acc1_0 = coop_mat16x16<f32, C>();
+    var acc1_1 = coop_mat16x16<f32, C>();
+    var ra0: vec4<f32>;
+    var ra1: vec4<f32>;
+    var ra2: vec4<f32>;
+    var ra3: vec4<f32>;
+    var rb0: vec4<f32>;
+    var rb1: vec4<f32>;
+    var rb2: vec4<f32>;
+    var rb3: vec4<f32>;
+    let As_r = 0u; let Bs_r = 0u; let As_w = 0u; let Bs_w = 0u;
+    { let kt = 0u;
+        if (inside) {
+        { let e = li + 0u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra0 = a[(a_base + gr * a_sk + gc) / 4u];
+        }
+        { let e = li + 128u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra1 = a[(a_base + gr * a_sk + gc) / 4u];
+        }
+        { let e = li + 256u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra2 = a[(a_base + gr * a_sk + gc) / 4u];
+        }
+        { let e = li + 384u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra3 = a[(a_base + gr * a_sk + gc) / 4u];
+        }
+        { let e = li + 0u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb0 = b[(b_base + gr * b_sk + gc) / 4u];
+        }
+        { let e = li + 128u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb1 = b[(b_base + gr * b_sk + gc) / 4u];
+        }
+        { let e = li + 256u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb2 = b[(b_base + gr * b_sk + gc) / 4u];
+        }
+        { let e = li + 384u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb3 = b[(b_base + gr * b_sk + gc) / 4u];
+        }
+        } else {
+        { let e = li + 0u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra0 = vec4<f32>();
+        if (gr < K && gc < M) { ra0 = a[(a_base + gr * a_sk + gc) / 4u]; }
+        }
+        { let e = li + 128u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra1 = vec4<f32>();
+        if (gr < K && gc < M) { ra1 = a[(a_base + gr * a_sk + gc) / 4u]; }
+        }
+        { let e = li + 256u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra2 = vec4<f32>();
+        if (gr < K && gc < M) { ra2 = a[(a_base + gr * a_sk + gc) / 4u]; }
+        }
+        { let e = li + 384u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra3 = vec4<f32>();
+        if (gr < K && gc < M) { ra3 = a[(a_base + gr * a_sk + gc) / 4u]; }
+        }
+        { let e = li + 0u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb0 = vec4<f32>();
+        if (gr < K && gc < N) { rb0 = b[(b_base + gr * b_sk + gc) / 4u]; }
+        }
+        { let e = li + 128u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb1 = vec4<f32>();
+        if (gr < K && gc < N) { rb1 = b[(b_base + gr * b_sk + gc) / 4u]; }
+        }
+        { let e = li + 256u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb2 = vec4<f32>();
+        if (gr < K && gc < N) { rb2 = b[(b_base + gr * b_sk + gc) / 4u]; }
+        }
+        { let e = li + 384u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb3 = vec4<f32>();
+        if (gr < K && gc < N) { rb3 = b[(b_base + gr * b_sk + gc) / 4u]; }
+        }
+        }
+    }
+    for (var k0 = 0u; k0 < K; k0 += 32u) {
+        { let e = li + 0u;
+        As[As_w + (e / 16u) * 18u + e % 16u] = vec4<f16>(ra0);
+        }
+        { let e = li + 128u;
+        As[As_w + (e / 16u) * 18u + e % 16u] = vec4<f16>(ra1);
+        }
+        { let e = li + 256u;
+        As[As_w + (e / 16u) * 18u + e % 16u] = vec4<f16>(ra2);
+        }
+        { let e = li + 384u;
+        As[As_w + (e / 16u) * 18u + e % 16u] = vec4<f16>(ra3);
+        }
+        { let e = li + 0u;
+        Bs[Bs_w + (e / 16u) * 18u + e % 16u] = vec4<f16>(rb0);
+        }
+        { let e = li + 128u;
+        Bs[Bs_w + (e / 16u) * 18u + e % 16u] = vec4<f16>(rb1);
+        }
+        { let e = li + 256u;
+        Bs[Bs_w + (e / 16u) * 18u + e % 16u] = vec4<f16>(rb2);
+        }
+        { let e = li + 384u;
+        Bs[Bs_w + (e / 16u) * 18u + e % 16u] = vec4<f16>(rb3);
+        }
+        workgroupBarrier();
+        let kt = k0 + 32u;
+        if (kt < K) {
+        if (inside) {
+        { let e = li + 0u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra0 = a[(a_base + gr * a_sk + gc) / 4u];
+        }
+        { let e = li + 128u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra1 = a[(a_base + gr * a_sk + gc) / 4u];
+        }
+        { let e = li + 256u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra2 = a[(a_base + gr * a_sk + gc) / 4u];
+        }
+        { let e = li + 384u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra3 = a[(a_base + gr * a_sk + gc) / 4u];
+        }
+        { let e = li + 0u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb0 = b[(b_base + gr * b_sk + gc) / 4u];
+        }
+        { let e = li + 128u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb1 = b[(b_base + gr * b_sk + gc) / 4u];
+        }
+        { let e = li + 256u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb2 = b[(b_base + gr * b_sk + gc) / 4u];
+        }
+        { let e = li + 384u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb3 = b[(b_base + gr * b_sk + gc) / 4u];
+        }
+        } else {
+        { let e = li + 0u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra0 = vec4<f32>();
+        if (gr < K && gc < M) { ra0 = a[(a_base + gr * a_sk + gc) / 4u]; }
+        }
+        { let e = li + 128u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra1 = vec4<f32>();
+        if (gr < K && gc < M) { ra1 = a[(a_base + gr * a_sk + gc) / 4u]; }
+        }
+        { let e = li + 256u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra2 = vec4<f32>();
+        if (gr < K && gc < M) { ra2 = a[(a_base + gr * a_sk + gc) / 4u]; }
+        }
+        { let e = li + 384u;
+        let gr = kt + e / 16u; let gc = m0 + (e % 16u) * 4u;
+        ra3 = vec4<f32>();
+        if (gr < K && gc < M) { ra3 = a[(a_base + gr * a_sk + gc) / 4u]; }
+        }
+        { let e = li + 0u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb0 = vec4<f32>();
+        if (gr < K && gc < N) { rb0 = b[(b_base + gr * b_sk + gc) / 4u]; }
+        }
+        { let e = li + 128u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb1 = vec4<f32>();
+        if (gr < K && gc < N) { rb1 = b[(b_base + gr * b_sk + gc) / 4u]; }
+        }
+        { let e = li + 256u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb2 = vec4<f32>();
+        if (gr < K && gc < N) { rb2 = b[(b_base + gr * b_sk + gc) / 4u]; }
+        }
+        { let e = li + 384u;
+        let gr = kt + e / 16u; let gc = n0 + (e % 16u) * 4u;
+        rb3 = vec4<f32>();
+        if (gr < K && gc < N) { rb3 = b[(b_base + gr * b_sk + gc) / 4u]; }
+        }
+        }
+        }
+        {
+        let ia0 = As_r + 0u + (sm + 0u) / 4u; let fa0 = coopLoad<coop_mat16x16<f16, A>>(&As[ia0], 18u);
+        let ia1 = As_r + 0u + (sm + 16u) / 4u; let fa1 = coopLoad<coop_mat16x16<f16, A>>(&As[ia1], 18u);
+        let ib0 = Bs_r + 0u + (sn + 0u) / 4u; let fb0 = coopLoadT<coop_mat16x16<f16, B>>(&Bs[ib0], 18u);
+        let ib1 = Bs_r + 0u + (sn + 16u) / 4u; let fb1 = coopLoadT<coop_mat16x16<f16, B>>(&Bs[ib1], 18u);
+        acc0_0 = coopMultiplyAdd(fa0, fb0, acc0_0);
+        acc0_1 = coopMultiplyAdd(fa0, fb1, acc0_1);
+        acc1_0 = coopMultiplyAdd(fa1, fb0, acc1_0);
+        acc1_1 = coopMultiplyAdd(fa1, fb1, acc1_1);
+        }
+        {
+        let ia0 = As_r + 288u + (sm + 0u) / 4u; let fa0 = coopLoad<coop_mat16x16<f16, A>>(&As[ia0], 18u);
+        let ia1 = As_r + 288u + (sm + 16u) / 4u; let fa1 = coopLoad<coop_mat16x16<f16, A>>(&As[ia1], 18u);
+        let ib0 = Bs_r + 288u + (sn + 0u) / 4u; let fb0 = coopLoadT<coop_mat16x16<f16, B>>(&Bs[ib0], 18u);
+        let ib1 = Bs_r + 288u + (sn + 16u) / 4u; let fb1 = coopLoadT<coop_mat16x16<f16, B>>(&Bs[ib1], 18u);
+        acc0_0 = coopMultiplyAdd(fa0, fb0, acc0_0);
+        acc0_1 = coopMultiplyAdd(fa0, fb1, acc0_1);
+        acc1_0 = coopMultiplyAdd(fa1, fb0, acc1_0);
+        acc1_1 = coopMultiplyAdd(fa1, fb1, acc1_1);
+        }
+        workgroupBarrier();
+    }
+    if (m0 + 64u <= M && n0 + 64u <= N && N % 4u == 0u) {
+        let row = z * M + m0 + sm;
+        { let at = (row + 0u) * N + n0 + sn + 0u; coopStoreT(acc0_0, &c[at], N); }
+        { let at = (row + 0u) * N + n0 + sn + 16u; coopStoreT(acc0_1, &c[at], N); }
+        { let at = (row + 16u) * N + n0 + sn + 0u; coopStoreT(acc1_0, &c[at], N); }
+        { let at = (row + 16u) * N + n0 + sn + 16u; coopStoreT(acc1_1, &c[at], N); }
+        return;
+    }
+    { let at = sg * 256u; coopStoreT(acc0_0, &Cs[at], 16u); }
+    workgroupBarrier();
+    for (var e = lane; e < 256u; e += lanes) {
+        let gm = m0 + sm + 0u + e / 16u; let gn = n0 + sn + 0u + e % 16u;
+        if (gm < M && gn < N) { c[(z * M + gm) * N + gn] = (Cs[sg * 256u + e]); }
+    }
+    workgroupBarrier();
+    { let at = sg * 256u; coopStoreT(acc0_1, &Cs[at], 16u); }
+    workgroupBarrier();
+    for (var e = lane; e < 256u; e += lanes) {
+        let gm = m0 + sm + 0u + e / 16u; let gn = n0 + sn + 16u + e % 16u;
+        if (gm < M && gn < N) { c[(z * M + gm) * N + gn] = (Cs[sg * 256u + e]); }
+    }
+    workgroupBarrier();
+    { let at = sg * 256u; coopStoreT(acc1_0, &Cs[at], 16u); }
+    workgroupBarrier();
+    for (var e = lane; e < 256u; e += lanes) {
+        let gm = m0 + sm + 16u + e / 16u; let gn = n0 + sn + 0u + e % 16u;
+        if (gm < M && gn < N) { c[(z * M + gm) * N + gn] = (Cs[sg * 256u + e]); }
+    }
+    workgroupBarrier();
+    { let at = sg * 256u; coopStoreT(acc1_1, &Cs[at], 16u); }
+    workgroupBarrier();
+    for (var e = lane; e < 256u; e += lanes) {
+        let gm = m0 + sm + 16u + e / 16u; let gn = n0 + sn + 16u + e % 16u;
+        if (gm < M && gn < N) { c[(z * M + gm) * N + gn] = (Cs[sg * 256u + e]); }
+    }
+    workgroupBarrier();
+}

@@ -1,0 +1,9 @@
+set -u
+source .device/gpu-env.sh >/dev/null
+for b in bench_transformer shader_stats; do gunzip -c .device/bin/$b.gz > ~/$b && chmod +x ~/$b; done
+rm -rf ~/k ~/a && mkdir -p ~/a
+VOLTA_DUMP_WGSL=~/k timeout 200 ~/bench_transformer --products half > /dev/null 2>&1
+ls ~/k
+for f in ~/k/*; do case "$f" in *tensor*|*coop*) cp "$f" ~/a/;; esac; done
+timeout 200 ~/shader_stats ~/a 2>&1 | cut -c1-250
+mkdir -p $OUT/wgsl && cp ~/a/* $OUT/wgsl/
