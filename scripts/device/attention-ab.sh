@@ -3,7 +3,8 @@
 # PyTorch's rows (transformer_peers.py) in the same call. Variants: environment
 # settings, e.g. `attention-ab.sh 2 "" "VOLTA_GPU_DISABLE=shader-float32-atomic"`
 # (the backward as one launch with dq added atomically, against the two launches
-# it replaces). Set STEP=1 for the GPT training step too.
+# it replaces). Set STEP=1 for the GPT training step too, or ROWS to
+# bench_transformer's arguments (e.g. ROWS=--step-only).
 # Carry .device/{gl,gpu-env.sh,bin/bench_transformer.gz}.
 set -u
 rounds=${1:-2}
@@ -12,7 +13,7 @@ source .device/gpu-env.sh >/dev/null
 date -u
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 gunzip -c .device/bin/bench_transformer.gz > ~/bench_transformer && chmod +x ~/bench_transformer
-rows=(--attention-only)
+rows=(${ROWS:---attention-only})
 [ "${STEP:-}" = 1 ] && rows=()
 for r in $(seq "$rounds"); do
   v=0
