@@ -8,9 +8,11 @@
 //   backward_q   per block of 64 query rows, tiles of 32 keys: recomputes P from
 //                the log-sum-exp, dS = P·(dO·vᵀ − delta), dq += dS·k;
 //   backward_kv  per block of 64 keys, tiles of 32 query rows (of every query
-//                head that shares the key head): dv += Pᵀ·dO, dk += dSᵀ·q.
-// Every output row has one owner, so no atomics. Causal tiles above the
-// diagonal are skipped.
+//                head that shares the key head): dv += Pᵀ·dO, dk += dSᵀ·q; and
+//                where the adapter adds f32 atomically, dq too (dq_tile, in
+//                flash_attention_atomic.wgsl), so that backward_q is not run.
+// In the two-launch backward every output row has one owner, so no atomics.
+// Causal tiles above the diagonal are skipped.
 //
 // Workgroup memory: the P region (a 64×32 or 32×64 tile of probabilities or
 // score gradients, 512 vec4s), then the X region (the rest), which holds the
@@ -31,7 +33,8 @@
 //    [37..40] those of dk, [40..43] those of dv (features contiguous: each
 //    result is laid out as `packed_like` its operand).
 // Outputs: forward out0 [B, H, T, D] and out1 the lse [B, H, T] (contiguous);
-// backward_q out0 dq; backward_kv out0 dk and out1 dv [B, Hkv, S, D].
+// backward_q out0 dq; backward_kv out0 dk and out1 dv [B, Hkv, S, D] (and,
+// in the one-launch backward, dq_sum at binding 9).
 // The runtime prepends D (the head width), DP (D rounded up to a power of two
 // >= 32: a row in workgroup memory, zeros past D), NV = DP / 32 (vec4 columns
 // per thread), ACC = 4·NV, DCF, DCB, RC and SMEM (vec4s of workgroup memory).
@@ -500,6 +503,9 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
                 sm[(4u * rg + i) * 16u + kg] = ds[i];
             }
             product(&dk, og, Q, qh, t0, p[3], cg, li);
+            // The one-launch backward's dq (flash_attention_atomic.wgsl); empty
+            // where backward_q computes dq.
+            dq_tile(ds, b, h, kh, j0, t0, li);
         }
     }
     store(false, &dk, 37u, b, hk, j0 + 4u * og, p[4], cg, vec4<f32>(1.0));

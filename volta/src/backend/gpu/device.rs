@@ -381,7 +381,7 @@ impl Gpu {
     /// (on adapters with `f32` atomics) adds each block of keys' share of the
     /// queries' gradient atomically, in whatever order the blocks finish. Set,
     /// it runs as two launches that sum in a fixed order, recomputing the
-    /// scores for the second (about 15% more backward time on an H100).
+    /// scores for the second (1.4× the backward's time on an H100).
     pub fn set_deterministic(on: bool) {
         super::kernels::DETERMINISTIC.store(on, std::sync::atomic::Ordering::Relaxed);
     }

@@ -23,9 +23,12 @@ const SHADER: &str = concat!(
     include_str!("../../../../../shaders/flash_attention.wgsl"),
     include_str!("../../../../../shaders/counter_hash.wgsl")
 );
-/// The one-launch backward, appended to [`SHADER`] where the adapter has
-/// `f32` atomics (its `dq` binding needs them).
+/// The one-launch backward's `dq_tile` (and its atomic `dq` binding), appended
+/// to [`SHADER`] where the adapter has `f32` atomics.
 const ATOMIC: &str = include_str!("../../../../../shaders/flash_attention_atomic.wgsl");
+/// `dq_tile` everywhere else: `backward_q` computes dq.
+const NO_DQ: &str = "fn dq_tile(ds: array<vec4<f32>, 4>, b: u32, h: u32, kh: vec3<u32>, j0: u32, \
+     t0: u32, li: u32) {}\n";
 /// Query rows (keys for `backward_kv`) per workgroup, as the shader declares.
 const BLOCK: usize = 64;
 /// The widest head the kernels take: each thread holds four rows of an eighth of it.
@@ -48,7 +51,7 @@ enum Entry {
     Forward,
     BackwardQ,
     BackwardKv,
-    /// `dk` and `dv` as `BackwardKv`, and `dq` added atomically.
+    /// `BackwardKv` adding `dq` atomically too (a third output).
     Backward,
 }
 
@@ -57,8 +60,7 @@ impl Entry {
         match self {
             Entry::Forward => "forward",
             Entry::BackwardQ => "backward_q",
-            Entry::BackwardKv => "backward_kv",
-            Entry::Backward => "backward",
+            Entry::BackwardKv | Entry::Backward => "backward_kv",
         }
     }
     /// The kernel's name in profiles.
@@ -72,12 +74,8 @@ impl Entry {
     }
     /// The shader's text for this entry's module.
     fn source(self, d: usize, plan: &Plan, vec: bool) -> String {
-        let text = constants(d, plan) + &access(vec) + SHADER;
-        if self == Entry::Backward {
-            text + ATOMIC
-        } else {
-            text
-        }
+        let dq = if self == Entry::Backward { ATOMIC } else { NO_DQ };
+        constants(d, plan) + &access(vec) + SHADER + dq
     }
     /// The workgroup memory each entry plans for by default. On an H100
     /// (2026-11-27, `bench_transformer --attention-workgroup-bytes`), larger
