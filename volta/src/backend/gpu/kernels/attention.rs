@@ -74,7 +74,11 @@ impl Entry {
     }
     /// The shader's text for this entry's module.
     fn source(self, d: usize, plan: &Plan, vec: bool) -> String {
-        let dq = if self == Entry::Backward { ATOMIC } else { NO_DQ };
+        let dq = if self == Entry::Backward {
+            ATOMIC
+        } else {
+            NO_DQ
+        };
         constants(d, plan) + &access(vec) + SHADER + dq
     }
     /// The workgroup memory each entry plans for by default. On an H100
