@@ -2,11 +2,12 @@
 //! with each row's log-sum-exp, and the backward, none of which stores the
 //! `T×S` scores. The backward is one launch per block of keys where the adapter
 //! adds `f32` atomically (`dq` summed across key blocks,
-//! `shaders/flash_attention_atomic.wgsl`), else, or when results must repeat
+//! `shaders/flash_attention_atomic.wgsl`); else, or when results must repeat
 //! bit for bit ([`DETERMINISTIC`](super::DETERMINISTIC)), two (`dq` per block
-//! of query rows, `dk` and `dv` per block of keys), which compute the scores twice. Each thread holds a 4×4 tile of scores, as a GEMM does. Views
-//! are read through their strides; results are written laid out as their
-//! operands ([`packed_like`]). Not sliced: an operand past one binding is reported as
+//! of query rows, `dk` and `dv` per block of keys), which compute the scores
+//! twice. Each thread holds a 4×4 tile of scores, as a GEMM does. Views are
+//! read through their strides; results are written laid out as their operands
+//! ([`packed_like`]). Not sliced: an operand past one binding is reported as
 //! [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) at launch.
 use super::elementwise::fill;
 use super::{Operand, attention_coop, attention_coop_backward};
