@@ -135,13 +135,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // adapter has them (against SDPA's f16 flash kernel).
         Gpu::set_matmul_precision(MatmulPrecision::Half);
         let s = time(10, || attention_step(&q, &k, &v, &w));
-        Gpu::set_matmul_precision(MatmulPrecision::Full);
         println!(
             "{:40} {:10.3} ms {:8.2} TFLOP/s",
             format!("attention_fwd_bwd_half_B{b}_T{t}"),
             s * 1e3,
             flops / s / 1e12
         );
+        if std::env::var_os("VOLTA_BENCH_KERNELS").is_some()
+            && let Ok(((), profile)) = Gpu::profile(|| attention_step(&q, &k, &v, &w))
+        {
+            print_kernels(&profile);
+        }
+        Gpu::set_matmul_precision(MatmulPrecision::Full);
         // The forward alone (a prompt's attention), f32 and in half precision
         // (on tensor cores where the adapter has them).
         for (precision, tag) in [

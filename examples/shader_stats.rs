@@ -6,7 +6,9 @@
 //! through `VK_KHR_pipeline_executable_properties`; this tool compiles WGSL files the
 //! way wgpu compiles Volta's kernels (naga to SPIR-V, no bounds checks, no loop
 //! bounding, no zeroed shared memory) on a device that has that extension enabled,
-//! and prints every statistic the driver gives for each pipeline.
+//! and prints every statistic the driver gives for each pipeline: one per compute
+//! entry point, named `file:entry` where a module has several (the attention
+//! kernels' forward and backward share one).
 //!
 //! ```text
 //! VOLTA_DUMP_WGSL=/tmp/k cargo run --release --example bench_gpu -- --defaults
@@ -19,7 +21,7 @@
 //! another).
 use clap::Parser;
 use std::ffi::CStr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use ash::vk;
 use wgpu::hal;
@@ -69,26 +71,47 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let probe = Probe::open()?;
     println!("adapter: {}", probe.adapter_name);
     for file in &files {
-        let name = file.file_stem().unwrap_or_default().to_string_lossy();
-        match probe.stats(file) {
-            Ok(executables) => {
-                for exe in executables {
-                    let line: Vec<String> =
-                        exe.stats.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    println!("{name}: {}", line.join(" "));
-                    if let Some(dir) = &ir_dir {
-                        std::fs::create_dir_all(dir)?;
-                        for (i, (ir_name, text)) in exe.ir.iter().enumerate() {
-                            let safe: String = ir_name
-                                .chars()
-                                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-                                .collect();
-                            std::fs::write(dir.join(format!("{name}.{i}.{safe}.txt")), text)?;
+        let stem = file.file_stem().unwrap_or_default().to_string_lossy();
+        let kernels = match std::fs::read_to_string(file)
+            .map_err(|e| e.to_string())
+            .and_then(|src| Compiled::all(&src, probe.api_version).map_err(|e| e.to_string()))
+        {
+            Ok(kernels) => kernels,
+            Err(e) => {
+                println!("{stem}: error: {e}");
+                continue;
+            }
+        };
+        // A module with several entry points (the attention kernels' forward and
+        // backward) is one pipeline per entry: each is named after its entry.
+        let several = kernels.len() > 1;
+        for k in &kernels {
+            let name = if several {
+                format!("{stem}:{}", k.entry)
+            } else {
+                stem.to_string()
+            };
+            match probe.stats(k) {
+                Ok(executables) => {
+                    for exe in executables {
+                        let line: Vec<String> =
+                            exe.stats.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                        println!("{name}: {}", line.join(" "));
+                        if let Some(dir) = &ir_dir {
+                            std::fs::create_dir_all(dir)?;
+                            for (i, (ir_name, text)) in exe.ir.iter().enumerate() {
+                                let safe: String = ir_name
+                                    .chars()
+                                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                                    .collect();
+                                let file = format!("{name}.{i}.{safe}.txt").replace(':', "-");
+                                std::fs::write(dir.join(file), text)?;
+                            }
                         }
                     }
                 }
+                Err(e) => println!("{name}: error: {e}"),
             }
-            Err(e) => println!("{name}: error: {e}"),
         }
     }
     Ok(())
@@ -178,9 +201,8 @@ impl Probe {
         })
     }
 
-    /// Compiles one WGSL file's first compute entry point and reads its statistics.
-    fn stats(&self, file: &Path) -> Result<Vec<Executable>, Box<dyn std::error::Error>> {
-        let k = Compiled::new(&std::fs::read_to_string(file)?, self.api_version)?;
+    /// Compiles one compute entry point and reads its statistics.
+    fn stats(&self, k: &Compiled) -> Result<Vec<Executable>, Box<dyn std::error::Error>> {
         let bindings: Vec<vk::DescriptorSetLayoutBinding> = k
             .bindings
             .iter()
@@ -335,12 +357,13 @@ struct Compiled {
 }
 
 impl Compiled {
-    /// Parses, validates and writes SPIR-V for a Vulkan of `api_version`, with the
+    /// Every compute entry point of a module: parses, validates and writes SPIR-V
+    /// for each, for a Vulkan of `api_version`, with the
     /// options wgpu-hal uses for a module created with
     /// `ShaderRuntimeChecks::unchecked()` and without zeroed workgroup memory (see
     /// `backend/gpu/runtime/pipelines.rs`): no bounds checks, no loop bounding, no checks on
     /// integer division.
-    fn new(src: &str, api_version: u32) -> Result<Compiled, Box<dyn std::error::Error>> {
+    fn all(src: &str, api_version: u32) -> Result<Vec<Compiled>, Box<dyn std::error::Error>> {
         let module = naga::front::wgsl::parse_str(src).map_err(|e| e.emit_to_string(src))?;
         let info = naga::valid::Validator::new(
             naga::valid::ValidationFlags::all(),
@@ -348,11 +371,6 @@ impl Compiled {
         )
         .validate(&module)
         .map_err(|e| e.emit_to_string(src))?;
-        let entry = module
-            .entry_points
-            .iter()
-            .find(|e| e.stage == naga::ShaderStage::Compute)
-            .ok_or("no compute entry point")?;
         let unchecked = naga::proc::BoundsCheckPolicy::Unchecked;
         let options = naga::back::spv::Options {
             lang_version: if api_version >= vk::API_VERSION_1_3 {
@@ -375,24 +393,36 @@ impl Compiled {
             emit_int_div_checks: false,
             ..Default::default()
         };
-        let pipeline_options = naga::back::spv::PipelineOptions {
-            shader_stage: naga::ShaderStage::Compute,
-            entry_point: entry.name.clone(),
-        };
-        let spv = naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline_options))?;
-        let bindings = module
+        let bindings: Vec<u32> = module
             .global_variables
             .iter()
             .filter_map(|(_, g)| g.binding.as_ref())
             .filter(|b| b.group == 0)
             .map(|b| b.binding)
             .collect();
-        Ok(Compiled {
-            spv,
-            entry: entry.name.clone(),
-            threads: entry.workgroup_size.iter().product(),
-            bindings,
-        })
+        let kernels: Vec<Compiled> = module
+            .entry_points
+            .iter()
+            .filter(|e| e.stage == naga::ShaderStage::Compute)
+            .map(|entry| {
+                let pipeline_options = naga::back::spv::PipelineOptions {
+                    shader_stage: naga::ShaderStage::Compute,
+                    entry_point: entry.name.clone(),
+                };
+                let spv =
+                    naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline_options))?;
+                Ok(Compiled {
+                    spv,
+                    entry: entry.name.clone(),
+                    threads: entry.workgroup_size.iter().product(),
+                    bindings: bindings.clone(),
+                })
+            })
+            .collect::<Result<_, Box<dyn std::error::Error>>>()?;
+        if kernels.is_empty() {
+            return Err("no compute entry point".into());
+        }
+        Ok(kernels)
     }
 }
 
