@@ -498,11 +498,30 @@ mod tests {
         assert!(names.iter().any(|n| n.contains("softmax")), "{names:?}");
         for (i, f) in files.iter().enumerate() {
             assert!(names[i].starts_with(&format!("{i:03}-")), "{names:?}");
-            let k = Compiled::new(&std::fs::read_to_string(f).unwrap(), vk::API_VERSION_1_3)
+            let kernels = Compiled::all(&std::fs::read_to_string(f).unwrap(), vk::API_VERSION_1_3)
                 .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-            assert_eq!(k.spv[0], 0x0723_0203, "SPIR-V magic");
-            assert!(k.threads > 0 && k.bindings.contains(&0), "{}", f.display());
+            for k in kernels {
+                assert_eq!(k.spv[0], 0x0723_0203, "SPIR-V magic");
+                assert!(k.threads > 0 && k.bindings.contains(&0), "{}", f.display());
+            }
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A module with two compute entry points gives two pipelines, each with its
+    /// own entry and workgroup size (the attention kernels' modules hold three).
+    #[test]
+    fn every_entry_point_is_compiled() {
+        let src = "@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@compute @workgroup_size(64) fn first(@builtin(global_invocation_id) i: vec3<u32>) { x[i.x] = 1.0; }
+@compute @workgroup_size(128) fn second(@builtin(global_invocation_id) i: vec3<u32>) { x[i.x] = 2.0; }
+";
+        let kernels = Compiled::all(src, vk::API_VERSION_1_3).unwrap();
+        let entries: Vec<(&str, u32)> = kernels
+            .iter()
+            .map(|k| (k.entry.as_str(), k.threads))
+            .collect();
+        assert_eq!(entries, [("first", 64), ("second", 128)]);
+        assert_ne!(kernels[0].spv, kernels[1].spv);
     }
 }
