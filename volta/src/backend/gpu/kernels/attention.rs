@@ -381,7 +381,7 @@ pub(crate) fn backward(
         && elem == Elem::F32
         && rt.gpu.float_atomics()
         && !super::DETERMINISTIC.load(std::sync::atomic::Ordering::Relaxed);
-    let dq = if one_launch && q_len * kv_len != 0 {
+    let dq = if one_launch && q_len != 0 && kv_len != 0 {
         // A sum over key blocks: it starts at zero.
         fill(rt, elem, q_len, 0)
     } else {
@@ -403,6 +403,16 @@ pub(crate) fn backward(
         [&results[0], &results[1], &results[2]],
     );
     let ins = [q.0, k.0, v.0, g.0, lse.0, delta.0];
+    let vec = vectors(d, &[q, k, v, g]);
+    let keys = [n.keys, n.kv_heads, n.batch];
+    if one_launch {
+        let buffers = [
+            ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], &dk, &dv, &dq,
+        ];
+        run(rt, elem, &n, Entry::Backward, &p, &buffers, vec, keys);
+        return (dq, dk, dv);
+    }
+    // The second output binding of the launches that write one result.
     let unused = alloc(rt, 4);
     let with = |a, b| [ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], a, b];
     if tensor_cores {
@@ -430,15 +440,6 @@ pub(crate) fn backward(
             "volta flash_attention tensor-core backward_kv",
         );
         launch(rt, &kv_kernel, &p, &with(&dk, &dv), kv_grid);
-        return (dq, dk, dv);
-    }
-    let vec = vectors(d, &[q, k, v, g]);
-    let keys = [n.keys, n.kv_heads, n.batch];
-    if one_launch {
-        let buffers = [
-            ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], &dk, &dv, &dq,
-        ];
-        run(rt, elem, &n, Entry::Backward, &p, &buffers, vec, keys);
         return (dq, dk, dv);
     }
     run(
