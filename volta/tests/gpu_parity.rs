@@ -940,6 +940,46 @@ fn a_held_function_of_one_buffer_is_recomputed_not_written() {
 }
 
 #[test]
+fn a_held_product_plus_bias_and_a_scaled_norm_are_recomputed_not_written() {
+    let _g = lock();
+    // A linear layer's output `x·w + b` held for the backward (GELU's input) and a
+    // LayerNorm's `x̂·γ` held by the add of `β`: one full-size buffer each (the
+    // product; the norm's rows, once written) and a small broadcast one. Their
+    // consumers are recorded, and they stay trees until read themselves.
+    fn run<D: Backend<f32>>() -> (Vec<f32>, [RawTensor<D, f32>; 2]) {
+        // 64 rows: the broadcast rows are a small part of the values.
+        let x = RawTensor::<D, f32>::from_vec(
+            (0..768).map(|i| (i % 13) as f32 * 0.25 - 1.0).collect(),
+            &[64, 12],
+        );
+        let w = RawTensor::<D, f32>::from_vec(
+            (0..48).map(|i| (i % 7) as f32 * 0.5 - 1.5).collect(),
+            &[12, 4],
+        );
+        let b = RawTensor::<D, f32>::from_vec(vec![0.5, -1.0, 2.0, 0.0], &[1, 4]);
+        let h = x.matmul(&w).binary(BinaryOp::Add, &b.expand(&[64, 4]));
+        let gamma = RawTensor::<D, f32>::from_vec(vec![1.5, -0.5, 2.0, 1.0], &[1, 4]);
+        let scaled = h
+            .normalize(1, true, 1e-5)
+            .binary(BinaryOp::Mul, &gamma.expand(&[64, 4]));
+        let y = h.unary(UnaryOp::Gelu).binary(BinaryOp::Add, &scaled);
+        (y.to_vec(), [h, scaled])
+    }
+    let (cpu, cpu_held) = run::<Cpu>();
+    let (gpu, gpu_held) = run::<Gpu>();
+    close("gelu(x·w + b) + norm(x·w + b)·γ", &cpu, &gpu);
+    for (name, held) in ["x·w + b", "x̂·γ"].iter().zip(&gpu_held) {
+        assert!(
+            held.buffer().is_pending(),
+            "{name} was written when its consumer was"
+        );
+    }
+    for ((name, c), g) in ["x·w + b", "x̂·γ"].iter().zip(&cpu_held).zip(&gpu_held) {
+        close(name, &c.to_vec(), &g.to_vec());
+    }
+}
+
+#[test]
 fn a_training_step_records_without_syncing() {
     let _g = lock();
     let mut rng = Rng::seed(11);

@@ -30,6 +30,15 @@ pub enum RowOp {
         /// Subtract the mean (layer norm) or not (RMS norm).
         center: bool,
     },
+    /// The gradient of [`Normalize`](RowOp::Normalize) with respect to its input,
+    /// with the statistics recomputed from the row: the kernel's `expr` gives the
+    /// input `x`, its [`grad`](RowKernel::grad) the output's gradient `g`; with
+    /// `x̂ = (x − mean)·rstd`, writes `rstd·(g − mean(g) − x̂·mean(g·x̂))`
+    /// (`center`) or `rstd·(g − x̂·mean(g·x̂))` (RMS). Same `eps` scalar.
+    NormalizeGrad {
+        /// As `Normalize`'s.
+        center: bool,
+    },
 }
 
 impl RowOp {
@@ -42,7 +51,7 @@ impl RowOp {
     /// come first in the parameter block's scalars, before the expression's.
     pub fn scalars(self) -> usize {
         match self {
-            RowOp::Normalize { .. } => 1,
+            RowOp::Normalize { .. } | RowOp::NormalizeGrad { .. } => 1,
             _ => 0,
         }
     }
@@ -101,6 +110,9 @@ pub struct RowKernel {
     pub axis_broadcast: Vec<bool>,
     /// The row's elements, over `Input(i)` and `Scalar(j)`.
     pub expr: Expr,
+    /// A second value per element over the same inputs and scalars, for the ops
+    /// that read two ([`RowOp::NormalizeGrad`]'s gradient); `None` for the others.
+    pub grad: Option<Expr>,
     /// How threads walk the axis.
     pub variant: RowVariant,
     /// Element type of the inputs (`F32` or `F16`; the kernel computes in `f32`).
@@ -125,6 +137,10 @@ pub struct RowKernel {
     /// operations.
     pub lanes: u32,
 }
+
+/// What a pass over a row does per step with the lanes' values: each an
+/// element's value and its gradient's (empty without a second expression).
+type Each<'a> = dyn Fn(&mut String, &[(String, String)]) + 'a;
 
 /// A view in a row kernel's parameters: element offset and strides (one per axis).
 pub type RowView<'a> = (usize, &'a [usize]);
@@ -315,14 +331,31 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let expr_scalars_at = scalars_at + self.op.scalars();
         let param = |j: u16| format!("bitcast<f32>(p[{}])", expr_scalars_at + j as usize);
         let printer = Printer::new(&self.expr);
+        let grad_printer = self.grad.as_ref().map(Printer::new);
+        assert_eq!(
+            grad_printer.is_some(),
+            matches!(self.op, RowOp::NormalizeGrad { .. }),
+            "a second element expression is NormalizeGrad's gradient, and it needs one"
+        );
+        // Both values of an element: `(x, g)`, `g` empty without a second expression.
         let lower = |w: &mut String, prefix: &str, input: &dyn Fn(u16) -> String| {
-            printer.print(w, "        ", prefix, input, &param)
+            let x = printer.print(w, "        ", prefix, input, &param);
+            let g = match &grad_printer {
+                Some(gp) => gp.print(w, "        ", &format!("{prefix}g"), input, &param),
+                None => String::new(),
+            };
+            (x, g)
         };
         // Registers holding the row (`Registers`): the first pass fills them.
         let filled = std::cell::Cell::new(false);
         // Inputs that only an epilogue reads (a norm's weight) are not held: the
         // pass that writes the row loads them, and the registers go to occupancy.
-        let hold = |i: usize| held > 0 && wide(i) && self.expr.any_input(|j| j == i);
+        let hold = |i: usize| {
+            held > 0
+                && wide(i)
+                && (self.expr.any_input(|j| j == i)
+                    || self.grad.as_ref().is_some_and(|g| g.any_input(|j| j == i)))
+        };
         for j in 0..held {
             for i in (0..n_in).filter(|&i| hold(i)) {
                 writeln!(w, "    var r{i}_{j} = vec4<f32>();").unwrap();
@@ -331,8 +364,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         // A reduction with a thread per row walks it four elements per step, so
         // that four loads are in flight (a split-K sum is 16 loads a thread).
         let unrolled = serial && !rows_out;
-        // One pass over the row: loads, then `each(w, lane values)` per step.
-        let pass = |w: &mut String, pass: &str, each: &dyn Fn(&mut String, &[String])| {
+        // One pass over the row: loads, then `each(w, lane values)` per step (each
+        // value with its gradient's, see `lower`).
+        let pass = |w: &mut String, pass: &str, each: &Each| {
             if unrolled {
                 writeln!(
                     w,
@@ -347,7 +381,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                         writeln!(w, "        let x{i}_{u} = {load};").unwrap();
                     }
                 }
-                let values: Vec<String> = (0..4)
+                let values: Vec<(String, String)> = (0..4)
                     .map(|u| lower(w, &format!("{pass}u{u}_"), &|i| format!("x{i}_{u}")))
                     .collect();
                 each(w, &values);
@@ -400,7 +434,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                         writeln!(w, "        let x{i} = {load};").unwrap();
                     }
                 }
-                let values: Vec<String> = if vec4 {
+                let values: Vec<(String, String)> = if vec4 {
                     ["x", "y", "z", "w"]
                         .iter()
                         .map(|lane| {
@@ -433,10 +467,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     name: &str,
                     identity: &str,
                     combine: &str,
-                    f: &dyn Fn(&str) -> String| {
+                    f: &dyn Fn(&str, &str) -> String| {
             writeln!(w, "    var {name} = {identity};").unwrap();
             pass(w, name, &|w, v| {
-                let terms: Vec<String> = v.iter().map(|x| f(x)).collect();
+                let terms: Vec<String> = v.iter().map(|(x, g)| f(x, g)).collect();
                 let folded = match &terms[..] {
                     [t] => t.clone(),
                     [a, b, c, d] => {
@@ -509,17 +543,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             (e, _) => (e.clone(), Vec::new()),
         };
         let epilogue = epilogue.as_ref().map(Printer::new);
-        let write_row = |w: &mut String, value: &dyn Fn(&str) -> String| {
+        let write_row = |w: &mut String, value: &dyn Fn(&str, &str) -> String| {
             pass(w, "y", &|w, v| {
                 let lanes: Vec<String> = v
                     .iter()
                     .enumerate()
-                    .map(|(l, x)| {
+                    .map(|(l, (x, g))| {
                         let Some(e) = &epilogue else {
-                            return value(x);
+                            return value(x, g);
                         };
                         let lane = ["x", "y", "z", "w"][l];
-                        writeln!(w, "        let v{lane} = {};", value(x)).unwrap();
+                        writeln!(w, "        let v{lane} = {};", value(x, g)).unwrap();
                         let input = |i: u16| {
                             let i = i as usize;
                             if i == n_in {
@@ -552,7 +586,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     ReduceOp::Max => (NEG_INF, "greater"),
                     ReduceOp::Min => (POS_INF, "less"),
                 };
-                fold(&mut w, "acc", identity, combine, &|v| v.to_string());
+                fold(&mut w, "acc", identity, combine, &|v, _| v.to_string());
                 if let (true, Some(e)) = (self.per_row, &self.epilogue) {
                     // Inputs read at the row's start (stride 0 along the axis).
                     let first = if serial { "" } else { " && lt == 0u" };
@@ -578,7 +612,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                             Printer::new(h).print(&mut w, "    ", &format!("h{j}_"), &acc, &param);
                         writeln!(w, "    let h{j} = {v};").unwrap();
                     }
-                    write_row(&mut w, &|_| "acc".to_string());
+                    write_row(&mut w, &|_, _| "acc".to_string());
                 } else {
                     let first = if serial { "" } else { " && lt == 0u" };
                     let acc = self.out_elem.store("acc", false);
@@ -588,41 +622,59 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             RowOp::Softmax | RowOp::LogSoftmax => {
                 // Three passes over the row; the second and third re-read it from
                 // cache (a row is at most a few tens of KiB).
-                fold(&mut w, "m", NEG_INF, "greater", &|v| v.to_string());
-                fold(&mut w, "z", "0.0", "add", &|v| format!("exp({v} - m)"));
+                fold(&mut w, "m", NEG_INF, "greater", &|v, _| v.to_string());
+                fold(&mut w, "z", "0.0", "add", &|v, _| format!("exp({v} - m)"));
                 if self.op == RowOp::LogSoftmax {
                     writeln!(w, "    let lz = log(z);").unwrap();
                 }
-                write_row(&mut w, &|v| match self.op {
+                write_row(&mut w, &|v, _| match self.op {
                     RowOp::Softmax => format!("exp({v} - m) / z"),
                     _ => format!("{v} - m - lz"),
                 });
             }
-            RowOp::Normalize { center } => {
+            RowOp::Normalize { center } | RowOp::NormalizeGrad { center } => {
                 // Two passes for the statistics (the mean, then the mean squared
-                // deviation: no cancellation), a third writes the row.
+                // deviation: no cancellation); for the gradient, its two row means
+                // next; a last pass writes the row.
                 writeln!(
                     w,
                     "    let eps = bitcast<f32>(p[{scalars_at}]);\n    let len = f32(p[1]);"
                 )
                 .unwrap();
-                if center {
-                    fold(&mut w, "sum", "0.0", "add", &|v| v.to_string());
-                    writeln!(w, "    let mean = sum / len;").unwrap();
-                    fold(&mut w, "sq", "0.0", "add", &|v| {
-                        format!("(({v} - mean) * ({v} - mean))")
-                    });
-                } else {
-                    fold(&mut w, "sq", "0.0", "add", &|v| format!("({v} * {v})"));
-                }
-                writeln!(w, "    let rstd = 1.0 / sqrt(sq / len + eps);").unwrap();
-                write_row(&mut w, &|v| {
+                // An element's deviation: from the mean, or (RMS) the element.
+                let dev = |v: &str| {
                     if center {
-                        format!("({v} - mean) * rstd")
+                        format!("({v} - mean)")
                     } else {
-                        format!("{v} * rstd")
+                        v.to_string()
                     }
+                };
+                if center {
+                    fold(&mut w, "sum", "0.0", "add", &|v, _| v.to_string());
+                    writeln!(w, "    let mean = sum / len;").unwrap();
+                }
+                fold(&mut w, "sq", "0.0", "add", &|v, _| {
+                    format!("({} * {})", dev(v), dev(v))
                 });
+                writeln!(w, "    let rstd = 1.0 / sqrt(sq / len + eps);").unwrap();
+                if self.op == (RowOp::Normalize { center }) {
+                    write_row(&mut w, &|v, _| format!("{} * rstd", dev(v)));
+                } else {
+                    let mut gmean = "";
+                    if center {
+                        fold(&mut w, "gsum", "0.0", "add", &|_, g| g.to_string());
+                        writeln!(w, "    let gmean = gsum / len;").unwrap();
+                        gmean = " - gmean";
+                    }
+                    fold(&mut w, "gx", "0.0", "add", &|v, g| {
+                        format!("({g} * {})", dev(v))
+                    });
+                    // mean(g·x̂) = rstd·mean(g·(x − mean)).
+                    writeln!(w, "    let gxmean = gx / len * rstd;").unwrap();
+                    write_row(&mut w, &|v, g| {
+                        format!("rstd * ({g}{gmean} - {} * rstd * gxmean)", dev(v))
+                    });
+                }
             }
         }
         writeln!(w, "}}").unwrap();
@@ -692,6 +744,7 @@ mod tests {
             expr: Expr::input(0)
                 .binary(BinaryOp::Sub, Expr::input(1))
                 .unary(UnaryOp::Exp),
+            grad: None,
             variant,
             elem: Elem::F32,
             out_elem: Elem::F32,
@@ -713,6 +766,28 @@ mod tests {
         ] {
             for variant in VARIANTS {
                 super::super::assert_valid(&kernel(op, variant).source());
+            }
+        }
+    }
+
+    #[test]
+    fn the_norm_gradient_validates_with_a_second_expression() {
+        // x = exp(x0 − x1) (x1 broadcast along the row), g = x0 · x1.
+        for center in [true, false] {
+            for variant in VARIANTS.into_iter().chain([RowVariant::Lanes(2)]) {
+                let k = RowKernel {
+                    grad: Some(Expr::input(0).binary(BinaryOp::Mul, Expr::input(1))),
+                    lanes: if matches!(variant, RowVariant::Lanes(_)) {
+                        32
+                    } else {
+                        0
+                    },
+                    ..kernel(RowOp::NormalizeGrad { center }, variant)
+                };
+                let src = k.source();
+                super::super::assert_valid(&src);
+                assert!(src.contains("let gxmean = gx / len * rstd;"), "{src}");
+                assert_eq!(src.contains("gsum"), center, "{src}");
             }
         }
     }
@@ -780,6 +855,7 @@ mod tests {
             expr: Expr::input(0)
                 .binary(BinaryOp::Mul, Expr::constant(2.0))
                 .binary(BinaryOp::Add, Expr::scalar(0)),
+            grad: None,
             variant,
             elem: Elem::F32,
             out_elem: Elem::F32,
@@ -833,6 +909,7 @@ mod tests {
             rank: 2,
             axis_broadcast: vec![false, false],
             expr: Expr::input(0).binary(BinaryOp::Mul, Expr::input(0)),
+            grad: None,
             variant,
             elem: Elem::F32,
             out_elem: Elem::F32,
@@ -883,6 +960,7 @@ mod tests {
                 rank: 3,
                 axis_broadcast: vec![false, true],
                 expr: Expr::input(0),
+                grad: None,
                 variant,
                 elem: Elem::F32,
                 out_elem: Elem::F32,

@@ -2,6 +2,7 @@
 use super::{Gradients, Op, no_grad};
 use crate::backend::Backend;
 use crate::dtype::Float;
+use crate::layout::Layout;
 use crate::shape::{Scalar, Shape};
 use crate::tensor::{RawTensor, Tensor, TensorId};
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -406,7 +407,10 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
         }
         Op::Fold2d(cols, win) => vec![(cols, g.unfold2d(*win, E::ZERO))],
         Op::Normalize(x, axis, center, eps) => {
-            vec![(x, normalize_grad(x, out, g, *axis, *center, *eps))]
+            // One backend kernel: the statistics recomputed from x, the gradient's
+            // two row means, then the row.
+            let dx = D::normalize_grad(x.view(), g.view(), *axis, *center, *eps);
+            vec![(x, T::leaf(dx, Layout::contiguous(x.dims())))]
         }
         Op::Attention { q, k, v, lse, spec } => {
             // Σ_c g·out per query row: the softmax backward's row term.
@@ -426,39 +430,6 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
         }
         Op::Custom(inputs, rule) => inputs.iter().zip(rule(inputs, g)).collect(),
     }
-}
-
-/// With `x̂ = out` and `rstd = 1/√(var + eps)` (or `1/√(mean(x²) + eps)` for RMS)
-/// recomputed from `x` by row reductions: `∂x = rstd·(g − mean(g) − x̂·mean(g·x̂))`
-/// centered, `rstd·(g − x̂·mean(g·x̂))` for RMS.
-fn normalize_grad<D: Backend<E>, E: Float>(
-    x: &T<D, E>,
-    out: &T<D, E>,
-    g: &T<D, E>,
-    axis: usize,
-    center: bool,
-    eps: E,
-) -> T<D, E> {
-    let dims = x.dims();
-    let mean = |t: &T<D, E>| t.mean_axis(axis).expand(dims);
-    let dev = if center {
-        x.binary(BinaryOp::Sub, &mean(x))
-    } else {
-        x.clone()
-    };
-    let rstd = dev
-        .binary(BinaryOp::Mul, &dev)
-        .mean_axis(axis)
-        .scalar(BinaryOp::Add, eps)
-        .unary(UnaryOp::Sqrt)
-        .unary(UnaryOp::Recip)
-        .expand(dims);
-    let proj = out.binary(BinaryOp::Mul, &mean(&g.binary(BinaryOp::Mul, out)));
-    let mut inner = g.binary(BinaryOp::Sub, &proj);
-    if center {
-        inner = inner.binary(BinaryOp::Sub, &mean(g));
-    }
-    rstd.binary(BinaryOp::Mul, &inner)
 }
 
 fn unary_grad<D: Backend<E>, E: Float>(

@@ -165,6 +165,18 @@ pub trait Backend<E: Float>: Device + Memory<E> {
     /// deviations); `!center` (RMS) → `x/√(mean(x²) + eps)`. The result is contiguous
     /// with `x`'s dims.
     fn normalize(x: View<Self, E>, axis: usize, center: bool, eps: E) -> Buf<Self, E>;
+    /// The gradient of [`normalize`](Self::normalize) with respect to `x`, given
+    /// the output's gradient `g` (same dims, any strides): with the statistics
+    /// recomputed from `x` and `x̂` its normalised row, `rstd·(g − mean(g) −
+    /// x̂·mean(g·x̂))` (`center`) or `rstd·(g − x̂·mean(g·x̂))` (RMS), along `axis`.
+    /// The result is contiguous with `x`'s dims.
+    fn normalize_grad(
+        x: View<Self, E>,
+        g: View<Self, E>,
+        axis: usize,
+        center: bool,
+        eps: E,
+    ) -> Buf<Self, E>;
     /// `len` uniform numbers in `[0, 1)` from a counter-based generator: element `i`
     /// depends only on `(seed, i)`, and every device returns the same values bit for
     /// bit (a `u32` hash `h` of `(seed, i)` from integer ops, then `(h >> 8)·2⁻²⁴` in

@@ -1,6 +1,6 @@
 //! Normalisation of rows along an axis (layer norm, RMS norm, and batch norm
 //! through a permuted view): one backend kernel computing the statistics and
-//! writing the row; the backward rule composes other ops.
+//! writing the row, and one for the gradient (`Backend::normalize_grad`).
 use crate::autograd::Op;
 use crate::backend::Backend;
 use crate::dtype::Float;

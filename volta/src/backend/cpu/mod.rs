@@ -119,6 +119,21 @@ impl<E: Float> Backend<E> for Cpu {
     fn normalize(x: View<Self, E>, axis: usize, center: bool, eps: E) -> Buf<Self, E> {
         Arc::new(normalize::normalize(x.0, x.1, axis, center, eps))
     }
+    fn normalize_grad(
+        x: View<Self, E>,
+        g: View<Self, E>,
+        axis: usize,
+        center: bool,
+        eps: E,
+    ) -> Buf<Self, E> {
+        Arc::new(normalize::normalize_grad(
+            (x.0, x.1),
+            (g.0, g.1),
+            axis,
+            center,
+            eps,
+        ))
+    }
     fn uniform(len: usize, seed: u64) -> Buf<Self, E> {
         let at = |i: usize| E::from_f64(f64::from(crate::random::uniform_at(seed, i as u64)));
         Arc::new(if len >= PARALLEL_THRESHOLD {

@@ -1,6 +1,7 @@
 //! Layer and RMS normalisation of rows along one axis, viewing the (contiguous)
 //! input as (outer, n, inner): the statistics in two passes (the mean, then the
-//! mean squared deviation), as the GPU kernel computes them, then a pass writing.
+//! mean squared deviation), as the GPU kernel computes them, then a pass writing;
+//! and its gradient, with the statistics recomputed the same way.
 use super::PARALLEL_THRESHOLD;
 use super::copy::strided_to_vec;
 use crate::dtype::{Float, ScalarMath};
@@ -21,7 +22,6 @@ pub(crate) fn normalize<E: Float>(
     if n == 0 || inner == 0 || out.is_empty() {
         return out;
     }
-    let len = E::Acc::from_f64(n as f64);
     let eps = eps.to_acc();
     // One (outer) block holds `inner` interleaved rows of length `n`; each row is
     // computed in `E::Acc` (`f32` for `f16`) and rounded once.
@@ -29,16 +29,7 @@ pub(crate) fn normalize<E: Float>(
         for i in 0..inner {
             let at = |k: usize| i + k * inner;
             let get = |b: &[E], k: usize| b[at(k)].to_acc();
-            let mean = if center {
-                (0..n).fold(E::Acc::ZERO, |s, k| s + get(b, k)) / len
-            } else {
-                E::Acc::ZERO
-            };
-            let sq = (0..n).fold(E::Acc::ZERO, |s, k| {
-                let d = get(b, k) - mean;
-                s + d * d
-            });
-            let rstd = E::Acc::ONE / (sq / len + eps).sqrt();
+            let (mean, rstd) = stats(|k| get(b, k), n, center, eps);
             for k in 0..n {
                 b[at(k)] = E::from_acc((get(b, k) - mean) * rstd);
             }
@@ -48,6 +39,74 @@ pub(crate) fn normalize<E: Float>(
         out.par_chunks_mut(n * inner).for_each(block);
     } else {
         out.chunks_mut(n * inner).for_each(block);
+    }
+    out
+}
+
+/// Each row's statistics: its mean (0 for RMS) and `1/√(var + eps)`, the
+/// variance the mean of squared deviations.
+fn stats<A: ScalarMath>(x: impl Fn(usize) -> A, n: usize, center: bool, eps: A) -> (A, A) {
+    let len = A::from_f64(n as f64);
+    let mean = if center {
+        (0..n).fold(A::ZERO, |s, k| s + x(k)) / len
+    } else {
+        A::ZERO
+    };
+    let sq = (0..n).fold(A::ZERO, |s, k| {
+        let d = x(k) - mean;
+        s + d * d
+    });
+    (mean, A::ONE / (sq / len + eps).sqrt())
+}
+
+/// The gradient of [`normalize`] with respect to `x` given the output's
+/// gradient `g`: `rstd·(g − mean(g) − x̂·mean(g·x̂))` (`center`) or
+/// `rstd·(g − x̂·mean(g·x̂))` (RMS) per row, contiguous.
+pub(crate) fn normalize_grad<E: Float>(
+    (x, x_layout): (&[E], &Layout),
+    (g, g_layout): (&[E], &Layout),
+    axis: usize,
+    center: bool,
+    eps: E,
+) -> Vec<E> {
+    let x = strided_to_vec(x, x_layout);
+    let g = strided_to_vec(g, g_layout);
+    let dims = &x_layout.dims;
+    let n = dims[axis];
+    let inner: usize = dims[axis + 1..].iter().product();
+    let mut out = vec![E::ZERO; x.len()];
+    if n == 0 || inner == 0 || out.is_empty() {
+        return out;
+    }
+    let len = E::Acc::from_f64(n as f64);
+    let eps = eps.to_acc();
+    let block = |(b, (xb, gb)): (&mut [E], (&[E], &[E]))| {
+        for i in 0..inner {
+            let at = |k: usize| i + k * inner;
+            let xv = |k: usize| xb[at(k)].to_acc();
+            let gv = |k: usize| gb[at(k)].to_acc();
+            let (mean, rstd) = stats(xv, n, center, eps);
+            let hat = |k: usize| (xv(k) - mean) * rstd;
+            let g_mean = if center {
+                (0..n).fold(E::Acc::ZERO, |s, k| s + gv(k)) / len
+            } else {
+                E::Acc::ZERO
+            };
+            let gx_mean = (0..n).fold(E::Acc::ZERO, |s, k| s + gv(k) * hat(k)) / len;
+            for k in 0..n {
+                b[at(k)] = E::from_acc(rstd * (gv(k) - g_mean - hat(k) * gx_mean));
+            }
+        }
+    };
+    let rows = n * inner;
+    if out.len() >= PARALLEL_THRESHOLD {
+        out.par_chunks_mut(rows)
+            .zip(x.par_chunks(rows).zip(g.par_chunks(rows)))
+            .for_each(block);
+    } else {
+        out.chunks_mut(rows)
+            .zip(x.chunks(rows).zip(g.chunks(rows)))
+            .for_each(block);
     }
     out
 }

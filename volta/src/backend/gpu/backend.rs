@@ -299,6 +299,15 @@ macro_rules! float_backend {
                 let op = RowOp::Normalize { center };
                 fusion::rows(rt(), $elem, op, x, axis, &[eps.scalar_bits()])
             }
+            fn normalize_grad(
+                x: View<Self, $t>,
+                g: View<Self, $t>,
+                axis: usize,
+                center: bool,
+                eps: $t,
+            ) -> Buf<Self, $t> {
+                fusion::normalize_grad(rt(), $elem, x, g, axis, center, eps.scalar_bits())
+            }
             fn uniform(len: usize, seed: u64) -> Buf<Self, $t> {
                 GpuBuffer::new(window::uniform(rt(), $elem, len, seed), len)
             }

@@ -141,7 +141,7 @@ pub(crate) fn rows_of<E>(
         rt,
         (in_elem, elem),
         (fused, None),
-        RowOp::Reduce(ReduceOp::Sum),
+        (RowOp::Reduce(ReduceOp::Sum), None),
         axis,
         layout.dims,
         &[],
@@ -149,14 +149,15 @@ pub(crate) fn rows_of<E>(
 }
 
 /// A pending row op over `fused` (leaves of `in_elem`), its value of `elem`
-/// (recorded at once with fusion off). With `from`, `fused` is that pending
+/// (recorded at once with fusion off); `grad`, the op's second tree over the
+/// same leaves ([`RowOp::NormalizeGrad`]). With `from`, `fused` is that pending
 /// value's tree (read through the layout): the row op then reads the value's
 /// memory instead, if the value is recorded first (`Pending::readers`).
 fn pending_row<E>(
     rt: &'static Runtime,
     (in_elem, elem): (Elem, Elem),
     (fused, from): (Fused<Leaf>, Option<(&Arc<Pending>, Layout)>),
-    op: RowOp,
+    (op, grad): (RowOp, Option<Expr>),
     axis: usize,
     over: Dims,
     op_scalars: &[u32],
@@ -178,6 +179,7 @@ fn pending_row<E>(
                 over,
                 in_elem,
                 op_scalars: op_scalars.to_vec(),
+                grad,
             }),
             reads: None,
         })),
@@ -232,9 +234,53 @@ pub(crate) fn rows<E>(
         rt,
         (elem, elem),
         (fused, from),
-        op,
+        (op, None),
         axis,
         layout.dims,
         op_scalars,
+    )
+}
+
+/// The gradient of a normalisation along `axis` with respect to its input `x`,
+/// given the output's gradient `g` ([`RowOp::NormalizeGrad`], `eps` as raw `f32`
+/// bits), as a pending row op. Pending `x` and `g` are computed in the kernel's
+/// loads, as [`rows`] computes one operand (a LayerNorm's input is often the
+/// residual stream's sum, its gradient `dy·γ`); when both trees do not fit one
+/// kernel, the second is read from memory.
+pub(crate) fn normalize_grad<E>(
+    rt: &'static Runtime,
+    elem: Elem,
+    x: (&GpuBuffer<E>, &Layout),
+    g: (&GpuBuffer<E>, &Layout),
+    axis: usize,
+    center: bool,
+    eps: u32,
+) -> GpuBuffer<E> {
+    let limit = rt.gpu.limits.max_storage_buffers_per_shader_stage as usize;
+    let mut b = Builder::new(MAX_NODES, MAX_INPUTS.min(limit.saturating_sub(2)));
+    let mut read = |(buf, layout): (&GpuBuffer<E>, &Layout), reserve: usize| {
+        let tree = match (enabled(), &buf.data) {
+            (true, Data::Pending(p)) => p.fused_view(layout),
+            _ => None,
+        };
+        if let Some(e) = tree.and_then(|t| b.splice(&t, reserve)) {
+            return e;
+        }
+        b.leaf(Leaf {
+            buf: buf.raw().clone(),
+            layout: *layout,
+        })
+    };
+    let x_expr = read(x, 1);
+    let g_expr = read(g, 0);
+    let fused = b.finish(&Expr::input(0), &[x_expr], &[]);
+    pending_row(
+        rt,
+        (elem, elem),
+        (fused, None),
+        (RowOp::NormalizeGrad { center }, Some(g_expr)),
+        axis,
+        x.1.dims,
+        &[eps],
     )
 }

@@ -14,6 +14,21 @@ use volta_kernels::wgsl::{Elem, Expr, RowOp};
 /// written (see [`Pending::cheap_to_recompute`]).
 const CHEAP_NODES: usize = 8;
 
+/// A broadcast leaf such a tree may read besides its one buffer: at most this
+/// fraction of the value's elements (a bias or a norm's scale, cached when read).
+const SMALL_PART: usize = 16;
+
+/// The distinct elements `layout` reads: its dims without the broadcast ones.
+fn distinct(layout: &Layout) -> usize {
+    layout
+        .dims
+        .iter()
+        .zip(layout.strides.iter())
+        .filter(|&(_, &s)| s != 0)
+        .map(|(&d, _)| d)
+        .product()
+}
+
 /// A buffer in memory and the layout an expression reads it through.
 #[derive(Clone, Debug)]
 pub(crate) struct Leaf {
@@ -52,6 +67,9 @@ pub(crate) struct RowSpec {
     pub(crate) in_elem: Elem,
     /// The op's own run-time scalars ([`RowOp::scalars`]).
     pub(crate) op_scalars: Vec<u32>,
+    /// [`RowOp::NormalizeGrad`]'s gradient: a second tree over `fused`'s leaves
+    /// and scalars (see [`RowKernel::grad`](volta_kernels::wgsl::RowKernel::grad)).
+    pub(crate) grad: Option<Expr>,
 }
 
 impl RowSpec {
@@ -241,27 +259,36 @@ impl Pending {
         }
     }
 
-    /// Records the value's kernel (`materialise`'s first call).
+    /// Records the value's kernel (`materialise`'s first call), then the held
+    /// values spliced into it that are not cheap to recompute. They come after,
+    /// so that a row op's value that this kernel wrote counts as memory they read.
     fn record(&self) -> Arc<Pooled> {
-        let source = self
+        let mut source = self
             .source
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
             .expect("a pending buffer has its source until it is materialised");
-        for held in source.spliced.iter().filter_map(Weak::upgrade) {
+        let spliced = std::mem::take(&mut source.spliced);
+        let buf = self.record_source(source);
+        for held in spliced.iter().filter_map(Weak::upgrade) {
             if !held.cheap_to_recompute() {
                 held.materialise();
             }
         }
+        buf
+    }
+
+    /// Records the kernel of `source`, this value's.
+    fn record_source(&self, source: Source) -> Arc<Pooled> {
         let f = source.fused;
         if let Some(spec) = source.row {
             let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
             let scalars = [&spec.op_scalars[..], &f.scalars].concat();
             let elems = (spec.in_elem, self.elem);
-            let expr = f.expr;
+            let exprs = (f.expr, spec.grad.as_ref());
             return row::rows(
-                self.rt, elems, spec.op, expr, None, &ops, &scalars, &spec.over, spec.axis,
+                self.rt, elems, spec.op, exprs, None, &ops, &scalars, &spec.over, spec.axis,
             );
         }
         match source.reads {
@@ -304,6 +331,10 @@ impl Pending {
                     && out_bytes <= c.gpu.limits.max_storage_buffer_binding_size;
                 if fits {
                     let body = rf.expr.substitute(&|i| Expr::input(at[i]), &Expr::scalar);
+                    let grad = spec
+                        .grad
+                        .as_ref()
+                        .map(|g| g.substitute(&|i| Expr::input(at[i]), &Expr::scalar));
                     let skip = rf.scalars.len();
                     let epilogue = f.expr.substitute(
                         &|i| Expr::input(if i == ROW_VALUE { n_in } else { i }),
@@ -314,7 +345,7 @@ impl Pending {
                         c,
                         (spec.in_elem, self.elem),
                         spec.op,
-                        body,
+                        (body, grad.as_ref()),
                         Some((&epilogue, per_row)),
                         &ops,
                         &scalars,
@@ -361,18 +392,34 @@ impl Pending {
 
     /// Whether a later consumer recomputes this value for what reading it from
     /// memory would cost: a small tree of one buffer of its own size, read
-    /// element for element (dropout's mask, a function of the uniform numbers).
-    /// Such a value stays pending when a consumer it was spliced into is
-    /// recorded, though something still holds it: writing it would only add a
-    /// kernel and its bytes.
+    /// element for element, and at most a few small broadcast ones (dropout's
+    /// mask, a function of the uniform numbers; a product plus its bias; a
+    /// normalised row times its scale). A row op's value it reads counts as such
+    /// a buffer once that value is in memory. Such a value stays pending when a
+    /// consumer it was spliced into is recorded, though something still holds it
+    /// (an autograd node's input): writing it would only add a kernel and its
+    /// bytes, while its one full-size buffer is held either way.
     fn cheap_to_recompute(&self) -> bool {
         let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+        let numel = self.dims.numel();
         guard.as_ref().is_some_and(|s| {
+            let read = match &s.reads {
+                None => Some(0),
+                Some(r) if r.value.is_materialised() => {
+                    Some(usize::from(r.value.dims.numel() == numel))
+                }
+                Some(_) => None,
+            };
+            let Some(row_values) = read else {
+                return false;
+            };
+            let whole = |l: &Leaf| l.layout.numel() == numel && !l.layout.strides.contains(&0);
+            let small = |l: &Leaf| SMALL_PART * distinct(&l.layout) <= numel;
+            let full = s.fused.leaves.iter().filter(|l| whole(l)).count();
             s.row.is_none()
-                && s.reads.is_none()
                 && s.fused.expr.nodes() <= CHEAP_NODES
-                && matches!(&s.fused.leaves[..], [leaf]
-                    if leaf.layout.numel() == self.dims.numel() && !leaf.layout.strides.contains(&0))
+                && full + row_values == 1
+                && s.fused.leaves.iter().all(|l| whole(l) || small(l))
         })
     }
 
@@ -426,8 +473,13 @@ impl Pending {
         } else {
             return None;
         };
-        let leaves: Option<Vec<Leaf>> = source
-            .fused
+        // A row op's value already in memory is read as a leaf: the consumer's one
+        // row value stays free for a pending one.
+        let (fused, source_reads) = match &source.reads {
+            Some(r) if r.value.is_materialised() => (r.in_memory(source.fused.clone()), None),
+            r => (source.fused.clone(), r.as_ref()),
+        };
+        let leaves: Option<Vec<Leaf>> = fused
             .leaves
             .iter()
             .map(|l| {
@@ -437,7 +489,7 @@ impl Pending {
                 })
             })
             .collect();
-        let row_read = match &source.reads {
+        let row_read = match source_reads {
             Some(r) => Some(RowRead {
                 value: r.value.clone(),
                 layout: relay.apply(&r.layout)?,
@@ -451,9 +503,9 @@ impl Pending {
             _ => 0,
         };
         let relaid = Fused {
-            expr: source.fused.expr.clone(),
+            expr: fused.expr,
             leaves: leaves?,
-            scalars: source.fused.scalars.clone(),
+            scalars: fused.scalars,
         };
         let expr = b.splice(&relaid, reserve + extra)?;
         if let Some(r) = row_read {

@@ -17,7 +17,8 @@ use volta_kernels::{BinaryOp, ReduceOp};
 
 /// `op` over each row along `axis` of `expr` evaluated at every position of
 /// `dims`, reading `inputs` (each viewed with dims `dims`) and `scalars` (raw `f32`
-/// bits: the op's own [`RowOp::scalars`] first, then the expression's). The result
+/// bits: the op's own [`RowOp::scalars`] first, then the expression's); `grad`,
+/// [`RowOp::NormalizeGrad`]'s second expression, over the same inputs and scalars. The result
 /// is contiguous: dims `dims` with the axis set to 1 for a reduction, `dims` for
 /// softmax, normalisation and any op with an `epilogue` (see
 /// [`RowKernel::epilogue`]: an elementwise consumer of the op's value, whose
@@ -29,7 +30,7 @@ pub(crate) fn rows(
     rt: &Runtime,
     (elem, out_elem): (Elem, Elem),
     op: RowOp,
-    expr: Expr,
+    (expr, grad): (Expr, Option<&Expr>),
     epilogue: Option<(&Expr, bool)>,
     inputs: &[Operand],
     scalars: &[u32],
@@ -99,7 +100,7 @@ pub(crate) fn rows(
                     rt,
                     sub_rows,
                     op,
-                    expr.clone(),
+                    (expr.clone(), grad),
                     epilogue,
                     ins,
                     scalars,
@@ -136,7 +137,7 @@ pub(crate) fn rows(
                                 rt,
                                 (elem, out_elem),
                                 op,
-                                expr.clone(),
+                                (expr.clone(), None),
                                 None,
                                 ins,
                                 scalars,
@@ -164,7 +165,7 @@ pub(crate) fn rows(
         rt,
         (elem, out_elem),
         op,
-        expr,
+        (expr, grad),
         epilogue,
         inputs,
         scalars,
@@ -235,7 +236,7 @@ fn split(
         rt,
         (elem, Elem::F32),
         op,
-        expr,
+        (expr, None),
         None,
         &views,
         scalars,
@@ -251,7 +252,7 @@ fn split(
         rt,
         (Elem::F32, out_elem),
         op,
-        identity,
+        (identity, None),
         None,
         &part,
         &[],
@@ -267,7 +268,7 @@ fn record(
     rt: &Runtime,
     (elem, out_elem): (Elem, Elem),
     op: RowOp,
-    expr: Expr,
+    (expr, grad): (Expr, Option<&Expr>),
     epilogue: Option<(&Expr, bool)>,
     inputs: &[Operand],
     scalars: &[u32],
@@ -322,6 +323,7 @@ fn record(
         rank: dims.len(),
         axis_broadcast: inputs.iter().map(|v| vec4 && axis_stride(v) == 0).collect(),
         expr,
+        grad: grad.cloned(),
         variant,
         elem,
         out_elem,

@@ -196,6 +196,8 @@ fn describe(key: &Key) -> String {
                 RowOp::LogSoftmax => "log_softmax".into(),
                 RowOp::Normalize { center: true } => "normalize".into(),
                 RowOp::Normalize { center: false } => "rms_normalize".into(),
+                RowOp::NormalizeGrad { center: true } => "normalize_grad".into(),
+                RowOp::NormalizeGrad { center: false } => "rms_normalize_grad".into(),
             };
             match k.expr {
                 Expr::Input(0) => format!("{op} rows"),
