@@ -7,8 +7,9 @@
 //! 0, row-major, the operand's dims, or any dims when every input of the operand is
 //! itself row-major) splices the operand's tree into its own instead of reading
 //! memory; equal (buffer, layout) inputs are bound once, so `x * x` reads `x` once.
-//! A row kernel (reduction, softmax, normalisation) reading a pending operand
-//! through a plain layout computes the operand's tree in its loads ([`rows`]),
+//! A row kernel (reduction, softmax, normalisation, a norm's gradient) reading a
+//! pending operand through a plain layout, possibly reshaped (a sum over several
+//! axes reads `(B, T, C)` as `(B·T, C)`), computes the operand's tree in its loads ([`rows`]),
 //! unless another consumer records the operand first (a bias's gradient, summed
 //! from the gradient a product reads): then it reads that memory.
 //! A consumer may also read a pending operand *broadcast* (`bias.expand(..)`): the
@@ -27,12 +28,14 @@
 //! growing at [`MAX_NODES`] nodes or [`MAX_INPUTS`] inputs: the operand is then
 //! materialised and read as one input.
 //!
-//! When a pending buffer is materialised, the pending buffers spliced into it that
-//! something still holds (an optimiser's state, a tensor kept for backward) are
-//! materialised too, so a value carried from step to step is not recomputed from an
-//! ever longer history of inputs. A held value that is a small tree of one buffer
-//! of its own size (dropout's mask, from the uniform numbers) stays pending: a
-//! later consumer recomputes it for what reading it would cost.
+//! When a pending buffer is materialised, the pending buffers spliced into it (or
+//! computed in a row kernel's loads) that something still holds (an optimiser's
+//! state, a tensor kept for backward, the residual stream) are materialised too, so
+//! a value carried from step to step is not recomputed from an ever longer history
+//! of inputs. A held value that is a small tree of one buffer of its own size and
+//! small broadcast ones (dropout's mask, from the uniform numbers; a product plus
+//! its bias; a norm's rows times its scale) stays pending: a later consumer
+//! recomputes it for what reading it would cost.
 //!
 //! Pipelines are cached by tree structure and access pattern (`pipelines::Key`);
 //! scalars are parameters, so a new learning rate reuses the pipeline. Nothing here
@@ -140,7 +143,7 @@ pub(crate) fn rows_of<E>(
     pending_row(
         rt,
         (in_elem, elem),
-        (fused, None),
+        (fused, None, Vec::new()),
         (RowOp::Reduce(ReduceOp::Sum), None),
         axis,
         layout.dims,
@@ -153,10 +156,15 @@ pub(crate) fn rows_of<E>(
 /// same leaves ([`RowOp::NormalizeGrad`]). With `from`, `fused` is that pending
 /// value's tree (read through the layout): the row op then reads the value's
 /// memory instead, if the value is recorded first (`Pending::readers`).
+/// `spliced`: the pending values computed in its loads ([`Source::spliced`]).
 fn pending_row<E>(
     rt: &'static Runtime,
     (in_elem, elem): (Elem, Elem),
-    (fused, from): (Fused<Leaf>, Option<(&Arc<Pending>, Layout)>),
+    (fused, from, spliced): (
+        Fused<Leaf>,
+        Option<(&Arc<Pending>, Layout)>,
+        Vec<std::sync::Weak<Pending>>,
+    ),
     (op, grad): (RowOp, Option<Expr>),
     axis: usize,
     over: Dims,
@@ -172,7 +180,7 @@ fn pending_row<E>(
         dims,
         source: Mutex::new(Some(Source {
             fused,
-            spliced: Vec::new(),
+            spliced,
             row: Some(RowSpec {
                 op,
                 axis,
@@ -220,20 +228,22 @@ pub(crate) fn rows<E>(
     let (buf, layout) = x;
     let on = enabled();
     let tree = match (on, &buf.data) {
-        (true, Data::Pending(p)) => p.fused_view(layout).map(|f| (f, Some((p, *layout)))),
+        (true, Data::Pending(p)) => p
+            .fused_view(layout)
+            .map(|(f, spliced)| (f, Some((p, *layout)), spliced)),
         _ => None,
     };
-    let (fused, from) = tree.unwrap_or_else(|| {
+    let (fused, from, spliced) = tree.unwrap_or_else(|| {
         let leaf = Leaf {
             buf: buf.raw().clone(),
             layout: *layout,
         };
-        (Fused::read(leaf), None)
+        (Fused::read(leaf), None, Vec::new())
     });
     pending_row(
         rt,
         (elem, elem),
-        (fused, from),
+        (fused, from, spliced),
         (op, None),
         axis,
         layout.dims,
@@ -258,12 +268,14 @@ pub(crate) fn normalize_grad<E>(
 ) -> GpuBuffer<E> {
     let limit = rt.gpu.limits.max_storage_buffers_per_shader_stage as usize;
     let mut b = Builder::new(MAX_NODES, MAX_INPUTS.min(limit.saturating_sub(2)));
+    let mut spliced = Vec::new();
     let mut read = |(buf, layout): (&GpuBuffer<E>, &Layout), reserve: usize| {
         let tree = match (enabled(), &buf.data) {
             (true, Data::Pending(p)) => p.fused_view(layout),
             _ => None,
         };
-        if let Some(e) = tree.and_then(|t| b.splice(&t, reserve)) {
+        if let Some((e, held)) = tree.and_then(|(t, held)| Some((b.splice(&t, reserve)?, held))) {
+            spliced.extend(held);
             return e;
         }
         b.leaf(Leaf {
@@ -277,7 +289,7 @@ pub(crate) fn normalize_grad<E>(
     pending_row(
         rt,
         (elem, elem),
-        (fused, None),
+        (fused, None, spliced),
         (RowOp::NormalizeGrad { center }, Some(g_expr)),
         axis,
         x.1.dims,

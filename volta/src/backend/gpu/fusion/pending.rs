@@ -371,17 +371,42 @@ impl Pending {
     }
 
     /// The expression computing this value, if it is still pending and read
-    /// through `layout` as the plain row-major array it is.
-    pub(crate) fn fused_view(&self, layout: &Layout) -> Option<Fused<Leaf>> {
-        if !self.read_plainly(layout) || layout.dims[..] != self.dims[..] {
+    /// through `layout` as the plain row-major array it is, possibly reshaped (a
+    /// sum over several axes reads `(B, T, C)` as `(B·T, C)`): its leaves are then
+    /// re-read at the reshaped positions, which needs each of them row-major too.
+    /// With it, what its consumer must treat as spliced in (see
+    /// [`Source::spliced`]): the pending values in it, and itself.
+    pub(crate) fn fused_view(
+        self: &Arc<Self>,
+        layout: &Layout,
+    ) -> Option<(Fused<Leaf>, Vec<Weak<Pending>>)> {
+        if !self.read_plainly(layout) {
             return None;
         }
+        let relay = if layout.dims[..] == self.dims[..] {
+            Relay::Same
+        } else {
+            Relay::Reshaped(Layout::contiguous(&layout.dims))
+        };
         let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
         let s = guard.as_ref().filter(|s| s.row.is_none())?;
-        Some(match &s.reads {
+        let f = match &s.reads {
             Some(read) => read.in_memory(s.fused.clone()),
             None => s.fused.clone(),
-        })
+        };
+        let leaves = f
+            .leaves
+            .iter()
+            .map(|l| {
+                relay.apply(&l.layout).map(|layout| Leaf {
+                    buf: l.buf.clone(),
+                    layout,
+                })
+            })
+            .collect::<Option<Vec<Leaf>>>()?;
+        let mut spliced = s.spliced.clone();
+        spliced.push(Arc::downgrade(self));
+        Some((Fused { leaves, ..f }, spliced))
     }
 
     /// Whether `layout` reads this value as the row-major array it is (possibly
