@@ -151,6 +151,14 @@ pub(crate) fn rows_of<E>(
     )
 }
 
+/// What a pending row op reads: its tree, the pending value that tree is (and
+/// the layout it is read through), and the pending values computed in its loads.
+type RowReads<'a> = (
+    Fused<Leaf>,
+    Option<(&'a Arc<Pending>, Layout)>,
+    Vec<std::sync::Weak<Pending>>,
+);
+
 /// A pending row op over `fused` (leaves of `in_elem`), its value of `elem`
 /// (recorded at once with fusion off); `grad`, the op's second tree over the
 /// same leaves ([`RowOp::NormalizeGrad`]). With `from`, `fused` is that pending
@@ -160,11 +168,7 @@ pub(crate) fn rows_of<E>(
 fn pending_row<E>(
     rt: &'static Runtime,
     (in_elem, elem): (Elem, Elem),
-    (fused, from, spliced): (
-        Fused<Leaf>,
-        Option<(&Arc<Pending>, Layout)>,
-        Vec<std::sync::Weak<Pending>>,
-    ),
+    (fused, from, spliced): RowReads,
     (op, grad): (RowOp, Option<Expr>),
     axis: usize,
     over: Dims,
