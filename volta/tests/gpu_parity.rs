@@ -1226,6 +1226,53 @@ fn a_sum_reads_its_operand_once_another_consumer_has_written_it() {
 }
 
 #[test]
+fn a_residual_stream_is_written_once_and_its_norm_reads_it() {
+    let _g = lock();
+    Gpu::set_fusion(true);
+    // A transformer's sublayer: a product plus its bias, computed on rows
+    // (B·T, C) and read as (B, T, C), added to the residual stream, which the
+    // next norm reads and the next add holds. The bias is added where the sum is
+    // written (the reshaped read keeps the broadcast bias a leaf), and the norm
+    // reads the sum's memory instead of computing it again in its loads.
+    fn run<D: Backend<f32>>() -> (Vec<f32>, Vec<f32>) {
+        let x = RawTensor::<D, f32>::from_vec(
+            (0..2 * 8 * 16)
+                .map(|i| ((i * 7) % 13) as f32 * 0.25 - 1.5)
+                .collect(),
+            &[2, 8, 16],
+        );
+        let w = RawTensor::<D, f32>::from_vec(
+            (0..256)
+                .map(|i| ((i * 5) % 11) as f32 * 0.1 - 0.5)
+                .collect(),
+            &[16, 16],
+        );
+        let b = RawTensor::<D, f32>::from_vec((0..16).map(|i| i as f32 * 0.1).collect(), &[1, 16]);
+        let h = x
+            .reshape(&[16, 16])
+            .matmul(&w)
+            .binary(BinaryOp::Add, &b.expand(&[16, 16]))
+            .reshape(&[2, 8, 16]);
+        let stream = x.binary(BinaryOp::Add, &h);
+        let normed = stream.normalize(2, true, 1e-5);
+        (normed.to_vec(), stream.to_vec())
+    }
+    let cpu = run::<Cpu>();
+    let (gpu, profile) = match Gpu::profile(run::<Gpu>) {
+        Ok(r) => r,
+        Err(volta::backend::gpu::GpuError::Unsupported(_)) => return,
+        Err(e) => panic!("{e}"),
+    };
+    close("norm of the stream", &cpu.0, &gpu.0);
+    close("the stream", &cpu.1, &gpu.1);
+    let names: Vec<&str> = profile.kernels.iter().map(|k| k.name.as_str()).collect();
+    // One kernel writes x + (x·w + b); the norm reads it.
+    assert!(names.contains(&"elementwise (x0 + (x1 + x2))"), "{profile}");
+    assert!(names.contains(&"normalize rows"), "{profile}");
+    assert_eq!(profile.calls(), 3, "{profile}");
+}
+
+#[test]
 fn gradients_of_slices_that_tile_a_weight_are_concatenated() {
     let _g = lock();
     Gpu::set_fusion(true);

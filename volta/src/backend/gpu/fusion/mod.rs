@@ -32,7 +32,8 @@
 //! computed in a row kernel's loads) that something still holds (an optimiser's
 //! state, a tensor kept for backward, the residual stream) are materialised too, so
 //! a value carried from step to step is not recomputed from an ever longer history
-//! of inputs. A held value that is a small tree of one buffer of its own size and
+//! of inputs: after an elementwise kernel, before a row kernel (which then reads
+//! that memory). A held value that is a small tree of one buffer of its own size and
 //! small broadcast ones (dropout's mask, from the uniform numbers; a product plus
 //! its bias; a norm's rows times its scale) stays pending: a later consumer
 //! recomputes it for what reading it would cost.

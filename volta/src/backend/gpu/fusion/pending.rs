@@ -147,8 +147,10 @@ impl RowSpec {
 pub(crate) enum Relay {
     /// As they are (the consumer reads the operand plainly).
     Same,
-    /// Reshaped to the consumer's dims (contiguous ones): the index spaces match
-    /// element for element only when every leaf is row-major too.
+    /// Reshaped to the consumer's dims (contiguous ones): each leaf re-read with
+    /// those dims through strides that visit its elements in the same order
+    /// (`Layout::reshape`: a row-major leaf, a bias broadcast along whole rows),
+    /// or not at all when no such strides exist.
     Reshaped(Layout),
     /// Broadcast: the operand's length-1 axes spread over the consumer's.
     Broadcast { from: Dims, to: Dims },
@@ -159,10 +161,7 @@ impl Relay {
     fn apply(&self, l: &Layout) -> Option<Layout> {
         match self {
             Relay::Same => Some(*l),
-            Relay::Reshaped(flat) => l.is_contiguous().then_some(Layout {
-                offset: l.offset,
-                ..*flat
-            }),
+            Relay::Reshaped(flat) => l.reshape(&flat.dims),
             Relay::Broadcast { from, to } => {
                 let mut r = *l;
                 r.dims = *to;
@@ -207,6 +206,16 @@ impl RowRead {
             expr,
             leaves,
             scalars: f.scalars,
+        }
+    }
+}
+
+/// Records the values of `spliced` that something still holds and that are not
+/// cheap to recompute (see [`Source::spliced`]).
+fn materialise_held(spliced: &[Weak<Pending>]) {
+    for held in spliced.iter().filter_map(Weak::upgrade) {
+        if !held.cheap_to_recompute() {
+            held.materialise();
         }
     }
 }
@@ -259,10 +268,22 @@ impl Pending {
         }
     }
 
-    /// Records the value's kernel (`materialise`'s first call), then the held
-    /// values spliced into it that are not cheap to recompute. They come after,
-    /// so that a row op's value that this kernel wrote counts as memory they read.
+    /// Records the value's kernel (`materialise`'s first call) and the held
+    /// values spliced into it that are not cheap to recompute. An elementwise
+    /// value's come after its kernel, so that a row op's value that this kernel
+    /// wrote counts as memory they read; a row op's come first, so that it reads
+    /// the operand they write (`hand_to_readers`) rather than computing it again.
     fn record(&self) -> Arc<Pooled> {
+        let held_first = {
+            let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+            let source = guard
+                .as_ref()
+                .expect("a pending buffer has its source until it is materialised");
+            source.row.is_some().then(|| source.spliced.clone())
+        };
+        if let Some(held) = &held_first {
+            materialise_held(held);
+        }
         let mut source = self
             .source
             .lock()
@@ -271,10 +292,8 @@ impl Pending {
             .expect("a pending buffer has its source until it is materialised");
         let spliced = std::mem::take(&mut source.spliced);
         let buf = self.record_source(source);
-        for held in spliced.iter().filter_map(Weak::upgrade) {
-            if !held.cheap_to_recompute() {
-                held.materialise();
-            }
+        if held_first.is_none() {
+            materialise_held(&spliced);
         }
         buf
     }
