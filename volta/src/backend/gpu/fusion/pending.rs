@@ -157,6 +157,19 @@ pub(crate) enum Relay {
 }
 
 impl Relay {
+    /// The leaves as the consumer reads them (`None`: one cannot be re-read).
+    fn leaves(&self, leaves: &[Leaf]) -> Option<Vec<Leaf>> {
+        leaves
+            .iter()
+            .map(|l| {
+                self.apply(&l.layout).map(|layout| Leaf {
+                    buf: l.buf.clone(),
+                    layout,
+                })
+            })
+            .collect()
+    }
+
     /// A leaf's layout at the consumer's positions (`None`: it cannot be re-read).
     fn apply(&self, l: &Layout) -> Option<Layout> {
         match self {
@@ -413,16 +426,7 @@ impl Pending {
             Some(read) => read.in_memory(s.fused.clone()),
             None => s.fused.clone(),
         };
-        let leaves = f
-            .leaves
-            .iter()
-            .map(|l| {
-                relay.apply(&l.layout).map(|layout| Leaf {
-                    buf: l.buf.clone(),
-                    layout,
-                })
-            })
-            .collect::<Option<Vec<Leaf>>>()?;
+        let leaves = relay.leaves(&f.leaves)?;
         let mut spliced = s.spliced.clone();
         spliced.push(Arc::downgrade(self));
         Some((Fused { leaves, ..f }, spliced))
@@ -523,16 +527,7 @@ impl Pending {
             Some(r) if r.value.is_materialised() => (r.in_memory(source.fused.clone()), None),
             r => (source.fused.clone(), r.as_ref()),
         };
-        let leaves: Option<Vec<Leaf>> = fused
-            .leaves
-            .iter()
-            .map(|l| {
-                relay.apply(&l.layout).map(|layout| Leaf {
-                    buf: l.buf.clone(),
-                    layout,
-                })
-            })
-            .collect();
+        let leaves = relay.leaves(&fused.leaves);
         let row_read = match source_reads {
             Some(r) => Some(RowRead {
                 value: r.value.clone(),
