@@ -405,7 +405,7 @@ impl Pending {
     /// The expression computing this value, if it is still pending and read
     /// through `layout` as the plain row-major array it is, possibly reshaped (a
     /// sum over several axes reads `(B, T, C)` as `(B·T, C)`): its leaves are then
-    /// re-read at the reshaped positions, which needs each of them row-major too.
+    /// re-read at the reshaped positions ([`Relay::Reshaped`]), or it is `None`.
     /// With it, what its consumer must treat as spliced in (see
     /// [`Source::spliced`]): the pending values in it, and itself.
     pub(crate) fn fused_view(
