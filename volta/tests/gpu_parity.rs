@@ -1508,6 +1508,56 @@ fn normalize_rows_axes_views_and_pending_producers() {
 }
 
 #[test]
+fn a_norms_gradient_is_one_kernel_with_its_consumer() {
+    let _g = lock();
+    Gpu::set_fusion(true);
+    // ∂/∂a of Σ w · layer_norm(a · 2): the norm's gradient (its input a · 2 and
+    // its output's gradient w computed in the loads) with the product's backward,
+    // `· 2`, as its epilogue.
+    fn run<D: Backend<f32>>() -> Vec<f32> {
+        let a = Tensor::<(usize,), D>::from_vec_shaped(
+            (0..6 * 48)
+                .map(|i| ((i * 11) % 17) as f32 * 0.3 - 2.0)
+                .collect(),
+            (6 * 48,),
+        )
+        .unwrap()
+        .requires_grad();
+        let w = RawTensor::<D, f32>::from_vec(
+            (0..6 * 48).map(|i| ((i * 5) % 7) as f32 - 3.0).collect(),
+            &[6, 48],
+        );
+        let y = a
+            .raw()
+            .reshape(&[6, 48])
+            .scalar(BinaryOp::Mul, 2.0)
+            .normalize(1, true, 1e-5);
+        let loss = y.binary(BinaryOp::Mul, &w).reduce_all(ReduceOp::Sum);
+        let grads = Tensor::<(), D>::try_from_raw(loss).unwrap().backward();
+        grads.get(&a).unwrap().to_vec()
+    }
+    let cpu = run::<Cpu>();
+    let (gpu, profile) = match Gpu::profile(run::<Gpu>) {
+        Ok(r) => r,
+        Err(volta::backend::gpu::GpuError::Unsupported(_)) => return,
+        Err(e) => panic!("{e}"),
+    };
+    close("∂a", &cpu, &gpu);
+    let grads: Vec<&str> = profile
+        .kernels
+        .iter()
+        .map(|k| k.name.as_str())
+        .filter(|n| n.contains("normalize_grad"))
+        .collect();
+    assert_eq!(grads.len(), 1, "{profile}");
+    assert_eq!(
+        profile.calls(),
+        2 + 1,
+        "the forward's norm and sum, the gradient: {profile}"
+    );
+}
+
+#[test]
 fn normalize_is_one_kernel_over_its_pending_producer() {
     let _g = lock();
     let mut rng = Rng::seed(23);
