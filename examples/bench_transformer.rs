@@ -228,6 +228,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             s * 1e3,
             (batch * t) as f64 / s
         );
+        // What one step needs beyond the parameters and Adam's state (which the
+        // timed steps allocated): the most bytes tensors held at once (PyTorch's
+        // peer: `max_memory_allocated`), and what the pool reserved for it,
+        // which also counts buffers of one size class cached while another is
+        // created.
+        Gpu::empty_cache();
+        let base = Gpu::memory();
+        Gpu::reset_peak_memory();
+        step();
+        Gpu::sync()?;
+        let after = Gpu::memory();
+        let mib = |b: u64| b as f64 / (1 << 20) as f64;
+        println!(
+            "{:40} {:10.2} MiB peak in use ({:.2} MiB reserved)",
+            format!("gpt_step_memory_{precision:?}_B{batch}"),
+            mib(after.peak_in_use_bytes - (base.reserved_bytes - base.cached_bytes)),
+            mib(after.reserved_bytes - base.reserved_bytes)
+        );
         // Where a step's wall time goes: recording on the host, then the wait.
         let (created, waits) = (Gpu::buffers_created(), Gpu::host_waits());
         let t0 = Instant::now();
@@ -264,6 +282,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 total * 1e3,
                 profile.calls(),
                 parts.join(", ")
+            );
+        }
+        if std::env::var_os("VOLTA_BENCH_MEMORY").is_some() {
+            // Where the step's memory goes: held after the forward, then the
+            // backward's peak.
+            let in_use = || {
+                let m = Gpu::memory();
+                m.reserved_bytes - m.cached_bytes
+            };
+            Gpu::sync()?;
+            let before = in_use();
+            let logits = model.forward(&x);
+            let rows = Tensor::<(usize, Const<256>), Gpu>::try_from_raw(
+                logits.raw().reshape(&[batch * t, 256]),
+            )
+            .expect("rows of 256 logits");
+            let loss = cross_entropy(&rows, &y);
+            drop((logits, rows));
+            Gpu::sync()?;
+            let held = in_use() - before;
+            Gpu::reset_peak_memory();
+            let grads = loss.backward();
+            Gpu::sync()?;
+            let peak = Gpu::memory().peak_in_use_bytes - before;
+            drop(grads);
+            println!(
+                "  memory: {:.1} MiB held after the forward, {:.1} MiB at the backward's peak",
+                held as f64 / (1 << 20) as f64,
+                peak as f64 / (1 << 20) as f64
             );
         }
     }

@@ -111,3 +111,12 @@ for mode in ("f32", "autocast_f16"):
 
     s = timeit(train_step)
     print(f"{'torch_gpt_step_' + mode + f'_B{batch}_L{layers}':40} {s * 1e3:10.3f} ms {batch * 256 / s:8.0f} tokens/s", flush=True)
+    # What one step holds beyond the parameters and the optimiser's state (which
+    # the steps above allocated): activations kept for the backward, gradients.
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    train_step()
+    torch.cuda.synchronize()
+    held = torch.cuda.max_memory_allocated() - base
+    print(f"{'torch_gpt_step_memory_' + mode + f'_B{batch}':40} {held / 2**20:10.2f} MiB", flush=True)

@@ -1273,6 +1273,117 @@ fn a_residual_stream_is_written_once_and_its_norm_reads_it() {
 }
 
 #[test]
+fn a_residual_adds_dropout_output_is_not_written_for_the_backward() {
+    let _g = lock();
+    Gpu::set_fusion(true);
+    // x + dropout(x·w), then a norm: the addition's backward reads neither
+    // input, so its graph node holds them without their data, and the dropout
+    // output (a product times a mask) is never written. Only the stream is,
+    // which the norm saves for its backward. The weight's gradient (the mask
+    // recomputed) matches the CPU.
+    type W<D> = Tensor<(usize, usize), D>;
+    fn forward<D: Backend<f32>>() -> (RawTensor<D, f32>, W<D>) {
+        let x = RawTensor::<D, f32>::from_vec(
+            (0..256)
+                .map(|i| ((i * 7) % 13) as f32 * 0.25 - 1.5)
+                .collect(),
+            &[16, 16],
+        );
+        let w = W::<D>::from_vec_shaped(
+            (0..256)
+                .map(|i| ((i * 5) % 11) as f32 * 0.1 - 0.5)
+                .collect(),
+            (16, 16),
+        )
+        .unwrap()
+        .requires_grad();
+        let stream = x.binary(
+            BinaryOp::Add,
+            &volta::nn::functional::dropout(&x.matmul(w.raw()), 0.25, 9),
+        );
+        let normed = stream.normalize(1, true, 1e-5);
+        let loss = normed
+            .binary(BinaryOp::Mul, &normed)
+            .reduce_all(ReduceOp::Sum);
+        (loss, w)
+    }
+    let ((loss, w), profile) = match Gpu::profile(|| {
+        let (loss, w) = forward::<Gpu>();
+        let _ = loss.to_vec();
+        (loss, w)
+    }) {
+        Ok(r) => r,
+        Err(volta::backend::gpu::GpuError::Unsupported(_)) => return,
+        Err(e) => panic!("{e}"),
+    };
+    let names: Vec<&str> = profile.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert!(
+        names.contains(&"elementwise (x0 + (x1 * (ge(x2, s0) * s1)))"),
+        "the stream is written: {profile}"
+    );
+    assert!(
+        !names.contains(&"elementwise (x0 * (ge(x1, s0) * s1))"),
+        "the dropout output is written: {profile}"
+    );
+    fn grad<D: Backend<f32>>(loss: RawTensor<D, f32>, w: &W<D>) -> Vec<f32> {
+        let loss = Tensor::<(), D>::try_from_raw(loss).unwrap();
+        loss.backward().get(w).unwrap().to_vec()
+    }
+    let (cpu_loss, cpu_w) = forward::<Cpu>();
+    close("the loss", &cpu_loss.to_vec(), &loss.to_vec());
+    close(
+        "the weight's gradient",
+        &grad(cpu_loss, &cpu_w),
+        &grad(loss, &w),
+    );
+}
+
+#[test]
+fn the_backward_pass_releases_what_each_op_saved() {
+    let _g = lock();
+    // Eight layers relu(h·W) over 64×64 activations. The program holds the
+    // output through the backward pass, as a training loop holding its logits
+    // does; the values the products and ReLUs saved still go as the walk runs
+    // each op, so afterwards little more than the held output is in use.
+    let n = 64;
+    let mut rng = Rng::seed(3);
+    let mut randn = |dims: &[usize]| {
+        let len = dims.iter().product();
+        RawTensor::<Gpu, f32>::from_vec((0..len).map(|_| rng.normal() as f32 * 0.2).collect(), dims)
+    };
+    let weights: Vec<RawTensor<Gpu, f32>> = (0..8).map(|_| randn(&[n, n]).tracked_leaf()).collect();
+    let x = randn(&[n, n]);
+    if Gpu::sync().is_err() {
+        return;
+    }
+    let in_use = || {
+        let m = Gpu::memory();
+        m.reserved_bytes - m.cached_bytes
+    };
+    let before = in_use();
+    let mut h = x;
+    for w in &weights {
+        h = h.matmul(w).unary(UnaryOp::Relu);
+    }
+    let out = h.clone();
+    let loss = h.reduce_all(ReduceOp::Sum);
+    let _ = loss.to_vec();
+    let held = in_use() - before;
+    let grads = loss.backward();
+    assert!(grads.get_raw(weights[0].id()).is_some());
+    drop(grads);
+    Gpu::sync().unwrap();
+    let after = in_use() - before;
+    let layer = (n * n * 4) as u64;
+    assert!(held >= 8 * layer, "the forward held {held} bytes");
+    assert!(
+        after <= 2 * layer,
+        "{after} bytes still in use after the backward pass (the forward held {held})"
+    );
+    drop(out);
+}
+
+#[test]
 fn gradients_of_slices_that_tile_a_weight_are_concatenated() {
     let _g = lock();
     Gpu::set_fusion(true);

@@ -80,7 +80,7 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(
     let mut users: HashMap<TensorId, usize> = HashMap::new();
     for node in reachable(&root) {
         if let Some(op) = node.op() {
-            for input in op.inputs() {
+            for input in op.as_ref().expect("checked by `reachable`").inputs() {
                 if input.is_tracked() {
                     *users.entry(input.id()).or_default() += 1;
                 }
@@ -99,7 +99,8 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(
     let mut slices = Slices::default();
     while let Some(Ready(node)) = ready.pop() {
         let g = slices.take(&mut grads, node.id());
-        let Some(op) = node.op() else {
+        // Taken: what the op saved for its rule goes once the rule has run.
+        let Some(Some(taken)) = node.take_op() else {
             // Only the root is a leaf here; the others are finished below.
             if let Some(g) = g {
                 on_leaf(node.id(), &g);
@@ -107,6 +108,7 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(
             }
             continue;
         };
+        let op = &taken;
         // A node no gradient reached still counts as run for its inputs.
         let passed = match (op, &g) {
             (Op::Narrow(x, axis, start), Some(g)) if x.is_tracked() => {
@@ -139,6 +141,10 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(
                 on_leaf(input.id(), &g);
                 leaf_grads.add_raw(input.id(), g);
             }
+        }
+        // An op that saved values drops them here; one that saved none stays.
+        if !taken.saves_values() {
+            node.restore_op(taken);
         }
     }
     leaf_grads
@@ -235,6 +241,16 @@ fn reachable<D: Backend<E>, E: Float>(root: &T<D, E>) -> Vec<T<D, E>> {
     let mut nodes = Vec::new();
     while let Some(node) = stack.pop() {
         if let Some(op) = node.op() {
+            let Some(op) = op.as_ref() else {
+                panic!(
+                    "backward: the graph reaches a tensor (dims {:?}, from {}) whose op an \
+                     earlier backward pass has run and released: a graph carries gradients \
+                     once, as in PyTorch without `retain_graph`. Add the losses and call \
+                     backward once, or compute the shared part again for each.",
+                    node.dims(),
+                    node.site()
+                )
+            };
             for input in op.inputs() {
                 if input.is_tracked() && seen.insert(input.id()) {
                     stack.push(input.clone());
@@ -339,10 +355,31 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
             };
             vec![(x, gx)]
         }
-        Op::MatMul(a, b) => vec![
-            (a, g.bmm(&b.transpose_last())),
-            (b, a.transpose_last().bmm(g)),
-        ],
+        Op::MatMul(a, b) => {
+            // Each gradient is laid out like its operand: a transposed operand (a
+            // linear layer's Wᵀ) gets (gᵀ·a)ᵀ rather than aᵀ·g, the same product
+            // written in W's own order, so an optimiser reads it without a copy.
+            // Only tracked operands get one (the other's values may be gone:
+            // see `Op::release_unread`).
+            let mut grads = Vec::new();
+            if a.is_tracked() {
+                let ga = if transposed(a.layout()) {
+                    b.bmm(&g.transpose_last()).transpose_last()
+                } else {
+                    g.bmm(&b.transpose_last())
+                };
+                grads.push((a, ga));
+            }
+            if b.is_tracked() {
+                let gb = if transposed(b.layout()) {
+                    g.transpose_last().bmm(a).transpose_last()
+                } else {
+                    a.transpose_last().bmm(g)
+                };
+                grads.push((b, gb));
+            }
+            grads
+        }
         Op::Permute(x, perm) => {
             let mut inverse = vec![0; perm.len()];
             for (i, &p) in perm.iter().enumerate() {
@@ -432,6 +469,13 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
     }
 }
 
+/// Whether a `(batch, rows, cols)` operand is a transposed view: its rows are
+/// adjacent in memory and its columns are not.
+fn transposed(l: &Layout) -> bool {
+    let r = l.dims.len();
+    l.dims[r - 2] > 1 && l.dims[r - 1] > 1 && l.strides[r - 2] == 1 && l.strides[r - 1] != 1
+}
+
 fn unary_grad<D: Backend<E>, E: Float>(
     op: UnaryOp,
     x: &T<D, E>,
@@ -498,7 +542,12 @@ fn binary_grads<'a, D: Backend<E>, E: Float>(
     match op {
         BinaryOp::Add => vec![(a, g.clone()), (b, g.clone())],
         BinaryOp::Sub => vec![(a, g.clone()), (b, g.unary(UnaryOp::Neg))],
-        BinaryOp::Mul => vec![(a, mul(g, b)), (b, mul(g, a))],
+        // Only tracked factors get one (the other's values may be gone).
+        BinaryOp::Mul => [(a, b), (b, a)]
+            .into_iter()
+            .filter(|(x, _)| x.is_tracked())
+            .map(|(x, other)| (x, mul(g, other)))
+            .collect(),
         BinaryOp::Div => {
             let ga = g.binary(BinaryOp::Div, b);
             let gb = mul(&ga, out).unary(UnaryOp::Neg);

@@ -8,7 +8,8 @@ use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
 type T<D, E> = RawTensor<D, E>;
 
 /// One node of the autograd graph. The backward rule of each variant is in
-/// `backward.rs`.
+/// `backward.rs`. Cloning shares the inputs (a graph edge holds a clone).
+#[derive(Clone)]
 pub(crate) enum Op<D: Device + Memory<E>, E: Element> {
     Unary(T<D, E>, UnaryOp),
     Binary(T<D, E>, T<D, E>, BinaryOp),
@@ -51,6 +52,20 @@ pub(crate) enum Op<D: Device + Memory<E>, E: Element> {
     Custom(Vec<T<D, E>>, CustomBackward<D, E>),
 }
 
+/// A product's operands, each as a graph edge unless the other is tracked: `a`'s
+/// values serve only `b`'s gradient (`g·b` and `aᵀ·g` alike), and the reverse.
+fn unless_other_tracked<D: Device + Memory<E>, E: Element>(
+    a: RawTensor<D, E>,
+    b: RawTensor<D, E>,
+) -> (RawTensor<D, E>, RawTensor<D, E>) {
+    let keep_a = b.is_tracked();
+    let keep_b = a.is_tracked();
+    (
+        if keep_a { a } else { a.edge() },
+        if keep_b { b } else { b.edge() },
+    )
+}
+
 /// The backward rule of an [`Op::Custom`].
 pub(crate) type CustomBackward<D, E> =
     std::sync::Arc<dyn Fn(&[T<D, E>], &T<D, E>) -> Vec<T<D, E>> + Send + Sync>;
@@ -83,6 +98,92 @@ impl<D: Device + Memory<E>, E: Element> Op<D, E> {
             Op::Normalize(_, _, center, _) => if *center { "LayerNorm" } else { "RmsNorm" }.into(),
             Op::Attention { .. } => "Attention".into(),
             Op::Custom(..) => "a #[kernel] op".into(),
+        }
+    }
+
+    /// The op with every input whose values its backward rule does not read
+    /// replaced by that input's graph edge ([`RawTensor::edge`]), so that the
+    /// graph does not keep the input's data alive: an addition's rule passes the
+    /// gradient on, a reshape's reshapes it, a sum's expands it; they need only
+    /// their inputs' dims. Keep this in step with the rules in `backward.rs`.
+    pub(crate) fn release_unread(self) -> Self {
+        let e = |t: T<D, E>| t.edge();
+        let all = |ts: Vec<T<D, E>>| ts.iter().map(T::edge).collect();
+        match self {
+            // These rules read the output or nothing.
+            Op::Unary(
+                x,
+                u @ (UnaryOp::Neg
+                | UnaryOp::Exp
+                | UnaryOp::Exp2
+                | UnaryOp::Sqrt
+                | UnaryOp::Recip
+                | UnaryOp::Sigmoid
+                | UnaryOp::Tanh
+                | UnaryOp::Floor),
+            ) => Op::Unary(e(x), u),
+            Op::Softmax(x, axis, log) => Op::Softmax(e(x), axis, log),
+            Op::Binary(a, b, op @ (BinaryOp::Add | BinaryOp::Sub)) => Op::Binary(e(a), e(b), op),
+            // A factor's values serve only the other factor's gradient: dropout's
+            // `x · mask` keeps the mask, not `x`. A quotient's rule reads the
+            // divisor and the output.
+            Op::Binary(a, b, BinaryOp::Mul) => {
+                let (a, b) = unless_other_tracked(a, b);
+                Op::Binary(a, b, BinaryOp::Mul)
+            }
+            Op::Binary(a, b, BinaryOp::Div) => Op::Binary(e(a), b, BinaryOp::Div),
+            Op::MatMul(a, b) => {
+                let (a, b) = unless_other_tracked(a, b);
+                Op::MatMul(a, b)
+            }
+            Op::BinaryScalar(
+                x,
+                op
+                @ (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod),
+                c,
+            ) => Op::BinaryScalar(e(x), op, c),
+            Op::Reduce(x, ReduceOp::Sum, axis) => Op::Reduce(e(x), ReduceOp::Sum, axis),
+            Op::Permute(x, perm) => Op::Permute(e(x), perm),
+            Op::Expand(x) => Op::Expand(e(x)),
+            Op::Reshape(x) => Op::Reshape(e(x)),
+            Op::Narrow(x, axis, start) => Op::Narrow(e(x), axis, start),
+            Op::Step(x, axis, step) => Op::Step(e(x), axis, step),
+            Op::Pad(x, pads) => Op::Pad(e(x), pads),
+            Op::Cat(parts, axis) => Op::Cat(all(parts), axis),
+            Op::Select(cond, a, b) => Op::Select(cond, e(a), e(b)),
+            Op::Gather(x, axis, idx) => Op::Gather(e(x), axis, idx),
+            Op::Unfold2d(x, win) => Op::Unfold2d(e(x), win),
+            Op::Fold2d(x, win) => Op::Fold2d(e(x), win),
+            op => op,
+        }
+    }
+
+    /// Whether the op keeps values for its rule (beyond the graph edges of its
+    /// inputs): a backward pass that has run it releases them.
+    pub(crate) fn saves_values(&self) -> bool {
+        matches!(
+            self,
+            Op::Attention { .. } | Op::Select(..) | Op::Gather(..) | Op::Custom(..)
+        ) || self.inputs().iter().any(|t| t.has_data())
+    }
+
+    /// Whether the backward rule reads the op's own output (`exp`'s gradient is
+    /// its output): a graph edge of such a tensor keeps its data.
+    pub(crate) fn reads_output(&self) -> bool {
+        match self {
+            Op::Unary(_, u) => matches!(
+                u,
+                UnaryOp::Exp
+                    | UnaryOp::Exp2
+                    | UnaryOp::Sqrt
+                    | UnaryOp::Recip
+                    | UnaryOp::Sigmoid
+                    | UnaryOp::Tanh
+            ),
+            Op::Binary(_, _, b) => matches!(b, BinaryOp::Div | BinaryOp::Pow),
+            Op::Reduce(_, r, _) => matches!(r, ReduceOp::Max | ReduceOp::Min),
+            Op::Softmax(..) | Op::Attention { .. } => true,
+            _ => false,
         }
     }
 

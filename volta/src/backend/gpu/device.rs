@@ -294,6 +294,16 @@ impl Gpu {
             reserved_bytes: reserved,
             cached_bytes: cached,
             buffers_created: existing().map_or(0, |s| s.rt.pool.created()),
+            peak_in_use_bytes: existing().map_or(0, |s| s.rt.pool.peak_in_use()),
+        }
+    }
+
+    /// Starts [`MemoryStats::peak_in_use_bytes`] over from the bytes tensors hold
+    /// now (PyTorch's `reset_peak_memory_stats`): what one training step needs
+    /// at most is then the peak after the step less the bytes held before it.
+    pub fn reset_peak_memory() {
+        if let Some(s) = existing() {
+            s.rt.pool.reset_peak();
         }
     }
 

@@ -45,6 +45,10 @@ pub struct MemoryStats {
     pub cached_bytes: u64,
     /// Device buffers created since start (each a pool miss).
     pub buffers_created: u64,
+    /// The most bytes lent to tensors at once since the start or the last
+    /// [`Gpu::reset_peak_memory`](crate::Gpu::reset_peak_memory) (PyTorch's
+    /// `max_memory_allocated`), counted in the pool's size classes.
+    pub peak_in_use_bytes: u64,
 }
 
 impl std::fmt::Display for MemoryStats {
@@ -77,6 +81,9 @@ struct Shared {
     allocated: AtomicU64,
     /// The most bytes `allocated` has reached.
     peak: AtomicU64,
+    /// Bytes of the buffers lent out now, and the most since the last reset.
+    in_use: AtomicU64,
+    peak_in_use: AtomicU64,
     /// The most bytes the pool may hold (`u64::MAX`: as many as the device gives).
     limit: AtomicU64,
     /// Source of buffer ids ([`Pooled::id`]).
@@ -192,6 +199,9 @@ impl Pooled {
     }
 
     fn lent(pool: &Pool, (id, buffer): Block, kind: Kind) -> Self {
+        let shared = &pool.shared;
+        let now = shared.in_use.fetch_add(buffer.size(), Ordering::Relaxed) + buffer.size();
+        shared.peak_in_use.fetch_max(now, Ordering::Relaxed);
         Pooled {
             buffer,
             id: Some(id),
@@ -279,6 +289,8 @@ impl Pool {
                 created: Default::default(),
                 allocated: Default::default(),
                 peak: AtomicU64::new(0),
+                in_use: AtomicU64::new(0),
+                peak_in_use: AtomicU64::new(0),
                 limit: AtomicU64::new(u64::MAX),
                 ids: AtomicU64::new(0),
                 bind_groups: BindGroups::default(),
@@ -356,6 +368,17 @@ impl Pool {
             .store(bytes.unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
+    /// The most bytes lent out at once since the last [`reset_peak`](Self::reset_peak).
+    pub fn peak_in_use(&self) -> u64 {
+        self.shared.peak_in_use.load(Ordering::Relaxed)
+    }
+
+    /// Starts the peak over from the bytes lent out now.
+    pub fn reset_peak(&self) {
+        let now = self.shared.in_use.load(Ordering::Relaxed);
+        self.shared.peak_in_use.store(now, Ordering::Relaxed);
+    }
+
     /// Releases every free buffer; returns the bytes released.
     pub fn clear(&self) -> u64 {
         self.shared.clear()
@@ -416,6 +439,7 @@ impl Shared {
 
     fn put(&self, kind: Kind, block: Block) {
         let size = block.1.size();
+        self.in_use.fetch_sub(size, Ordering::Relaxed);
         let released = {
             let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
             free.cap = MAX_POOLED_BYTES.max(self.peak.load(Ordering::Relaxed));
