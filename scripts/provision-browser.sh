@@ -21,8 +21,8 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
         exit 1
     }
     echo "provision-browser.sh: installing chromium and chromium-driver ..."
-    root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive root apt-get install -y -qq --no-install-recommends \
+    root flock /tmp/volta-apt.lock apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive root flock /tmp/volta-apt.lock apt-get install -y -qq --no-install-recommends \
         chromium chromium-driver
 fi
 

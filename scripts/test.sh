@@ -40,8 +40,8 @@ install_vulkan() {
         exit 1
     fi
     echo "test.sh: installing Mesa's lavapipe (mesa-vulkan-drivers) and libvulkan1 ..."
-    "${sudo[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq \
+    "${sudo[@]}" flock /tmp/volta-apt.lock apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" flock /tmp/volta-apt.lock apt-get install -y -qq \
         --no-install-recommends mesa-vulkan-drivers libvulkan1
 }
 
@@ -65,12 +65,12 @@ have_mpi() {
 if [ "$(uname -s)" = Linux ] && ! have_mpi; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
         echo "test.sh: installing Open MPI and libclang ..."
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        flock /tmp/volta-apt.lock apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive flock /tmp/volta-apt.lock apt-get install -y -qq --no-install-recommends \
             openmpi-bin libopenmpi-dev libclang-dev
     elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-        sudo apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive sudo apt-get install -y -qq --no-install-recommends \
+        sudo flock /tmp/volta-apt.lock apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive sudo flock /tmp/volta-apt.lock apt-get install -y -qq --no-install-recommends \
             openmpi-bin libopenmpi-dev libclang-dev
     else
         echo "test.sh: the distributed tests need Open MPI and libclang:" >&2
@@ -82,7 +82,9 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # While the native tests build, install what the browser and Python tests need
-# (Chromium, the wasm-bindgen CLI, the Python venv): each logs to target/.
+# (Chromium, the wasm-bindgen CLI, the Python venv): each logs to target/. Every
+# apt-get of these scripts holds /tmp/volta-apt.lock, so the browser's install
+# waits for this script's own (cmake below) instead of failing on apt's lock.
 mkdir -p target
 bash scripts/provision-browser.sh > target/provision-browser.log 2>&1 &
 browser_setup=$!
@@ -94,11 +96,11 @@ python_setup=$!
 if [ "$(uname -s)" = Linux ] && ! { command -v cmake >/dev/null && command -v c++ >/dev/null; }; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
         echo "test.sh: installing cmake and g++ ..."
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends cmake g++ make
+        flock /tmp/volta-apt.lock apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive flock /tmp/volta-apt.lock apt-get install -y -qq --no-install-recommends cmake g++ make
     elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-        sudo apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive sudo apt-get install -y -qq --no-install-recommends cmake g++ make
+        sudo flock /tmp/volta-apt.lock apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive sudo flock /tmp/volta-apt.lock apt-get install -y -qq --no-install-recommends cmake g++ make
     else
         echo "test.sh: the K-quant tests need cmake and a C++ compiler: 'apt-get install cmake g++'" >&2
         exit 1

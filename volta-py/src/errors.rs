@@ -105,6 +105,11 @@ pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
                 .cloned()
                 .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "unknown panic".into());
+            // A second backward through a released graph is the caller's
+            // mistake, a `RuntimeError` as in PyTorch.
+            if message.contains("earlier backward pass has run and released") {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(message));
+            }
             let kind = if message.contains("out of memory") {
                 Kind::OutOfMemory
             } else if message.contains("device lost") || message.contains("DeviceLost") {

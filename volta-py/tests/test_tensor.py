@@ -1178,9 +1178,19 @@ def test_moving_a_parameter_keeps_it_trainable(device):
 def test_backward_twice_through_the_same_graph():
     x = volta.tensor([1.0, 2.0], requires_grad=True)
     y = (x * x).sum()
-    y.backward()
+    y.backward(retain_graph=True)
     y.backward()
     assert_close(x.grad, [4.0, 8.0])
+    # Without retain_graph the first pass releases what `x * x` saved, as in PyTorch.
+    z = (x * x).sum()
+    z.backward()
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        z.backward()
+    # A view saves nothing: backward may go through it again.
+    v = x.reshape(2, 1).sum()
+    v.backward()
+    v.backward()
+    assert_close(x.grad, [4.0 + 2.0 + 2.0, 8.0 + 4.0 + 2.0])
 
 
 def test_float16_and_float32_gradients(device):

@@ -239,8 +239,11 @@ class Tensor:
     def data(self, value: Tensor) -> None: ...
 
     # ---- autograd ----
-    def backward(self, gradient: Tensor | None = None) -> None:
-        """Adds the gradients of this tensor to the `.grad` of each leaf that requires grad."""
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool = False) -> None:
+        """Adds the gradients of this tensor to the `.grad` of each leaf that requires grad.
+
+        The values the graph saved go as the pass runs; a second backward through it
+        raises `RuntimeError` unless this one had `retain_graph=True`."""
     def detach(self) -> Tensor:
         """The same values without history."""
     def clone(self) -> Tensor:

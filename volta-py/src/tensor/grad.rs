@@ -35,31 +35,37 @@ pub fn unregister(id: TensorId) {
 }
 
 /// Runs the backward pass from `root` (one element) and adds each leaf's gradient
-/// to its `.grad`, as PyTorch accumulates.
-pub fn backward(root: &Data) -> pyo3::PyResult<()> {
+/// to its `.grad`, as PyTorch accumulates. With `retain`, the graph keeps the
+/// values its ops saved for another pass (`retain_graph=True`); else they go.
+pub fn backward(root: &Data, retain: bool) -> pyo3::PyResult<()> {
+    fn run<D: volta::Backend<E>, E: volta::dtype::Float>(
+        t: volta::RawTensor<D, E>,
+        retain: bool,
+    ) -> volta::Gradients<D, E> {
+        if retain {
+            t.backward_retain_graph()
+        } else {
+            t.backward()
+        }
+    }
     let grads: Vec<(TensorId, Data)> = match root.clone() {
-        Data::CpuF32(t) => t
-            .backward()
+        Data::CpuF32(t) => run(t, retain)
             .into_raw()
             .map(|(i, g)| (i, Data::CpuF32(g)))
             .collect(),
-        Data::CpuF64(t) => t
-            .backward()
+        Data::CpuF64(t) => run(t, retain)
             .into_raw()
             .map(|(i, g)| (i, Data::CpuF64(g)))
             .collect(),
-        Data::CpuF16(t) => t
-            .backward()
+        Data::CpuF16(t) => run(t, retain)
             .into_raw()
             .map(|(i, g)| (i, Data::CpuF16(g)))
             .collect(),
-        Data::GpuF32(t) => t
-            .backward()
+        Data::GpuF32(t) => run(t, retain)
             .into_raw()
             .map(|(i, g)| (i, Data::GpuF32(g)))
             .collect(),
-        Data::GpuF16(t) => t
-            .backward()
+        Data::GpuF16(t) => run(t, retain)
             .into_raw()
             .map(|(i, g)| (i, Data::GpuF16(g)))
             .collect(),

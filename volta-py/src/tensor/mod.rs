@@ -368,9 +368,16 @@ impl Tensor {
 
     /// Computes gradients of this tensor with respect to the leaves that require
     /// grad, adding them to each leaf's `.grad`. A tensor of more than one element
-    /// needs `gradient` (the vector of the vector-Jacobian product).
-    #[pyo3(signature = (gradient=None))]
-    fn backward(&self, py: Python<'_>, gradient: Option<&Bound<'_, Tensor>>) -> PyResult<()> {
+    /// needs `gradient` (the vector of the vector-Jacobian product). The values
+    /// the graph saved go as the pass runs: a second backward through it raises
+    /// `VoltaError` unless the first had `retain_graph=True`, as in PyTorch.
+    #[pyo3(signature = (gradient=None, retain_graph=false))]
+    fn backward(
+        &self,
+        py: Python<'_>,
+        gradient: Option<&Bound<'_, Tensor>>,
+        retain_graph: bool,
+    ) -> PyResult<()> {
         let d = self.data();
         if !d.is_tracked() {
             return Err(PyRuntimeError::new_err(
@@ -396,7 +403,7 @@ impl Tensor {
             }
             None => d,
         };
-        py.detach(|| guard(|| grad::backward(&root)))
+        py.detach(|| guard(|| grad::backward(&root, retain_graph)))
     }
 
     /// The same values without history.

@@ -21,7 +21,18 @@ impl<S: Shape, D: Backend<E>, E: Float> Tensor<S, D, E> {
     where
         S: Scalar,
     {
-        backward(self.into_raw(), &mut |_, _| {})
+        backward(self.into_raw(), Keep::Release, &mut |_, _| {})
+    }
+
+    /// [`backward`](Self::backward) that keeps the values the graph's ops saved,
+    /// so that another backward pass may go through the same graph (PyTorch's
+    /// `retain_graph=True`); its gradients add to this one's where the caller
+    /// adds them. Costs the memory those values hold until the graph is dropped.
+    pub fn backward_retain_graph(&self) -> Gradients<D, E>
+    where
+        S: Scalar,
+    {
+        backward(self.raw().clone(), Keep::Retain, &mut |_, _| {})
     }
 }
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {
@@ -38,7 +49,22 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
             "backward() needs a one-element tensor, got dims {:?}",
             self.dims()
         );
-        backward(self, &mut |_, _| {})
+        backward(self, Keep::Release, &mut |_, _| {})
+    }
+
+    /// [`backward`](Self::backward) keeping the values the graph's ops saved
+    /// ([`Tensor::backward_retain_graph`]).
+    ///
+    /// # Panics
+    /// As [`backward`](Self::backward).
+    pub fn backward_retain_graph(&self) -> Gradients<D, E> {
+        assert_eq!(
+            self.layout().numel(),
+            1,
+            "backward_retain_graph() needs a one-element tensor, got dims {:?}",
+            self.dims()
+        );
+        backward(self.clone(), Keep::Retain, &mut |_, _| {})
     }
 
     /// [`backward`](Self::backward), calling `on_leaf(id, grad)` as soon as the
@@ -57,7 +83,7 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
             "backward_with() needs a one-element tensor, got dims {:?}",
             self.dims()
         );
-        backward(self, on_leaf)
+        backward(self, Keep::Release, on_leaf)
     }
 }
 
@@ -65,8 +91,18 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
 type InputGrads<'a, D, E> = Vec<(&'a T<D, E>, T<D, E>)>;
 
 /// Gradients of the scalar `root` with respect to every tracked leaf.
-pub(crate) fn backward<D: Backend<E>, E: Float>(
+/// What a backward pass does with the values the ops it runs saved.
+#[derive(Clone, Copy, PartialEq)]
+enum Keep {
+    /// Releases them (the default, as PyTorch's).
+    Release,
+    /// Keeps them for another pass (`retain_graph`).
+    Retain,
+}
+
+fn backward<D: Backend<E>, E: Float>(
     root: T<D, E>,
+    keep: Keep,
     on_leaf: &mut dyn FnMut(TensorId, &T<D, E>),
 ) -> Gradients<D, E> {
     let _guard = no_grad(); // the backward pass builds no graph of its own
@@ -142,8 +178,9 @@ pub(crate) fn backward<D: Backend<E>, E: Float>(
                 leaf_grads.add_raw(input.id(), g);
             }
         }
-        // An op that saved values drops them here; one that saved none stays.
-        if !taken.saves_values() {
+        // An op that saved values drops them here (unless retained); one that
+        // saved none stays.
+        if keep == Keep::Retain || !taken.saves_values() {
             node.restore_op(taken);
         }
     }
@@ -246,7 +283,8 @@ fn reachable<D: Backend<E>, E: Float>(root: &T<D, E>) -> Vec<T<D, E>> {
                     "backward: the graph reaches a tensor (dims {:?}, from {}) whose op an \
                      earlier backward pass has run and released: a graph carries gradients \
                      once, as in PyTorch without `retain_graph`. Add the losses and call \
-                     backward once, or compute the shared part again for each.",
+                     backward once, call `backward_retain_graph` for all but the last, or \
+                     compute the shared part again for each.",
                     node.dims(),
                     node.site()
                 )

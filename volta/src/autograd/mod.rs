@@ -8,7 +8,8 @@
 //! (PyTorch's saved tensors), and the backward walk releases them as it runs each
 //! op, even while the program still holds tensors of the graph: a second
 //! backward through an op that saved values panics, as PyTorch raises without
-//! `retain_graph`; views and sums, which save none, may be walked again.
+//! `retain_graph` (`backward_retain_graph` keeps them); views and sums, which
+//! save none, may be walked again.
 
 pub(crate) mod anomaly;
 mod backward;

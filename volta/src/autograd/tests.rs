@@ -98,3 +98,14 @@ fn a_transposed_weights_gradient_is_laid_out_like_the_weight() {
         .collect();
     assert_eq!(gw.to_vec(), expect);
 }
+
+#[test]
+fn a_retained_graph_carries_gradients_again() {
+    let w = tracked(&[1.0, 2.0, 3.0]);
+    let loss = w.binary(BinaryOp::Mul, &w).reduce_all(ReduceOp::Sum);
+    let first = loss.backward_retain_graph();
+    let second = loss.backward();
+    for g in [first, second] {
+        assert_eq!(g.get_raw(w.id()).unwrap().to_vec(), [2.0, 4.0, 6.0]);
+    }
+}
