@@ -107,7 +107,7 @@ pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
                 .unwrap_or_else(|| "unknown panic".into());
             // A second backward through a released graph is the caller's
             // mistake, a `RuntimeError` as in PyTorch.
-            if message.contains("earlier backward pass has run and released") {
+            if message.starts_with(volta::autograd::GRAPH_RELEASED) {
                 return Err(pyo3::exceptions::PyRuntimeError::new_err(message));
             }
             let kind = if message.contains("out of memory") {

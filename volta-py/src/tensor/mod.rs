@@ -370,7 +370,7 @@ impl Tensor {
     /// grad, adding them to each leaf's `.grad`. A tensor of more than one element
     /// needs `gradient` (the vector of the vector-Jacobian product). The values
     /// the graph saved go as the pass runs: a second backward through it raises
-    /// `VoltaError` unless the first had `retain_graph=True`, as in PyTorch.
+    /// `RuntimeError` unless the first had `retain_graph=True`, as in PyTorch.
     #[pyo3(signature = (gradient=None, retain_graph=false))]
     fn backward(
         &self,

@@ -91,6 +91,11 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
 type InputGrads<'a, D, E> = Vec<(&'a T<D, E>, T<D, E>)>;
 
 /// Gradients of the scalar `root` with respect to every tracked leaf.
+/// How the panic of a backward pass that reaches an op an earlier pass released
+/// begins (the Python bindings raise `RuntimeError` for it, as PyTorch does).
+pub const GRAPH_RELEASED: &str =
+    "backward: the graph reaches a tensor whose op an earlier backward pass has run and released";
+
 /// What a backward pass does with the values the ops it runs saved.
 #[derive(Clone, Copy, PartialEq)]
 enum Keep {
@@ -156,8 +161,10 @@ fn backward<D: Backend<E>, E: Float>(
                 .as_ref()
                 .map_or_else(Vec::new, |g| input_grads(op, &node, g)),
         };
-        for (k, (input, grad)) in passed.into_iter().enumerate() {
-            check_anomaly(op, &node, k, &grad);
+        for (input, grad) in passed {
+            // Rules skip untracked inputs: name the input by its place in the op.
+            let k = op.inputs().iter().position(|i| i.id() == input.id());
+            check_anomaly(op, &node, k.unwrap_or(0), &grad);
             if input.is_tracked() {
                 grads.add_raw(input.id(), grad);
             }
@@ -280,11 +287,10 @@ fn reachable<D: Backend<E>, E: Float>(root: &T<D, E>) -> Vec<T<D, E>> {
         if let Some(op) = node.op() {
             let Some(op) = op.as_ref() else {
                 panic!(
-                    "backward: the graph reaches a tensor (dims {:?}, from {}) whose op an \
-                     earlier backward pass has run and released: a graph carries gradients \
-                     once, as in PyTorch without `retain_graph`. Add the losses and call \
-                     backward once, call `backward_retain_graph` for all but the last, or \
-                     compute the shared part again for each.",
+                    "{GRAPH_RELEASED} (dims {:?}, from {}): a graph carries gradients once, \
+                     as in PyTorch without `retain_graph`. Add the losses and call backward \
+                     once, call `backward_retain_graph` for all but the last, or compute the \
+                     shared part again for each.",
                     node.dims(),
                     node.site()
                 )

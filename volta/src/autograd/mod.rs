@@ -20,6 +20,7 @@ mod op;
 mod tests;
 
 pub use anomaly::detect_anomaly;
+pub use backward::GRAPH_RELEASED;
 pub use grad_mode::{NoGradGuard, grad_enabled, no_grad};
 pub use gradients::Gradients;
 pub(crate) use op::{CustomBackward, Op};

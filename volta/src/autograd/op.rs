@@ -119,8 +119,7 @@ impl<D: Device + Memory<E>, E: Element> Op<D, E> {
                 | UnaryOp::Sqrt
                 | UnaryOp::Recip
                 | UnaryOp::Sigmoid
-                | UnaryOp::Tanh
-                | UnaryOp::Floor),
+                | UnaryOp::Tanh),
             ) => Op::Unary(e(x), u),
             Op::Softmax(x, axis, log) => Op::Softmax(e(x), axis, log),
             Op::Binary(a, b, op @ (BinaryOp::Add | BinaryOp::Sub)) => Op::Binary(e(a), e(b), op),

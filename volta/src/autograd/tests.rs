@@ -70,7 +70,7 @@ fn a_view_shared_by_two_losses_carries_gradients_twice() {
 }
 
 #[test]
-#[should_panic(expected = "an earlier backward pass has run and released")]
+#[should_panic(expected = "whose op an earlier backward pass has run and released")]
 fn a_second_backward_through_released_values_panics() {
     let w = tracked(&[1.0, 2.0, 3.0]);
     let square = w.binary(BinaryOp::Mul, &w);
