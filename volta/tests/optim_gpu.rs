@@ -5,7 +5,7 @@
 #![cfg(feature = "gpu")]
 
 use volta::RawTensor;
-use volta::optim::{AdamStep, SgdStep, clip_grad_norm};
+use volta::optim::{AdamInput, AdamStep, SgdStep, clip_grad_norm};
 use volta::prelude::*;
 
 // Tests share one GPU queue; running them one at a time keeps the counters exact.
@@ -157,13 +157,90 @@ fn kernels_per_step<O: Optimizer<Gpu, f32>>(opt: &mut O, steps: usize) -> Vec<u6
     counts
 }
 
+/// Parameters one multi-tensor Adam launch steps on this adapter: seven bindings
+/// each besides the parameter block, at most 32.
+fn adam_per_launch() -> usize {
+    let bindings = Gpu::info().expect("a GPU").max_storage_buffers_per_kernel as usize;
+    (bindings.saturating_sub(1) / 7).min(32)
+}
+
+/// Launches of `n` parameters' Adam step: one per parameter where an adapter
+/// binds too few buffers for two.
+fn adam_launches(n: usize) -> u64 {
+    match adam_per_launch() {
+        0 | 1 => n as u64,
+        k => n.div_ceil(k) as u64,
+    }
+}
+
 #[test]
-fn an_adam_step_is_one_kernel_per_parameter() {
+fn an_adam_step_is_one_kernel_for_a_models_parameters() {
     let _g = lock();
     for mut opt in [Adam::<Gpu>::new(0.01), Adam::adamw(0.01, 0.1)] {
         let counts = kernels_per_step(&mut opt, 3);
-        println!("adam kernels per step (3 parameters): {counts:?}");
-        assert_eq!(counts, vec![3, 3, 3]);
+        println!(
+            "adam kernels per step (3 parameters, {} to a launch): {counts:?}",
+            adam_per_launch()
+        );
+        assert_eq!(counts, vec![adam_launches(3); 3]);
+    }
+}
+
+#[test]
+fn many_parameters_step_together_as_they_step_alone() {
+    let _g = lock();
+    // 40 parameters (two launches of up to 32), of sizes around a workgroup's 256,
+    // half on their first step (no moments), each with its own step count.
+    let sizes: Vec<usize> = (0..40)
+        .map(|i| [1, 255, 256, 257, 1000, 33][i % 6] + i)
+        .collect();
+    let t = |dims: &[usize], seed: u64| RawTensor::<Gpu, f32>::uniform(dims, seed);
+    let tensors: Vec<[RawTensor<Gpu, f32>; 4]> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let s = 10 * i as u64;
+            [t(&[n], s), t(&[n], s + 1), t(&[n], s + 2), t(&[n], s + 3)]
+        })
+        .collect();
+    let steps: Vec<AdamInput<'_, Gpu, f32>> = tensors
+        .iter()
+        .enumerate()
+        .map(|(i, [p, g, m, v])| AdamInput {
+            p: p.view(),
+            g: g.view(),
+            moments: (i % 2 == 1).then(|| (m.view(), v.view())),
+            hyper: AdamStep::at_step(0.01, (0.9, 0.99), 1e-8, 0.1, i % 3 == 0, 1 + i as i32),
+        })
+        .collect();
+    let before = Gpu::dispatches_recorded();
+    let together = <Gpu as Backend<f32>>::adam_steps(&steps);
+    let read = |b: &<Gpu as volta::backend::Memory<f32>>::Buffer, n: usize| {
+        RawTensor::<Gpu, f32>::leaf(b.clone(), volta::layout::Layout::contiguous(&[n])).to_vec()
+    };
+    let results: Vec<[Vec<f32>; 3]> = together
+        .iter()
+        .zip(&sizes)
+        .map(|((p, m, v), &n)| [read(p, n), read(m, n), read(v, n)])
+        .collect();
+    let launches = Gpu::dispatches_recorded() - before;
+    assert_eq!(
+        launches,
+        adam_launches(40),
+        "launches of 40 parameters' step"
+    );
+    for (i, (s, want)) in steps.iter().zip(&results).enumerate() {
+        let (p, m, v) = <Gpu as Backend<f32>>::adam_step(s.p, s.g, s.moments, &s.hyper);
+        let n = sizes[i];
+        let alone = [read(&p, n), read(&m, n), read(&v, n)];
+        for (what, (a, b)) in ["p", "m", "v"].iter().zip(alone.iter().zip(want)) {
+            for (j, (x, y)) in a.iter().zip(b).enumerate() {
+                assert!(
+                    (x - y).abs() <= 1e-6 * (1.0 + x.abs()),
+                    "parameter {i} ({n} elements), {what}[{j}]: alone {x}, together {y}"
+                );
+            }
+        }
     }
 }
 

@@ -75,7 +75,6 @@ mod tests {
                 include_str!("../../../shaders/counter_hash.wgsl"),
                 include_str!("../../../shaders/uniform.wgsl")
             ),
-            include_str!("../../../shaders/adam.wgsl"),
             include_str!("../../../shaders/sgd.wgsl"),
         ] {
             super::assert_valid(source);

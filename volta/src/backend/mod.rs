@@ -20,7 +20,7 @@ pub(crate) use attention::AttentionDims;
 pub use attention::{AttentionSpec, packed_like};
 pub use custom::KernelBackend;
 pub use infer::InferenceBackend;
-pub use optim::{AdamStep, SgdStep};
+pub use optim::{AdamInput, AdamOutput, AdamStep, SgdStep};
 pub use replay::Replay;
 use volta_kernels::{BinaryOp, ReduceOp, UnaryOp, Window2d};
 
@@ -221,6 +221,16 @@ pub trait Backend<E: Float>: Device + Memory<E> {
         moments: Option<(View<Self, E>, View<Self, E>)>,
         hyper: &AdamStep,
     ) -> (Buf<Self, E>, Buf<Self, E>, Buf<Self, E>);
+    /// [`adam_step`](Backend::adam_step) for several parameters (an optimiser's
+    /// step over a model): the same `(p, m, v)` for each, in order, from as few
+    /// kernels as the device allows (PyTorch's multi-tensor `foreach` step).
+    /// The default steps them one at a time.
+    fn adam_steps(steps: &[AdamInput<'_, Self, E>]) -> Vec<AdamOutput<Self, E>> {
+        steps
+            .iter()
+            .map(|s| Self::adam_step(s.p, s.g, s.moments, &s.hyper))
+            .collect()
+    }
     /// One SGD step of one parameter in one pass (see [`SgdStep`] for the
     /// formulas): reads `p`, its gradient `g` and its momentum buffer (`None` before
     /// the first step, or without momentum), all with `p`'s dims and any layout, and

@@ -9,7 +9,8 @@
 //!
 //! [`Backend::adam_step`]: super::Backend::adam_step
 //! [`Backend::sgd_step`]: super::Backend::sgd_step
-use crate::dtype::Float;
+use super::{Buf, Memory, View};
+use crate::dtype::{Element, Float};
 
 /// One Adam/AdamW step of one parameter, as PyTorch defines it:
 ///
@@ -78,6 +79,22 @@ impl AdamStep {
         }
     }
 }
+
+/// One parameter's share of [`Backend::adam_steps`](super::Backend::adam_steps):
+/// what [`Backend::adam_step`](super::Backend::adam_step) takes.
+pub struct AdamInput<'a, D: Memory<E>, E: Element> {
+    /// The parameter.
+    pub p: View<'a, D, E>,
+    /// Its gradient (the parameter's dims).
+    pub g: View<'a, D, E>,
+    /// Its moments `(m, v)`; `None` before its first step (zero).
+    pub moments: Option<(View<'a, D, E>, View<'a, D, E>)>,
+    /// The hyperparameters of its step.
+    pub hyper: AdamStep,
+}
+
+/// A parameter's new `(p, m, v)` from an Adam step, contiguous.
+pub type AdamOutput<D, E> = (Buf<D, E>, Buf<D, E>, Buf<D, E>);
 
 /// [`AdamStep`] as the kernels use it.
 #[derive(Clone, Copy, Debug)]

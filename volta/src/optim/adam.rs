@@ -4,7 +4,7 @@ use super::{
 };
 use crate::autograd::Gradients;
 use crate::backend::cpu::Cpu;
-use crate::backend::{AdamStep, Backend};
+use crate::backend::{AdamInput, AdamStep, Backend};
 use crate::dtype::Float;
 use crate::layout::Layout;
 use crate::nn::Module;
@@ -16,8 +16,10 @@ use crate::tensor::RawTensor;
 /// parameter. Weight decay is L2 (added to `g`) for [`Adam::new`] and decoupled
 /// (`p ← p·(1 − lr·λ)` before the step) for [`Adam::adamw`].
 ///
-/// Each parameter's step is one fused kernel ([`Backend::adam_step`]) that reads
-/// the parameter, its gradient and its moments once and writes them anew.
+/// Each parameter's step is one fused pass that reads the parameter, its gradient
+/// and its moments once and writes them anew; a model's parameters step together
+/// ([`Backend::adam_steps`]: on the GPU, many to a launch, as PyTorch's
+/// multi-tensor `foreach` step).
 #[derive(Clone, Debug)]
 pub struct Adam<D: Backend<E> = Cpu, E: Float = f32> {
     lr: f64,
@@ -118,6 +120,8 @@ impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
     fn step<M: Module<D, E> + ?Sized>(&mut self, model: &mut M, grads: &Gradients<D, E>) {
         // The count may come from a checkpoint: saturate rather than overflow.
         self.steps = self.steps.saturating_add(1);
+        // Every parameter's inputs first, so that the backend steps them together.
+        let mut inputs = Vec::new();
         for_each_grad(model, grads, |position, param, grad| {
             let p = param.value().clone();
             let state = slot(&mut self.states, position, p.dims(), |s| s.m.dims());
@@ -131,16 +135,33 @@ impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
                 self.decoupled,
                 t,
             );
-            let moments = old.as_ref().map(|s| (s.m.view(), s.v.view()));
-            let (p, m, v) = D::adam_step(p.view(), grad.view(), moments, &hyper);
-            let layout = Layout::contiguous(param.value().dims());
-            *state = Some(Moments {
+            inputs.push((position, p, grad, old, hyper));
+        });
+        let steps: Vec<AdamInput<'_, D, E>> = inputs
+            .iter()
+            .map(|(_, p, grad, old, hyper)| AdamInput {
+                p: p.view(),
+                g: grad.view(),
+                moments: old.as_ref().map(|s| (s.m.view(), s.v.view())),
+                hyper: *hyper,
+            })
+            .collect();
+        let outputs = D::adam_steps(&steps);
+        drop(steps);
+        let mut updates = inputs.into_iter().zip(outputs);
+        for_each_grad(model, grads, |position, param, _| {
+            let ((at, p, _, old, _), (p2, m, v)) = updates
+                .next()
+                .expect("a model visits the same parameters twice in a row");
+            assert_eq!(at, position, "a model visits its parameters in one order");
+            let layout = Layout::contiguous(p.dims());
+            self.states[position] = Some(Moments {
                 m: RawTensor::leaf(m, layout),
                 v: RawTensor::leaf(v, layout),
-                t,
+                t: old.as_ref().map_or(1, |s| s.t + 1),
             });
             param
-                .update(RawTensor::leaf(p, layout))
+                .update(RawTensor::leaf(p2, layout))
                 .expect("an update keeps the parameter's dims");
         });
     }

@@ -22,11 +22,13 @@
 //! (momentum, moments) is kept by the parameter's position in
 //! [`Module::visit_params`]: one optimiser serves one model.
 //!
-//! Each parameter's update is one fused kernel ([`Backend::adam_step`],
+//! Each parameter's update is one fused pass ([`Backend::adam_step`],
 //! [`Backend::sgd_step`]): it reads the parameter, its gradient and its state once
 //! and writes them anew, with the hyperparameters ([`AdamStep`], [`SgdStep`]) as
-//! run-time arguments, so a GPU step records one dispatch per parameter and a
-//! changing learning rate compiles nothing.
+//! run-time arguments, so a changing learning rate compiles nothing. SGD records
+//! one dispatch per parameter; Adam steps a model's parameters together
+//! ([`Backend::adam_steps`]), up to 32 to a dispatch on the GPU where the adapter
+//! binds enough buffers to one kernel (PyTorch's multi-tensor `foreach` step).
 //!
 //! Around the step:
 //!
@@ -56,7 +58,7 @@ mod clip;
 mod schedule;
 mod sgd;
 
-pub use crate::backend::{AdamStep, SgdStep};
+pub use crate::backend::{AdamInput, AdamStep, SgdStep};
 pub use adam::Adam;
 pub use clip::clip_grad_norm;
 pub use schedule::{CosineWarmup, LrSchedule, OneCycle, StepLr};

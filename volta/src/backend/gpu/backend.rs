@@ -14,7 +14,10 @@ use super::runtime::launch::alloc;
 use super::runtime::pool::Pooled;
 use super::runtime::transfer;
 use crate::backend::infer::{AttnShape, QFusion, QShape};
-use crate::backend::{AdamStep, AttentionSpec, Backend, Buf, Cast, Device, Memory, SgdStep, View};
+use crate::backend::{
+    AdamInput, AdamOutput, AdamStep, AttentionSpec, Backend, Buf, Cast, Device, Memory, SgdStep,
+    View,
+};
 use crate::dtype::f16;
 use crate::layout::Layout;
 use crate::shape::Dims;
@@ -362,22 +365,39 @@ macro_rules! float_backend {
                 moments: Option<(View<Self, $t>, View<Self, $t>)>,
                 hyper: &AdamStep,
             ) -> (Buf<Self, $t>, Buf<Self, $t>, Buf<Self, $t>) {
-                // Pending inputs (a gradient still a fused expression) are recorded first.
-                let moments = moments.map(|(m, v)| ((m.0.raw(), m.1), (v.0.raw(), v.1)));
-                let (p2, m2, v2) = optim::adam_step(
-                    rt(),
-                    $elem,
-                    (p.0.raw(), p.1),
-                    (g.0.raw(), g.1),
+                let step: AdamInput<'_, Self, $t> = AdamInput {
+                    p,
+                    g,
                     moments,
-                    &hyper.constants(),
-                );
-                let n = p.1.numel();
-                (
-                    GpuBuffer::new(p2, n),
-                    GpuBuffer::new(m2, n),
-                    GpuBuffer::new(v2, n),
-                )
+                    hyper: *hyper,
+                };
+                <Self as Backend<$t>>::adam_steps(std::slice::from_ref(&step))
+                    .pop()
+                    .expect("one step in, one out")
+            }
+            fn adam_steps(steps: &[AdamInput<'_, Self, $t>]) -> Vec<AdamOutput<Self, $t>> {
+                // Pending inputs (a gradient still a fused expression) are recorded first.
+                let args: Vec<optim::AdamArgs> = steps
+                    .iter()
+                    .map(|s| optim::AdamArgs {
+                        p: (s.p.0.raw(), s.p.1),
+                        g: (s.g.0.raw(), s.g.1),
+                        moments: s.moments.map(|(m, v)| ((m.0.raw(), m.1), (v.0.raw(), v.1))),
+                        k: s.hyper.constants(),
+                    })
+                    .collect();
+                let outs = optim::adam_steps(rt(), $elem, &args);
+                outs.into_iter()
+                    .zip(steps)
+                    .map(|((p, m, v), s)| {
+                        let n = s.p.1.numel();
+                        (
+                            GpuBuffer::new(p, n),
+                            GpuBuffer::new(m, n),
+                            GpuBuffer::new(v, n),
+                        )
+                    })
+                    .collect()
             }
             fn sgd_step(
                 p: View<Self, $t>,

@@ -1,6 +1,6 @@
-//! Fused optimiser steps (`shaders/adam.wgsl`, `shaders/sgd.wgsl`): one dispatch per
-//! parameter reads the parameter, its gradient and its state and writes all of
-//! them anew. Hyperparameters travel in the parameter block, so changing the
+//! Fused optimiser steps (Adam's kernel generated here, `shaders/sgd.wgsl`): each
+//! parameter's step reads the parameter, its gradient and its state and writes all
+//! of them anew; Adam steps a model's parameters many to a launch. Hyperparameters travel in the parameter block, so changing the
 //! learning rate never compiles a kernel.
 use super::Operand;
 use super::elementwise::{copy, map};
@@ -15,7 +15,6 @@ use crate::shape::Dims;
 use std::sync::Arc;
 use volta_kernels::wgsl::{Elem, Expr, with_elem};
 
-const ADAM: &str = include_str!("../../../../../shaders/adam.wgsl");
 const SGD: &str = include_str!("../../../../../shaders/sgd.wgsl");
 const WG: usize = 256;
 
@@ -94,62 +93,268 @@ fn launch_flat(
     }
 }
 
-/// `(p', m', v')`, all of `elem` (`F32` or `F16`; the kernel computes in `f32`).
-pub(crate) fn adam_step(
-    rt: &Runtime,
-    elem: Elem,
-    p: Input,
-    g: Input,
-    moments: Option<(Input, Input)>,
+/// An Adam step's inputs, flat: the parameter, its gradient and its moments
+/// (`None` on the first step), each a buffer and the start of its elements.
+type Flat = (Arc<Pooled>, u32);
+
+/// Words of one parameter's block in [`adam_source`]'s parameter buffer.
+const ADAM_BLOCK: usize = 19;
+
+/// The most parameters one multi-tensor Adam launch steps (its shader has a
+/// case, and seven bindings, for each).
+const ADAM_PER_LAUNCH: usize = 32;
+
+/// The Adam kernel for `count` parameters: PyTorch's formulas, one pass, one
+/// thread per element; each workgroup belongs to one parameter.
+///   decoupled: p ← p·(1 − lr·λ)        L2: g ← g + λ·p
+///   m ← β₁·m + (1 − β₁)·g               v ← β₂·v + (1 − β₂)·g²
+///   p ← p − lr · (m·c₁) / (√(v·c₂) + ε)   with c₁ = 1/(1 − β₁ᵗ), c₂ = 1/(1 − β₂ᵗ)
+/// Parameter `i` reads p, g, m, v at bindings 1 + 4i.. and writes p', m', v' at
+/// 1 + 4·count + 3i... On its first step m and v are bound to g and read as 0.
+/// Every hyperparameter is a run-time parameter, so a new learning rate reuses
+/// the pipeline.
+///
+/// p: [0] count, [1] workgroups in all, then a block of [`ADAM_BLOCK`] words per
+/// parameter: [0] its first workgroup, [1] elements, [2] p offset, [3] g offset,
+/// [4] m offset, [5] v offset, [6] 1 on the first step, [7] 1 to apply L2 decay,
+/// [8] 1 to apply decoupled decay; then f32 bits: [9] lr, [10] β₁, [11] 1 − β₁,
+/// [12] β₂, [13] 1 − β₂, [14] ε, [15] λ, [16] 1 − lr·λ, [17] c₁, [18] c₂.
+fn adam_source(count: usize, elem: Elem) -> String {
+    let mut w =
+        String::from("alias T = f32;\n@group(0) @binding(0) var<storage, read> p: array<u32>;\n");
+    let names = ["param", "grad", "exp_avg", "exp_avg_sq"];
+    for i in 0..count {
+        for (j, name) in names.iter().enumerate() {
+            let at = 1 + 4 * i + j;
+            w += &format!("@group(0) @binding({at}) var<storage, read> {name}{i}: array<T>;\n");
+        }
+    }
+    for i in 0..count {
+        for (j, name) in ["param_out", "exp_avg_out", "exp_avg_sq_out"]
+            .iter()
+            .enumerate()
+        {
+            let at = 1 + 4 * count + 3 * i + j;
+            w += &format!(
+                "@group(0) @binding({at}) var<storage, read_write> {name}{i}: array<T>;\n"
+            );
+        }
+    }
+    w += &format!(
+        "
+fn f(i: u32) -> f32 {{
+    return bitcast<f32>(p[i]);
+}}
+
+// One element's (p', m', v') from p, g and the moments, with block `b`'s constants.
+fn step(p0: f32, g0: f32, m0: f32, v0: f32, b: u32) -> vec3<f32> {{
+    var x = p0;
+    var g = g0;
+    if (p[b + 7u] != 0u) {{
+        g = g + x * f(b + 15u);
+    }}
+    if (p[b + 8u] != 0u) {{
+        x = x * f(b + 16u);
+    }}
+    let m = m0 * f(b + 10u) + g * f(b + 11u);
+    let v = v0 * f(b + 12u) + (g * g) * f(b + 13u);
+    let denom = sqrt(v * f(b + 18u)) + f(b + 14u);
+    return vec3<f32>(x - ((m * f(b + 17u)) / denom) * f(b + 9u), m, v);
+}}
+
+@compute @workgroup_size({WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {{
+    let w = wid.y * nwg.x + wid.x;
+    if (w >= p[1]) {{
+        return;
+    }}
+    var i = 0u;
+    while (i + 1u < p[0] && w >= p[2u + {ADAM_BLOCK}u * (i + 1u)]) {{
+        i += 1u;
+    }}
+    let b = 2u + {ADAM_BLOCK}u * i;
+    let o = (w - p[b]) * {WG}u + li;
+    if (o >= p[b + 1u]) {{
+        return;
+    }}
+    let first = p[b + 6u] != 0u;
+    switch i {{
+"
+    );
+    for i in 0..count {
+        w += &format!(
+            "        case {i}u: {{
+            var m = 0.0;
+            var v = 0.0;
+            if (!first) {{
+                m = f32(exp_avg{i}[p[b + 4u] + o]);
+                v = f32(exp_avg_sq{i}[p[b + 5u] + o]);
+            }}
+            let r = step(f32(param{i}[p[b + 2u] + o]), f32(grad{i}[p[b + 3u] + o]), m, v, b);
+            param_out{i}[o] = T(r.x);
+            exp_avg_out{i}[o] = T(r.y);
+            exp_avg_sq_out{i}[o] = T(r.z);
+        }}
+"
+        );
+    }
+    w += "        default: {}\n    }\n}\n";
+    with_elem(&w, elem).into_owned()
+}
+
+/// The compiled [`adam_source`] for `count` parameters.
+fn adam_kernel(rt: &Runtime, elem: Elem, count: usize) -> Arc<Kernel> {
+    kernel(
+        rt,
+        &Key::Named("volta adam", vec![elem as u32, count as u32]),
+        Bindings {
+            reads: 4 * count,
+            writes: 3 * count,
+        },
+        "main",
+        || adam_source(count, elem),
+    )
+}
+
+/// A parameter's block of [`adam_source`]'s parameters: `first_group` (its first
+/// workgroup), `n` elements, the offsets `at` of p, g, m, v.
+fn adam_block(
+    first_group: usize,
+    n: usize,
+    at: [u32; 4],
+    first: bool,
     k: &AdamConstants<f32>,
-) -> (Arc<Pooled>, Arc<Pooled>, Arc<Pooled>) {
-    let n = p.1.numel();
+) -> [u32; ADAM_BLOCK] {
+    [
+        u(first_group),
+        u(n),
+        at[0],
+        at[1],
+        at[2],
+        at[3],
+        u32::from(first),
+        u32::from(k.l2.is_some()),
+        u32::from(k.decay.is_some()),
+        bits(k.lr),
+        bits(k.beta1),
+        bits(k.one_minus_beta1),
+        bits(k.beta2),
+        bits(k.one_minus_beta2),
+        bits(k.eps),
+        bits(k.l2.unwrap_or(0.0)),
+        bits(k.decay.unwrap_or(1.0)),
+        bits(k.m_scale),
+        bits(k.v_scale),
+    ]
+}
+
+/// One parameter's Adam step: its inputs and constants.
+pub(crate) struct AdamArgs<'a> {
+    pub p: Input<'a>,
+    pub g: Input<'a>,
+    pub moments: Option<(Input<'a>, Input<'a>)>,
+    pub k: AdamConstants<f32>,
+}
+
+/// The new `(p, m, v)` of an Adam step.
+pub(crate) type AdamOuts = (Arc<Pooled>, Arc<Pooled>, Arc<Pooled>);
+
+/// `(p', m', v')`, all of `elem` (`F32` or `F16`; the kernel computes in `f32`).
+pub(crate) fn adam_step(rt: &Runtime, elem: Elem, a: &AdamArgs) -> AdamOuts {
+    let n = a.p.1.numel();
     let bytes = n * elem.size();
     let outs = (alloc(rt, bytes), alloc(rt, bytes), alloc(rt, bytes));
     if n == 0 {
         return outs;
     }
-    let (p, g) = (flat(rt, elem, p), flat(rt, elem, g));
-    // On the first step the moments are zero: g stands in for them, unread.
-    let (m, v) = match moments {
+    let (p, g, m, v) = flatten(rt, elem, a);
+    let (first, k) = (a.moments.is_none(), a.k);
+    let params = |len: usize, at: &[u32]| {
+        let mut words = vec![1, u(len.div_ceil(WG))];
+        words.extend(adam_block(0, len, [at[0], at[1], at[2], at[3]], first, &k));
+        words
+    };
+    let kern = adam_kernel(rt, elem, 1);
+    let (ins, out) = ([&p, &g, &m, &v], [&outs.0, &outs.1, &outs.2]);
+    launch_flat(rt, (&kern, elem), n, &ins, &out, params);
+    outs
+}
+
+/// The flat `(p, g, m, v)` of a step; on the first step g stands in for the
+/// moments, unread.
+fn flatten(rt: &Runtime, elem: Elem, a: &AdamArgs) -> (Flat, Flat, Flat, Flat) {
+    let (p, g) = (flat(rt, elem, a.p), flat(rt, elem, a.g));
+    let (m, v) = match a.moments {
         Some((m, v)) => (flat(rt, elem, m), flat(rt, elem, v)),
         None => (g.clone(), g.clone()),
     };
-    let first = u32::from(moments.is_none());
-    let params = |len: usize, at: &[u32]| {
-        vec![
-            u(len),
-            at[0],
-            at[1],
-            at[2],
-            at[3],
-            first,
-            u32::from(k.l2.is_some()),
-            u32::from(k.decay.is_some()),
-            bits(k.lr),
-            bits(k.beta1),
-            bits(k.one_minus_beta1),
-            bits(k.beta2),
-            bits(k.one_minus_beta2),
-            bits(k.eps),
-            bits(k.l2.unwrap_or(0.0)),
-            bits(k.decay.unwrap_or(1.0)),
-            bits(k.m_scale),
-            bits(k.v_scale),
-        ]
+    (p, g, m, v)
+}
+
+/// [`adam_step`] for each of `steps`, in order: parameters that fit one binding
+/// each go up to [`ADAM_PER_LAUNCH`] to a launch (as many as the adapter's
+/// bindings allow), so that a model's small parameters do not cost a launch
+/// each; larger ones step alone, in slices.
+pub(crate) fn adam_steps(rt: &Runtime, elem: Elem, steps: &[AdamArgs]) -> Vec<AdamOuts> {
+    let limits = &rt.gpu.limits;
+    let bindings = rt.gpu.info.max_storage_buffers_per_kernel as usize;
+    let per_launch = (bindings.saturating_sub(1) / 7).min(ADAM_PER_LAUNCH);
+    let fits = |a: &AdamArgs| {
+        let n = a.p.1.numel();
+        let inputs = [
+            Some(a.p),
+            Some(a.g),
+            a.moments.map(|m| m.0),
+            a.moments.map(|m| m.1),
+        ];
+        n > 0
+            && (n * elem.size()) as u64 <= limits.max_storage_buffer_binding_size
+            && inputs
+                .iter()
+                .flatten()
+                .all(|(b, _)| b.bound_size() <= limits.max_storage_buffer_binding_size)
     };
-    let kern = kernel(
-        rt,
-        &Key::Named("volta adam", vec![elem as u32]),
-        Bindings {
-            reads: 4,
-            writes: 3,
-        },
-        "main",
-        || with_elem(ADAM, elem).into_owned(),
-    );
-    let (ins, out) = ([&p, &g, &m, &v], [&outs.0, &outs.1, &outs.2]);
-    launch_flat(rt, (&kern, elem), n, &ins, &out, params);
+    let mut outs: Vec<Option<AdamOuts>> = (0..steps.len()).map(|_| None).collect();
+    let batched: Vec<usize> = (0..steps.len())
+        .filter(|&i| per_launch >= 2 && fits(&steps[i]))
+        .collect();
+    for chunk in batched.chunks(per_launch.max(1)) {
+        for (i, o) in chunk.iter().zip(adam_launch(rt, elem, steps, chunk)) {
+            outs[*i] = Some(o);
+        }
+    }
+    outs.into_iter()
+        .zip(steps)
+        .map(|(o, a)| o.unwrap_or_else(|| adam_step(rt, elem, a)))
+        .collect()
+}
+
+/// One launch of [`adam_source`] over the parameters `which` of `steps`.
+fn adam_launch(rt: &Runtime, elem: Elem, steps: &[AdamArgs], which: &[usize]) -> Vec<AdamOuts> {
+    let mut params = vec![u(which.len()), 0];
+    let mut reads: Vec<Flat> = Vec::with_capacity(4 * which.len());
+    let mut outs: Vec<AdamOuts> = Vec::with_capacity(which.len());
+    let mut groups = 0;
+    for &i in which {
+        let a = &steps[i];
+        let n = a.p.1.numel();
+        let (p, g, m, v) = flatten(rt, elem, a);
+        let at = [p.1, g.1, m.1, v.1];
+        params.extend(adam_block(groups, n, at, a.moments.is_none(), &a.k));
+        reads.extend([p, g, m, v]);
+        let bytes = n * elem.size();
+        outs.push((alloc(rt, bytes), alloc(rt, bytes), alloc(rt, bytes)));
+        groups += n.div_ceil(WG);
+    }
+    params[1] = u(groups);
+    let kern = adam_kernel(rt, elem, which.len());
+    let buffers: Vec<&Arc<Pooled>> = reads
+        .iter()
+        .map(|(b, _)| b)
+        .chain(outs.iter().flat_map(|(p, m, v)| [p, m, v]))
+        .collect();
+    launch(rt, &kern, &params, &buffers, grid(rt, groups));
     outs
 }
 
@@ -204,4 +409,22 @@ pub(crate) fn sgd_momentum_step(
     let (ins, out) = ([&p, &g, &b], [&outs.0, &outs.1]);
     launch_flat(rt, (&kern, elem), n, &ins, &out, params);
     outs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::gpu::kernels::attention_coop::assert_translates;
+
+    /// The Adam kernel for one parameter and for a full launch, in both element
+    /// types (the device tests run them on lavapipe's limits, four to a launch).
+    #[test]
+    fn the_adam_kernels_validate() {
+        for count in [1, 2, ADAM_PER_LAUNCH] {
+            for elem in [Elem::F32, Elem::F16] {
+                let src = adam_source(count, elem);
+                assert_translates(&format!("adam for {count}, {elem:?}"), &src);
+            }
+        }
+    }
 }

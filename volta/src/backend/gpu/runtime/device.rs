@@ -65,6 +65,8 @@ pub struct GpuInfo {
     pub max_workgroup_storage_size: u32,
     /// Threads per workgroup.
     pub max_invocations_per_workgroup: u32,
+    /// Storage buffers one kernel may bind (inputs and outputs together).
+    pub max_storage_buffers_per_kernel: u32,
     /// The optional features Volta enabled (subgroups, f16, timestamps, `f32`
     /// atomics, cooperative matrices) that this adapter supports. The environment variable
     /// `VOLTA_GPU_DISABLE` (comma-separated names, e.g. `shader-f16`) leaves some
@@ -236,6 +238,9 @@ impl GpuDevice {
             max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
             max_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
             max_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+            max_storage_buffers_per_kernel: limits
+                .max_storage_buffers_per_shader_stage
+                .min(limits.max_bindings_per_bind_group),
             features: names,
             f16: features.contains(wgpu::Features::SHADER_F16),
             subgroup_size: features
