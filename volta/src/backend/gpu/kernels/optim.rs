@@ -169,9 +169,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (w >= p[1]) {{
         return;
     }}
+    // The parameter that workgroup w belongs to: the last whose first workgroup
+    // is at most w (block 0 starts at 0), by bisection.
     var i = 0u;
-    while (i + 1u < p[0] && w >= p[2u + {ADAM_BLOCK}u * (i + 1u)]) {{
-        i += 1u;
+    var end = p[0];
+    while (end - i > 1u) {{
+        let mid = (i + end) / 2u;
+        if (p[2u + {ADAM_BLOCK}u * mid] <= w) {{
+            i = mid;
+        }} else {{
+            end = mid;
+        }}
     }}
     let b = 2u + {ADAM_BLOCK}u * i;
     let o = (w - p[b]) * {WG}u + li;
