@@ -1,7 +1,8 @@
 //! Fused optimiser steps (Adam's kernel generated here, `shaders/sgd.wgsl`): each
 //! parameter's step reads the parameter, its gradient and its state and writes all
-//! of them anew; Adam steps a model's parameters many to a launch. Hyperparameters travel in the parameter block, so changing the
-//! learning rate never compiles a kernel.
+//! of them anew; Adam steps a model's parameters many to a launch. Hyperparameters
+//! travel in the parameter block, so changing the learning rate never compiles a
+//! kernel.
 use super::Operand;
 use super::elementwise::{copy, map};
 use super::slices::{self, Part};
@@ -22,10 +23,14 @@ const WG: usize = 256;
 /// pending value) and its layout.
 pub(crate) type Input<'a> = (&'a Arc<Pooled>, &'a Layout);
 
+/// An input of a step as the kernels read it: a buffer and the start of its
+/// elements ([`flat`]).
+type Flat = (Arc<Pooled>, u32);
+
 /// The buffer and start offset through which the kernels read `x`: contiguous
 /// views are read in place, others are copied first (an extra kernel; parameters,
 /// gradients and optimiser state are contiguous in practice).
-fn flat(rt: &Runtime, elem: Elem, x: Input) -> (Arc<Pooled>, u32) {
+fn flat(rt: &Runtime, elem: Elem, x: Input) -> Flat {
     if x.1.is_contiguous() {
         (x.0.clone(), u(x.1.offset))
     } else {
@@ -47,7 +52,7 @@ fn launch_flat(
     rt: &Runtime,
     (kern, elem): (&Arc<Kernel>, Elem),
     n: usize,
-    ins: &[&(Arc<Pooled>, u32)],
+    ins: &[&Flat],
     outs: &[&Arc<Pooled>],
     params: impl Fn(usize, &[u32]) -> Vec<u32>,
 ) {
@@ -92,10 +97,6 @@ fn launch_flat(
         _ => rt.report(slices::too_large(rt, &kern.name, &views, elem.size())),
     }
 }
-
-/// An Adam step's inputs, flat: the parameter, its gradient and its moments
-/// (`None` on the first step), each a buffer and the start of its elements.
-type Flat = (Arc<Pooled>, u32);
 
 /// Words of one parameter's block in [`adam_source`]'s parameter buffer.
 const ADAM_BLOCK: usize = 19;
