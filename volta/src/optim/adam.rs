@@ -116,8 +116,29 @@ impl<D: Backend<E>, E: Float> Adam<D, E> {
     }
 }
 
-impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
-    fn step<M: Module<D, E> + ?Sized>(&mut self, model: &mut M, grads: &Gradients<D, E>) {
+/// Elements of the parameters one [`Backend::adam_steps`] call steps, about: the
+/// memory a step holds beyond the model and its state (PyTorch updates in place).
+const STEP_CHUNK: usize = 1 << 24;
+
+/// A parameter's step before it runs: what it reads and the step count it makes.
+struct Pending<D: Backend<E>, E: Float> {
+    position: usize,
+    p: RawTensor<D, E>,
+    grad: RawTensor<D, E>,
+    old: Option<Moments<D, E>>,
+    hyper: AdamStep,
+    t: i32,
+}
+
+impl<D: Backend<E>, E: Float> Adam<D, E> {
+    /// [`Optimizer::step`], stepping about `chunk_elements` elements' worth of
+    /// parameters at a time.
+    fn step_in_chunks<M: Module<D, E> + ?Sized>(
+        &mut self,
+        model: &mut M,
+        grads: &Gradients<D, E>,
+        chunk_elements: usize,
+    ) {
         // The count may come from a checkpoint: saturate rather than overflow.
         self.steps = self.steps.saturating_add(1);
         // Every parameter's inputs first, so that the backend steps them together.
@@ -135,35 +156,78 @@ impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
                 self.decoupled,
                 t,
             );
-            inputs.push((position, p, grad, old, hyper));
+            inputs.push(Pending {
+                position,
+                p,
+                grad,
+                old,
+                hyper,
+                t,
+            });
         });
-        let steps: Vec<AdamInput<'_, D, E>> = inputs
+        // In chunks of about `chunk_elements` elements, each applied before the next
+        // steps: the old values and moments of one chunk at most are held beside
+        // the new ones (the whole state would double a large model's memory).
+        let mut rest = &mut inputs[..];
+        while !rest.is_empty() {
+            let mut len = 0;
+            let mut elements = 0;
+            while len < rest.len() && (len == 0 || elements < chunk_elements) {
+                elements += rest[len].p.dims().iter().product::<usize>();
+                len += 1;
+            }
+            let (chunk, tail) = rest.split_at_mut(len);
+            rest = tail;
+            self.step_chunk(model, grads, chunk);
+        }
+    }
+
+    /// Steps `chunk`'s parameters together and applies the results.
+    fn step_chunk<M: Module<D, E> + ?Sized>(
+        &mut self,
+        model: &mut M,
+        grads: &Gradients<D, E>,
+        chunk: &mut [Pending<D, E>],
+    ) {
+        let steps: Vec<AdamInput<'_, D, E>> = chunk
             .iter()
-            .map(|(_, p, grad, old, hyper)| AdamInput {
-                p: p.view(),
-                g: grad.view(),
-                moments: old.as_ref().map(|s| (s.m.view(), s.v.view())),
-                hyper: *hyper,
+            .map(|s| AdamInput {
+                p: s.p.view(),
+                g: s.grad.view(),
+                moments: s.old.as_ref().map(|m| (m.m.view(), m.v.view())),
+                hyper: s.hyper,
             })
             .collect();
         let outputs = D::adam_steps(&steps);
         drop(steps);
-        let mut updates = inputs.into_iter().zip(outputs);
+        let mut results: Vec<_> = chunk.iter_mut().zip(outputs).collect();
         for_each_grad(model, grads, |position, param, _| {
-            let ((at, p, _, old, _), (p2, m, v)) = updates
-                .next()
-                .expect("a model visits the same parameters twice in a row");
-            assert_eq!(at, position, "a model visits its parameters in one order");
-            let layout = Layout::contiguous(p.dims());
+            let Some(at) = results.iter().position(|(s, _)| s.position == position) else {
+                return;
+            };
+            let (s, (p, m, v)) = results.swap_remove(at);
+            // The old moments go now, before the next chunk allocates.
+            s.old = None;
+            let layout = Layout::contiguous(s.p.dims());
             self.states[position] = Some(Moments {
                 m: RawTensor::leaf(m, layout),
                 v: RawTensor::leaf(v, layout),
-                t: old.as_ref().map_or(1, |s| s.t + 1),
+                t: s.t,
             });
             param
-                .update(RawTensor::leaf(p2, layout))
+                .update(RawTensor::leaf(p, layout))
                 .expect("an update keeps the parameter's dims");
         });
+        assert!(
+            results.is_empty(),
+            "a model visits the same parameters on every walk"
+        );
+    }
+}
+
+impl<D: Backend<E>, E: Float> Optimizer<D, E> for Adam<D, E> {
+    fn step<M: Module<D, E> + ?Sized>(&mut self, model: &mut M, grads: &Gradients<D, E>) {
+        self.step_in_chunks(model, grads, STEP_CHUNK);
     }
 
     fn lr(&self) -> f64 {
@@ -349,5 +413,32 @@ mod tests {
             .load_state(resumed.state())
             .unwrap_err();
         assert!(matches!(err, StateError::Kind { .. }), "{err}");
+    }
+
+    #[test]
+    fn stepping_in_chunks_is_stepping_at_once() {
+        // Three parameters of 3 elements: chunks of 1 element step each alone
+        // (three backend calls), chunks of 100 all together (one).
+        type Three = (Tensor<Rank1<3>>, Tensor<Rank1<3>>, Tensor<Rank1<3>>);
+        let train = |chunk: usize| -> Vec<Vec<f32>> {
+            let mut m: Three = (
+                Tensor::from_array([1.0, -2.0, 0.5]).requires_grad(),
+                Tensor::from_array([0.1, 0.2, 0.3]).requires_grad(),
+                Tensor::from_array([-1.0, 4.0, 2.0]).requires_grad(),
+            );
+            let mut opt = Adam::adamw(0.05, 0.1);
+            for s in 0..3 {
+                let c = |k: f32| Tensor::<Rank1<3>>::from_array([k, -k, 2.0 * k + s as f32]);
+                let g = (m.0.mul(&c(0.3)).sum_all())
+                    .add(&m.1.mul(&c(-1.5)).sum_all())
+                    .add(&m.2.mul(&m.2).mul(&c(0.7)).sum_all())
+                    .backward();
+                opt.step_in_chunks(&mut m, &g, chunk);
+            }
+            assert_eq!(opt.state().step, 3);
+            vec![m.0.to_vec(), m.1.to_vec(), m.2.to_vec()]
+        };
+        assert_eq!(train(1), train(100));
+        assert_eq!(train(4), train(100));
     }
 }
