@@ -56,7 +56,7 @@ fn _volta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(io::save_file, m)?)?;
     m.add_function(wrap_pyfunction!(io::load_file, m)?)?;
     m.add_function(wrap_pyfunction!(io::load_metadata, m)?)?;
-    m.add_function(wrap_pyfunction!(optim::adam_step, m)?)?;
+    m.add_function(wrap_pyfunction!(optim::adam_steps, m)?)?;
     m.add_function(wrap_pyfunction!(optim::sgd_step, m)?)?;
     let datasets = PyModule::new(m.py(), "datasets")?;
     datasets.add_function(wrap_pyfunction!(datasets::load_digits, &datasets)?)?;

@@ -582,6 +582,31 @@ def test_optimiser_param_groups_and_parameters_without_grad():
     assert b.grad is None
 
 
+@requires_gpu
+def test_adam_steps_a_group_across_devices_and_dtypes_as_each_alone():
+    # One group of parameters on both devices and in two dtypes steps together
+    # (the GPU ones many to a launch); each must move as it does alone.
+    def params():
+        r = np.random.default_rng(1)
+        shapes = [(5, "float32", "gpu"), (300, "float32", "cpu"), (7, "float64", "cpu"), (257, "float32", "gpu")]
+        return [volta.tensor(r.standard_normal(n), dtype=dt, device=dev, requires_grad=True) for n, dt, dev in shapes]
+
+    together, alone = params(), params()
+    group = optim.AdamW(together, lr=0.05)
+    singles = [optim.AdamW([p], lr=0.05) for p in alone]
+    for s in range(3):
+        for ps in (together, alone):
+            for p in ps:
+                p.grad = None
+                ((p * p).sum() * (s + 1.0)).backward()
+        group.step()
+        for o in singles:
+            o.step()
+    for a, b in zip(together, alone):
+        assert_close(a, arr(b), rtol=1e-6, atol=1e-6)
+    assert all(group.state[id(p)]["step"] == 3 for p in together)
+
+
 # ---- a small conv net trained on both devices ------------------------------------------
 
 

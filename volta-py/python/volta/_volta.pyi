@@ -52,7 +52,7 @@ __all__ = [
     "save_file",
     "load_file",
     "load_metadata",
-    "adam_step",
+    "adam_steps",
     "sgd_step",
     "datasets",
     "functional",
@@ -709,10 +709,10 @@ def load_metadata(path: _Path) -> dict[str, str]:
 
 # ---- optimiser steps (volta.optim's kernels) ----
 
-def adam_step(
-    param: Tensor,
-    m: Tensor | None,
-    v: Tensor | None,
+def adam_steps(
+    params: list[Tensor],
+    m: list[Tensor | None],
+    v: list[Tensor | None],
     *,
     lr: float,
     beta1: float,
@@ -720,9 +720,9 @@ def adam_step(
     eps: float,
     weight_decay: float,
     decoupled: bool,
-    step: int,
-) -> tuple[Tensor, Tensor] | None:
-    """One Adam/AdamW step of `param`, in place; the new moments `(m, v)`, or `None` without a gradient."""
+    steps: list[int],
+) -> list[tuple[Tensor, Tensor] | None]:
+    """One Adam/AdamW step of every parameter, in place and together (on the GPU many to a launch); each one's new moments `(m, v)`, or `None` without a gradient."""
 
 def sgd_step(
     param: Tensor,

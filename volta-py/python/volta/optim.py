@@ -1,7 +1,8 @@
 """Optimisers over ``volta.Tensor`` parameters, as ``torch.optim``.
 
-Each step runs Volta's fused kernels (``adam_step``, ``sgd_step``: one pass per
-parameter reading it, its ``.grad`` and its state), on the parameter's device.
+Each step runs Volta's fused kernels (``adam_steps``, ``sgd_step``: one pass per
+parameter reading it, its ``.grad`` and its state), on the parameter's device; Adam
+steps a group's parameters together, as ``torch.optim``'s multi-tensor step.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from volta import Tensor
-from volta._volta import adam_step, sgd_step
+from volta._volta import adam_steps, sgd_step
 
 
 class Optimizer:
@@ -87,24 +88,25 @@ class Adam(Optimizer):
     def step(self) -> None:
         for g in self.param_groups:
             b1, b2 = g["betas"]
-            for p in g["params"]:
-                state = self.state.setdefault(id(p), {"step": 0})
-                if p.grad is None:
-                    continue
-                state["step"] += 1
-                out: Optional[Tuple[Tensor, Tensor]] = adam_step(
-                    p,
-                    state.get("exp_avg"),
-                    state.get("exp_avg_sq"),
-                    lr=g["lr"],
-                    beta1=b1,
-                    beta2=b2,
-                    eps=g["eps"],
-                    weight_decay=g["weight_decay"],
-                    decoupled=self._decoupled,
-                    step=state["step"],
-                )
+            every = [(p, self.state.setdefault(id(p), {"step": 0})) for p in g["params"]]
+            params = [p for p, _ in every if p.grad is not None]
+            states = [s for p, s in every if p.grad is not None]
+            # The counts advance once the step has run (an error leaves them).
+            outs: List[Optional[Tuple[Tensor, Tensor]]] = adam_steps(
+                params,
+                [s.get("exp_avg") for s in states],
+                [s.get("exp_avg_sq") for s in states],
+                lr=g["lr"],
+                beta1=b1,
+                beta2=b2,
+                eps=g["eps"],
+                weight_decay=g["weight_decay"],
+                decoupled=self._decoupled,
+                steps=[s["step"] + 1 for s in states],
+            )
+            for state, out in zip(states, outs):
                 if out is not None:
+                    state["step"] += 1
                     state["exp_avg"], state["exp_avg_sq"] = out
 
 
