@@ -168,16 +168,14 @@ impl<D: Backend<E>, E: Float> Adam<D, E> {
         // In chunks of about `chunk_elements` elements, each applied before the next
         // steps: the old values and moments of one chunk at most are held beside
         // the new ones (the whole state would double a large model's memory).
-        let mut rest = &mut inputs[..];
-        while !rest.is_empty() {
-            let mut len = 0;
+        let mut rest = inputs.into_iter().peekable();
+        while rest.peek().is_some() {
+            let mut chunk = Vec::new();
             let mut elements = 0;
-            while len < rest.len() && (len == 0 || elements < chunk_elements) {
-                elements += rest[len].p.dims().iter().product::<usize>();
-                len += 1;
+            while let Some(next) = rest.next_if(|_| chunk.is_empty() || elements < chunk_elements) {
+                elements += next.p.dims().iter().product::<usize>();
+                chunk.push(next);
             }
-            let (chunk, tail) = rest.split_at_mut(len);
-            rest = tail;
             self.step_chunk(model, grads, chunk);
         }
     }
@@ -187,7 +185,7 @@ impl<D: Backend<E>, E: Float> Adam<D, E> {
         &mut self,
         model: &mut M,
         grads: &Gradients<D, E>,
-        chunk: &mut [Pending<D, E>],
+        chunk: Vec<Pending<D, E>>,
     ) {
         let steps: Vec<AdamInput<'_, D, E>> = chunk
             .iter()
@@ -200,14 +198,12 @@ impl<D: Backend<E>, E: Float> Adam<D, E> {
             .collect();
         let outputs = D::adam_steps(&steps);
         drop(steps);
-        let mut results: Vec<_> = chunk.iter_mut().zip(outputs).collect();
+        // The walk visits the chunk's parameters in the order they were gathered.
+        let mut results = chunk.into_iter().zip(outputs).peekable();
         for_each_grad(model, grads, |position, param, _| {
-            let Some(at) = results.iter().position(|(s, _)| s.position == position) else {
+            let Some((s, (p, m, v))) = results.next_if(|(s, _)| s.position == position) else {
                 return;
             };
-            let (s, (p, m, v)) = results.swap_remove(at);
-            // The old moments go now, before the next chunk allocates.
-            s.old = None;
             let layout = Layout::contiguous(s.p.dims());
             self.states[position] = Some(Moments {
                 m: RawTensor::leaf(m, layout),
@@ -217,9 +213,11 @@ impl<D: Backend<E>, E: Float> Adam<D, E> {
             param
                 .update(RawTensor::leaf(p, layout))
                 .expect("an update keeps the parameter's dims");
+            // Its old value and moments go now, before the next chunk allocates.
+            drop(s);
         });
         assert!(
-            results.is_empty(),
+            results.next().is_none(),
             "a model visits the same parameters on every walk"
         );
     }

@@ -306,23 +306,13 @@ fn flatten(rt: &Runtime, elem: Elem, a: &AdamArgs) -> (Flat, Flat, Flat, Flat) {
 /// bindings allow), so that a model's small parameters do not cost a launch
 /// each; larger ones step alone, in slices.
 pub(crate) fn adam_steps(rt: &Runtime, elem: Elem, steps: &[AdamArgs]) -> Vec<AdamOuts> {
-    let limits = &rt.gpu.limits;
     let bindings = rt.gpu.info.max_storage_buffers_per_kernel as usize;
     let per_launch = (bindings.saturating_sub(1) / 7).min(ADAM_PER_LAUNCH);
+    // Outputs no larger than p fit when p does.
     let fits = |a: &AdamArgs| {
-        let n = a.p.1.numel();
-        let inputs = [
-            Some(a.p),
-            Some(a.g),
-            a.moments.map(|m| m.0),
-            a.moments.map(|m| m.1),
-        ];
-        n > 0
-            && (n * elem.size()) as u64 <= limits.max_storage_buffer_binding_size
-            && inputs
-                .iter()
-                .flatten()
-                .all(|(b, _)| b.bound_size() <= limits.max_storage_buffer_binding_size)
+        let mut views = vec![a.p, a.g];
+        views.extend(a.moments.into_iter().flat_map(|(m, v)| [m, v]));
+        a.p.1.numel() > 0 && !slices::needed(rt, &views)
     };
     let mut outs: Vec<Option<AdamOuts>> = (0..steps.len()).map(|_| None).collect();
     let batched: Vec<usize> = (0..steps.len())
