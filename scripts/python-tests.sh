@@ -23,13 +23,14 @@ fi
 [ "${1:-}" = "--setup-only" ] && exit 0
 
 # The module, and the Rust programs the tests compare with (the language-model
-# example, the main job), built as one workspace build with every target: the same
-# feature set as `cargo test --workspace`, so after the test command's native tests
-# nothing but these three is compiled. (`maturin develop` or `cargo build -p …` would
-# resolve other features and rebuild the dependencies: minutes on 2 cores.) Built
+# example, the main job), built as one workspace build with every target and the
+# features the test command's native tests were built with (VOLTA_TEST_FEATURES,
+# set by scripts/test.sh), so that after them nothing but these three is compiled.
+# (Other features, `maturin develop` or `cargo build -p …` would resolve other
+# features and rebuild volta and everything above it: minutes on 2 cores.) Built
 # before the venv is active: pyo3's build script reruns when VIRTUAL_ENV changes.
 deactivate
-cargo build -q --workspace --all-targets
+cargo build -q --workspace --all-targets ${VOLTA_TEST_FEATURES:+--features "$VOLTA_TEST_FEATURES"}
 source "$venv/bin/activate"
 
 # The package, editable: its Python sources from volta-py/python with the module

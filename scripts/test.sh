@@ -138,8 +138,10 @@ if command -v python3 >/dev/null; then
     python3 scripts/test_fetch_model.py
 fi
 
-# One build of everything, with data-parallel training (MPI) compiled in.
-cargo test --workspace --features volta-train/distributed,volta-examples/distributed "$@"
+# One build of everything, with data-parallel training (MPI) compiled in; the
+# Python tests build their module with the same features, reusing this build.
+export VOLTA_TEST_FEATURES=volta-train/distributed,volta-examples/distributed
+cargo test --workspace --features "$VOLTA_TEST_FEATURES" "$@"
 
 # The Python package: built into target/py-venv, then its pytest suite.
 wait "$python_setup" || { cat target/provision-python.log >&2; exit 1; }

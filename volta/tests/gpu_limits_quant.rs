@@ -1,10 +1,10 @@
-//! Quantised weights larger than one binding (lavapipe binds at most 128 MiB of a
-//! buffer to a kernel; NVIDIA 2 GiB), passed as a user would pass them: the
-//! dequantisation (whole, and rows by id, including more ids than one binding of
-//! output holds) and the quantised matmul (the GEMV path, m ≤ 8, with each fused
+//! Quantised weights larger than one binding, passed as a user would pass them:
+//! the dequantisation (whole, and rows by id, including more ids than one binding
+//! of output holds) and the quantised matmul (the GEMV path, m ≤ 8, with each fused
 //! extra, and the dense path, m > 8, which dequantises the whole weight) run in
 //! slices of the weight's rows and match the CPU. Each weight here is just over
-//! 128 MiB of repacked words (Q8_0: 9 words per 32 values, Q4_0: 5).
+//! one binding of repacked words (Q8_0: 9 words per 32 values, Q4_0: 5), under
+//! the binary `gpu_bindings`'s cap (`crate::limit`).
 #![cfg(feature = "gpu")]
 
 use half::f16;
@@ -18,13 +18,6 @@ use volta::{Cpu, Gpu};
 
 /// Input features of every weight here.
 const COLS: usize = 4096;
-
-/// The binding limit (and a GPU adapter: mesa-vulkan-drivers gives lavapipe).
-fn limit() -> u64 {
-    Gpu::init()
-        .expect("a GPU adapter (mesa-vulkan-drivers gives lavapipe)")
-        .max_storage_buffer_binding_size
-}
 
 /// Bytes of the GPU's repacked words for a `rows × COLS` weight of `ty`.
 fn repacked_bytes(ty: GgmlType, rows: usize) -> u64 {
@@ -115,9 +108,9 @@ fn weight(ty: GgmlType, rows: usize, seed: u64) -> (QTensor<Cpu>, QTensor<Gpu>) 
 }
 
 /// Ids at the table's first and last rows, around the slice boundaries of a
-/// 128 MiB binding, and one past the table (read as its last row).
+/// binding, and one past the table (read as its last row).
 fn edge_ids(ty: GgmlType, rows: usize) -> Vec<u32> {
-    let per = (128 << 20) / (repacked_bytes(ty, 1) as usize);
+    let per = crate::limit() as usize / (repacked_bytes(ty, 1) as usize);
     let mut ids = vec![0, rows as u32 - 1, 1, (rows / 2) as u32, rows as u32 + 5];
     for b in [per - 64, per - 1, per, per + 1] {
         ids.push(b.min(rows - 1) as u32);
@@ -222,24 +215,20 @@ fn opts<'a, D: InferenceBackend>(
 /// Rows of a `ty` weight just past the binding limit (even, for glu, and not a
 /// multiple of 64, so that the last slice is ragged).
 fn rows_past_the_limit(ty: GgmlType) -> usize {
-    let limit = limit();
-    assert!(
-        limit >= 1 << 27,
-        "the sizes here are chosen for bindings of 128 MiB or more"
-    );
+    let limit = crate::limit();
     let row = repacked_bytes(ty, 1);
-    let rows = ((128 << 20) / row as usize + 130) & !1;
+    let rows = ((limit / row) as usize + 130) & !1;
     assert!(!rows.is_multiple_of(64), "a ragged last slice");
     assert!(
-        repacked_bytes(ty, rows) > 1 << 27,
-        "the weight must pass lavapipe's limit"
+        repacked_bytes(ty, rows) > limit,
+        "the weight must pass the limit"
     );
     rows
 }
 
 #[test]
 fn q8_0_past_the_binding_limit() {
-    let _one = crate::support::gpu_alone();
+    let _one = crate::alone();
     let ty = GgmlType::Q8_0;
     let rows = rows_past_the_limit(ty);
     let (cw, gw) = timed(&format!("{ty} weight {rows} × {COLS}"), || {
@@ -258,7 +247,7 @@ fn q8_0_past_the_binding_limit() {
 /// dequantisation is the Q8_0 test's.
 #[test]
 fn q4_0_past_the_binding_limit() {
-    let _one = crate::support::gpu_alone();
+    let _one = crate::alone();
     let ty = GgmlType::Q4_0;
     let rows = rows_past_the_limit(ty);
     let (cw, gw) = timed(&format!("{ty} weight {rows} × {COLS}"), || {
@@ -272,11 +261,12 @@ fn q4_0_past_the_binding_limit() {
 /// the limit: slices of the ids meet slices of the table.
 #[test]
 fn rows_by_id_past_the_binding_limit() {
-    let _one = crate::support::gpu_alone();
+    let _one = crate::alone();
     let ty = GgmlType::Q8_0;
     let rows = rows_past_the_limit(ty);
     let (cw, gw) = weight(ty, rows, 3);
-    let n = (limit() as usize / (COLS * 4)).min(1 << 13) + 300;
+    let limit = crate::limit();
+    let n = (limit as usize / (COLS * 4)).min(1 << 13) + 300;
     let ids: Vec<u32> = (0..n as u32)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 7) % rows as u32)
         .chain([0, rows as u32 - 1])
@@ -287,8 +277,8 @@ fn rows_by_id_past_the_binding_limit() {
         RawTensor::<Gpu, u32>::from_vec(ids, &[n]),
     );
     assert!(
-        (n * COLS * 4) as u64 > 1 << 27,
-        "the output must pass 128 MiB"
+        (n * COLS * 4) as u64 > limit,
+        "the output must pass the limit"
     );
     let got = timed(&format!("{ty} rows by id ({n} ids)"), || {
         gw.rows(&gi).to_vec()
@@ -300,8 +290,8 @@ fn rows_by_id_past_the_binding_limit() {
 /// they still match the CPU (tests/inference.rs covers them fully).
 #[test]
 fn small_weights_match_as_before() {
-    let _one = crate::support::gpu_alone();
-    limit();
+    let _one = crate::alone();
+    crate::limit();
     for ty in [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0] {
         let rows = 200;
         let (cw, gw) = weight(ty, rows, 4);

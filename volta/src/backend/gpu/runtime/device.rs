@@ -59,7 +59,9 @@ pub struct GpuInfo {
     pub device_type: String,
     /// Driver name and version, when the driver reports them.
     pub driver: String,
-    /// Largest storage buffer one binding can address, in bytes.
+    /// Largest storage buffer one binding can address, in bytes. The environment
+    /// variable `VOLTA_GPU_MAX_BINDING` (bytes, a multiple of 256 of at least
+    /// 64 KiB) lowers it, so that a large GPU slices tensors as a small one must.
     pub max_storage_buffer_binding_size: u64,
     /// Workgroup (shared) memory per workgroup, in bytes.
     pub max_workgroup_storage_size: u32,
@@ -141,6 +143,28 @@ const WANTED: [(wgpu::Features, &str); 5] = [
     ),
 ];
 
+/// The binding size the environment caps devices at: `VOLTA_GPU_MAX_BINDING`, in
+/// bytes (unset or empty: the adapter's own limit; never raised past it). A
+/// multiple of 256, so that slices at the binding's end keep storage offsets
+/// aligned.
+fn max_binding_from_env() -> Result<Option<u64>, GpuError> {
+    match std::env::var("VOLTA_GPU_MAX_BINDING") {
+        Ok(v) if !v.trim().is_empty() => parse_max_binding(&v).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// `VOLTA_GPU_MAX_BINDING`'s value as bytes ([`max_binding_from_env`]).
+fn parse_max_binding(v: &str) -> Result<u64, GpuError> {
+    match v.trim().parse::<u64>() {
+        Ok(bytes) if bytes >= 1 << 16 && bytes.is_multiple_of(256) => Ok(bytes),
+        _ => Err(GpuError::Unsupported(format!(
+            "VOLTA_GPU_MAX_BINDING={v:?} is not a binding size: give bytes, a multiple \
+             of 256 of at least 65536"
+        ))),
+    }
+}
+
 impl GpuDevice {
     /// [`open_async`](Self::open_async), waiting for it (not in the browser,
     /// where nothing may block).
@@ -194,7 +218,11 @@ impl GpuDevice {
             && features.contains(wgpu::Features::SHADER_F16)
             && features.contains(wgpu::Features::SUBGROUP)
             && has_f16_coop_16(&adapter);
-        let limits = adapter.limits();
+        let mut limits = adapter.limits();
+        if let Some(cap) = max_binding_from_env()? {
+            limits.max_storage_buffer_binding_size =
+                limits.max_storage_buffer_binding_size.min(cap);
+        }
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("volta"),
@@ -449,5 +477,21 @@ impl GpuDevice {
             }
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{GpuError, parse_max_binding};
+
+    #[test]
+    fn a_binding_cap_is_bytes_aligned_to_256() {
+        assert_eq!(parse_max_binding(" 4194304 "), Ok(4 << 20));
+        for bad in ["4M", "-1", "65535", "65540", "1024"] {
+            match parse_max_binding(bad) {
+                Err(GpuError::Unsupported(m)) => assert!(m.contains("VOLTA_GPU_MAX_BINDING")),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
     }
 }
