@@ -91,8 +91,9 @@ browser_setup=$!
 bash scripts/python-tests.sh --setup-only > target/provision-python.log 2>&1 &
 python_setup=$!
 
-# The K-quant tests requantise that file with llama.cpp's llama-quantize, built
-# once (CPU only) into Volta's cache folder: it needs cmake and a C++ compiler.
+# The K-quant tests requantise that file with llama.cpp's quantiser
+# (scripts/requantize/), built once (CPU only) into Volta's cache folder: it needs
+# cmake and a C/C++ compiler.
 if [ "$(uname -s)" = Linux ] && ! { command -v cmake >/dev/null && command -v c++ >/dev/null; }; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
         echo "test.sh: installing cmake and g++ ..."
