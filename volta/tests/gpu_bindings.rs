@@ -20,12 +20,12 @@ const BINDING: u64 = 4 << 20;
 /// with its bindings capped at [`BINDING`] first.
 fn alone() -> MutexGuard<'static, ()> {
     static TURN: Mutex<()> = Mutex::new(());
+    static CAP: std::sync::Once = std::sync::Once::new();
     let turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    // SAFETY: set while holding the turn, before this process opens the GPU
-    // (every test takes its turn before its first GPU op, and the tests are the
-    // process's only threads besides the harness, which reads no environment
-    // while they run).
-    unsafe { std::env::set_var("VOLTA_GPU_MAX_BINDING", BINDING.to_string()) };
+    // SAFETY: set once, by the first test, before this process opens the GPU (so
+    // before wgpu and the driver start threads of their own); the other tests
+    // wait for the turn meanwhile, and the harness reads no environment then.
+    CAP.call_once(|| unsafe { std::env::set_var("VOLTA_GPU_MAX_BINDING", BINDING.to_string()) });
     assert!(
         limit() <= BINDING,
         "VOLTA_GPU_MAX_BINDING did not cap the bindings"
