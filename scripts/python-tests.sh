@@ -23,14 +23,18 @@ fi
 [ "${1:-}" = "--setup-only" ] && exit 0
 
 # The module, and the Rust programs the tests compare with (the language-model
-# example, the main job), built as one workspace build with every target and the
+# example, the main job), built as one workspace build with the
 # features the test command's native tests were built with (VOLTA_TEST_FEATURES,
 # set by scripts/test.sh), so that after them nothing but these three is compiled.
 # (Other features, `maturin develop` or `cargo build -p …` would resolve other
 # features and rebuild volta and everything above it: minutes on 2 cores.) Built
 # before the venv is active: pyo3's build script reruns when VIRTUAL_ENV changes.
 deactivate
-cargo build -q --workspace --all-targets ${VOLTA_TEST_FEATURES:+--features "$VOLTA_TEST_FEATURES"}
+# `--tests` keeps the dev-dependencies' features in the resolution (the native
+# tests' build is then fresh); only `generate` is needed as a program: the
+# examples' test builds are not it, and building all of them costs minutes.
+cargo build -q --workspace --lib --bins --example generate --tests \
+    ${VOLTA_TEST_FEATURES:+--features "$VOLTA_TEST_FEATURES"}
 source "$venv/bin/activate"
 
 # The package, editable: its Python sources from volta-py/python with the module
