@@ -46,6 +46,10 @@ struct Args {
     /// splitting it (and summing the partial products).
     #[arg(long)]
     no_split_k: bool,
+    /// A tuning knob: half precision rounds f32 operands in the products' loads
+    /// instead of in memory before them.
+    #[arg(long)]
+    no_operand_rounding: bool,
 }
 
 fn median(mut ts: Vec<f64>) -> f64 {
@@ -94,6 +98,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("GPU: {} ({})", info.name, info.backend);
     Gpu::set_attention_workgroup_bytes(args.attention_workgroup_bytes);
     Gpu::set_matmul_split_k(!args.no_split_k);
+    Gpu::set_matmul_operand_rounding(!args.no_operand_rounding);
     if let Some(which) = &args.products {
         let precisions = match which.as_str() {
             "half" => vec![MatmulPrecision::Half],

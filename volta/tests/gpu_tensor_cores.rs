@@ -157,3 +157,72 @@ fn attention_in_half_precision_matches_the_cpu() {
         }
     }
 }
+
+/// Products in half precision of operands that are still pending values (an
+/// elementwise tree, a softmax's rows, a normalisation's rows times a scale):
+/// each is rounded to `f16` from its tree, once, and a later product of it (the
+/// weight's gradient `xᵀ·g` after the forward's `x·Wᵀ`) reads that copy. The
+/// results match the CPU's products of the same operands rounded to `f16`; and
+/// after the operand is read back (in memory from then on), the same products
+/// give the same bits. Without tensor cores, `Half` is `Full`.
+#[test]
+fn half_precision_products_of_pending_operands_match_the_cpu() {
+    use volta::backend::Backend;
+    use volta_kernels::{BinaryOp, UnaryOp};
+    let _gpu = crate::support::gpu_alone();
+    let info =
+        Gpu::init().unwrap_or_else(|e| panic!("no GPU adapter (install Mesa's lavapipe): {e}"));
+    let (m, k, n) = (100, 64, 36);
+    /// The three operands (pending where the device fuses), `W (n, k)` and `g (m, n)`.
+    type Inputs<D> = ([RawTensor<D, f32>; 3], RawTensor<D, f32>, RawTensor<D, f32>);
+    fn inputs<D: Backend<f32>>((m, k, n): (usize, usize, usize)) -> Inputs<D> {
+        let t = |dims: &[usize], seed| {
+            RawTensor::<D, f32>::from_vec(values(dims.iter().product(), seed), dims)
+        };
+        let (x, scale) = (t(&[m, k], 1), t(&[m, k], 2));
+        let tree = x.unary(UnaryOp::Tanh).binary(BinaryOp::Mul, &x);
+        let rows = x.softmax(1);
+        let norm = x.normalize(1, true, 1e-5).binary(BinaryOp::Mul, &scale);
+        ([tree, rows, norm], t(&[n, k], 3), t(&[m, n], 4))
+    }
+    /// `a·Wᵀ` and `aᵀ·g`.
+    fn products<D: Backend<f32>>(
+        a: &RawTensor<D, f32>,
+        w: &RawTensor<D, f32>,
+        g: &RawTensor<D, f32>,
+    ) -> [Vec<f32>; 2] {
+        [
+            a.matmul(&w.transpose_last()).to_vec(),
+            a.transpose_last().matmul(g).to_vec(),
+        ]
+    }
+    let round =
+        |v: Vec<f32>| -> Vec<f32> { v.iter().map(|&x| f16::from_f32(x).to_f32()).collect() };
+    let (cpu, cw, cg) = inputs::<Cpu>((m, k, n));
+    for (what, (c, g)) in ["tree", "softmax rows", "normalised rows"]
+        .iter()
+        .zip(cpu.iter().zip(inputs::<Gpu>((m, k, n)).0))
+    {
+        let (_, gw, gg) = inputs::<Gpu>((m, k, n));
+        let rounded = RawTensor::<Cpu, f32>::from_vec(round(c.to_vec()), &[m, k]);
+        let want = products(&rounded, &cw, &cg);
+        Gpu::set_matmul_precision(MatmulPrecision::Half);
+        let pending = products(&g, &gw, &gg);
+        let in_memory = {
+            g.to_vec();
+            products(&g, &gw, &gg)
+        };
+        Gpu::set_matmul_precision(MatmulPrecision::Full);
+        let full = products(&g, &gw, &gg);
+        for (i, (got, want)) in pending.iter().zip(&want).enumerate() {
+            // Operands a rounding apart where the devices' f32 values differ
+            // in their last bits.
+            let err = rel_error(got, want);
+            assert!(err < 2e-3, "{what}, product {i}: error {err}");
+        }
+        assert_eq!(pending, in_memory, "{what}: from the tree and from memory");
+        if !info.tensor_cores {
+            assert_eq!(pending, full, "{what}: Half without tensor cores is Full");
+        }
+    }
+}

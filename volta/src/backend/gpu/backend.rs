@@ -188,9 +188,26 @@ macro_rules! float_backend {
             }
             fn matmul(a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
                 let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];
-                let (a, b) = ((a.0.raw(), a.1), (b.0.raw(), b.1));
                 let s = state();
-                match matmul::matmul(&s.rt, &s.tuning, $elem, a, b) {
+                // In half precision, pending f32 operands are rounded to f16 from
+                // their trees rather than written in f32 and rounded in the
+                // product's loads (the same values, half the bytes).
+                // (Operands past a binding's size keep the product that slices.)
+                let limit = s.rt.gpu.limits.max_storage_buffer_binding_size;
+                let bound = |x: &Buf<Self, $t>| (x.len() * $elem.size()) as u64 <= limit;
+                let half = $elem == Elem::F32
+                    && bound(a.0)
+                    && bound(b.0)
+                    && matmul::rounds_operands(&s.rt, a.1, b.1);
+                let product = if half {
+                    let (ha, hb) = (fusion::half_operand(a.0), fusion::half_operand(b.0));
+                    let elems = ([ha.1, hb.1], $elem);
+                    matmul::matmul(&s.rt, &s.tuning, elems, (&ha.0, a.1), (&hb.0, b.1))
+                } else {
+                    let (a, b) = ((a.0.raw(), a.1), (b.0.raw(), b.1));
+                    matmul::matmul(&s.rt, &s.tuning, ([$elem; 2], $elem), a, b)
+                };
+                match product {
                     matmul::Product::Done(out) => GpuBuffer::new(out, len),
                     // The sum of split-K's partial products is a pending
                     // reduction: the product's consumer can run in its kernel.

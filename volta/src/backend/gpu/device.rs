@@ -407,6 +407,16 @@ impl Gpu {
         matmul::SPLIT_K.store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// In half precision, rounds a product's operands that are still pending
+    /// (fused values not yet in memory: a norm's rows, an activation) to `f16`
+    /// from their trees, keeping the copy for their next product, rather than
+    /// writing them in `f32` for the product to round in its loads (on by
+    /// default). The values are the same; the products read half the bytes. A
+    /// tuning switch for benchmarks.
+    pub fn set_matmul_operand_rounding(on: bool) {
+        matmul::ROUND_OPERANDS.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// How `f32` products compute from now on: [`MatmulPrecision::Full`] (the
     /// default) or, on adapters with tensor cores ([`GpuInfo::tensor_cores`]),
     /// [`MatmulPrecision::Half`]: operands rounded to `f16`, products

@@ -1,7 +1,7 @@
 //! Pending values: what an elementwise or row op computes, kept as a tree until a
 //! consumer splices it into its own kernel or needs it in memory.
 use super::builder::{Builder, Fused, MAX_INPUTS, ROW_VALUE, index_of};
-use crate::backend::gpu::kernels::elementwise::map;
+use crate::backend::gpu::kernels::elementwise::{convert, map};
 use crate::backend::gpu::kernels::{Operand, rows as row, slices};
 use crate::backend::gpu::runtime::Runtime;
 use crate::backend::gpu::runtime::pool::Pooled;
@@ -247,6 +247,11 @@ pub(crate) struct Pending {
     /// memory instead (a bias's gradient, summed from the gradient a product
     /// reads), which costs no more than its tree's inputs and frees them.
     pub(crate) readers: Mutex<Vec<(Weak<Pending>, Layout)>>,
+    /// The value rounded to `f16` for products in half precision ([`half_copy`]),
+    /// kept while the value itself is not in memory.
+    ///
+    /// [`half_copy`]: Pending::half_copy
+    pub(crate) half: Mutex<Option<Arc<Pooled>>>,
 }
 
 impl Pending {
@@ -258,9 +263,74 @@ impl Pending {
             self.record()
         });
         if first {
+            // In memory the value may be written in place: a copy made before
+            // would not follow.
+            *self.half.lock().unwrap_or_else(|p| p.into_inner()) = None;
             self.hand_to_readers(buf);
         }
         buf
+    }
+
+    /// The value rounded to `f16`, for a product in half precision: recorded from
+    /// the value's tree on first use and kept, while the value itself stays
+    /// pending for its other consumers. Those may never come: a norm's rows or an
+    /// activation that only products read (forward and for a weight's gradient)
+    /// are then never written in `f32`. `None` once the value is in memory, for a
+    /// value that is not `f32`, and for one that a pending row op computes in its
+    /// loads (a bias's gradient, summed from the gradient the product reads): that
+    /// value is better written once in `f32`, for both (the row op would otherwise
+    /// keep the value's inputs until it is recorded, and compute the value again).
+    /// The caller reads the value's memory instead.
+    pub(crate) fn half_copy(&self) -> Option<Arc<Pooled>> {
+        if self.elem != Elem::F32 || self.is_materialised() || self.has_readers() {
+            return None;
+        }
+        if let Some(h) = &*self.half.lock().unwrap_or_else(|p| p.into_inner()) {
+            return Some(h.clone());
+        }
+        let (is_row, spliced) = {
+            let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+            let source = guard.as_ref()?;
+            (source.row.is_some(), source.spliced.clone())
+        };
+        // As `record` orders them: a row op reads what the held values write.
+        if is_row {
+            materialise_held(&spliced);
+        }
+        let buf = {
+            let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+            let source = guard.as_ref()?;
+            let f = &source.fused;
+            let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+            match (&source.row, &source.reads) {
+                (None, Some(read)) => self.with_row_value(f.clone(), read, Elem::F16),
+                (Some(spec), _) => {
+                    let scalars = [&spec.op_scalars[..], &f.scalars].concat();
+                    let exprs = (f.expr.clone(), spec.grad.as_ref());
+                    let elems = (spec.in_elem, Elem::F16);
+                    row::rows(
+                        self.rt, elems, spec.op, exprs, None, &ops, &scalars, &spec.over, spec.axis,
+                    )
+                }
+                (None, None) => {
+                    let elems = (self.elem, Elem::F16);
+                    convert(self.rt, elems, f.expr.clone(), &ops, &f.scalars, &self.dims)
+                }
+            }
+        };
+        if !is_row {
+            materialise_held(&spliced);
+        }
+        *self.half.lock().unwrap_or_else(|p| p.into_inner()) = Some(buf.clone());
+        Some(buf)
+    }
+
+    /// Whether a pending row op still computes this value in its loads.
+    fn has_readers(&self) -> bool {
+        let readers = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+        readers
+            .iter()
+            .any(|(r, _)| r.upgrade().is_some_and(|r| !r.is_materialised()))
     }
 
     /// Points the pending row ops that computed this value in their loads at
@@ -324,7 +394,7 @@ impl Pending {
             );
         }
         match source.reads {
-            Some(read) => self.with_row_value(f, read),
+            Some(read) => self.with_row_value(f, &read, self.elem),
             None => {
                 let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
                 map(self.rt, self.elem, f.expr, &ops, &f.scalars, &self.dims)
@@ -337,7 +407,8 @@ impl Pending {
     /// would run twice), or else the row op on its own, read from memory. The tree
     /// runs over the row op's own dims (the value broadcast along the row, or the
     /// rows it writes) or, for a reduction, over the reduced dims (once per row).
-    fn with_row_value(&self, f: Fused<Leaf>, read: RowRead) -> Arc<Pooled> {
+    /// The value is stored as `out_elem`.
+    fn with_row_value(&self, f: Fused<Leaf>, read: &RowRead, out_elem: Elem) -> Arc<Pooled> {
         let c = self.rt;
         let alone = Arc::strong_count(&read.value) == 1;
         if let (true, Some((spec, rf))) = (alone, read.value.row_source()) {
@@ -356,7 +427,7 @@ impl Pending {
                 let n_in = leaves.len();
                 let limit = c.gpu.limits.max_storage_buffers_per_shader_stage as usize;
                 let ops: Vec<Operand> = leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
-                let out_bytes = (self.dims.numel() * self.elem.size()) as u64;
+                let out_bytes = (self.dims.numel() * out_elem.size()) as u64;
                 // Tensors past a binding's size are left to the kernels that slice.
                 let fits = n_in + 2 <= limit.min(MAX_INPUTS + 2)
                     && !slices::needed(c, &ops)
@@ -375,7 +446,7 @@ impl Pending {
                     let scalars = [&spec.op_scalars[..], &rf.scalars, &f.scalars].concat();
                     return row::rows(
                         c,
-                        (spec.in_elem, self.elem),
+                        (spec.in_elem, out_elem),
                         spec.op,
                         (body, grad.as_ref()),
                         Some((&epilogue, per_row)),
@@ -389,7 +460,14 @@ impl Pending {
         }
         let f = read.in_memory(f);
         let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
-        map(c, self.elem, f.expr, &ops, &f.scalars, &self.dims)
+        convert(
+            c,
+            (self.elem, out_elem),
+            f.expr,
+            &ops,
+            &f.scalars,
+            &self.dims,
+        )
     }
 
     /// The row op and the tree it reads, while it is pending.

@@ -127,8 +127,10 @@ pub(crate) struct CoopVariant {
     pub a_k: bool,
     /// B is contiguous along n (row-major `k × n`); otherwise along k.
     pub b_n: bool,
-    /// A and B hold `f32`, rounded to `f16` on their way into shared memory.
-    pub f32_in: bool,
+    /// A holds `f32`, rounded to `f16` on its way into shared memory.
+    pub a_f32: bool,
+    /// B holds `f32`, rounded likewise (unused with `b_blocks`).
+    pub b_f32: bool,
     /// C holds `f16`; otherwise `f32`.
     pub half_out: bool,
     /// `f16` operands move eight halves per 16-byte load (offsets, strides and the
@@ -138,7 +140,7 @@ pub(crate) struct CoopVariant {
     pub c_vec: bool,
     /// B is a quantised `W` (`n × k`, contiguous along k: `b_n` is false), read as
     /// its blocks and dequantised to `f16` on the way into shared memory (`bk` is
-    /// 32: one block per row of the tile); A is `f32` (`f32_in`).
+    /// 32: one block per row of the tile); A is `f32` (`a_f32`).
     pub b_blocks: Option<Blocks>,
     /// A's columns are multiplied by a vector `s` (binding 3; C moves to 4) on
     /// their way in: `x·diag(s)·Wᵀ`, an RMS norm's weights, whose per-row
@@ -428,12 +430,17 @@ pub(crate) fn source(v: &CoopVariant) -> String {
     let t = v.tiles;
     let (bm, bn, bk, pad) = (t.bm(), t.bn(), t.bk, t.pad);
     let threads = t.subgroups() * 32;
-    let in_ty = match (v.f32_in, v.wide) {
+    let ty = |f32_in: bool| match (f32_in, v.wide) {
         (true, _) => "vec4<f32>",
         (false, true) => "vec4<u32>",
         (false, false) => "vec4<f16>",
     };
-    let b_ty = if v.b_blocks.is_some() { "u32" } else { in_ty };
+    let in_ty = ty(v.a_f32);
+    let b_ty = if v.b_blocks.is_some() {
+        "u32"
+    } else {
+        ty(v.b_f32)
+    };
     let out_ty = match (v.half_out, v.c_vec) {
         (true, true) => "vec4<f16>",
         (true, false) => "f16",
@@ -553,18 +560,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             scale: None,
         }
     };
-    let wide = v.wide && !v.f32_in;
-    let ca = copy_tile(&a_tile, threads, pad, v.f32_in, wide);
+    let ca = copy_tile(&a_tile, threads, pad, v.a_f32, v.wide && !v.a_f32);
     let cb = match v.b_blocks {
         Some(q) => {
             assert!(
-                bk == 32 && !v.b_n && v.f32_in,
+                bk == 32 && !v.b_n && v.a_f32,
                 "quantised B: bk 32, along k, f32 A"
             );
             assert!(!v.a_scale || (v.a_k && !v.wide), "A's scale: f32 A along k");
             copy_blocks(q, &b_tile, threads, pad)
         }
-        None => copy_tile(&b_tile, threads, pad, v.f32_in, wide),
+        None => copy_tile(&b_tile, threads, pad, v.b_f32, v.wide && !v.b_f32),
     };
     w.push_str(&ca.decls);
     w.push_str(&cb.decls);
@@ -788,15 +794,16 @@ mod tests {
     fn every_variant_validates_and_translates() {
         for tiles in CoopTiles::CANDIDATES {
             tiles.check(1024, 48 * 1024).unwrap();
-            for bits in 0..64u32 {
+            for bits in 0..128u32 {
                 validate(&CoopVariant {
                     tiles,
                     a_k: bits & 1 != 0,
                     b_n: bits & 2 != 0,
-                    f32_in: bits & 4 != 0,
+                    a_f32: bits & 4 != 0,
                     half_out: bits & 8 != 0,
                     wide: bits & 16 != 0,
                     c_vec: bits & 32 != 0,
+                    b_f32: bits & 64 != 0,
                     b_blocks: None,
                     a_scale: false,
                 });
@@ -817,7 +824,8 @@ mod tests {
                         tiles,
                         a_k: true,
                         b_n: false,
-                        f32_in: true,
+                        a_f32: true,
+                        b_f32: false,
                         half_out: false,
                         wide: false,
                         c_vec,

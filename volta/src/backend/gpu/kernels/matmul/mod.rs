@@ -127,6 +127,12 @@ pub(crate) fn precision() -> MatmulPrecision {
     }
 }
 
+/// Whether half precision rounds pending `f32` operands to `f16` before the
+/// product (a tuning switch, on by default; off, they are written in `f32` and the
+/// product rounds them in its loads).
+pub(crate) static ROUND_OPERANDS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(true);
+
 /// Whether products may split K (a tuning switch, on by default).
 pub(crate) static SPLIT_K: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
@@ -146,10 +152,15 @@ const MIN_SLICE: usize = 128;
 /// unsplit 92).
 const COOP_MIN_SLICE: usize = 1024;
 
-/// Whether products of `elem` go to tensor cores (when both operands load as
-/// vectors): `f16` ones, and `f32` ones in half precision, on adapters that have them.
-fn for_tensor_cores(rt: &Runtime, elem: Elem) -> bool {
-    rt.gpu.info.tensor_cores && (elem == Elem::F16 || precision() == MatmulPrecision::Half)
+/// The element types of a product's operands, A's and B's.
+pub(crate) type Elems = [Elem; 2];
+
+/// Whether products of `elems` go to tensor cores (when both operands load as
+/// vectors): `f16` ones, and those with an `f32` operand in half precision, on
+/// adapters that have them.
+fn for_tensor_cores(rt: &Runtime, elems: Elems) -> bool {
+    let half = elems == [Elem::F16; 2] || precision() == MatmulPrecision::Half;
+    rt.gpu.info.tensor_cores && half
 }
 
 /// A product, or the partial products of its K slices ([`matmul`]).
@@ -161,24 +172,25 @@ pub(crate) enum Product {
     Partials(Arc<Pooled>, [usize; 3]),
 }
 
-/// `(batch, m, k) × (batch, k, n)` of two strided views of `elem` (`F32` or `F16`;
-/// products accumulate in `f32`), leaving split-K's sum of partial products to the
-/// caller (a pending reduction, so the product's consumer can run in its kernel:
-/// `fusion::rows_of`).
+/// `(batch, m, k) × (batch, k, n)` of two strided views holding `elems` (`F32` or
+/// `F16`; products accumulate in `f32`; operands of two types only where
+/// [`rounds_operands`]), stored as `out_elem`, leaving split-K's sum of partial
+/// products to the caller (a pending reduction, so the product's consumer can run
+/// in its kernel: `fusion::rows_of`).
 pub(crate) fn matmul(
     rt: &Runtime,
     tuning: &Tuning,
-    elem: Elem,
+    (elems, out_elem): (Elems, Elem),
     a: (&Arc<Pooled>, &Layout),
     b: (&Arc<Pooled>, &Layout),
 ) -> Product {
     let (batch, m, k, n) = (a.1.dims[0], a.1.dims[1], a.1.dims[2], b.1.dims[2]);
     if slices::needed(rt, &[a, b]) {
-        return Product::Done(in_slices(rt, tuning, elem, a, b));
+        return Product::Done(in_slices(rt, tuning, (elems, out_elem), a, b));
     }
-    let splits = split_k(batch, m, k, n, for_tensor_cores(rt, elem));
+    let splits = split_k(batch, m, k, n, for_tensor_cores(rt, elems));
     if splits == 1 {
-        return Product::Done(product(rt, tuning, (elem, elem), a, b));
+        return Product::Done(product(rt, tuning, (elems, out_elem), a, b));
     }
     // Split-K: K as `splits` batches of slices (pure strides: no copies), one
     // partial product per slice, then their sum.
@@ -191,7 +203,7 @@ pub(crate) fn matmul(
     let sa = view(a.1, [splits, m, slice], 2);
     let sb = view(b.1, [splits, slice, n], 1);
     // The partial products stay in f32 until their sum is rounded.
-    let partials = product(rt, tuning, (elem, Elem::F32), (a.0, &sa), (b.0, &sb));
+    let partials = product(rt, tuning, (elems, Elem::F32), (a.0, &sa), (b.0, &sb));
     Product::Partials(partials, [splits, m, n])
 }
 
@@ -201,14 +213,14 @@ pub(crate) fn matmul(
 fn in_slices(
     rt: &Runtime,
     tuning: &Tuning,
-    elem: Elem,
+    (elems, out_elem): (Elems, Elem),
     a: (&Arc<Pooled>, &Layout),
     b: (&Arc<Pooled>, &Layout),
 ) -> Arc<Pooled> {
     let (batch, m, n) = (a.1.dims[0], a.1.dims[1], b.1.dims[2]);
-    let out = alloc(rt, batch * m * n * elem.size());
+    let out = alloc(rt, batch * m * n * out_elem.size());
     let out_layout = Layout::contiguous(&[batch, m, n]);
-    let part = |view, axis, exact| Part {
+    let part = |view, axis, exact, elem| Part {
         view,
         axis,
         exact,
@@ -226,18 +238,18 @@ fn in_slices(
         .filter(|c| c.3 > 1)
         .filter_map(|&(sa, sb, so, len)| {
             let parts = [
-                part(a, sa, false),
-                part(b, sb, false),
-                part(o, Some(so), true),
+                part(a, sa, false, elems[0]),
+                part(b, sb, false, elems[1]),
+                part(o, Some(so), true, out_elem),
             ];
             slices::slice_len(rt, &parts, len).map(|per| (parts, len, per))
         })
         .min_by_key(|(_, len, per)| len.div_ceil(*per));
     match best {
         Some((parts, len, per)) => slices::by_slices(rt, &parts, (len, per), copy, |ops, _, _| {
-            product_into(rt, tuning, (elem, elem), ops[0], ops[1], ops[2].0);
+            product_into(rt, tuning, (elems, out_elem), ops[0], ops[1], ops[2].0);
         }),
-        None => rt.report(slices::too_large(rt, "matmul", &[a, b], elem.size())),
+        None => rt.report(slices::too_large(rt, "matmul", &[a, b], elems[0].size())),
     }
     out
 }
@@ -298,12 +310,12 @@ fn choose_tiles(batch: usize, m: usize, n: usize) -> MatmulTiles {
     }
 }
 
-/// The tensor-core kernel for a `(batch, m, n)` product of `elem` operands stored as
-/// `out_elem`, A contiguous along k (else m) and B along n (else k) as `layouts`
-/// says, and its grid.
+/// The tensor-core kernel for a `(batch, m, n)` product of operands holding `elems`
+/// stored as `out_elem`, A contiguous along k (else m) and B along n (else k) as
+/// `layouts` says, and its grid.
 fn tensor_core_kernel(
     rt: &Runtime,
-    (elem, out_elem): (Elem, Elem),
+    (elems, out_elem): (Elems, Elem),
     (a_k, b_n, wide): (bool, bool, bool),
     (batch, m, n): (usize, usize, usize),
 ) -> (Arc<Kernel>, [u32; 3]) {
@@ -315,9 +327,10 @@ fn tensor_core_kernel(
         tiles: t,
         a_k,
         b_n,
-        f32_in: elem == Elem::F32,
+        a_f32: elems[0] == Elem::F32,
+        b_f32: elems[1] == Elem::F32,
         half_out: out_elem == Elem::F16,
-        wide: wide && elem == Elem::F16,
+        wide: wide && elems.contains(&Elem::F16),
         c_vec: n.is_multiple_of(4),
         b_blocks: None,
         a_scale: false,
@@ -332,7 +345,8 @@ fn tensor_core_kernel(
         t.staging as u32,
         u32::from(a_k),
         u32::from(b_n),
-        u32::from(v.f32_in),
+        u32::from(v.a_f32),
+        u32::from(v.b_f32),
         u32::from(v.half_out),
         u32::from(v.wide),
         u32::from(v.c_vec),
@@ -384,7 +398,8 @@ pub(crate) fn quantized(
         tiles: t,
         a_k: true,
         b_n: false,
-        f32_in: true,
+        a_f32: true,
+        b_f32: false,
         half_out: false,
         wide: false,
         c_vec: n.is_multiple_of(4),
@@ -512,35 +527,11 @@ fn choose_coop_tiles(batch: usize, m: usize, n: usize) -> CoopTiles {
     }
 }
 
-/// One launch of the generated kernel: operands of `elem`, the product stored as
-/// `out_elem`.
-fn product(
-    rt: &Runtime,
-    tuning: &Tuning,
-    (elem, out_elem): (Elem, Elem),
-    a: (&Arc<Pooled>, &Layout),
-    b: (&Arc<Pooled>, &Layout),
-) -> Arc<Pooled> {
-    let (batch, m, n) = (a.1.dims[0], a.1.dims[1], b.1.dims[2]);
-    let out = alloc(rt, batch * m * n * out_elem.size());
-    product_into(rt, tuning, (elem, out_elem), a, b, &out);
-    out
-}
-
-/// [`product`] into `out` (contiguous, from its binding's start).
-fn product_into(
-    rt: &Runtime,
-    tuning: &Tuning,
-    (elem, out_elem): (Elem, Elem),
-    a: (&Arc<Pooled>, &Layout),
-    b: (&Arc<Pooled>, &Layout),
-    out: &Arc<Pooled>,
-) {
-    let (la, lb) = (a.1, b.1);
+/// How the kernel loads A and B of a `(batch, m, k) × (batch, k, n)` product:
+/// four elements at a time along a contiguous axis whose rows start on a multiple
+/// of four, else one at a time.
+fn loads(la: &Layout, lb: &Layout) -> (Load, Load) {
     let (batch, m, k, n) = (la.dims[0], la.dims[1], la.dims[2], lb.dims[2]);
-    if batch * m * n == 0 {
-        return;
-    }
     // A batch of one has no batch stride to respect.
     let sb = |l: &Layout| if batch == 1 { 0 } else { l.strides[0] };
     let (a_sb, a_sm, a_sk) = (sb(la), la.strides[1], la.strides[2]);
@@ -563,6 +554,55 @@ fn product_into(
     } else {
         Load::ScalarOuter
     };
+    (a_load, b_load)
+}
+
+/// Whether an `f32` product of these views runs on tensor cores in half precision
+/// (both operands load as vectors), so that its operands can be rounded to
+/// `f16` before it (`fusion::half_operand`) at no cost in accuracy.
+pub(crate) fn rounds_operands(rt: &Runtime, la: &Layout, lb: &Layout) -> bool {
+    let vectors = |l: Load| matches!(l, Load::K4 | Load::Outer4);
+    let (a, b) = loads(la, lb);
+    ROUND_OPERANDS.load(std::sync::atomic::Ordering::Relaxed)
+        && for_tensor_cores(rt, [Elem::F32; 2])
+        && vectors(a)
+        && vectors(b)
+}
+
+/// One launch of the generated kernel: operands holding `elems`, the product
+/// stored as `out_elem`.
+fn product(
+    rt: &Runtime,
+    tuning: &Tuning,
+    (elems, out_elem): (Elems, Elem),
+    a: (&Arc<Pooled>, &Layout),
+    b: (&Arc<Pooled>, &Layout),
+) -> Arc<Pooled> {
+    let (batch, m, n) = (a.1.dims[0], a.1.dims[1], b.1.dims[2]);
+    let out = alloc(rt, batch * m * n * out_elem.size());
+    product_into(rt, tuning, (elems, out_elem), a, b, &out);
+    out
+}
+
+/// [`product`] into `out` (contiguous, from its binding's start).
+fn product_into(
+    rt: &Runtime,
+    tuning: &Tuning,
+    (elems, out_elem): (Elems, Elem),
+    a: (&Arc<Pooled>, &Layout),
+    b: (&Arc<Pooled>, &Layout),
+    out: &Arc<Pooled>,
+) {
+    let (la, lb) = (a.1, b.1);
+    let (batch, m, k, n) = (la.dims[0], la.dims[1], la.dims[2], lb.dims[2]);
+    if batch * m * n == 0 {
+        return;
+    }
+    // A batch of one has no batch stride to respect.
+    let sb = |l: &Layout| if batch == 1 { 0 } else { l.strides[0] };
+    let (a_sb, a_sm, a_sk) = (sb(la), la.strides[1], la.strides[2]);
+    let (b_sb, b_sk, b_sn) = (sb(lb), lb.strides[1], lb.strides[2]);
+    let (a_load, b_load) = loads(la, lb);
     let p = [
         u(m),
         u(n),
@@ -584,26 +624,34 @@ fn product_into(
     // Tensor cores take f16 products, and f32 ones in half precision, when both
     // operands load as vectors.
     let vectors = |l: Load| matches!(l, Load::K4 | Load::Outer4);
-    let on_tensor_cores = for_tensor_cores(rt, elem) && vectors(a_load) && vectors(b_load);
+    let on_tensor_cores = for_tensor_cores(rt, elems) && vectors(a_load) && vectors(b_load);
     if on_tensor_cores {
         let (a_k, b_n) = (a_load == Load::K4, b_load == Load::Outer4);
-        // Eight halves per load where every row of both operands starts on a
+        // Eight halves per load where every row of the f16 operands starts on a
         // 16-byte boundary and their contiguous extents are whole loads.
         let eights = |v: &[usize]| v.iter().all(|x| x.is_multiple_of(8));
-        let wide = eights(&if a_k {
-            [k, la.offset, a_sb, a_sm]
-        } else {
-            [m, la.offset, a_sb, a_sk]
-        }) && eights(&if b_n {
-            [n, lb.offset, b_sb, b_sk]
-        } else {
-            [k, lb.offset, b_sb, b_sn]
-        });
-        let layouts = (a_k, b_n, wide);
-        let (kern, groups) = tensor_core_kernel(rt, (elem, out_elem), layouts, (batch, m, n));
+        let a_eights = elems[0] == Elem::F32
+            || eights(&if a_k {
+                [k, la.offset, a_sb, a_sm]
+            } else {
+                [m, la.offset, a_sb, a_sk]
+            });
+        let b_eights = elems[1] == Elem::F32
+            || eights(&if b_n {
+                [n, lb.offset, b_sb, b_sk]
+            } else {
+                [k, lb.offset, b_sb, b_sn]
+            });
+        let layouts = (a_k, b_n, a_eights && b_eights);
+        let (kern, groups) = tensor_core_kernel(rt, (elems, out_elem), layouts, (batch, m, n));
         launch(rt, &kern, &p, &[a.0, b.0, out], groups);
         return;
     }
+    assert!(
+        elems[0] == elems[1],
+        "GPU matmul: operands of two types off tensor cores (a caller of `matmul` bug)"
+    );
+    let elem = elems[0];
     // The generated kernel for `tiles` (compiled on first use).
     let prepare = |tiles: MatmulTiles| {
         let v = Variant {
