@@ -9,7 +9,7 @@
 //!
 //! ```text
 //! cargo run --release -p volta-examples --example gpt                 # addition, CPU
-//! cargo run --release -p volta-examples --example gpt -- --device gpu
+//! cargo run --release -p volta-examples --example gpt -- --device gpu [--half]
 //! cargo run --release -p volta-examples --example gpt -- --text input.txt --steps 2000
 //! ```
 //!
@@ -19,6 +19,7 @@ use clap::{Parser, ValueEnum};
 use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use volta::backend::gpu::MatmulPrecision;
 use volta::nn::loss::cross_entropy;
 use volta::optim::{CosineWarmup, LrSchedule, clip_grad_norm};
 use volta::prelude::*;
@@ -80,6 +81,10 @@ struct Args {
     /// Bytes to sample after training (text).
     #[arg(long, default_value_t = 200)]
     sample: usize,
+    /// On the GPU, products in half precision (`MatmulPrecision::Half`: f16
+    /// operands on tensor cores, f32 sums), where the adapter has tensor cores.
+    #[arg(long)]
+    half: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -120,11 +125,20 @@ fn main() -> Result<(), Box<dyn Error>> {
         );
     }
     match args.device {
+        DeviceChoice::Cpu if args.half => {
+            Err("--half is a GPU setting (tensor cores): add --device gpu".into())
+        }
         DeviceChoice::Cpu => run::<Cpu>(&args, &ranks),
         DeviceChoice::Gpu => {
             let info = ranks.gpu()?;
             if ranks.is_main() {
                 println!("GPU: {} ({})", info.name, info.backend);
+            }
+            if args.half {
+                Gpu::set_matmul_precision(MatmulPrecision::Half);
+                if ranks.is_main() && !info.tensor_cores {
+                    println!("--half: this adapter has no tensor cores; products stay in f32");
+                }
             }
             run::<Gpu>(&args, &ranks)
         }
