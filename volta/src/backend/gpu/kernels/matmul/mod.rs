@@ -156,10 +156,10 @@ const COOP_MIN_SLICE: usize = 1024;
 pub(crate) type Elems = [Elem; 2];
 
 /// Whether products of `elems` go to tensor cores (when both operands load as
-/// vectors): `f16` ones, and those with an `f32` operand in half precision, on
+/// vectors): those with an `f16` operand, and `f32` ones in half precision, on
 /// adapters that have them.
 fn for_tensor_cores(rt: &Runtime, elems: Elems) -> bool {
-    let half = elems == [Elem::F16; 2] || precision() == MatmulPrecision::Half;
+    let half = elems.contains(&Elem::F16) || precision() == MatmulPrecision::Half;
     rt.gpu.info.tensor_cores && half
 }
 
@@ -647,6 +647,7 @@ fn product_into(
         launch(rt, &kern, &p, &[a.0, b.0, out], groups);
         return;
     }
+    // Mixed operands come only from `rounds_operands`, whose views load as vectors.
     assert!(
         elems[0] == elems[1],
         "GPU matmul: operands of two types off tensor cores (a caller of `matmul` bug)"
