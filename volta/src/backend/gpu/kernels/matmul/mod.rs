@@ -557,11 +557,15 @@ fn loads(la: &Layout, lb: &Layout) -> (Load, Load) {
     (a_load, b_load)
 }
 
+/// Whether a load moves four elements at a time (what tensor cores need).
+fn vectors(l: Load) -> bool {
+    matches!(l, Load::K4 | Load::Outer4)
+}
+
 /// Whether an `f32` product of these views runs on tensor cores in half precision
 /// (both operands load as vectors), so that its operands can be rounded to
 /// `f16` before it (`fusion::half_operand`) at no cost in accuracy.
 pub(crate) fn rounds_operands(rt: &Runtime, la: &Layout, lb: &Layout) -> bool {
-    let vectors = |l: Load| matches!(l, Load::K4 | Load::Outer4);
     let (a, b) = loads(la, lb);
     ROUND_OPERANDS.load(std::sync::atomic::Ordering::Relaxed)
         && for_tensor_cores(rt, [Elem::F32; 2])
@@ -623,7 +627,6 @@ fn product_into(
     );
     // Tensor cores take f16 products, and f32 ones in half precision, when both
     // operands load as vectors.
-    let vectors = |l: Load| matches!(l, Load::K4 | Load::Outer4);
     let on_tensor_cores = for_tensor_cores(rt, elems) && vectors(a_load) && vectors(b_load);
     if on_tensor_cores {
         let (a_k, b_n) = (a_load == Load::K4, b_load == Load::Outer4);
