@@ -536,25 +536,38 @@ fn loads(la: &Layout, lb: &Layout) -> (Load, Load) {
     let sb = |l: &Layout| if batch == 1 { 0 } else { l.strides[0] };
     let (a_sb, a_sm, a_sk) = (sb(la), la.strides[1], la.strides[2]);
     let (b_sb, b_sk, b_sn) = (sb(lb), lb.strides[1], lb.strides[2]);
-    let a_load = if a_sk == 1 && aligned(&[k, la.offset, a_sb, a_sm]) {
-        Load::K4
-    } else if a_sm == 1 && aligned(&[m, la.offset, a_sb, a_sk]) {
-        Load::Outer4
-    } else if a_sk == 1 {
-        Load::ScalarK
-    } else {
-        Load::ScalarOuter
-    };
-    let b_load = if b_sn == 1 && aligned(&[n, lb.offset, b_sb, b_sk]) {
-        Load::Outer4
-    } else if b_sk == 1 && aligned(&[k, lb.offset, b_sb, b_sn]) {
-        Load::K4
-    } else if b_sk == 1 {
-        Load::ScalarK
-    } else {
-        Load::ScalarOuter
-    };
+    // A prefers vectors along k, B along n.
+    let a_load = load(
+        [
+            (Load::K4, a_sk == 1 && aligned(&[k, la.offset, a_sb, a_sm])),
+            (
+                Load::Outer4,
+                a_sm == 1 && aligned(&[m, la.offset, a_sb, a_sk]),
+            ),
+        ],
+        a_sk == 1,
+    );
+    let b_load = load(
+        [
+            (
+                Load::Outer4,
+                b_sn == 1 && aligned(&[n, lb.offset, b_sb, b_sk]),
+            ),
+            (Load::K4, b_sk == 1 && aligned(&[k, lb.offset, b_sb, b_sn])),
+        ],
+        b_sk == 1,
+    );
     (a_load, b_load)
+}
+
+/// The first vector load of `tries` that the operand allows, else scalar loads
+/// along k where k is its contiguous axis (along the outer axis otherwise).
+fn load(tries: [(Load, bool); 2], k_contiguous: bool) -> Load {
+    match tries.into_iter().find(|&(_, allowed)| allowed) {
+        Some((l, _)) => l,
+        None if k_contiguous => Load::ScalarK,
+        None => Load::ScalarOuter,
+    }
 }
 
 /// Whether a load moves four elements at a time (what tensor cores need).
