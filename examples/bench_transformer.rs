@@ -50,6 +50,22 @@ struct Args {
     /// instead of in memory before them.
     #[arg(long)]
     no_operand_rounding: bool,
+    /// The attention rows' shapes as `BxT` pairs (`64x256`: the GPT step's
+    /// attention), instead of B 8 T 1024 and B 2 T 4096.
+    #[arg(long, value_delimiter = ',', value_parser = batch_by_length)]
+    lengths: Option<Vec<(usize, usize)>>,
+    /// Dropout on the attention weights, in the attention rows (none by default)
+    /// and in the GPT step's blocks (0.2 by default, nanoGPT's): what the
+    /// dropout mask costs the attention kernels.
+    #[arg(long)]
+    attention_dropout: Option<f64>,
+}
+
+/// `BxT` as `(B, T)`.
+fn batch_by_length(s: &str) -> Result<(usize, usize), String> {
+    let (b, t) = s.split_once('x').ok_or(format!("{s:?} is not BxT"))?;
+    let n = |x: &str| x.parse::<usize>().map_err(|e| format!("{x:?}: {e}"));
+    Ok((n(b)?, n(t)?))
 }
 
 fn median(mut ts: Vec<f64>) -> f64 {
@@ -85,8 +101,11 @@ fn attention_step(
     k: &RawTensor<Gpu, f32>,
     v: &RawTensor<Gpu, f32>,
     w: &RawTensor<Gpu, f32>,
+    dropout: f64,
 ) {
-    let out = q.attention(k, v, Some(0)).binary(BinaryOp::Mul, w);
+    let out = q
+        .attention_with_dropout(k, v, Some(0), dropout, 11)
+        .binary(BinaryOp::Mul, w);
     let out = Tensor::<(usize, usize, usize, usize), Gpu>::try_from_raw(out).expect("rank 4");
     let grads = out.sum_all().backward();
     drop(grads);
@@ -109,10 +128,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     let (h, d) = (6, 64);
-    let lengths: &[(usize, usize)] = match (args.step_only, args.quick) {
-        (true, _) => &[],
-        (false, true) => &[(2, 128), (1, 256)],
-        (false, false) => &[(8, 1024), (2, 4096)],
+    let lengths: &[(usize, usize)] = match (args.step_only, args.quick, &args.lengths) {
+        (true, _, _) => &[],
+        (false, _, Some(lengths)) => lengths,
+        (false, true, None) => &[(2, 128), (1, 256)],
+        (false, false, None) => &[(8, 1024), (2, 4096)],
+    };
+    let dropout = args.attention_dropout.unwrap_or(0.0);
+    let tag = if dropout > 0.0 {
+        format!("_dropout{dropout}")
+    } else {
+        String::new()
     };
     for &(b, t) in lengths {
         let (q, k, v) = (
@@ -121,33 +147,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             leaf(&[b, h, t, d], 3),
         );
         let w = RawTensor::uniform(&[b, h, t, d], 4);
-        let s = time(10, || attention_step(&q, &k, &v, &w));
+        let s = time(10, || attention_step(&q, &k, &v, &w, dropout));
         // Causal: half the scores; forward 2 products, backward 5 (FLOPs as
         // FlashAttention-2 counts them: 4·B·H·T²·d forward, 2.5× that backward, halved).
         let flops = 3.5 * 4.0 * (b * h * t * t * d) as f64 / 2.0;
         println!(
             "{:40} {:10.3} ms {:8.2} TFLOP/s",
-            format!("attention_fwd_bwd_f32_B{b}_T{t}"),
+            format!("attention_fwd_bwd_f32_B{b}_T{t}{tag}"),
             s * 1e3,
             flops / s / 1e12
         );
         if std::env::var_os("VOLTA_BENCH_KERNELS").is_some()
-            && let Ok(((), profile)) = Gpu::profile(|| attention_step(&q, &k, &v, &w))
+            && let Ok(((), profile)) = Gpu::profile(|| attention_step(&q, &k, &v, &w, dropout))
         {
             print_kernels(&profile);
         }
         // The same in half precision: every product on tensor cores where the
         // adapter has them (against SDPA's f16 flash kernel).
         Gpu::set_matmul_precision(MatmulPrecision::Half);
-        let s = time(10, || attention_step(&q, &k, &v, &w));
+        let s = time(10, || attention_step(&q, &k, &v, &w, dropout));
         println!(
             "{:40} {:10.3} ms {:8.2} TFLOP/s",
-            format!("attention_fwd_bwd_half_B{b}_T{t}"),
+            format!("attention_fwd_bwd_half_B{b}_T{t}{tag}"),
             s * 1e3,
             flops / s / 1e12
         );
         if std::env::var_os("VOLTA_BENCH_KERNELS").is_some()
-            && let Ok(((), profile)) = Gpu::profile(|| attention_step(&q, &k, &v, &w))
+            && let Ok(((), profile)) = Gpu::profile(|| attention_step(&q, &k, &v, &w, dropout))
         {
             print_kernels(&profile);
         }
@@ -191,7 +217,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             leaf(&[1, h, t, d], 3),
         );
         let w = RawTensor::uniform(&[1, h, t, d], 4);
-        attention_step(&q, &k, &v, &w);
+        attention_step(&q, &k, &v, &w, dropout);
         Gpu::sync()?;
         let held = Gpu::memory().reserved_bytes - base;
         println!(
@@ -207,6 +233,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Gpu::set_matmul_precision(precision);
         let mut rng = Rng::seed(0);
         let mut model = CharGpt::<Gpu>::new(&mut rng);
+        if let Some(p) = args.attention_dropout {
+            for (i, block) in model.h.iter_mut().enumerate() {
+                block.attn.attn_dropout = Dropout::seeded(p, 100 + i as u64);
+            }
+        }
         let mut opt = Adam::<Gpu>::adamw(6e-4, 0.1);
         let t = 256;
         let data: Vec<u32> = (0..batch * (t + 1))

@@ -26,9 +26,10 @@
 //    [7] start (query row t sits at start + t and sees keys 0..=start + t),
 //    [8] q offset, [9..13] q strides (b, h, t, c), [13..18] k, [18..23] v,
 //    [23..28] g (the output's gradient), [28] lse offset, [29] delta offset
-//    (lse and delta contiguous [B, H, T]), [30] dropout p (f32 bits, 0: none),
-//    [31] a kept weight's factor 1/(1 − p) (f32 bits), [32..34] the two keys
-//    the counter stream derives from the seed (`random::stream_keys`),
+//    (lse and delta contiguous [B, H, T]), [30] dropout's threshold (p in
+//    256ths, 0: none), [31] a kept weight's factor 1/(1 − p) (f32 bits),
+//    [32..34] the two keys the counter stream derives from the seed
+//    (`random::stream_keys`; attention_dropout.wgsl),
 //    [34..37] the (b, h, t) strides of the forward's output and of dq,
 //    [37..40] those of dk, [40..43] those of dv (features contiguous: each
 //    result is laid out as `packed_like` its operand).
@@ -240,25 +241,26 @@ fn per_row(second: bool, row0: u32, t0: u32) -> vec4<f32> {
     return x;
 }
 
-// The factor of the weight of key `key` in score row `row` ((b·H + h)·T + t):
-// 0 where it drops, 1/(1 − p) elsewhere; `AttentionSpec::keep`'s rule, the
-// counter stream of `uniform` at element key·2³² + row (counter_hash.wgsl,
-// prepended by the runtime).
-fn keep(row: u32, key: u32) -> f32 {
-    if (p[30] == 0u) {
-        return 1.0;
-    }
-    let u = unit24(counter_hash(row, key, vec2<u32>(p[32], p[33])));
-    return select(0.0, bitcast<f32>(p[31]), u >= bitcast<f32>(p[30]));
-}
-
-// The factors of a thread's 4×4 weights: rows t0 + i (score rows row0 + t0 + i),
-// keys k0 + e, as [e][i].
+// The dropout factors of a thread's 4×4 weights: rows t0 + i (score rows
+// row0 + t0 + i), keys k0 + e (k0 even), as [e][i]; attention_dropout.wgsl's
+// rule, each pair of keys drawn once per pair of rows.
 fn keep4(row0: u32, t0: u32, k0: u32) -> array<vec4<f32>, 4> {
     var f: array<vec4<f32>, 4>;
-    for (var e = 0u; e < 4u; e++) {
+    if (p[30] == 0u) {
+        for (var e = 0u; e < 4u; e++) {
+            f[e] = vec4<f32>(1.0);
+        }
+        return f;
+    }
+    for (var e = 0u; e < 4u; e += 2u) {
+        var h = drop_draw(row0 + t0, k0 + e);
         for (var i = 0u; i < 4u; i++) {
-            f[e][i] = keep(row0 + t0 + i, k0 + e);
+            let r = row0 + t0 + i;
+            if (i > 0u && (r & 1u) == 0u) {
+                h = drop_draw(r, k0 + e);
+            }
+            f[e][i] = drop_factor(h, r, k0 + e);
+            f[e + 1u][i] = drop_factor(h, r, k0 + e + 1u);
         }
     }
     return f;

@@ -4,7 +4,11 @@ T = 1024 and 4096, the memory of an attention step at T = 512 … 8192, and
 nanoGPT's shakespeare-char training step (6 blocks of width 384, 6 heads, T 256,
 batch 64, dropout 0.2, AdamW; 256 byte tokens as Volta's `CharGpt`) eager in f32 (TF32 off) and under autocast f16.
 
-    python3 scripts/device/transformer_peers.py [--quick]
+    python3 scripts/device/transformer_peers.py [--quick] [--lengths 64x256,...] [--attention-dropout P] [--attention-only] [--profile-step]
+
+--lengths and --attention-dropout set the SDPA rows' shapes and dropout (as
+bench_transformer's flags); --profile-step prints where the GPT step's CUDA
+kernel time goes (products, attention, the rest) by torch.profiler, after the rows.
 """
 import os, sys
 import torch, torch.nn.functional as F
@@ -16,6 +20,16 @@ dev = "cuda"
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 quick = "--quick" in sys.argv
+
+
+def flag(name, default):
+    """The value after `name` on the command line, else `default`."""
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
+lengths = [tuple(map(int, x.split("x"))) for x in flag("--lengths", "").split(",") if x]
+drop_p = float(flag("--attention-dropout", "0"))
+tag_p = f"_dropout{drop_p:g}" if drop_p > 0 else ""
 
 
 if "--products" in sys.argv:
@@ -59,17 +73,17 @@ if "--products" in sys.argv:
 
 h, d = 6, 64
 for dtype, tag in ((torch.float32, "f32"), (torch.float16, "f16")):
-    for b, t in ((2, 128), (1, 256)) if quick else ((8, 1024), (2, 4096)):
+    for b, t in lengths or (((2, 128), (1, 256)) if quick else ((8, 1024), (2, 4096))):
         q, k, v = (torch.rand(b, h, t, d, device=dev, dtype=dtype, requires_grad=True) for _ in range(3))
         w = torch.rand(b, h, t, d, device=dev, dtype=dtype)
 
         def step():
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=drop_p)
             (out * w).sum().backward()
 
         s = timeit(step)
         flops = 3.5 * 4.0 * b * h * t * t * d / 2.0
-        print(f"{'sdpa_fwd_bwd_' + tag + f'_B{b}_T{t}':40} {s * 1e3:10.3f} ms {flops / s / 1e12:8.2f} TFLOP/s", flush=True)
+        print(f"{'sdpa_fwd_bwd_' + tag + f'_B{b}_T{t}' + tag_p:40} {s * 1e3:10.3f} ms {flops / s / 1e12:8.2f} TFLOP/s", flush=True)
 
         def forward():
             with torch.no_grad():
@@ -78,6 +92,9 @@ for dtype, tag in ((torch.float32, "f32"), (torch.float16, "f16")):
         s = timeit(forward)
         flops = 4.0 * b * h * t * t * d / 2.0
         print(f"{'sdpa_fwd_' + tag + f'_B{b}_T{t}':40} {s * 1e3:10.3f} ms {flops / s / 1e12:8.2f} TFLOP/s", flush=True)
+
+if "--attention-only" in sys.argv:
+    sys.exit(0)
 
 for t in (128, 256, 512) if quick else (512, 1024, 2048, 4096, 8192):
     torch.cuda.empty_cache()
@@ -120,3 +137,35 @@ for mode in ("f32", "autocast_f16"):
     torch.cuda.synchronize()
     held = torch.cuda.max_memory_allocated() - base
     print(f"{'torch_gpt_step_memory_' + mode + f'_B{batch}':40} {held / 2**20:10.2f} MiB", flush=True)
+    if "--profile-step" in sys.argv:
+        # Where the step's kernel time goes, as bench_transformer's profile
+        # classes: products (cuBLAS/CUTLASS GEMMs), attention (SDPA's kernels),
+        # the optimiser, the rest.
+        from torch.profiler import profile, ProfilerActivity
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(3):
+                train_step()
+            torch.cuda.synchronize()
+        classes = {}
+        for e in prof.key_averages():
+            us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+            if e.device_type.name != "CUDA" or not us:
+                continue
+            n = e.key.lower()
+            if "fmha" in n or "flash" in n or "sdpa" in n or "attention" in n:
+                c = "attention"
+            elif any(x in n for x in ("gemm", "sgemm", "xmma", "nvjet", "cublas", "cutlass")):
+                c = "matmul"
+            elif "adam" in n or "foreach" in n or "multi_tensor" in n:
+                c = "optimiser"
+            elif "layer_norm" in n or "layernorm" in n:
+                c = "norms"
+            else:
+                c = "elementwise and other"
+            classes[c] = classes.get(c, 0.0) + us / 3.0
+        total = sum(classes.values())
+        parts = ", ".join(f"{c} {v / 1e3:.2f} ms ({100 * v / total:.0f}%)" for c, v in sorted(classes.items(), key=lambda x: -x[1]))
+        print(f"  torch profile {mode} ({total / 1e3:.2f} ms of kernels a step): {parts}", flush=True)
+        for e in sorted((e for e in prof.key_averages() if e.device_type.name == "CUDA"), key=lambda e: -(getattr(e, "device_time_total", 0) or 0))[:12]:
+            print(f"    {(getattr(e, 'device_time_total', 0) or 0) / 3e3:9.3f} ms {e.count // 3:5} calls  {e.key[:90]}", flush=True)

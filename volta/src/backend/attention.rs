@@ -1,7 +1,7 @@
 //! What a fused attention kernel computes: the scale, the causal mask and dropout
 //! on the attention weights, shared by the forward and the backward kernels of
 //! every device.
-use crate::random::uniform_at;
+use crate::random::uniform_hash;
 
 /// The parameters of [`Backend::attention`](super::Backend::attention) and its
 /// backward: `dropout(softmax(scale·q·kᵀ + mask))·v`.
@@ -13,8 +13,10 @@ pub struct AttentionSpec {
     /// keys `0..=start + t`; `None`: every query sees every key.
     pub causal: Option<usize>,
     /// The probability that an attention weight is zeroed (the others are scaled
-    /// by `1/(1 − p)`), as PyTorch's `scaled_dot_product_attention(dropout_p=p)`;
-    /// 0: none. Which weights drop is [`keep`](Self::keep)'s rule.
+    /// so that each weight keeps its expectation), as PyTorch's
+    /// `scaled_dot_product_attention(dropout_p=p)`; 0: none. It is applied to
+    /// the nearest 1/256, as FlashAttention's kernels apply it (at least 1/256
+    /// when positive): see [`keep`](Self::keep).
     pub dropout: f64,
     /// The dropout mask's stream.
     pub seed: u64,
@@ -32,30 +34,47 @@ impl AttentionSpec {
     }
 
     /// The factor of the weight of key `key` for score row `row` (`row` =
-    /// `(b·H + h)·T + t`, over the query heads): 0 where it drops, `1/(1 − p)`
-    /// elsewhere. It drops where element `key·2³² + row` of the counter stream
-    /// [`uniform_at`] is below `p`, in `f32` as the GPU compares, so every device
-    /// drops the same weights and the backward pass finds them again without
-    /// storing a mask.
+    /// `(b·H + h)·T + t`, over the query heads): 0 where it drops,
+    /// [`keep_scale`](Self::keep_scale) elsewhere. One draw of the counter
+    /// stream ([`uniform_hash`]) serves a 2×2 block of weights (rows `2i, 2i + 1`,
+    /// keys `2j, 2j + 1`: element `j·2³² + i`), a byte each (byte
+    /// `2·(row mod 2) + key mod 2`); a weight drops where its byte is below
+    /// [`drop_threshold`](Self::drop_threshold). So every device drops the same
+    /// weights, the backward pass finds them again without storing a mask, and
+    /// a kernel draws once per four weights rather than once per weight.
     pub fn keep(&self, row: usize, key: usize) -> f64 {
-        if self.dropout == 0.0 {
+        let threshold = self.drop_threshold();
+        if threshold == 0 {
             return 1.0;
         }
-        let u = uniform_at(self.seed, ((key as u64) << 32) | row as u64);
-        if u >= self.dropout as f32 {
+        let block = (((key >> 1) as u64) << 32) | (row >> 1) as u64;
+        let byte = (uniform_hash(self.seed, block) >> (8 * (2 * (row & 1) + (key & 1)))) & 0xff;
+        if byte >= threshold {
             self.keep_scale()
         } else {
             0.0
         }
     }
 
-    /// What a kept weight is multiplied by: `1/(1 − p)` (0 when `p` is 1, where
-    /// every weight drops).
+    /// The byte below which a weight drops: `p` in 256ths, rounded, at least 1
+    /// when `p > 0` (0: no dropout; 256: every weight drops).
+    pub fn drop_threshold(&self) -> u32 {
+        if self.dropout <= 0.0 {
+            0
+        } else {
+            ((self.dropout.min(1.0) * 256.0).round() as u32).max(1)
+        }
+    }
+
+    /// What a kept weight is multiplied by: `1/(1 − p)` for the `p` that
+    /// [`drop_threshold`](Self::drop_threshold) applies, so that the expectation
+    /// is unchanged (0 when every weight drops).
     pub fn keep_scale(&self) -> f64 {
-        if self.dropout >= 1.0 {
+        let threshold = self.drop_threshold();
+        if threshold >= 256 {
             0.0
         } else {
-            1.0 / (1.0 - self.dropout)
+            256.0 / f64::from(256 - threshold)
         }
     }
 
@@ -140,8 +159,55 @@ pub fn packed_like(like: &crate::layout::Layout) -> crate::layout::Layout {
 
 #[cfg(test)]
 mod tests {
-    use super::packed_like;
+    use super::{AttentionSpec, packed_like};
     use crate::layout::Layout;
+
+    /// Dropout takes `p` to the nearest 256th (at least one when positive), a
+    /// kept weight's factor keeps every weight's expectation at 1, and the four
+    /// weights of a draw drop independently: two neighbours both drop about
+    /// `p²` of the time, not `p`.
+    #[test]
+    fn dropout_keeps_the_expectation_and_draws_each_weight_apart() {
+        let spec = |p| AttentionSpec {
+            dropout: p,
+            seed: 9,
+            ..AttentionSpec::new(1.0, None)
+        };
+        for (p, threshold) in [
+            (0.0, 0),
+            (0.001, 1),
+            (0.1, 26),
+            (0.2, 51),
+            (0.5, 128),
+            (1.0, 256),
+        ] {
+            assert_eq!(spec(p).drop_threshold(), threshold, "p {p}");
+        }
+        assert_eq!(spec(1.0).keep_scale(), 0.0);
+        let (rows, keys) = (256, 256);
+        let n = (rows * keys) as f64;
+        for p in [0.1, 0.2, 0.5] {
+            let s = spec(p);
+            let mean = (0..rows * keys)
+                .map(|i| s.keep(i / keys, i % keys))
+                .sum::<f64>()
+                / n;
+            assert!((mean - 1.0).abs() < 0.02, "p {p}: mean factor {mean}");
+            let dropped = |r: usize, k: usize| s.keep(r, k) == 0.0;
+            for (dr, dk) in [(0, 1), (1, 0), (1, 1)] {
+                let both = (0..rows / 2)
+                    .flat_map(|r| (0..keys / 2).map(move |k| (2 * r, 2 * k)))
+                    .filter(|&(r, k)| dropped(r, k) && dropped(r + dr, k + dk))
+                    .count() as f64
+                    / (n / 4.0);
+                let share = f64::from(s.drop_threshold()) / 256.0;
+                assert!(
+                    (both - share * share).abs() < 0.25 * share * share + 0.005,
+                    "p {p}: a weight and its neighbour (+{dr}, +{dk}) both drop {both}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn results_are_packed_in_the_order_of_their_view() {

@@ -22,6 +22,7 @@ use volta_kernels::wgsl::{Elem, with_elem};
 
 const SHADER: &str = concat!(
     include_str!("../../../../../shaders/flash_attention.wgsl"),
+    include_str!("../../../../../shaders/attention_dropout.wgsl"),
     include_str!("../../../../../shaders/counter_hash.wgsl")
 );
 /// The one-launch backward's `dq_tile` (and its atomic `dq` binding), appended
@@ -230,10 +231,7 @@ fn params(
         p.extend(l.strides.iter().map(|&s| u(s)));
     }
     p.extend(lse_delta.map(u));
-    p.extend([
-        (spec.dropout as f32).to_bits(),
-        (spec.keep_scale() as f32).to_bits(),
-    ]);
+    p.extend([spec.drop_threshold(), (spec.keep_scale() as f32).to_bits()]);
     p.extend(crate::random::stream_keys(spec.seed));
     for r in results {
         p.extend(r.strides[..3].iter().map(|&s| u(s)));

@@ -113,9 +113,9 @@ pub(crate) fn prefetch() -> bool {
 }
 
 /// What every entry shares: the extensions, the bindings (the SIMT kernels',
-/// with `q`, `k`, `v` and `g` read as vec4s), the head of an operand, the keys a
-/// row sees and the dropout factor of a weight (`shaders/flash_attention.wgsl`'s
-/// `keep`, over the counter hash appended at the end).
+/// with `q`, `k`, `v` and `g` read as vec4s), the head of an operand and the
+/// keys a row sees. The dropout factors of weights come from [`DROPOUT`],
+/// appended at the end.
 pub(crate) fn header(d: usize) -> String {
     format!(
         "enable f16;
@@ -147,30 +147,16 @@ fn visible(t: u32) -> u32 {{
     }}
     return min(p[7] + t + 1u, p[4]);
 }}
-
-// The dropout factor of the weight of key `key` in score row `row`
-// ((b·H + h)·T + t): 0 where it drops, 1/(1 − p) elsewhere.
-fn keep(row: u32, key: u32) -> f32 {{
-    if (p[30] == 0u) {{
-        return 1.0;
-    }}
-    let u = unit24(counter_hash(row, key, vec2<u32>(p[32], p[33])));
-    return select(0.0, bitcast<f32>(p[31]), u >= bitcast<f32>(p[30]));
-}}
-
-// The factors of keys key0..key0 + 4 in score row `row`.
-fn keep4(row: u32, key0: u32) -> vec4<f32> {{
-    if (p[30] == 0u) {{
-        return vec4<f32>(1.0);
-    }}
-    return vec4<f32>(keep(row, key0), keep(row, key0 + 1u), keep(row, key0 + 2u), keep(row, key0 + 3u));
-}}
 "
     )
 }
 
-/// The counter hash `keep4` draws from (`shaders/counter_hash.wgsl`).
-pub(crate) const COUNTER_HASH: &str = include_str!("../../../../../shaders/counter_hash.wgsl");
+/// Dropout's factors of weights (`keep`, `keep_keys4`, `keep_rows4`) and the
+/// counter hash they draw from, as the SIMT kernels have them.
+pub(crate) const DROPOUT: &str = concat!(
+    include_str!("../../../../../shaders/attention_dropout.wgsl"),
+    include_str!("../../../../../shaders/counter_hash.wgsl")
+);
 
 /// `{name}{f} = ` the subgroup's 16 rows of `tile`, features 16f.., as an A
 /// fragment, for each 16 features.
@@ -317,7 +303,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
             }}
             sum += e.x + e.y + e.z + e.w;
             // Dropout after the normalisation's sum, as PyTorch's.
-            QP[prow + q4] = vec4<f16>(e * keep4(row0 + t, j0 + hf * 32u + 4u * q4));
+            QP[prow + q4] = vec4<f16>(e * keep_keys4(row0 + t, j0 + hf * 32u + 4u * q4));
         }}
         sum += subgroupShuffleXor(sum, 1u);
         l = l * corr + sum;
@@ -374,7 +360,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         o4 = half / 4,
     )
     .unwrap();
-    w.push_str(COUNTER_HASH);
+    w.push_str(DROPOUT);
     w
 }
 

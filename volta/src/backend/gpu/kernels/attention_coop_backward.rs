@@ -12,7 +12,7 @@
 //! transpose) to workgroup memory, where its lanes, two per row, turn them into
 //! probabilities and score gradients (`dS = P·(dP − delta)·scale`) written back
 //! as `f16`, the operand of the next product.
-use super::attention_coop::{COUNTER_HASH, ROWS, fragments, header, scores, stage, tile_loads};
+use super::attention_coop::{DROPOUT, ROWS, fragments, header, scores, stage, tile_loads};
 use std::fmt::Write;
 
 use super::attention_coop::SP;
@@ -54,7 +54,7 @@ var<workgroup> Dl: array<f32, {rows}>;
     }
     backward_q(&mut w, d, dp4, p4, prefetch);
     backward_kv(&mut w, d, dp4, p4, prefetch);
-    w.push_str(COUNTER_HASH);
+    w.push_str(DROPOUT);
     w
 }
 
@@ -210,7 +210,7 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
         "        workgroupBarrier();
         for (var c = 0u; c < 8u; c++) {
             let q4 = (c + r) % 8u;
-            let f = keep4(row0 + t, j0 + hf * 32u + 4u * q4);
+            let f = keep_keys4(row0 + t, j0 + hf * 32u + 4u * q4);
             T0[prow + q4] = vec4<f16>(pr[c] * (Ss[srow + q4] * f - dl) * scale);
         }
         workgroupBarrier();\n",
@@ -317,12 +317,13 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
             let q4 = (c + r) % 8u;
             let x = Ss[srow + q4];
             var kept = vec4<f32>(0.0);
+            let fs = keep_rows4(row0 + t0 + hf * 32u + 4u * q4, key);
             for (var i = 0u; i < 4u; i++) {
                 let tl = hf * 32u + 4u * q4 + i;
                 let tq = t0 + tl;
                 if (key_live && tq >= t_sees && tq < p[3]) {
                     pr[c][i] = exp(x[i] * scale - Ls[tl]);
-                    let f = keep(row0 + tq, key);
+                    let f = fs[i];
                     kept[i] = pr[c][i] * f;
                     kept_bits |= select(0u, 1u << (4u * c + i), f != 0.0);
                 } else {
