@@ -4,7 +4,7 @@ T = 1024 and 4096, the memory of an attention step at T = 512 … 8192, and
 nanoGPT's shakespeare-char training step (6 blocks of width 384, 6 heads, T 256,
 batch 64, dropout 0.2, AdamW; 256 byte tokens as Volta's `CharGpt`) eager in f32 (TF32 off) and under autocast f16.
 
-    python3 scripts/device/transformer_peers.py [--quick] [--lengths 64x256,...] [--attention-dropout P] [--attention-only] [--profile-step]
+    python3 scripts/device/transformer_peers.py [--quick] [--lengths 64x256,...] [--attention-dropout P] [--attention-only | --step-only] [--profile-step]
 
 --lengths and --attention-dropout set the SDPA rows' shapes and dropout (as
 bench_transformer's flags); --profile-step prints where the GPT step's CUDA
@@ -72,7 +72,8 @@ if "--products" in sys.argv:
 
 
 h, d = 6, 64
-for dtype, tag in ((torch.float32, "f32"), (torch.float16, "f16")):
+step_only = "--step-only" in sys.argv
+for dtype, tag in () if step_only else ((torch.float32, "f32"), (torch.float16, "f16")):
     for b, t in lengths or (((2, 128), (1, 256)) if quick else ((8, 1024), (2, 4096))):
         q, k, v = (torch.rand(b, h, t, d, device=dev, dtype=dtype, requires_grad=True) for _ in range(3))
         w = torch.rand(b, h, t, d, device=dev, dtype=dtype)
@@ -96,7 +97,7 @@ for dtype, tag in ((torch.float32, "f32"), (torch.float16, "f16")):
 if "--attention-only" in sys.argv:
     sys.exit(0)
 
-for t in (128, 256, 512) if quick else (512, 1024, 2048, 4096, 8192):
+for t in () if step_only else (128, 256, 512) if quick else (512, 1024, 2048, 4096, 8192):
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
