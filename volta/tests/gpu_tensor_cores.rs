@@ -113,7 +113,8 @@ fn tensor_core_products_match_the_cpu_within_f16_error() {
 /// of 16 to 64) matches the CPU's f32 within f16's error, output and gradients:
 /// causal and not, grouped queries, a query count that is no multiple of the
 /// 64-row tiles, keys that start mid-tile, dropout on the weights (the devices
-/// drop the same ones). Without tensor cores it is the f32 kernels.
+/// drop the same ones), the backward in one launch (dq added atomically) and in
+/// two. Without tensor cores it is the f32 kernels.
 #[test]
 fn attention_in_half_precision_matches_the_cpu() {
     use volta::Gradients;
@@ -138,24 +139,31 @@ fn attention_in_half_precision_matches_the_cpu() {
         let grad = |x: &RawTensor<D, f32>| grads.get_raw(x.id()).expect("a gradient").to_vec();
         [got, grad(&q), grad(&k), grad(&v)]
     }
-    for (d, t, causal) in [(64, 100, Some(0)), (32, 70, None), (16, 130, Some(5))] {
-        for p in [0.0, 0.2] {
-            let (b, h, hkv) = (2, 4, 2);
-            let s = if causal == Some(5) { t + 5 } else { t };
-            let dims = [[b, h, t, d], [b, hkv, s, d]];
-            let want = run::<Cpu>(dims, causal, p);
-            Gpu::set_matmul_precision(MatmulPrecision::Half);
-            let got = run::<Gpu>(dims, causal, p);
-            Gpu::set_matmul_precision(MatmulPrecision::Full);
-            for (what, (g, w)) in ["out", "dq", "dk", "dv"].iter().zip(got.iter().zip(&want)) {
-                let err = rel_error(g, w);
-                assert!(
-                    err < 1e-2,
-                    "d {d}, T {t}, {causal:?}, dropout {p}: {what} error {err}"
-                );
+    // Deterministic: the backward in two launches; else, where the adapter adds
+    // `f32` atomically, one that adds dq atomically.
+    for deterministic in [false, true] {
+        Gpu::set_deterministic(deterministic);
+        for (d, t, causal) in [(64, 100, Some(0)), (32, 70, None), (16, 130, Some(5))] {
+            for p in [0.0, 0.2] {
+                let (b, h, hkv) = (2, 4, 2);
+                let s = if causal == Some(5) { t + 5 } else { t };
+                let dims = [[b, h, t, d], [b, hkv, s, d]];
+                let want = run::<Cpu>(dims, causal, p);
+                Gpu::set_matmul_precision(MatmulPrecision::Half);
+                let got = run::<Gpu>(dims, causal, p);
+                Gpu::set_matmul_precision(MatmulPrecision::Full);
+                for (what, (g, w)) in ["out", "dq", "dk", "dv"].iter().zip(got.iter().zip(&want)) {
+                    let err = rel_error(g, w);
+                    assert!(
+                        err < 1e-2,
+                        "d {d}, T {t}, {causal:?}, dropout {p}, deterministic {deterministic}: \
+                         {what} error {err}"
+                    );
+                }
             }
         }
     }
+    Gpu::set_deterministic(false);
 }
 
 /// Products in half precision of operands that are still pending values (an

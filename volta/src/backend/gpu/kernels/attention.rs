@@ -2,7 +2,8 @@
 //! with each row's log-sum-exp, and the backward, none of which stores the
 //! `T×S` scores. The backward is one launch per block of keys where the adapter
 //! adds `f32` atomically (`dq` summed across key blocks,
-//! `shaders/flash_attention_atomic.wgsl`); else, or when results must repeat
+//! `shaders/flash_attention_atomic.wgsl`; on tensor cores,
+//! [`attention_coop_backward`]'s `backward_kv`); else, or when results must repeat
 //! bit for bit ([`DETERMINISTIC`](super::DETERMINISTIC)), two (`dq` per block
 //! of query rows, `dk` and `dv` per block of keys), which compute the scores
 //! twice. Each thread holds a 4×4 tile of scores, as a GEMM does. Views are
@@ -375,8 +376,9 @@ pub(crate) fn backward(
     let q_len = n.batch * n.heads * n.queries * d;
     let kv_len = n.batch * n.kv_heads * n.keys * d;
     let tensor_cores = on_tensor_cores(rt, elem, &n, half, &[q, k, v, g]);
-    let one_launch = !tensor_cores
-        && elem == Elem::F32
+    // dq added atomically by the launch that computes dk and dv (on tensor
+    // cores or not).
+    let one_launch = elem == Elem::F32
         && rt.gpu.float_atomics()
         && !super::DETERMINISTIC.load(std::sync::atomic::Ordering::Relaxed);
     let dq = if one_launch && q_len != 0 && kv_len != 0 {
@@ -403,39 +405,49 @@ pub(crate) fn backward(
     let ins = [q.0, k.0, v.0, g.0, lse.0, delta.0];
     let vec = vectors(d, &[q, k, v, g]);
     let keys = [n.keys, n.kv_heads, n.batch];
-    if one_launch {
-        let buffers = [
-            ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], &dk, &dv, &dq,
-        ];
-        run(rt, elem, &n, Entry::Backward, &p, &buffers, vec, keys);
+    let all = [
+        ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], &dk, &dv, &dq,
+    ];
+    if one_launch && !tensor_cores {
+        run(rt, elem, &n, Entry::Backward, &p, &all, vec, keys);
         return (dq, dk, dv);
     }
     // The second output binding of the launches that write one result.
     let unused = alloc(rt, 4);
     let with = |a, b| [ins[0], ins[1], ins[2], ins[3], ins[4], ins[5], a, b];
     if tensor_cores {
-        // One generated module, an entry (and a pipeline of its own) per launch.
-        let kern = |entry, name| {
+        // One generated module, an entry (and a pipeline of its own) per launch;
+        // the one-launch backward's module has `backward_kv` alone.
+        let prefetch = attention_coop::prefetch();
+        let kern = |entry, name, writes| {
+            let atomic_dq = writes == 3;
             kernel(
                 rt,
-                &Key::Named(name, vec![u(d), u32::from(attention_coop::prefetch())]),
-                Bindings {
-                    reads: 6,
-                    writes: 2,
-                },
+                &Key::Named(name, vec![u(d), u32::from(prefetch)]),
+                Bindings { reads: 6, writes },
                 entry,
-                || attention_coop_backward::source(d, attention_coop::prefetch()),
+                || attention_coop_backward::source(d, prefetch, atomic_dq),
             )
         };
         let rows = attention_coop::ROWS;
         let grid = |len: usize, heads: usize| [u(len.div_ceil(rows)), u(heads), u(n.batch)];
-        let dq_grid = grid(n.queries, n.heads);
-        let dq_kernel = kern("backward_q", "volta flash_attention tensor-core backward_q");
-        launch(rt, &dq_kernel, &p, &with(&dq, &unused), dq_grid);
         let kv_grid = grid(n.keys, n.kv_heads);
+        if one_launch {
+            let name = "volta flash_attention tensor-core backward (atomic dq)";
+            launch(rt, &kern("backward_kv", name, 3), &p, &all, kv_grid);
+            return (dq, dk, dv);
+        }
+        let dq_grid = grid(n.queries, n.heads);
+        let dq_kernel = kern(
+            "backward_q",
+            "volta flash_attention tensor-core backward_q",
+            2,
+        );
+        launch(rt, &dq_kernel, &p, &with(&dq, &unused), dq_grid);
         let kv_kernel = kern(
             "backward_kv",
             "volta flash_attention tensor-core backward_kv",
+            2,
         );
         launch(rt, &kv_kernel, &p, &with(&dk, &dv), kv_grid);
         return (dq, dk, dv);

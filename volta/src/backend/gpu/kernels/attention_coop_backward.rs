@@ -12,14 +12,22 @@
 //! transpose) to workgroup memory, where its lanes, two per row, turn them into
 //! probabilities and score gradients (`dS = P·(dP − delta)·scale`) written back
 //! as `f16`, the operand of the next product.
+//!
+//! Where the adapter adds `f32` atomically (and results need not repeat bit for
+//! bit), `backward_kv` alone is the backward, as the SIMT kernels' one launch:
+//! per tile of query rows it also multiplies the score gradients of all 64 keys
+//! by the keys (`dq = dS·k`, the keys' rows staged again as `f16` where dO was)
+//! and adds its rows of dq atomically, so the scores and `dO·vᵀ` are not computed a second time by
+//! `backward_q`.
 use super::attention_coop::{DROPOUT, ROWS, fragments, header, scores, stage, tile_loads};
 use std::fmt::Write;
 
 use super::attention_coop::SP;
 
 /// The two entries' WGSL for heads of width `d`
-/// ([`attention_coop::fits`](super::attention_coop::fits)).
-pub(crate) fn source(d: usize, prefetch: bool) -> String {
+/// ([`attention_coop::fits`](super::attention_coop::fits)); with `atomic_dq`,
+/// `backward_kv` alone, adding dq to binding 9 atomically (it starts at zero).
+pub(crate) fn source(d: usize, prefetch: bool, atomic_dq: bool) -> String {
     assert!(
         super::attention_coop::fits(d),
         "attention on tensor cores: head width {d}"
@@ -41,19 +49,30 @@ var<workgroup> Dl: array<f32, {rows}>;
         rows = ROWS,
     )
     .unwrap();
+    if atomic_dq {
+        w.push_str("@group(0) @binding(9) var<storage, read_write> dq_sum: array<atomic<f32>>;\n");
+    }
     // backward_q stages q and dO through T0 (then its score gradients), keys
     // in T1, values in T2;
     // backward_kv stages k and q through T0, v and dO through T1, and keeps its
     // probabilities and score gradients in T2.
-    for (x, tile) in [("q", "T0"), ("k", "T1"), ("v", "T2")] {
-        w.push_str(&stage(x, tile, d, dp4).replace(&format!("_{x}("), &format!("_{x}_q(")));
+    if !atomic_dq {
+        for (x, tile) in [("q", "T0"), ("k", "T1"), ("v", "T2")] {
+            w.push_str(&stage(x, tile, d, dp4).replace(&format!("_{x}("), &format!("_{x}_q(")));
+        }
+        w.push_str(&stage("g", "T0", d, dp4).replace("_g(", "_g_q("));
     }
-    w.push_str(&stage("g", "T0", d, dp4).replace("_g(", "_g_q("));
     for (x, tile) in [("k", "T0"), ("q", "T0"), ("v", "T1"), ("g", "T1")] {
         w.push_str(&stage(x, tile, d, dp4).replace(&format!("_{x}("), &format!("_{x}_kv(")));
     }
-    backward_q(&mut w, d, dp4, p4, prefetch);
-    backward_kv(&mut w, d, dp4, p4, prefetch);
+    if atomic_dq {
+        // dq's operand: the block's keys as rows, in T1 once dO·vᵀ is done (the
+        // workgroup memory has no room for a fourth tile within 48 KiB).
+        w.push_str(&stage("k", "T1", d, dp4).replace("_k(", "_k_dq("));
+    } else {
+        backward_q(&mut w, d, dp4, p4, prefetch);
+    }
+    backward_kv(&mut w, d, (dp4, p4), prefetch, atomic_dq);
     w.push_str(DROPOUT);
     w
 }
@@ -230,7 +249,14 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
 /// `dk += dSᵀ·q` and `dv += Pᵀ·dO` per block of 64 keys: the keys' k and v as
 /// fragments; per tile of 64 query rows (of every query head sharing the key
 /// head), Sᵀ = k·qᵀ and dPᵀ = v·dOᵀ into `Ss`, P (dropped) then dS into T2.
-fn backward_kv(w: &mut String, d: usize, dp4: usize, p4: usize, prefetch: bool) {
+/// With `atomic_dq`, also `dq += dS·k` for the tile's rows, added atomically.
+fn backward_kv(
+    w: &mut String,
+    d: usize,
+    (dp4, p4): (usize, usize),
+    prefetch: bool,
+    atomic_dq: bool,
+) {
     let [init, put, next] = tile_loads(
         prefetch,
         &[("q", "qh", "p[3]"), ("g", "gh", "p[3]")],
@@ -351,7 +377,16 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
         }
         workgroupBarrier();\n",
     );
+    if atomic_dq {
+        // T1's dO is spent: the keys' rows take its place for dq's product.
+        w.push_str(
+            "        put_k_dq(fetch_k_dq(head(1u, b, hk), j0, p[4], li), li);\n        workgroupBarrier();\n",
+        );
+    }
     accumulate(w, "dk", ("T2", "T0"), d, dp4, p4);
+    if atomic_dq {
+        add_dq(w, "T1", d, dp4, p4);
+    }
     w.push_str("        }\n    }\n    let kv0 = (b * p[2] + hk) * p[4];\n");
     write_rows(
         w,
@@ -370,17 +405,82 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     w.push_str("}\n");
 }
 
+/// `dq` rows `t0 + 16·sg ..` (the subgroup's 16 of the tile) `+= dS·k` over the
+/// block's 64 keys: dS is T2 read by columns (T2 holds dSᵀ, a row per key), k
+/// the rows of `keys`. The sums go through the subgroup's rows of `Ss`, and its
+/// lanes, two per row, add them to `dq_sum` atomically (rows laid out as the
+/// forward's output, `p[34..37]`).
+fn add_dq(w: &mut String, keys: &str, d: usize, dp4: usize, p4: usize) {
+    for j in 0..d / 16 {
+        writeln!(w, "        var dq{j} = coop_mat16x16<f32, C>();").unwrap();
+    }
+    for kk in 0..ROWS / 16 {
+        writeln!(
+            w,
+            "        {{ let a = coopLoad<coop_mat16x16<f16, A>>(&T2[{}u * {p4}u + 4u * sg], {p4}u);",
+            16 * kk
+        )
+        .unwrap();
+        for j in 0..d / 16 {
+            writeln!(
+                w,
+                "        dq{j} = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&{keys}[{}u * {dp4}u + {}u], {dp4}u), dq{j});",
+                16 * kk,
+                4 * j
+            )
+            .unwrap();
+        }
+        w.push_str("        }\n");
+    }
+    for j in 0..d / 16 {
+        writeln!(
+            w,
+            "        coopStoreT(dq{j}, &Ss[sg * {}u + {}u], {}u);",
+            4 * SP,
+            4 * j,
+            SP / 4
+        )
+        .unwrap();
+    }
+    writeln!(
+        w,
+        "        workgroupBarrier();
+        {{
+            let tq = t0 + sg * 16u + r;
+            if (tq < p[3]) {{
+                let at = b * p[34] + h * p[35] + tq * p[36] + hf * {h}u;
+                let src = (sg * {srow}u + r * {SP}u + hf * {h}u) / 4u;
+                for (var i = 0u; i < {h4}u; i++) {{
+                    let x = Ss[src + i];
+                    for (var e = 0u; e < 4u; e++) {{
+                        atomicAdd(&dq_sum[at + 4u * i + e], x[e]);
+                    }}
+                }}
+            }}
+        }}",
+        h = d / 2,
+        h4 = d / 8,
+        srow = 16 * SP,
+    )
+    .unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every width, with and without prefetching, translates (see
+    /// Every width, with and without prefetching and the atomic dq, translates (see
     /// [`assert_translates`](super::super::attention_coop::assert_translates)).
     #[test]
     fn every_width_validates_and_translates() {
         for (d, prefetch) in super::super::attention_coop::tests::WIDTHS {
-            let src = source(d, prefetch);
-            super::super::attention_coop::assert_translates(&format!("d {d}"), &src);
+            for atomic_dq in [false, true] {
+                let src = source(d, prefetch, atomic_dq);
+                super::super::attention_coop::assert_translates(
+                    &format!("d {d}, atomic dq {atomic_dq}"),
+                    &src,
+                );
+            }
         }
     }
 }
