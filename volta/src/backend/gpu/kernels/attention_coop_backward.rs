@@ -17,8 +17,8 @@
 //! bit), `backward_kv` alone is the backward, as the SIMT kernels' one launch:
 //! per tile of query rows it also multiplies the score gradients of all 64 keys
 //! by the keys (`dq = dS·k`, the keys' rows staged again as `f16` where dO was)
-//! and adds its rows of dq atomically, so the scores and `dO·vᵀ` are not computed a second time by
-//! `backward_q`.
+//! and adds its rows of dq atomically, so `backward_q` does not compute the
+//! scores and `dO·vᵀ` a second time.
 use super::attention_coop::{DROPOUT, ROWS, fragments, header, scores, stage, tile_loads};
 use std::fmt::Write;
 
@@ -337,7 +337,7 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     w.push_str(
         "        workgroupBarrier();
         var pr: array<vec4<f32>, 8>;
-        // Bit 4c + i: the weight is kept (dropout draws once per weight).
+        // Bit 4c + i: the weight is kept (dS reads the mask again from here).
         var kept_bits = 0u;
         for (var c = 0u; c < 8u; c++) {
             let q4 = (c + r) % 8u;
