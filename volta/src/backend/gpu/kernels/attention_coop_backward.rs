@@ -105,14 +105,21 @@ fn accumulate(w: &mut String, acc: &str, (a, b): (&str, &str), d: usize, dp4: us
 /// (those below `rows`) to `out`, row `row` starting at `row_at` (an expression
 /// of `row`: the result's layout, see `shaders/flash_attention.wgsl`), through
 /// `Ss`.
-fn write_rows(
+fn write_rows(w: &mut String, acc: &str, out: &str, d: usize, rows: (&str, &str, &str)) {
+    w.push_str("    workgroupBarrier();\n");
+    put_rows(w, acc, d, rows, &|at, x| format!("{out}[{at}] = {x};"));
+}
+
+/// Stores the accumulators `acc{j}` to the subgroup's rows of `Ss`; then each
+/// lane, two per row, runs `put(index, value)` for each element of its half of
+/// row `first + row` (below `rows`), the row starting at `row_at`.
+fn put_rows(
     w: &mut String,
     acc: &str,
-    out: &str,
     d: usize,
     (row_at, first, rows): (&str, &str, &str),
+    put: &dyn Fn(&str, &str) -> String,
 ) {
-    w.push_str("    workgroupBarrier();\n");
     for j in 0..d / 16 {
         writeln!(
             w,
@@ -135,11 +142,12 @@ fn write_rows(
             for (var i = 0u; i < {h4}u; i++) {{
                 let x = Ss[src + i];
                 for (var e = 0u; e < 4u; e++) {{
-                    {out}[at + 4u * i + e] = x[e];
+                    {}
                 }}
             }}
         }}
     }}",
+        put("at + 4u * i + e", "x[e]"),
         h = d / 2,
         h4 = d / 8,
         srow = 16 * SP,
@@ -407,9 +415,8 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
 
 /// `dq` rows `t0 + 16·sg ..` (the subgroup's 16 of the tile) `+= dS·k` over the
 /// block's 64 keys: dS is T2 read by columns (T2 holds dSᵀ, a row per key), k
-/// the rows of `keys`. The sums go through the subgroup's rows of `Ss`, and its
-/// lanes, two per row, add them to `dq_sum` atomically (rows laid out as the
-/// forward's output, `p[34..37]`).
+/// the rows of `keys`; the rows are added to `dq_sum` atomically (laid out as
+/// the forward's output, `p[34..37]`).
 fn add_dq(w: &mut String, keys: &str, d: usize, dp4: usize, p4: usize) {
     for j in 0..d / 16 {
         writeln!(w, "        var dq{j} = coop_mat16x16<f32, C>();").unwrap();
@@ -432,37 +439,10 @@ fn add_dq(w: &mut String, keys: &str, d: usize, dp4: usize, p4: usize) {
         }
         w.push_str("        }\n");
     }
-    for j in 0..d / 16 {
-        writeln!(
-            w,
-            "        coopStoreT(dq{j}, &Ss[sg * {}u + {}u], {}u);",
-            4 * SP,
-            4 * j,
-            SP / 4
-        )
-        .unwrap();
-    }
-    writeln!(
-        w,
-        "        workgroupBarrier();
-        {{
-            let tq = t0 + sg * 16u + r;
-            if (tq < p[3]) {{
-                let at = b * p[34] + h * p[35] + tq * p[36] + hf * {h}u;
-                let src = (sg * {srow}u + r * {SP}u + hf * {h}u) / 4u;
-                for (var i = 0u; i < {h4}u; i++) {{
-                    let x = Ss[src + i];
-                    for (var e = 0u; e < 4u; e++) {{
-                        atomicAdd(&dq_sum[at + 4u * i + e], x[e]);
-                    }}
-                }}
-            }}
-        }}",
-        h = d / 2,
-        h4 = d / 8,
-        srow = 16 * SP,
-    )
-    .unwrap();
+    let rows = ("b * p[34] + h * p[35] + row * p[36]", "t0", "p[3]");
+    put_rows(w, "dq", d, rows, &|at, x| {
+        format!("atomicAdd(&dq_sum[{at}], {x});")
+    });
 }
 
 #[cfg(test)]
