@@ -80,14 +80,20 @@ var<workgroup> Dl: array<f32, {rows}>;
 /// `acc{j} += (the subgroup's 16 rows of `a`, 64 wide) · (the 64 rows of `b`)`,
 /// each 16-wide slice of `a` loaded once for all `d / 16` accumulators (loaded
 /// once per accumulator, the half-precision step was 1–2% slower on an H100).
-fn accumulate(w: &mut String, acc: &str, (a, b): (&str, &str), d: usize, dp4: usize, p4: usize) {
+/// `Columns(a)`: the subgroup's 16 columns of `a` instead (its transpose's rows).
+fn accumulate(w: &mut String, acc: &str, (a, b): (Left, &str), d: usize, dp4: usize, p4: usize) {
     for kk in 0..ROWS / 16 {
-        writeln!(
-            w,
-            "        {{ let a = coopLoadT<coop_mat16x16<f16, A>>(&{a}[(sg * 16u) * {p4}u + {}u], {p4}u);",
-            4 * kk
-        )
-        .unwrap();
+        let a = match a {
+            Left::Rows(a) => format!(
+                "coopLoadT<coop_mat16x16<f16, A>>(&{a}[(sg * 16u) * {p4}u + {}u], {p4}u)",
+                4 * kk
+            ),
+            Left::Columns(a) => format!(
+                "coopLoad<coop_mat16x16<f16, A>>(&{a}[{}u * {p4}u + 4u * sg], {p4}u)",
+                16 * kk
+            ),
+        };
+        writeln!(w, "        {{ let a = {a};").unwrap();
         for j in 0..d / 16 {
             writeln!(
                 w,
@@ -99,6 +105,15 @@ fn accumulate(w: &mut String, acc: &str, (a, b): (&str, &str), d: usize, dp4: us
         }
         w.push_str("        }\n");
     }
+}
+
+/// How [`accumulate`] reads its left operand from a tile of `f16` rows 64 wide.
+#[derive(Clone, Copy)]
+enum Left<'a> {
+    /// The subgroup's 16 rows.
+    Rows(&'a str),
+    /// The subgroup's 16 columns, as rows (the tile transposed).
+    Columns(&'a str),
 }
 
 /// Writes the accumulators `acc{j}` of the subgroup's 16 rows `first + row`
@@ -242,7 +257,7 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
         }
         workgroupBarrier();\n",
     );
-    accumulate(w, "dq", ("T0", "T1"), d, dp4, p4);
+    accumulate(w, "dq", (Left::Rows("T0"), "T1"), d, dp4, p4);
     w.push_str("    }\n");
     write_rows(
         w,
@@ -368,7 +383,7 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
         }
         workgroupBarrier();\n",
     );
-    accumulate(w, "dv", ("T2", "T1"), d, dp4, p4);
+    accumulate(w, "dv", (Left::Rows("T2"), "T1"), d, dp4, p4);
     scores(w, "vf", "T1", d, dp4);
     w.push_str(
         "        workgroupBarrier();
@@ -391,7 +406,7 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
             "        put_k_dq(fetch_k_dq(head(1u, b, hk), j0, p[4], li), li);\n        workgroupBarrier();\n",
         );
     }
-    accumulate(w, "dk", ("T2", "T0"), d, dp4, p4);
+    accumulate(w, "dk", (Left::Rows("T2"), "T0"), d, dp4, p4);
     if atomic_dq {
         add_dq(w, "T1", d, dp4, p4);
     }
@@ -421,24 +436,7 @@ fn add_dq(w: &mut String, keys: &str, d: usize, dp4: usize, p4: usize) {
     for j in 0..d / 16 {
         writeln!(w, "        var dq{j} = coop_mat16x16<f32, C>();").unwrap();
     }
-    for kk in 0..ROWS / 16 {
-        writeln!(
-            w,
-            "        {{ let a = coopLoad<coop_mat16x16<f16, A>>(&T2[{}u * {p4}u + 4u * sg], {p4}u);",
-            16 * kk
-        )
-        .unwrap();
-        for j in 0..d / 16 {
-            writeln!(
-                w,
-                "        dq{j} = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&{keys}[{}u * {dp4}u + {}u], {dp4}u), dq{j});",
-                16 * kk,
-                4 * j
-            )
-            .unwrap();
-        }
-        w.push_str("        }\n");
-    }
+    accumulate(w, "dq", (Left::Columns("T2"), keys), d, dp4, p4);
     let rows = ("b * p[34] + h * p[35] + row * p[36]", "t0", "p[3]");
     put_rows(w, "dq", d, rows, &|at, x| {
         format!("atomicAdd(&dq_sum[{at}], {x});")
