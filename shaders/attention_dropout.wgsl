@@ -16,14 +16,6 @@ fn drop_factor(h: u32, row: u32, key: u32) -> f32 {
     return select(0.0, bitcast<f32>(p[31]), byte >= p[30]);
 }
 
-// The factor of the weight of key `key` in score row `row`.
-fn keep(row: u32, key: u32) -> f32 {
-    if (p[30] == 0u) {
-        return 1.0;
-    }
-    return drop_factor(drop_draw(row, key), row, key);
-}
-
 // The factors of keys key0..key0 + 4 (key0 even) in score row `row`: two draws.
 fn keep_keys4(row: u32, key0: u32) -> vec4<f32> {
     if (p[30] == 0u) {

@@ -419,8 +419,9 @@ pub(crate) fn backward(
         // One generated module, an entry (and a pipeline of its own) per launch;
         // the one-launch backward's module has `backward_kv` alone.
         let prefetch = attention_coop::prefetch();
-        let kern = |entry, name, writes| {
-            let atomic_dq = writes == 3;
+        let kern = |entry, name, atomic_dq: bool| {
+            // dq's atomic sum is a third output.
+            let writes = if atomic_dq { 3 } else { 2 };
             kernel(
                 rt,
                 &Key::Named(name, vec![u(d), u32::from(prefetch)]),
@@ -434,20 +435,20 @@ pub(crate) fn backward(
         let kv_grid = grid(n.keys, n.kv_heads);
         if one_launch {
             let name = "volta flash_attention tensor-core backward (atomic dq)";
-            launch(rt, &kern("backward_kv", name, 3), &p, &all, kv_grid);
+            launch(rt, &kern("backward_kv", name, true), &p, &all, kv_grid);
             return (dq, dk, dv);
         }
         let dq_grid = grid(n.queries, n.heads);
         let dq_kernel = kern(
             "backward_q",
             "volta flash_attention tensor-core backward_q",
-            2,
+            false,
         );
         launch(rt, &dq_kernel, &p, &with(&dq, &unused), dq_grid);
         let kv_kernel = kern(
             "backward_kv",
             "volta flash_attention tensor-core backward_kv",
-            2,
+            false,
         );
         launch(rt, &kv_kernel, &p, &with(&dk, &dv), kv_grid);
         return (dq, dk, dv);

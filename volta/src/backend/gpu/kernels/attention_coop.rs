@@ -151,7 +151,7 @@ fn visible(t: u32) -> u32 {{
     )
 }
 
-/// Dropout's factors of weights (`keep`, `keep_keys4`, `keep_rows4`) and the
+/// Dropout's factors of weights (`keep_keys4`, `keep_rows4`) and the
 /// counter hash they draw from, as the SIMT kernels have them.
 pub(crate) const DROPOUT: &str = concat!(
     include_str!("../../../../../shaders/attention_dropout.wgsl"),
