@@ -37,6 +37,10 @@ struct Args {
     /// Only the GPT training step's rows.
     #[arg(long)]
     step_only: bool,
+    /// The GPT step's precisions: `full` (f32), `half` (`MatmulPrecision::Half`)
+    /// or `both`.
+    #[arg(long, default_value = "both", value_parser = ["full", "half", "both"])]
+    step_precision: String,
     /// Only the GPT step's products, one row each, with the operand layouts the
     /// step gives them (Wᵀ and Xᵀ are views), f32 and in half precision.
     /// (`--products half` times half precision only, `full` f32 only.)
@@ -50,6 +54,11 @@ struct Args {
     /// instead of in memory before them.
     #[arg(long)]
     no_operand_rounding: bool,
+    /// A tuning knob: half precision rounds an operand already in memory by a
+    /// kept copy when a product reads it at least this many times (once per
+    /// tile of the other axis); 1 copies every one, a huge number none.
+    #[arg(long)]
+    copy_reads: Option<usize>,
     /// The attention rows' shapes as `BxT` pairs (`64x256`: the GPT step's
     /// attention), instead of B 8 T 1024 and B 2 T 4096.
     #[arg(long, value_delimiter = ',', value_parser = batch_by_length)]
@@ -118,6 +127,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Gpu::set_attention_workgroup_bytes(args.attention_workgroup_bytes);
     Gpu::set_matmul_split_k(!args.no_split_k);
     Gpu::set_matmul_operand_rounding(!args.no_operand_rounding);
+    if let Some(reads) = args.copy_reads {
+        Gpu::set_matmul_copy_reads(reads);
+    }
     if let Some(which) = &args.products {
         let precisions = match which.as_str() {
             "half" => vec![MatmulPrecision::Half],
@@ -229,7 +241,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         drop((q, k, v, w));
     }
     let batch = if args.quick { 4 } else { 64 };
-    for precision in [MatmulPrecision::Full, MatmulPrecision::Half] {
+    let step_precisions = match args.step_precision.as_str() {
+        "full" => vec![MatmulPrecision::Full],
+        "half" => vec![MatmulPrecision::Half],
+        _ => vec![MatmulPrecision::Full, MatmulPrecision::Half],
+    };
+    for precision in step_precisions {
         Gpu::set_matmul_precision(precision);
         let mut rng = Rng::seed(0);
         let mut model = CharGpt::<Gpu>::new(&mut rng);

@@ -234,3 +234,37 @@ fn half_precision_products_of_pending_operands_match_the_cpu() {
         }
     }
 }
+
+/// An operand in memory that half precision rounded to `f16` (the copy is kept
+/// for its next products) is rounded again once it is written in place, as a KV
+/// cache's rows are: the product after the write reads the new values, and it
+/// equals the CPU's product of them (small integers over 8, exact in `f16`).
+#[test]
+fn half_precision_products_follow_writes_in_place() {
+    use volta::backend::Backend;
+    use volta::layout::Layout;
+    let _gpu = crate::support::gpu_alone();
+    Gpu::init().unwrap_or_else(|e| panic!("no GPU adapter (install Mesa's lavapipe): {e}"));
+    let (m, k, n) = (64, 48, 40);
+    // (`values` seeds below 128 give the same values.)
+    let (old, new, w) = (values(m * k, 1), values(m * k, 5 << 7), values(k * n, 2));
+    assert_ne!(old, new);
+    let a = RawTensor::<Gpu, f32>::from_vec(old.clone(), &[m, k]);
+    let gw = RawTensor::<Gpu, f32>::from_vec(w.clone(), &[k, n]);
+    let cw = RawTensor::<Cpu, f32>::from_vec(w, &[k, n]);
+    let cpu = |x: &[f32]| {
+        RawTensor::<Cpu, f32>::from_vec(x.to_vec(), &[m, k])
+            .matmul(&cw)
+            .to_vec()
+    };
+    Gpu::set_matmul_precision(MatmulPrecision::Half);
+    let before = [a.matmul(&gw).to_vec(), a.matmul(&gw).to_vec()];
+    let src = RawTensor::<Gpu, f32>::from_vec(new.clone(), &[m, k]);
+    let mut shared = a.buffer().clone();
+    <Gpu as Backend<f32>>::write_into(&mut shared, &Layout::contiguous(&[m, k]), src.view());
+    let after = a.matmul(&gw).to_vec();
+    Gpu::set_matmul_precision(MatmulPrecision::Full);
+    assert_eq!(before[0], cpu(&old), "before the write");
+    assert_eq!(before[1], cpu(&old), "before the write, from the kept copy");
+    assert_eq!(after, cpu(&new), "after the write in place");
+}

@@ -191,7 +191,9 @@ macro_rules! float_backend {
                 let s = state();
                 // In half precision, pending f32 operands are rounded to f16 from
                 // their trees rather than written in f32 and rounded in the
-                // product's loads (the same values, half the bytes).
+                // product's loads (the same values, half the bytes), and operands
+                // in memory that the product reads many times (weights) by a copy
+                // kept for their next products.
                 // (Operands past a binding's size keep the product that slices.)
                 let limit = s.rt.gpu.limits.max_storage_buffer_binding_size;
                 let bound = |x: &Buf<Self, $t>| (x.len() * $elem.size()) as u64 <= limit;
@@ -200,7 +202,9 @@ macro_rules! float_backend {
                     && bound(b.0)
                     && matmul::rounds_operands(&s.rt, a.1, b.1);
                 let product = if half {
-                    let (ha, hb) = (fusion::half_operand(a.0), fusion::half_operand(b.0));
+                    let [ca, cb] = matmul::copies_operands(a.1.dims[0], a.1.dims[1], b.1.dims[2]);
+                    let ha = fusion::half_operand(&s.rt, a.0, ca);
+                    let hb = fusion::half_operand(&s.rt, b.0, cb);
                     let elems = ([ha.1, hb.1], $elem);
                     matmul::matmul(&s.rt, &s.tuning, elems, (&ha.0, a.1), (&hb.0, b.1))
                 } else {
@@ -279,7 +283,7 @@ macro_rules! float_backend {
                     Expr::input(0),
                     &[(src.0.raw(), src.1)],
                     &[],
-                    (buf.raw(), dst),
+                    (buf.raw_mut(), dst),
                 );
             }
             fn select(cond: View<Self, $t>, a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
@@ -588,7 +592,7 @@ impl crate::backend::InferenceBackend for Gpu {
             (qkv.0.raw(), qkv.1),
             (rope.0.raw(), rope.1),
             (pos.0.raw(), pos.1),
-            cache.raw(),
+            cache.raw_mut(),
             shape,
             max_len,
         );

@@ -417,6 +417,16 @@ impl Gpu {
         matmul::ROUND_OPERANDS.store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// In half precision, rounds a product's operand already in memory to `f16`
+    /// by a copy kept with the memory (which its next products read too) when
+    /// the product reads it at least `reads` times, once per output tile of the
+    /// other axis (default 16: a weight in a product of many rows); others are
+    /// rounded in the product's loads. `usize::MAX` copies none. A tuning knob
+    /// for benchmarks.
+    pub fn set_matmul_copy_reads(reads: usize) {
+        matmul::COPY_READS.store(reads, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// How `f32` products compute from now on: [`MatmulPrecision::Full`] (the
     /// default) or, on adapters with tensor cores ([`GpuInfo::tensor_cores`]),
     /// [`MatmulPrecision::Half`]: operands rounded to `f16`, products

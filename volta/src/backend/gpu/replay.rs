@@ -76,7 +76,7 @@ impl Replay for Gpu {
             return;
         }
         let c = rt();
-        let dst = buf.raw().clone();
+        let dst = buf.raw_mut().clone();
         let staging = stage(c, bytemuck::cast_slice(data));
         c.recorder().upload(&c.gpu, &staging, &dst, 0);
     }

@@ -53,6 +53,14 @@ impl<E> GpuBuffer<E> {
         }
     }
 
+    /// The device memory, for a kernel that writes it in place (a cache's rows):
+    /// copies derived from its values are dropped first.
+    pub(crate) fn raw_mut(&mut self) -> &Arc<Pooled> {
+        let raw = self.raw();
+        raw.forget_rounded();
+        raw
+    }
+
     /// Records the kernel that computes this buffer if it is still pending, so that
     /// the next [`Gpu::sync`](crate::Gpu::sync) runs it (for timing, or to fix the
     /// point where a long fused chain is cut). Does not wait for the GPU.

@@ -49,7 +49,7 @@ mod pending;
 
 pub use buffer::GpuBuffer;
 
-use super::kernels::elementwise::map;
+use super::kernels::elementwise::{convert, map};
 use super::kernels::{Operand, Small};
 use super::runtime::Runtime;
 use super::runtime::pool::Pooled;
@@ -139,17 +139,34 @@ pub(crate) fn elementwise<E>(
 /// copy kept for its next product (a weight's gradient reads the forward's input
 /// again) while the value stays pending. The product then reads half the bytes,
 /// and the value is never written in `f32` unless another consumer wants it. A
-/// value in memory is read as it is, the product rounding it in its loads: a
-/// copy would cost a kernel each time, since the value may be written in place
-/// between products (H200, 2026-12-02: rounding those too made the GPT step
-/// 0.2 ms slower than not).
-pub(crate) fn half_operand<E>(x: &GpuBuffer<E>) -> (Arc<Pooled>, Elem) {
+/// value in memory is rounded when `copy` says the product reads it often enough
+/// to pay for it (`matmul::copies_operands`: a weight), by a copy kept with its
+/// memory ([`Pooled::rounded`]) until that is written in place, so that its next
+/// products read the copy too (the forward's, then its input's gradient's).
+/// Otherwise the product reads it as it is, rounding it in its loads.
+pub(crate) fn half_operand<E>(rt: &Runtime, x: &GpuBuffer<E>, copy: bool) -> (Arc<Pooled>, Elem) {
     if let Data::Pending(p) = &x.data
         && let Some(h) = p.half_copy()
     {
         return (h, Elem::F16);
     }
-    (x.raw().clone(), Elem::F32)
+    let raw = x.raw();
+    if !copy {
+        return (raw.clone(), Elem::F32);
+    }
+    let round = || {
+        let all = Layout::contiguous(&[x.len]);
+        let cast = Expr::input(0);
+        convert(
+            rt,
+            (Elem::F32, Elem::F16),
+            cast,
+            &[(raw, &all)],
+            &[],
+            &[x.len],
+        )
+    };
+    (raw.rounded(round), Elem::F16)
 }
 
 /// The sum along `axis` of a buffer in memory of `in_elem` (split-K's partial

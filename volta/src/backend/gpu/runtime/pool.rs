@@ -176,6 +176,10 @@ pub(crate) struct Pooled {
     /// The buffer a window belongs to, kept out of the pool while the window
     /// lives (a captured graph holds its windows).
     _parent: Option<Arc<Pooled>>,
+    /// The values of this memory rounded to `f16` (for products in half
+    /// precision), kept while the memory is unchanged: a write in place drops it
+    /// ([`Pooled::forget_rounded`]).
+    rounded: Mutex<Option<Arc<Pooled>>>,
 }
 
 impl Pooled {
@@ -187,6 +191,7 @@ impl Pooled {
             home: None,
             window: None,
             _parent: None,
+            rounded: Mutex::new(None),
         }
     }
 
@@ -208,6 +213,7 @@ impl Pooled {
             home: Some((pool.shared.clone(), kind)),
             window: None,
             _parent: None,
+            rounded: Mutex::new(None),
         }
     }
 
@@ -226,7 +232,21 @@ impl Pooled {
             home: None,
             window: Some((base + offset, size)),
             _parent: Some(root.clone()),
+            rounded: Mutex::new(None),
         })
+    }
+
+    /// This memory's values rounded to `f16`: the copy kept from an earlier call,
+    /// or the one `round` records now (and that is kept).
+    pub fn rounded(&self, round: impl FnOnce() -> Arc<Pooled>) -> Arc<Pooled> {
+        let mut kept = self.rounded.lock().unwrap_or_else(|p| p.into_inner());
+        kept.get_or_insert_with(round).clone()
+    }
+
+    /// Drops the copy of [`Pooled::rounded`]: the memory is about to be written
+    /// in place, and the copy would not follow.
+    pub fn forget_rounded(&self) {
+        *self.rounded.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// Bytes a kernel binds: the window, or the whole buffer.

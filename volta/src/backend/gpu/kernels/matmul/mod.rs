@@ -133,6 +133,28 @@ pub(crate) fn precision() -> MatmulPrecision {
 pub(crate) static ROUND_OPERANDS: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(true);
 
+/// How many times a product in half precision must read an operand already in
+/// memory (once per tile of its other axis) for the operand to be rounded to
+/// `f16` by a copy kept with its memory (`fusion::half_operand`) rather than in
+/// the product's loads. H200, 2026-12-03, the GPT step in half precision: its
+/// weights, read 128 times a product, copied once a step: products 9.44 → 8.86
+/// ms, copies +0.17 ms; its activations and gradients too (read 3–12 times):
+/// products 8.28 ms, but copies +0.88 ms and the peak 2,924 → 3,541 MiB.
+/// A tuning knob (`usize::MAX`: none copied).
+pub(crate) static COPY_READS: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(16);
+
+/// Whether half precision rounds each operand of a `(batch, m, k) × (batch, k,
+/// n)` product that is already in memory by a kept copy ([`COPY_READS`]).
+pub(crate) fn copies_operands(batch: usize, m: usize, n: usize) -> [bool; 2] {
+    let t = choose_coop_tiles(batch, m, n);
+    let least = COPY_READS.load(std::sync::atomic::Ordering::Relaxed);
+    [
+        n.div_ceil(t.bn() as usize) >= least,
+        m.div_ceil(t.bm() as usize) >= least,
+    ]
+}
+
 /// Whether products may split K (a tuning switch, on by default).
 pub(crate) static SPLIT_K: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
