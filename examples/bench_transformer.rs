@@ -127,9 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Gpu::set_attention_workgroup_bytes(args.attention_workgroup_bytes);
     Gpu::set_matmul_split_k(!args.no_split_k);
     Gpu::set_matmul_operand_rounding(!args.no_operand_rounding);
-    if let Some(reads) = args.copy_reads {
-        Gpu::set_matmul_copy_reads(reads);
-    }
+    Gpu::set_matmul_copy_reads(args.copy_reads);
     if let Some(which) = &args.products {
         let precisions = match which.as_str() {
             "half" => vec![MatmulPrecision::Half],

@@ -184,6 +184,82 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
     Gpu::set_deterministic(false);
 }
 
+/// q, k and v as the heads of one projection `x` `[B, T, (H + 2·Hkv)·d]` (how
+/// `MultiHeadAttention` splits its fused projection), each viewed as `[B, H, T,
+/// d]`.
+#[allow(clippy::type_complexity)]
+fn heads<D: Backend<f32>>(
+    (b, h, hkv, t, d): (usize, usize, usize, usize, usize),
+) -> (RawTensor<D, f32>, [RawTensor<D, f32>; 3]) {
+    let width = (h + 2 * hkv) * d;
+    let x = RawTensor::<D, f32>::from_vec(values(b * t * width, 5), &[b, t, width]).tracked_leaf();
+    let part = |from: usize, n: usize| {
+        x.narrow(2, from * d, n * d)
+            .reshape(&[b, t, n, d])
+            .permute(&[0, 2, 1, 3])
+    };
+    let qkv = [part(0, h), part(h, hkv), part(h + hkv, hkv)];
+    (x, qkv)
+}
+
+/// The gradient of `Σ out·w` with respect to the projection `x`.
+fn projection_grad<D: Backend<f32>>(shape: (usize, usize, usize, usize, usize)) -> Vec<f32> {
+    let (x, [q, k, v]) = heads::<D>(shape);
+    let out = q.attention_with_dropout(&k, &v, Some(0), 0.1, 3);
+    let w = RawTensor::<D, f32>::from_vec(values(out.layout().numel(), 4), out.dims());
+    let grads: Gradients<D> = out
+        .binary(BinaryOp::Mul, &w)
+        .reduce_all(ReduceOp::Sum)
+        .backward();
+    grads.get_raw(x.id()).expect("a gradient").to_vec()
+}
+
+/// Attention over the heads of one projection: the projection's gradient (the
+/// three heads' gradients concatenated) matches the CPU's, with head offsets
+/// that align for storage windows and ones that do not, in one launch and in
+/// two. Where they align, the backend writes dq, dk and dv into one buffer
+/// through q's, k's and v's own views, so that concatenating them is a view of
+/// that buffer and copies nothing.
+#[test]
+fn attention_over_one_projections_heads_writes_its_gradients_in_one_buffer() {
+    use volta::backend::{AttentionSpec, Memory, packed_like};
+    let _gpu = crate::support::gpu_shared();
+    // (B, H, Hkv, T, d): heads of 64 floats start on 256-byte boundaries; 6
+    // and 12 floats do not.
+    let shapes = [(2, 2, 2, 33, 64), (1, 2, 1, 9, 6), (2, 4, 2, 20, 12)];
+    for (shape, deterministic) in shapes.iter().flat_map(|&s| [(s, false), (s, true)]) {
+        Gpu::set_deterministic(deterministic);
+        let what = format!("{shape:?}, deterministic {deterministic}");
+        close(
+            &what,
+            &projection_grad::<Cpu>(shape),
+            &projection_grad::<Gpu>(shape),
+        );
+    }
+    Gpu::set_deterministic(false);
+    let (_, [q, k, v]) = heads::<Gpu>((2, 2, 2, 33, 64));
+    let spec = AttentionSpec::new(0.125, Some(0));
+    let (out, lse) = <Gpu as Backend<f32>>::attention(q.view(), k.view(), v.view(), &spec);
+    let out = RawTensor::<Gpu, f32>::leaf(out, packed_like(q.layout()));
+    let lse = RawTensor::<Gpu, f32>::leaf(lse, volta::backend::Layout::contiguous(&[2, 2, 33]));
+    let delta = out.reduce(ReduceOp::Sum, 3);
+    let [(dq, lq), (dk, lk), (dv, lv)] = <Gpu as Backend<f32>>::attention_backward(
+        q.view(),
+        k.view(),
+        v.view(),
+        out.view(),
+        lse.view(),
+        delta.view(),
+        &spec,
+    );
+    let same = |a, b| <Gpu as Memory<f32>>::same_memory(a, b);
+    assert!(
+        same(&dq, &dk) && same(&dq, &dv),
+        "dq, dk and dv in one buffer"
+    );
+    assert_eq!([lq, lk, lv], [*q.layout(), *k.layout(), *v.layout()]);
+}
+
 /// A transformer block (grouped heads, RoPE, SwiGLU, RMSNorm) moved to the GPU
 /// computes what it computes on the CPU: output and every parameter's gradient.
 #[test]

@@ -236,9 +236,10 @@ fn half_precision_products_of_pending_operands_match_the_cpu() {
 }
 
 /// An operand in memory that half precision rounded to `f16` (the copy is kept
-/// for its next products) is rounded again once it is written in place, as a KV
-/// cache's rows are: the product after the write reads the new values, and it
-/// equals the CPU's product of them (small integers over 8, exact in `f16`).
+/// for its next products; here for every operand, not only those read often) is
+/// rounded again once it is written in place, as a KV cache's rows are: the
+/// product after the write reads the new values, and it equals the CPU's
+/// product of them (small integers over 8, exact in `f16`).
 #[test]
 fn half_precision_products_follow_writes_in_place() {
     use volta::backend::Backend;
@@ -258,11 +259,13 @@ fn half_precision_products_follow_writes_in_place() {
             .to_vec()
     };
     Gpu::set_matmul_precision(MatmulPrecision::Half);
+    Gpu::set_matmul_copy_reads(Some(1));
     let before = [a.matmul(&gw).to_vec(), a.matmul(&gw).to_vec()];
     let src = RawTensor::<Gpu, f32>::from_vec(new.clone(), &[m, k]);
     let mut shared = a.buffer().clone();
     <Gpu as Backend<f32>>::write_into(&mut shared, &Layout::contiguous(&[m, k]), src.view());
     let after = a.matmul(&gw).to_vec();
+    Gpu::set_matmul_copy_reads(None);
     Gpu::set_matmul_precision(MatmulPrecision::Full);
     assert_eq!(before[0], cpu(&old), "before the write");
     assert_eq!(before[1], cpu(&old), "before the write, from the kept copy");

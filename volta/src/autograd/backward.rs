@@ -496,7 +496,10 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
         Op::Attention { q, k, v, lse, spec } => {
             // Σ_c g·out per query row: the softmax backward's row term.
             let delta = g.binary(BinaryOp::Mul, out).reduce(ReduceOp::Sum, 3);
-            let (dq, dk, dv) = D::attention_backward(
+            // Laid out as the backend placed them: in one buffer where q, k and
+            // v are the heads of one projection (their concatenation then costs
+            // nothing, see `Tensor::cat`).
+            let [dq, dk, dv] = D::attention_backward(
                 q.view(),
                 k.view(),
                 v.view(),
@@ -504,10 +507,9 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
                 lse.view(),
                 delta.view(),
                 spec,
-            );
-            let grad =
-                |buf, like: &T<D, E>| T::leaf(buf, crate::backend::packed_like(like.layout()));
-            vec![(q, grad(dq, q)), (k, grad(dk, k)), (v, grad(dv, v))]
+            )
+            .map(|(buf, layout)| T::leaf(buf, layout));
+            vec![(q, dq), (k, dk), (v, dv)]
         }
         Op::Custom(inputs, rule) => inputs.iter().zip(rule(inputs, g)).collect(),
     }

@@ -157,9 +157,55 @@ pub fn packed_like(like: &crate::layout::Layout) -> crate::layout::Layout {
     out
 }
 
+/// Whether `q`, `k` and `v` (`[B, H, T, d]` views) are the heads of one packed
+/// projection `[B, T, (H + 2·H_kv)·d]`, so that their gradients can be written
+/// through the same views into one buffer without overlapping (and the
+/// concatenation of those gradients is then that buffer, not a copy): features
+/// contiguous, heads adjacent, one batch and one row stride, and each row's
+/// runs of `H·d` features apart inside one row stride.
+///
+/// ```
+/// use volta::backend::{Layout, heads_of_one_projection};
+/// // [B 2, T 5, 3 · (H 2 · d 4)] split into q, k and v, viewed as [B, H, T, d].
+/// let part = |i: usize| {
+///     let mut l = Layout::contiguous(&[2, 5, 24]);
+///     l.dims[2] = 8;
+///     l.offset = 8 * i;
+///     l.reshape(&[2, 5, 2, 4]).unwrap().permute(&[0, 2, 1, 3])
+/// };
+/// assert!(heads_of_one_projection([&part(0), &part(1), &part(2)]));
+/// assert!(!heads_of_one_projection([&part(0), &part(0), &part(2)]));
+/// ```
+pub fn heads_of_one_projection(views: [&crate::layout::Layout; 3]) -> bool {
+    let first = views[0];
+    if views.iter().any(|l| l.dims.len() != 4) {
+        return false;
+    }
+    let (batch_stride, row_stride) = (first.strides[0], first.strides[2]);
+    let rows = views.iter().map(|l| l.dims[2]).max().unwrap_or(0);
+    let alike = views.iter().all(|l| {
+        let (d, heads) = (l.dims[3], l.dims[1]);
+        l.dims[0] == first.dims[0]
+            && l.strides[3] == 1
+            && (heads == 1 || l.strides[1] == d)
+            && l.strides[2] == row_stride
+            && l.strides[0] == batch_stride
+    });
+    // Each view's features of a row: [offset, offset + H·d).
+    let mut runs: Vec<(usize, usize)> = views
+        .iter()
+        .map(|l| (l.offset, l.offset + l.dims[1] * l.dims[3]))
+        .collect();
+    runs.sort_unstable();
+    let apart = runs.windows(2).all(|w| w[0].1 <= w[1].0);
+    let in_a_row = runs[2].1 <= runs[0].0 + row_stride;
+    let batches_apart = first.dims[0] == 1 || batch_stride >= rows * row_stride;
+    alike && apart && in_a_row && batches_apart
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{AttentionSpec, packed_like};
+    use super::{AttentionSpec, heads_of_one_projection, packed_like};
     use crate::layout::Layout;
 
     /// Dropout takes `p` to the nearest 256th (at least one when positive), a
@@ -229,5 +275,40 @@ mod tests {
         // Size-1 axes take no part in the order.
         let one = Layout::contiguous(&[1, 5, 3, 4]).permute(&[0, 2, 1, 3]);
         assert_eq!(packed_like(&one), one);
+    }
+
+    /// A fused projection's q, k and v heads (and with fewer key/value heads)
+    /// are one projection's; overlapping or interleaved views, views a row
+    /// stride cannot hold, and heads not adjacent are not.
+    #[test]
+    fn heads_of_one_projection_are_disjoint_views() {
+        // [B 2, T 3, width] split at `starts` into parts of `heads` heads of 4.
+        let part = |width: usize, start: usize, heads: usize| {
+            let mut l = Layout::contiguous(&[2, 3, width]);
+            l.dims[2] = heads * 4;
+            l.offset = start;
+            l.reshape(&[2, 3, heads, 4]).unwrap().permute(&[0, 2, 1, 3])
+        };
+        let (q, k, v) = (part(24, 0, 2), part(24, 8, 2), part(24, 16, 2));
+        assert!(heads_of_one_projection([&q, &k, &v]));
+        assert!(heads_of_one_projection([&v, &q, &k]));
+        // Grouped: 4 query heads, 1 key/value head.
+        let (q, k, v) = (part(24, 0, 4), part(24, 16, 1), part(24, 20, 1));
+        assert!(heads_of_one_projection([&q, &k, &v]));
+        // The same view twice, overlapping runs, runs past the row stride.
+        let (q, k) = (part(24, 0, 2), part(24, 4, 2));
+        assert!(!heads_of_one_projection([&q, &q, &part(24, 16, 2)]));
+        assert!(!heads_of_one_projection([&q, &k, &part(24, 16, 2)]));
+        assert!(!heads_of_one_projection([
+            &q,
+            &part(24, 8, 2),
+            &part(24, 18, 2)
+        ]));
+        // Heads not adjacent: [B, H, T, d] contiguous tensors.
+        let own = |offset| Layout {
+            offset,
+            ..Layout::contiguous(&[2, 2, 3, 4])
+        };
+        assert!(!heads_of_one_projection([&own(0), &own(48), &own(96)]));
     }
 }

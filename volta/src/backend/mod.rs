@@ -17,7 +17,7 @@ mod replay;
 use crate::dtype::{Element, Float};
 pub use crate::layout::Layout;
 pub(crate) use attention::AttentionDims;
-pub use attention::{AttentionSpec, packed_like};
+pub use attention::{AttentionSpec, heads_of_one_projection, packed_like};
 pub use custom::KernelBackend;
 pub use infer::InferenceBackend;
 pub use optim::{AdamInput, AdamOutput, AdamStep, SgdStep};
@@ -101,6 +101,9 @@ pub trait Memory<E: Element>: 'static {
     }
     /// Copies a view into a new contiguous buffer.
     fn contiguous(buf: &Self::Buffer, layout: &Layout) -> Self::Buffer;
+    /// Whether `a` and `b` are handles to the same memory, so that a view of one
+    /// is a view of the other (`false` where that is unknown).
+    fn same_memory(a: &Self::Buffer, b: &Self::Buffer) -> bool;
 }
 
 /// The buffer type of device `D` for elements `E`.
@@ -199,8 +202,12 @@ pub trait Backend<E: Float>: Device + Memory<E> {
     /// The backward of [`attention`](Self::attention): from the gradient `dout` of
     /// its output (any strides), its `lse` and `delta = Σ_c dout·out` per query row
     /// (both `[B, H, T]`, contiguous), recomputes the scores tile by tile and
-    /// returns `(dq, dk, dv)`, laid out as `packed_like` of `q`, `k` and `v`;
-    /// `dk` and `dv` sum over the query heads that share a key/value head.
+    /// returns `(dq, dk, dv)` with their layouts: each laid out as `packed_like`
+    /// of `q`, `k` or `v`, or, where `q`, `k` and `v` are the heads of one packed
+    /// projection ([`heads_of_one_projection`]) and the device can, all three in
+    /// one buffer through the views of `q`, `k` and `v` themselves (their
+    /// concatenation is then that buffer). `dk` and `dv` sum over the query heads
+    /// that share a key/value head.
     #[allow(clippy::too_many_arguments)]
     fn attention_backward(
         q: View<Self, E>,
@@ -210,7 +217,7 @@ pub trait Backend<E: Float>: Device + Memory<E> {
         lse: View<Self, E>,
         delta: View<Self, E>,
         spec: &AttentionSpec,
-    ) -> (Buf<Self, E>, Buf<Self, E>, Buf<Self, E>);
+    ) -> [(Buf<Self, E>, Layout); 3];
     /// One Adam/AdamW step of one parameter in one pass (see [`AdamStep`] for the
     /// formulas): reads the parameter `p`, its gradient `g` and its moments
     /// `(m, v)` (`None` before the first step: zero), all with `p`'s dims and any

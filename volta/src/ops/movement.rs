@@ -175,15 +175,47 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
             );
             dims[axis] += p.dims()[axis];
         }
+        let inputs: Vec<&Self> = parts.iter().collect();
+        // Parts that already lie side by side in one buffer, where the
+        // concatenation puts them (the gradients of a projection's heads, see
+        // `Backend::attention_backward`), are that buffer: a view, not a copy.
+        if let Some(whole) = Self::side_by_side(parts, axis, &dims) {
+            let buf = first.view().0.clone();
+            return Self::from_op(buf, whole, || Op::Cat(parts.to_vec(), axis), &inputs);
+        }
         let views: Vec<_> = parts.iter().map(|p| p.view()).collect();
         let buf = D::cat(&views, axis);
-        let inputs: Vec<&Self> = parts.iter().collect();
         Self::from_op(
             buf,
             Layout::contiguous(&dims),
             || Op::Cat(parts.to_vec(), axis),
             &inputs,
         )
+    }
+
+    /// The layout of the concatenation of `parts` along `axis` (of `dims`) in
+    /// the parts' memory, when they are views of one buffer laid out as that
+    /// concatenation's contiguous rows would hold them.
+    fn side_by_side(parts: &[Self], axis: usize, dims: &[usize]) -> Option<Layout> {
+        let (memory, first) = parts.first()?.view();
+        let whole = Layout {
+            offset: first.offset,
+            ..Layout::contiguous(dims)
+        };
+        let mut start = 0;
+        for p in parts {
+            let (buf, l) = p.view();
+            let there = Layout {
+                dims: l.dims,
+                strides: whole.strides,
+                offset: whole.offset + start * whole.strides[axis],
+            };
+            if !<D as Memory<E>>::same_memory(memory, buf) || *l != there {
+                return None;
+            }
+            start += l.dims[axis];
+        }
+        Some(whole)
     }
 
     /// Inserts a size-1 axis at `axis`.
@@ -483,5 +515,40 @@ impl<M: Dim, N: Dim, D: Backend<E>, E: Float> Tensor<(M, N), D, E> {
     pub fn t(&self) -> Tensor<(N, M), D, E> {
         let (m, n) = self.shape();
         Tensor::from_raw((n, m), self.raw().permute(&[1, 0]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::backend::Memory;
+    use crate::{Cpu, RawTensor};
+
+    /// Parts that lie side by side in one buffer, where their concatenation
+    /// puts them, concatenate to a view of that buffer; parts out of order, or
+    /// not adjacent, are copied. The values agree either way.
+    #[test]
+    fn cat_of_parts_side_by_side_is_a_view() {
+        let x = RawTensor::<Cpu, f32>::from_vec((0..24).map(|v| v as f32).collect(), &[4, 6]);
+        let parts =
+            |starts: &[usize]| -> Vec<_> { starts.iter().map(|&s| x.narrow(1, s, 2)).collect() };
+        let same =
+            |t: &RawTensor<Cpu, f32>| <Cpu as Memory<f32>>::same_memory(t.buffer(), x.buffer());
+        let whole = RawTensor::cat(&parts(&[0, 2, 4]), 1);
+        assert!(same(&whole), "side by side: a view");
+        assert_eq!(whole.to_vec(), x.to_vec());
+        let swapped = RawTensor::cat(&parts(&[2, 0, 4]), 1);
+        assert!(!same(&swapped), "out of order: a copy");
+        let want: Vec<f32> = x
+            .to_vec()
+            .chunks(6)
+            .flat_map(|r| [r[2], r[3], r[0], r[1], r[4], r[5]])
+            .collect();
+        assert_eq!(swapped.to_vec(), want);
+        let gap = RawTensor::cat(&parts(&[0, 4]), 1);
+        assert!(!same(&gap), "not adjacent: a copy");
+        // Along the rows: the first two rows and the last two.
+        let rows = RawTensor::cat(&[x.narrow(0, 0, 2), x.narrow(0, 2, 2)], 0);
+        assert!(same(&rows));
+        assert_eq!(rows.to_vec(), x.to_vec());
     }
 }

@@ -57,6 +57,9 @@ impl<E: Element> Memory<E> for Cpu {
     fn contiguous(buf: &Self::Buffer, layout: &Layout) -> Self::Buffer {
         Arc::new(copy::strided_to_vec(buf, layout))
     }
+    fn same_memory(a: &Self::Buffer, b: &Self::Buffer) -> bool {
+        Arc::ptr_eq(a, b)
+    }
 }
 
 impl<E: Float> Backend<E> for Cpu {
@@ -159,7 +162,7 @@ impl<E: Float> Backend<E> for Cpu {
         lse: View<Self, E>,
         delta: View<Self, E>,
         spec: &AttentionSpec,
-    ) -> (Buf<Self, E>, Buf<Self, E>, Buf<Self, E>) {
+    ) -> [(Buf<Self, E>, Layout); 3] {
         let (dq, dk, dv) = attention::attention_backward(
             (q.0, q.1),
             (k.0, k.1),
@@ -169,7 +172,12 @@ impl<E: Float> Backend<E> for Cpu {
             (delta.0, delta.1),
             spec,
         );
-        (Arc::new(dq), Arc::new(dk), Arc::new(dv))
+        let packed = |l: &Layout| crate::backend::packed_like(l);
+        [
+            (Arc::new(dq), packed(q.1)),
+            (Arc::new(dk), packed(k.1)),
+            (Arc::new(dv), packed(v.1)),
+        ]
     }
     fn adam_step(
         p: View<Self, E>,

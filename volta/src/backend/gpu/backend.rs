@@ -118,6 +118,9 @@ macro_rules! memory {
                 );
                 GpuBuffer::new(out, layout.numel())
             }
+            fn same_memory(a: &Self::Buffer, b: &Self::Buffer) -> bool {
+                a.same_memory(b)
+            }
         }
     };
 }
@@ -202,7 +205,8 @@ macro_rules! float_backend {
                     && bound(b.0)
                     && matmul::rounds_operands(&s.rt, a.1, b.1);
                 let product = if half {
-                    let [ca, cb] = matmul::copies_operands(a.1.dims[0], a.1.dims[1], b.1.dims[2]);
+                    let [ca, cb] =
+                        matmul::copies_operands(a.1.dims[0], a.1.dims[1], a.1.dims[2], b.1.dims[2]);
                     let ha = fusion::half_operand(&s.rt, a.0, ca);
                     let hb = fusion::half_operand(&s.rt, b.0, cb);
                     let elems = ([ha.1, hb.1], $elem);
@@ -360,25 +364,33 @@ macro_rules! float_backend {
                 lse: View<Self, $t>,
                 delta: View<Self, $t>,
                 spec: &AttentionSpec,
-            ) -> (Buf<Self, $t>, Buf<Self, $t>, Buf<Self, $t>) {
-                let (dq, dk, dv) = attention::backward(
+            ) -> [(Buf<Self, $t>, Layout); 3] {
+                let (qb, kb, vb) = (q.0.raw(), k.0.raw(), v.0.raw());
+                // The heads of one projection: their gradients in one buffer.
+                let one = Arc::ptr_eq(qb, kb)
+                    && Arc::ptr_eq(qb, vb)
+                    && crate::backend::heads_of_one_projection([q.1, k.1, v.1]);
+                let (bufs, layouts) = attention::backward(
                     rt(),
                     $elem,
-                    [
-                        (q.0.raw(), q.1),
-                        (k.0.raw(), k.1),
-                        (v.0.raw(), v.1),
-                        (dout.0.raw(), dout.1),
-                    ],
+                    [(qb, q.1), (kb, k.1), (vb, v.1), (dout.0.raw(), dout.1)],
                     [(lse.0.raw(), lse.1), (delta.0.raw(), delta.1)],
                     spec,
                     matmul::precision() == matmul::MatmulPrecision::Half,
+                    one.then_some(q.0.len()),
                 );
-                (
-                    GpuBuffer::new(dq, q.1.numel()),
-                    GpuBuffer::new(dk, k.1.numel()),
-                    GpuBuffer::new(dv, v.1.numel()),
-                )
+                // (Placed apart where the offsets do not align for windows.)
+                let placed_in_one = Arc::ptr_eq(&bufs[0], &bufs[1]);
+                let mut out = bufs.into_iter().zip(layouts);
+                std::array::from_fn(|_| {
+                    let (buf, layout) = out.next().expect("three gradients");
+                    let len = if placed_in_one {
+                        q.0.len()
+                    } else {
+                        layout.numel()
+                    };
+                    (GpuBuffer::new(buf, len), layout)
+                })
             }
             fn adam_step(
                 p: View<Self, $t>,

@@ -420,10 +420,11 @@ impl Gpu {
     /// In half precision, rounds a product's operand already in memory to `f16`
     /// by a copy kept with the memory (which its next products read too) when
     /// the product reads it at least `reads` times, once per output tile of the
-    /// other axis (default 16: a weight in a product of many rows); others are
-    /// rounded in the product's loads. `usize::MAX` copies none. A tuning knob
-    /// for benchmarks.
-    pub fn set_matmul_copy_reads(reads: usize) {
+    /// other axis; others are rounded in the product's loads. `None` restores
+    /// the default, 16 (a weight in a product of many rows); `usize::MAX` copies
+    /// none. A tuning knob for benchmarks and tests.
+    pub fn set_matmul_copy_reads(reads: Option<usize>) {
+        let reads = reads.unwrap_or(matmul::DEFAULT_COPY_READS);
         matmul::COPY_READS.store(reads, std::sync::atomic::Ordering::Relaxed);
     }
 

@@ -61,6 +61,15 @@ impl<E> GpuBuffer<E> {
         raw
     }
 
+    /// Whether `other` is a handle to this memory (or to this pending value).
+    pub(crate) fn same_memory(&self, other: &Self) -> bool {
+        match (&self.data, &other.data) {
+            (Data::Ready(a), Data::Ready(b)) => Arc::ptr_eq(a, b),
+            (Data::Pending(a), Data::Pending(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
     /// Records the kernel that computes this buffer if it is still pending, so that
     /// the next [`Gpu::sync`](crate::Gpu::sync) runs it (for timing, or to fix the
     /// point where a long fused chain is cut). Does not wait for the GPU.

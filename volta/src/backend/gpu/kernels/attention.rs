@@ -8,9 +8,10 @@
 //! of query rows, `dk` and `dv` per block of keys), which compute the scores
 //! twice. Each thread holds a 4×4 tile of scores, as a GEMM does. Views are
 //! read through their strides; results are written laid out as their operands
-//! ([`packed_like`]). Not sliced: an operand past one binding is reported as
+//! ([`packed_like`]), or, for the heads of one projection, all three gradients
+//! into one buffer through the operands' own views. Not sliced: an operand past one binding is reported as
 //! [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) at launch.
-use super::elementwise::fill;
+use super::elementwise::{fill, write};
 use super::{Operand, attention_coop, attention_coop_backward};
 use crate::backend::gpu::runtime::Runtime;
 use crate::backend::gpu::runtime::launch::{alloc, kernel, launch, u};
@@ -19,7 +20,7 @@ use crate::backend::gpu::runtime::pool::Pooled;
 use crate::backend::{AttentionDims, AttentionSpec, packed_like};
 use crate::layout::Layout;
 use std::sync::{Arc, Mutex};
-use volta_kernels::wgsl::{Elem, with_elem};
+use volta_kernels::wgsl::{Elem, Expr, with_elem};
 
 const SHADER: &str = concat!(
     include_str!("../../../../../shaders/flash_attention.wgsl"),
@@ -362,7 +363,12 @@ fn on_tensor_cores(
 }
 
 /// See [`Backend::attention_backward`](crate::backend::Backend::attention_backward).
-/// With `half`, on cooperative matrices where the forward may run on them.
+/// With `half`, on cooperative matrices where the forward may run on them. With
+/// `one_buffer` (the length of the memory that q, k and v view, heads of one
+/// projection), dq, dk and dv are written into one buffer of that length through
+/// q's, k's and v's views (bound as windows at their offsets, where the adapter's
+/// offset alignment allows), so that their concatenation is that buffer; else
+/// each into its own buffer, laid out as `packed_like` its operand.
 pub(crate) fn backward(
     rt: &Runtime,
     elem: Elem,
@@ -370,7 +376,8 @@ pub(crate) fn backward(
     [lse, delta]: [Operand; 2],
     spec: &AttentionSpec,
     half: bool,
-) -> (Arc<Pooled>, Arc<Pooled>, Arc<Pooled>) {
+    one_buffer: Option<usize>,
+) -> ([Arc<Pooled>; 3], [Layout; 3]) {
     let n = AttentionDims::of(&q.1.dims, &k.1.dims);
     let d = n.head_dim;
     let q_len = n.batch * n.heads * n.queries * d;
@@ -381,20 +388,60 @@ pub(crate) fn backward(
     let one_launch = elem == Elem::F32
         && rt.gpu.float_atomics()
         && !super::DETERMINISTIC.load(std::sync::atomic::Ordering::Relaxed);
-    let dq = if one_launch && q_len != 0 && kv_len != 0 {
-        // A sum over key blocks: it starts at zero.
-        fill(rt, elem, q_len, 0)
-    } else {
-        alloc(rt, q_len * elem.size())
+    let empty = q_len == 0 || kv_len == 0;
+    let placed = one_buffer.filter(|_| !empty).and_then(|len| {
+        let align = rt.gpu.limits.min_storage_buffer_offset_alignment.max(4) as usize;
+        let views = [q.1, k.1, v.1];
+        let aligned = views
+            .iter()
+            .all(|l| (l.offset * elem.size()).is_multiple_of(align));
+        aligned.then(|| {
+            let whole = alloc(rt, len * elem.size());
+            if one_launch {
+                // dq is a sum over key blocks: it starts at zero.
+                write(rt, elem, Expr::scalar(0), &[], &[0], (&whole, q.1));
+            }
+            let bound = whole.bound_size();
+            let window = |l: &Layout| {
+                let at = (l.offset * elem.size()) as u64;
+                Pooled::window(&whole, at, bound - at)
+            };
+            let windows = views.map(window);
+            // Each result from its window's start, along its operand's strides.
+            let from_start = views.map(|l| Layout { offset: 0, ..*l });
+            (whole, windows, from_start)
+        })
+    });
+    let (outs, results, layouts) = match placed {
+        Some((whole, windows, from_start)) => {
+            let layouts = [*q.1, *k.1, *v.1];
+            (windows, from_start, Some((whole, layouts)))
+        }
+        None => {
+            let dq = if one_launch && !empty {
+                // A sum over key blocks: it starts at zero.
+                fill(rt, elem, q_len, 0)
+            } else {
+                alloc(rt, q_len * elem.size())
+            };
+            let outs = [
+                dq,
+                alloc(rt, kv_len * elem.size()),
+                alloc(rt, kv_len * elem.size()),
+            ];
+            (outs, [q.1, k.1, v.1].map(packed_like), None)
+        }
     };
-    let (dk, dv) = (
-        alloc(rt, kv_len * elem.size()),
-        alloc(rt, kv_len * elem.size()),
-    );
-    if q_len == 0 || kv_len == 0 {
-        return (dq, dk, dv);
+    // What the caller gets: the whole buffer and the operands' views, or the
+    // three buffers and their packed layouts.
+    let done = |outs: [Arc<Pooled>; 3]| match &layouts {
+        Some((whole, views)) => ([whole.clone(), whole.clone(), whole.clone()], *views),
+        None => (outs, results),
+    };
+    let [dq, dk, dv] = outs.clone();
+    if empty {
+        return done(outs);
     }
-    let results = [q.1, k.1, v.1].map(packed_like);
     let p = params(
         &n,
         spec,
@@ -410,7 +457,7 @@ pub(crate) fn backward(
     ];
     if one_launch && !tensor_cores {
         run(rt, elem, &n, Entry::Backward, &p, &all, vec, keys);
-        return (dq, dk, dv);
+        return done(outs);
     }
     // The second output binding of the launches that write one result.
     let unused = alloc(rt, 4);
@@ -436,7 +483,7 @@ pub(crate) fn backward(
         if one_launch {
             let name = "volta flash_attention tensor-core backward (atomic dq)";
             launch(rt, &kern("backward_kv", name, true), &p, &all, kv_grid);
-            return (dq, dk, dv);
+            return done(outs);
         }
         let dq_grid = grid(n.queries, n.heads);
         let dq_kernel = kern(
@@ -451,7 +498,7 @@ pub(crate) fn backward(
             false,
         );
         launch(rt, &kv_kernel, &p, &with(&dk, &dv), kv_grid);
-        return (dq, dk, dv);
+        return done(outs);
     }
     run(
         rt,
@@ -473,7 +520,7 @@ pub(crate) fn backward(
         vec,
         keys,
     );
-    (dq, dk, dv)
+    done(outs)
 }
 
 #[cfg(test)]

@@ -142,12 +142,18 @@ pub(crate) static ROUND_OPERANDS: std::sync::atomic::AtomicBool =
 /// products 8.28 ms, but copies +0.88 ms and the peak 2,924 → 3,541 MiB.
 /// A tuning knob (`usize::MAX`: none copied).
 pub(crate) static COPY_READS: std::sync::atomic::AtomicUsize =
-    std::sync::atomic::AtomicUsize::new(16);
+    std::sync::atomic::AtomicUsize::new(DEFAULT_COPY_READS);
+
+/// The default of [`COPY_READS`].
+pub(crate) const DEFAULT_COPY_READS: usize = 16;
 
 /// Whether half precision rounds each operand of a `(batch, m, k) × (batch, k,
-/// n)` product that is already in memory by a kept copy ([`COPY_READS`]).
-pub(crate) fn copies_operands(batch: usize, m: usize, n: usize) -> [bool; 2] {
-    let t = choose_coop_tiles(batch, m, n);
+/// n)` product that is already in memory by a kept copy ([`COPY_READS`]),
+/// counting the tiles of the kernel that runs it (split-K's slices run on large
+/// tiles).
+pub(crate) fn copies_operands(batch: usize, m: usize, k: usize, n: usize) -> [bool; 2] {
+    let splits = split_k(batch, m, k, n, true);
+    let t = choose_coop_tiles(batch * splits, m, n);
     let least = COPY_READS.load(std::sync::atomic::Ordering::Relaxed);
     [
         n.div_ceil(t.bn() as usize) >= least,
