@@ -1,3 +1,4 @@
+# (Run on the build before `--copy-reads`: its knob was `--round-in-memory BYTES`.)
 # Half precision's operands in memory: rounded in the products' loads (0), by a
 # kept copy when at most 8 MiB (the weights), or every size (the default); the
 # GPU tests of tensor cores first, and the write-in-place test against a build
