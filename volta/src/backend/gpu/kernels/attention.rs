@@ -364,11 +364,10 @@ fn on_tensor_cores(
 
 /// See [`Backend::attention_backward`](crate::backend::Backend::attention_backward).
 /// With `half`, on cooperative matrices where the forward may run on them. With
-/// `one_buffer` (the length of the memory that q, k and v view, heads of one
-/// projection), dq, dk and dv are written into one buffer of that length through
-/// q's, k's and v's views (bound as windows at their offsets, where the adapter's
-/// offset alignment allows), so that their concatenation is that buffer; else
-/// each into its own buffer, laid out as `packed_like` its operand.
+/// `one_buffer` (the length of the memory that q, k and v view: the heads of one
+/// projection), dq, dk and dv go into one buffer through q's, k's and v's views
+/// where the adapter allows ([`place`]), so that their concatenation is that
+/// buffer.
 pub(crate) fn backward(
     rt: &Runtime,
     elem: Elem,
@@ -389,58 +388,20 @@ pub(crate) fn backward(
         && rt.gpu.float_atomics()
         && !super::DETERMINISTIC.load(std::sync::atomic::Ordering::Relaxed);
     let empty = q_len == 0 || kv_len == 0;
-    let placed = one_buffer.filter(|_| !empty).and_then(|len| {
-        let align = rt.gpu.limits.min_storage_buffer_offset_alignment.max(4) as usize;
-        let views = [q.1, k.1, v.1];
-        let aligned = views
-            .iter()
-            .all(|l| (l.offset * elem.size()).is_multiple_of(align));
-        aligned.then(|| {
-            let whole = alloc(rt, len * elem.size());
-            if one_launch {
-                // dq is a sum over key blocks: it starts at zero.
-                write(rt, elem, Expr::scalar(0), &[], &[0], (&whole, q.1));
-            }
-            let bound = whole.bound_size();
-            let window = |l: &Layout| {
-                let at = (l.offset * elem.size()) as u64;
-                Pooled::window(&whole, at, bound - at)
-            };
-            let windows = views.map(window);
-            // Each result from its window's start, along its operand's strides.
-            let from_start = views.map(|l| Layout { offset: 0, ..*l });
-            (whole, windows, from_start)
-        })
-    });
-    let (outs, results, layouts) = match placed {
-        Some((whole, windows, from_start)) => {
-            let layouts = [*q.1, *k.1, *v.1];
-            (windows, from_start, Some((whole, layouts)))
-        }
-        None => {
-            let dq = if one_launch && !empty {
-                // A sum over key blocks: it starts at zero.
-                fill(rt, elem, q_len, 0)
-            } else {
-                alloc(rt, q_len * elem.size())
-            };
-            let outs = [
-                dq,
-                alloc(rt, kv_len * elem.size()),
-                alloc(rt, kv_len * elem.size()),
-            ];
-            (outs, [q.1, k.1, v.1].map(packed_like), None)
-        }
-    };
-    // What the caller gets: the whole buffer and the operands' views, or the
-    // three buffers and their packed layouts.
-    let done = |outs: [Arc<Pooled>; 3]| match &layouts {
-        Some((whole, views)) => ([whole.clone(), whole.clone(), whole.clone()], *views),
-        None => (outs, results),
-    };
-    let [dq, dk, dv] = outs.clone();
+    let lens = [q_len, kv_len, kv_len];
+    let zero_dq = one_launch && !empty;
+    let placed = place(
+        rt,
+        elem,
+        [q.1, k.1, v.1],
+        lens,
+        one_buffer.filter(|_| !empty),
+        zero_dq,
+    );
+    let results = placed.written;
+    let [dq, dk, dv] = placed.bound.clone();
     if empty {
-        return done(outs);
+        return placed.returned;
     }
     let p = params(
         &n,
@@ -457,7 +418,7 @@ pub(crate) fn backward(
     ];
     if one_launch && !tensor_cores {
         run(rt, elem, &n, Entry::Backward, &p, &all, vec, keys);
-        return done(outs);
+        return placed.returned;
     }
     // The second output binding of the launches that write one result.
     let unused = alloc(rt, 4);
@@ -483,7 +444,7 @@ pub(crate) fn backward(
         if one_launch {
             let name = "volta flash_attention tensor-core backward (atomic dq)";
             launch(rt, &kern("backward_kv", name, true), &p, &all, kv_grid);
-            return done(outs);
+            return placed.returned;
         }
         let dq_grid = grid(n.queries, n.heads);
         let dq_kernel = kern(
@@ -498,7 +459,7 @@ pub(crate) fn backward(
             false,
         );
         launch(rt, &kv_kernel, &p, &with(&dk, &dv), kv_grid);
-        return done(outs);
+        return placed.returned;
     }
     run(
         rt,
@@ -520,7 +481,71 @@ pub(crate) fn backward(
         vec,
         keys,
     );
-    done(outs)
+    placed.returned
+}
+
+/// Where the backward writes dq, dk and dv.
+struct Placement {
+    /// The buffers its kernels bind: windows of one buffer, or three buffers.
+    bound: [Arc<Pooled>; 3],
+    /// The layouts its kernels write through, from each bound buffer's start.
+    written: [Layout; 3],
+    /// What the caller gets: the buffers and the gradients' layouts in them.
+    returned: ([Arc<Pooled>; 3], [Layout; 3]),
+}
+
+/// [`Placement`] of the gradients of `views` (q, k, v; `lens` elements each):
+/// with `one_buffer` (the length of the memory they view), into one buffer of
+/// that length through the views themselves, each bound as a window at its
+/// offset where the adapter's offset alignment allows; else each into its own
+/// buffer, laid out as `packed_like` its operand. With `zero_dq`, dq starts at
+/// zero (a sum over key blocks).
+fn place(
+    rt: &Runtime,
+    elem: Elem,
+    views: [&Layout; 3],
+    lens: [usize; 3],
+    one_buffer: Option<usize>,
+    zero_dq: bool,
+) -> Placement {
+    let align = rt.gpu.limits.min_storage_buffer_offset_alignment.max(4) as usize;
+    let aligned = || {
+        views
+            .iter()
+            .all(|l| (l.offset * elem.size()).is_multiple_of(align))
+    };
+    if let Some(len) = one_buffer.filter(|_| aligned()) {
+        let whole = alloc(rt, len * elem.size());
+        if zero_dq {
+            write(rt, elem, Expr::scalar(0), &[], &[0], (&whole, views[0]));
+        }
+        let bound = whole.bound_size();
+        let window = |l: &Layout| {
+            let at = (l.offset * elem.size()) as u64;
+            Pooled::window(&whole, at, bound - at)
+        };
+        return Placement {
+            bound: views.map(window),
+            written: views.map(|l| Layout { offset: 0, ..*l }),
+            returned: ([whole.clone(), whole.clone(), whole], views.map(|l| *l)),
+        };
+    }
+    let dq = if zero_dq {
+        fill(rt, elem, lens[0], 0)
+    } else {
+        alloc(rt, lens[0] * elem.size())
+    };
+    let bound = [
+        dq,
+        alloc(rt, lens[1] * elem.size()),
+        alloc(rt, lens[2] * elem.size()),
+    ];
+    let written = views.map(packed_like);
+    Placement {
+        returned: (bound.clone(), written),
+        bound,
+        written,
+    }
 }
 
 #[cfg(test)]
