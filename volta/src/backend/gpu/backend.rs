@@ -381,15 +381,13 @@ macro_rules! float_backend {
                 );
                 // (Placed apart where the offsets do not align for windows.)
                 let placed_in_one = Arc::ptr_eq(&bufs[0], &bufs[1]);
-                let mut out = bufs.into_iter().zip(layouts);
-                std::array::from_fn(|_| {
-                    let (buf, layout) = out.next().expect("three gradients");
+                std::array::from_fn(|i| {
                     let len = if placed_in_one {
                         q.0.len()
                     } else {
-                        layout.numel()
+                        layouts[i].numel()
                     };
-                    (GpuBuffer::new(buf, len), layout)
+                    (GpuBuffer::new(bufs[i].clone(), len), layouts[i])
                 })
             }
             fn adam_step(

@@ -9,7 +9,8 @@
 //! twice. Each thread holds a 4×4 tile of scores, as a GEMM does. Views are
 //! read through their strides; results are written laid out as their operands
 //! ([`packed_like`]), or, for the heads of one projection, all three gradients
-//! into one buffer through the operands' own views. Not sliced: an operand past one binding is reported as
+//! into one buffer through the operands' own views. Not sliced: an operand past
+//! one binding is reported as
 //! [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) at launch.
 use super::elementwise::{fill, write};
 use super::{Operand, attention_coop, attention_coop_backward};
