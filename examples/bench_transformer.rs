@@ -77,6 +77,15 @@ fn batch_by_length(s: &str) -> Result<(usize, usize), String> {
     Ok((n(b)?, n(t)?))
 }
 
+/// The precisions a flag names: `half`, `full`, or (anything else) both.
+fn precisions(which: &str) -> Vec<MatmulPrecision> {
+    match which {
+        "half" => vec![MatmulPrecision::Half],
+        "full" => vec![MatmulPrecision::Full],
+        _ => vec![MatmulPrecision::Full, MatmulPrecision::Half],
+    }
+}
+
 fn median(mut ts: Vec<f64>) -> f64 {
     ts.sort_by(f64::total_cmp);
     ts[ts.len() / 2]
@@ -129,12 +138,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Gpu::set_matmul_operand_rounding(!args.no_operand_rounding);
     Gpu::set_matmul_copy_reads(args.copy_reads);
     if let Some(which) = &args.products {
-        let precisions = match which.as_str() {
-            "half" => vec![MatmulPrecision::Half],
-            "full" => vec![MatmulPrecision::Full],
-            _ => vec![MatmulPrecision::Full, MatmulPrecision::Half],
-        };
-        products(if args.quick { 4 * 256 } else { 64 * 256 }, &precisions);
+        products(
+            if args.quick { 4 * 256 } else { 64 * 256 },
+            &precisions(which),
+        );
         return Ok(());
     }
     let (h, d) = (6, 64);
@@ -239,12 +246,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         drop((q, k, v, w));
     }
     let batch = if args.quick { 4 } else { 64 };
-    let step_precisions = match args.step_precision.as_str() {
-        "full" => vec![MatmulPrecision::Full],
-        "half" => vec![MatmulPrecision::Half],
-        _ => vec![MatmulPrecision::Full, MatmulPrecision::Half],
-    };
-    for precision in step_precisions {
+    for precision in precisions(&args.step_precision) {
         Gpu::set_matmul_precision(precision);
         let mut rng = Rng::seed(0);
         let mut model = CharGpt::<Gpu>::new(&mut rng);
