@@ -59,6 +59,10 @@ struct Args {
     /// tile of the other axis); 1 copies every one, a huge number none.
     #[arg(long)]
     copy_reads: Option<usize>,
+    /// A tuning knob: every tensor-core product uses this entry of
+    /// `CoopTiles::CANDIDATES` instead of the tiles chosen by size.
+    #[arg(long)]
+    tensor_core_tiles: Option<usize>,
     /// The attention rows' shapes as `BxT` pairs (`64x256`: the GPT step's
     /// attention), instead of B 8 T 1024 and B 2 T 4096.
     #[arg(long, value_delimiter = ',', value_parser = batch_by_length)]
@@ -137,6 +141,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Gpu::set_matmul_split_k(!args.no_split_k);
     Gpu::set_matmul_operand_rounding(!args.no_operand_rounding);
     Gpu::set_matmul_copy_reads(args.copy_reads);
+    if let Some(i) = args.tensor_core_tiles {
+        let candidates = volta::backend::gpu::CoopTiles::CANDIDATES;
+        let tiles = *candidates.get(i).ok_or_else(|| {
+            format!(
+                "--tensor-core-tiles: {i} is past the {} candidates",
+                candidates.len()
+            )
+        })?;
+        println!("tensor-core tiles {tiles:?}");
+        Gpu::set_tensor_core_tiles(Some(tiles))?;
+    }
     if let Some(which) = &args.products {
         products(
             if args.quick { 4 * 256 } else { 64 * 256 },

@@ -233,7 +233,9 @@ impl Gpu {
     /// ```
     ///
     /// Each dispatch runs in a compute pass of its own while profiling, so the
-    /// total can exceed the time of the same work unprofiled. Errors with
+    /// total can exceed the time of the same work unprofiled. With
+    /// `VOLTA_PROFILE_DETAIL=1` in the environment, each kernel's name carries its
+    /// variant (tiles, operand layouts) and each launch's grid. Errors with
     /// [`GpuError::Unsupported`] when the adapter has no timestamp queries.
     pub fn profile<R>(f: impl FnOnce() -> R) -> Result<(R, Profile), GpuError> {
         let c = &init()?.rt;

@@ -199,14 +199,27 @@ fn describe(key: &Key) -> String {
                 RowOp::NormalizeGrad { center: true } => "normalize_grad".into(),
                 RowOp::NormalizeGrad { center: false } => "rms_normalize_grad".into(),
             };
-            match k.expr {
+            let name = match k.expr {
                 Expr::Input(0) => format!("{op} rows"),
                 _ => format!("{op} rows of {}", k.expr),
+            };
+            if super::profile::detail() {
+                format!("{name} [{:?}]", k.variant)
+            } else {
+                name
             }
+        }
+        Key::Named(name, p) if super::profile::detail() => {
+            let params: Vec<String> = p.iter().map(u32::to_string).collect();
+            format!(
+                "{} [{}]",
+                name.trim_start_matches("volta "),
+                params.join(",")
+            )
         }
         Key::Named(name, _) => name.trim_start_matches("volta ").to_string(),
     };
-    if name.len() > 72 {
+    if name.len() > 72 && !super::profile::detail() {
         let cut = (0..=69)
             .rev()
             .find(|&i| name.is_char_boundary(i))

@@ -77,6 +77,16 @@ pub(crate) struct Profiler {
     pub batch: Vec<Arc<str>>,
     /// Resolved batches: a mappable copy of their timestamps, and their names.
     pub resolved: Vec<(wgpu::Buffer, Vec<Arc<str>>)>,
+    /// `VOLTA_PROFILE_DETAIL`: each launch is named with its grid as well, so
+    /// that launches of one kernel on different sizes are told apart.
+    pub detail: bool,
+}
+
+/// Whether `VOLTA_PROFILE_DETAIL` is set: profiles then name each kernel with its
+/// variant's parameters (tile sizes, operand layouts) and each launch's grid.
+pub(crate) fn detail() -> bool {
+    static DETAIL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *DETAIL.get_or_init(|| std::env::var_os("VOLTA_PROFILE_DETAIL").is_some_and(|v| v != "0"))
 }
 
 impl Profiler {
@@ -98,6 +108,7 @@ impl Profiler {
             }),
             batch: Vec::new(),
             resolved: Vec::new(),
+            detail: detail(),
         })
     }
 

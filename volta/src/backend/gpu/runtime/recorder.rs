@@ -286,7 +286,12 @@ impl Recorder {
         groups: [u32; 3],
     ) {
         if let Some(p) = &mut self.profiler {
-            p.batch.push(kernel.name.clone());
+            p.batch.push(if p.detail {
+                let [x, y, z] = groups;
+                format!("{} grid {x}×{y}×{z}", kernel.name).into()
+            } else {
+                kernel.name.clone()
+            });
             let at = 2 * (p.batch.len() as u32 - 1);
             self.pass = None;
             let encoder = self.encoder.get_or_insert_with(|| {
