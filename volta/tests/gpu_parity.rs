@@ -285,7 +285,20 @@ fn column_reductions_in_two_passes() {
         }
     }
     for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
-        for (rows, cols) in [(4096, 24), (1536, 7), (2048, 3), (16384, 72)] {
+        // A bias gradient's shape, split-K's (few rows), rows that no chunk
+        // length divides, and short axes.
+        let shapes = [
+            (4096, 24),
+            (1536, 7),
+            (2048, 3),
+            (16384, 72),
+            (16384, 384),
+            (16, 4096),
+            (1000, 68),
+            (37, 8),
+            (2, 4),
+        ];
+        for (rows, cols) in shapes {
             for fused in [false, true] {
                 check(
                     &format!("{op:?} of [{rows}, {cols}] fused {fused}"),
@@ -298,6 +311,38 @@ fn column_reductions_in_two_passes() {
                 );
             }
         }
+    }
+}
+
+/// Column reductions of views: rows starting past the buffer's start (an
+/// offset a multiple of four, and one that is not), a column block of a wider
+/// matrix, and a matrix as the last two axes of a rank-3 tensor with a leading
+/// axis of one.
+#[test]
+fn column_reductions_of_views() {
+    let _g = lock();
+    struct V(usize);
+    impl Case for V {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            match self.0 {
+                0 => x[0].narrow(0, 3, 900).reduce(ReduceOp::Sum, 0),
+                1 => x[0]
+                    .reshape(&[903 * 64])
+                    .narrow(0, 2, 900 * 64)
+                    .reshape(&[900, 64])
+                    .reduce(ReduceOp::Max, 0),
+                2 => x[0].narrow(1, 8, 32).reduce(ReduceOp::Sum, 0),
+                _ => x[0].reshape(&[1, 903, 64]).reduce(ReduceOp::Min, 1),
+            }
+        }
+    }
+    for case in 0..4 {
+        check(
+            &format!("column view {case}"),
+            11,
+            &[(vec![903, 64], Dist::Normal)],
+            V(case),
+        );
     }
 }
 
