@@ -185,8 +185,16 @@ fn key_label(key: &Key) -> &'static str {
     }
 }
 
-/// A kernel's name in profiles: the op and, for generated kernels, the expression.
+/// A kernel's name in profiles: the op and, for generated kernels, the expression
+/// (with the variant's parameters under `VOLTA_PROFILE_DETAIL`).
 fn describe(key: &Key) -> String {
+    describe_with(key, super::profile::detail())
+}
+
+/// [`describe`], with the variant's parameters when `detail` is set: a named
+/// kernel's key (tiles, operand layouts), a row kernel's variant; names are then
+/// never cut short.
+fn describe_with(key: &Key, detail: bool) -> String {
     let mut name = match key {
         Key::Elementwise(k) => format!("elementwise {}", k.expr),
         Key::Row(k) => {
@@ -203,13 +211,13 @@ fn describe(key: &Key) -> String {
                 Expr::Input(0) => format!("{op} rows"),
                 _ => format!("{op} rows of {}", k.expr),
             };
-            if super::profile::detail() {
+            if detail {
                 format!("{name} [{:?}]", k.variant)
             } else {
                 name
             }
         }
-        Key::Named(name, p) if super::profile::detail() => {
+        Key::Named(name, p) if detail => {
             let params: Vec<String> = p.iter().map(u32::to_string).collect();
             format!(
                 "{} [{}]",
@@ -219,7 +227,7 @@ fn describe(key: &Key) -> String {
         }
         Key::Named(name, _) => name.trim_start_matches("volta ").to_string(),
     };
-    if name.len() > 72 && !super::profile::detail() {
+    if name.len() > 72 && !detail {
         let cut = (0..=69)
             .rev()
             .find(|&i| name.is_char_boundary(i))
@@ -228,4 +236,16 @@ fn describe(key: &Key) -> String {
         name.push_str("...");
     }
     name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Key, describe_with};
+
+    #[test]
+    fn detailed_names_carry_the_variant() {
+        let key = Key::Named("volta matmul tensor-core", vec![2, 2, 4, 4, 32]);
+        assert_eq!(describe_with(&key, false), "matmul tensor-core");
+        assert_eq!(describe_with(&key, true), "matmul tensor-core [2,2,4,4,32]");
+    }
 }

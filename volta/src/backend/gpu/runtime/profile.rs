@@ -89,6 +89,17 @@ pub(crate) fn detail() -> bool {
     *DETAIL.get_or_init(|| std::env::var_os("VOLTA_PROFILE_DETAIL").is_some_and(|v| v != "0"))
 }
 
+/// The name a profile records for one launch of kernel `name` on grid `groups`:
+/// the kernel's own, or with `detail` its grid too.
+pub(crate) fn launch_name(name: &Arc<str>, groups: [u32; 3], detail: bool) -> Arc<str> {
+    if detail {
+        let [x, y, z] = groups;
+        format!("{name} grid {x}×{y}×{z}").into()
+    } else {
+        name.clone()
+    }
+}
+
 impl Profiler {
     pub fn new(gpu: &GpuDevice) -> Result<Self, GpuError> {
         if !gpu
@@ -178,4 +189,20 @@ fn read(gpu: &GpuDevice, buffer: &wgpu::Buffer) -> Result<Vec<u64>, GpuError> {
     };
     buffer.unmap();
     Ok(ticks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::launch_name;
+    use std::sync::Arc;
+
+    #[test]
+    fn detailed_launches_are_named_with_their_grid() {
+        let name: Arc<str> = "matmul".into();
+        assert!(Arc::ptr_eq(&launch_name(&name, [3, 128, 1], false), &name));
+        assert_eq!(
+            &*launch_name(&name, [3, 128, 1], true),
+            "matmul grid 3×128×1"
+        );
+    }
 }
