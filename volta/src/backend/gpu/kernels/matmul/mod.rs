@@ -174,6 +174,8 @@ fn aligned(vals: &[usize]) -> bool {
 const FILL: usize = 512;
 /// Shortest K slice a split leaves to each workgroup.
 const MIN_SLICE: usize = 128;
+/// Shortest slice of an f32 product split past [`FILL`] (see [`split_k`]).
+const LONG_SLICE: usize = 1024;
 /// The same on tensor cores, where a short slice is a few K steps of a kernel
 /// that needs many to pay for its start (H100, 2026-11-25, f16: 1024³ unsplit
 /// on small tiles 97 TFLOP/s, split 8 ways 31; 4096×14336×512 split 4 ways 202,
@@ -285,7 +287,8 @@ fn in_slices(
 /// Into how many K slices to split a product: 1 unless it is a single product
 /// whose output tiles fill less than half of [`FILL`] and whose K is long; then the smallest
 /// power of two that brings the workgroups up to [`FILL`], keeping slices of at
-/// least [`MIN_SLICE`] that are multiples of 4 (for `vec4` loads). Products on
+/// least [`MIN_SLICE`] that are multiples of 4 (for `vec4` loads); f32 products
+/// go on to twice [`FILL`] while slices stay [`LONG_SLICE`] long. Products on
 /// `tensor_cores` count the large tensor-core tiles, which the slices then use,
 /// and keep slices of [`COOP_MIN_SLICE`].
 fn split_k(batch: usize, m: usize, k: usize, n: usize, tensor_cores: bool) -> usize {
@@ -315,13 +318,22 @@ fn split_k(batch: usize, m: usize, k: usize, n: usize, tensor_cores: bool) -> us
     } else {
         MIN_SLICE
     };
-    let mut splits = 1;
-    while groups * splits < FILL {
+    // Whether K splits into twice `splits` slices of at least `shortest`.
+    let halves = |splits: usize, shortest: usize| {
         let next = splits * 2;
-        if !k.is_multiple_of(next) || k / next < min_slice || !(k / next).is_multiple_of(4) {
-            break;
-        }
-        splits = next;
+        k.is_multiple_of(next) && k / next >= shortest && (k / next).is_multiple_of(4)
+    };
+    let mut splits = 1;
+    while groups * splits < FILL && halves(splits, min_slice) {
+        splits *= 2;
+    }
+    // f32 products whose slices stay long (a transformer's weight gradients:
+    // 384 × 1536 outputs, K = 16384 tokens) go on to twice as many workgroups,
+    // evening the waves: that step's products 27.1 → 26.5 ms (H200, 2026-12-03).
+    // Raising `FILL` itself split products of 256–511 tiles as well, which
+    // cost the step 1–1.5 ms (H100, 2026-11-27).
+    while !tensor_cores && groups * splits < 2 * FILL && halves(splits, LONG_SLICE) {
+        splits *= 2;
     }
     splits
 }
@@ -767,6 +779,11 @@ mod tests {
         assert_eq!(f32(1, 4096, 4096, 4096), 1);
         assert_eq!(f32(1, 2048, 2048, 2048), 1);
         assert_eq!(f32(1, 1024, 1024, 1024), 4);
+        // A transformer's weight gradients (K = 16384 tokens): past FILL while
+        // slices stay 1024 long.
+        assert_eq!(f32(1, 384, 16384, 1536), 16);
+        assert_eq!(f32(1, 1152, 16384, 384), 16);
+        assert_eq!(f32(1, 384, 16384, 384), 32);
         assert_eq!(f32(2, 20, 512, 12), 1);
         assert_eq!(f32(1, 20, 128, 12), 1);
         assert_eq!(f32(1, 33, 260, 9), 1);
