@@ -331,9 +331,9 @@ fn split_k(batch: usize, m: usize, k: usize, n: usize, tensor_cores: bool) -> us
     // 384 × 1536 outputs, K = 16384 tokens) go on to twice as many workgroups,
     // evening the waves: that step's products 27.5 → 27.1 ms (H200, 2026-12-03).
     // Raising `FILL` itself split products of 256–511 tiles as well, which
-    // cost the step 1–1.5 ms (H100, 2026-11-27); shorter slices were not
-    // measured beyond the step's (384 × 384 and 1152 × 384 outputs gained
-    // nothing there).
+    // cost the step 1–1.5 ms (H100, 2026-11-27). Going on with shorter slices
+    // too gained the step's 1152 × 384 outputs nothing, its 384 × 384 ones
+    // 0.07 ms, and would split a 1024³ product further, unmeasured.
     while !tensor_cores && groups * splits < 2 * FILL && halves(splits, LONG_SLICE) {
         splits *= 2;
     }
