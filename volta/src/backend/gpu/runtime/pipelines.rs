@@ -159,7 +159,7 @@ fn dump(key: &Key, src: &str, index: usize) {
     };
     // Runs of other characters become one `_`: `matmul-128-128-8`, `softmax_rows_of_relu_x0`.
     let mut name = String::new();
-    for c in format!("{index:03}-{}{params}", describe(key)).chars() {
+    for c in format!("{index:03}-{}{params}", describe_with(key, false)).chars() {
         if c.is_ascii_alphanumeric() || c == '-' {
             name.push(c);
         } else if !name.ends_with('_') {

@@ -77,9 +77,6 @@ pub(crate) struct Profiler {
     pub batch: Vec<Arc<str>>,
     /// Resolved batches: a mappable copy of their timestamps, and their names.
     pub resolved: Vec<(wgpu::Buffer, Vec<Arc<str>>)>,
-    /// `VOLTA_PROFILE_DETAIL`: each launch is named with its grid as well, so
-    /// that launches of one kernel on different sizes are told apart.
-    pub detail: bool,
 }
 
 /// Whether `VOLTA_PROFILE_DETAIL` is set: profiles then name each kernel with its
@@ -119,7 +116,6 @@ impl Profiler {
             }),
             batch: Vec::new(),
             resolved: Vec::new(),
-            detail: detail(),
         })
     }
 

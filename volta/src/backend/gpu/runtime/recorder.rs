@@ -30,7 +30,7 @@ use super::device::GpuDevice;
 use super::error::GpuError;
 use super::pipelines::Kernel;
 use super::pool::{Kind, Pool, Pooled};
-use super::profile::{MAX_DISPATCHES, Profiler, launch_name};
+use super::profile::{MAX_DISPATCHES, Profiler, detail, launch_name};
 use super::submit::{Batch, Submission, Submitter};
 use std::sync::Arc;
 use std::time::Duration;
@@ -286,7 +286,7 @@ impl Recorder {
         groups: [u32; 3],
     ) {
         if let Some(p) = &mut self.profiler {
-            p.batch.push(launch_name(&kernel.name, groups, p.detail));
+            p.batch.push(launch_name(&kernel.name, groups, detail()));
             let at = 2 * (p.batch.len() as u32 - 1);
             self.pass = None;
             let encoder = self.encoder.get_or_insert_with(|| {
