@@ -117,7 +117,9 @@ fn tensor_core_products_match_the_cpu_within_f16_error() {
 /// causal and not, grouped queries, a query count that is no multiple of the
 /// 64-row tiles, keys that start mid-tile, dropout on the weights (the devices
 /// drop the same ones), the backward in one launch (dq added atomically) and in
-/// two. Without tensor cores it is the f32 kernels.
+/// two, and keys that grow along the sequence (each tile's scores pass the
+/// maximum so far, so the forward rescales its output). Without tensor cores it
+/// is the f32 kernels.
 #[test]
 fn attention_in_half_precision_matches_the_cpu() {
     use volta::Gradients;
@@ -125,13 +127,38 @@ fn attention_in_half_precision_matches_the_cpu() {
     use volta_kernels::{BinaryOp, ReduceOp};
     let _gpu = crate::support::gpu_alone();
     /// The output and the gradients of `Σ out·w` for q, k, v.
-    fn run<D: Backend<f32>>(dims: [[usize; 4]; 2], causal: Option<usize>, p: f64) -> [Vec<f32>; 4] {
-        let leaf = |dims: [usize; 4], seed: u32| {
+    fn run<D: Backend<f32>>(
+        dims: [[usize; 4]; 2],
+        causal: Option<usize>,
+        p: f64,
+        growing: bool,
+    ) -> [Vec<f32>; 4] {
+        /// Feature 0 of row t, where a leaf sets it.
+        type First<'a> = Option<&'a dyn Fn(usize) -> f32>;
+        let leaf = |dims: [usize; 4], seed: u32, first: First| {
             let n = dims.iter().product();
-            let v: Vec<f32> = values(n, seed).iter().map(|x| x * 2.0).collect();
+            let (t, d) = (dims[2], dims[3]);
+            let mut v: Vec<f32> = values(n, seed).iter().map(|x| x * 2.0).collect();
+            if let Some(first) = first {
+                for (row, x) in v.iter_mut().step_by(d).enumerate() {
+                    *x = first(row % t);
+                }
+            }
             RawTensor::<D, f32>::from_vec(v, &dims).tracked_leaf()
         };
-        let (q, k, v) = (leaf(dims[0], 1), leaf(dims[1], 2), leaf(dims[1], 3));
+        // Growing keys: every query's score gains t/4 at key t (8 · t/4 · 1/√64,
+        // exact in f16), 16 a tile of 64 keys, past the kernel's rescale threshold.
+        let (eight, ramp) = (|_| 8.0, |t: usize| t as f32 / 4.0);
+        let (qf, kf): (First, First) = if growing {
+            (Some(&eight), Some(&ramp))
+        } else {
+            (None, None)
+        };
+        let (q, k, v) = (
+            leaf(dims[0], 1, qf),
+            leaf(dims[1], 2, kf),
+            leaf(dims[1], 3, None),
+        );
         let out = q.attention_with_dropout(&k, &v, causal, p, 5);
         let w = RawTensor::<D, f32>::from_vec(values(out.layout().numel(), 4), out.dims());
         let got = out.to_vec();
@@ -146,21 +173,27 @@ fn attention_in_half_precision_matches_the_cpu() {
     // `f32` atomically, one that adds dq atomically.
     for deterministic in [false, true] {
         Gpu::set_deterministic(deterministic);
-        for (d, t, causal) in [(64, 100, Some(0)), (32, 70, None), (16, 130, Some(5))] {
+        let cases = [
+            (64, 100, Some(0), false),
+            (32, 70, None, false),
+            (16, 130, Some(5), false),
+            (64, 200, Some(0), true),
+        ];
+        for (d, t, causal, growing) in cases {
             for p in [0.0, 0.2] {
                 let (b, h, hkv) = (2, 4, 2);
                 let s = if causal == Some(5) { t + 5 } else { t };
                 let dims = [[b, h, t, d], [b, hkv, s, d]];
-                let want = run::<Cpu>(dims, causal, p);
+                let want = run::<Cpu>(dims, causal, p, growing);
                 Gpu::set_matmul_precision(MatmulPrecision::Half);
-                let got = run::<Gpu>(dims, causal, p);
+                let got = run::<Gpu>(dims, causal, p, growing);
                 Gpu::set_matmul_precision(MatmulPrecision::Full);
                 for (what, (g, w)) in ["out", "dq", "dk", "dv"].iter().zip(got.iter().zip(&want)) {
                     let err = rel_error(g, w);
                     assert!(
                         err < 1e-2,
-                        "d {d}, T {t}, {causal:?}, dropout {p}, deterministic {deterministic}: \
-                         {what} error {err}"
+                        "d {d}, T {t}, {causal:?}, dropout {p}, growing keys {growing}, \
+                         deterministic {deterministic}: {what} error {err}"
                     );
                 }
             }

@@ -7,13 +7,15 @@
 //! half precision ([`MatmulPrecision::Half`](crate::backend::gpu::MatmulPrecision)).
 //!
 //! A workgroup of four subgroups takes 64 query rows of one head, each subgroup
-//! 16 of them, its query fragments held in registers. Per tile of 64 keys the
-//! workgroup stages keys and values as `f16`; each subgroup multiplies its scores
-//! into workgroup memory, where its lanes (two per row) run the online softmax
-//! and write the probabilities back as `f16`; the probabilities times the values
-//! land in the same place, and the lanes fold them into their rows of the output
-//! (rescaled by the new row maxima) in registers. Causal tiles past the block's
-//! last row are skipped. Parameters and bindings are the SIMT kernel's
+//! 16 of them, its query fragments and its rows of the output (as accumulators)
+//! held in registers. Per tile of 64 keys the workgroup stages keys and values
+//! as `f16`; each subgroup multiplies its scores into workgroup memory, where
+//! its lanes (two per row) run the online softmax and write the probabilities
+//! back as `f16`; the probabilities times the values add to the output's
+//! accumulators. A row's probabilities are taken against a maximum that moves
+//! only when a tile's scores pass it by [`RESCALE_AT`]; only then do the
+//! accumulators go through workgroup memory to be rescaled. Causal tiles past
+//! the block's last row are skipped. Parameters and bindings are the SIMT kernel's
 //! (`shaders/flash_attention.wgsl`), so the backward pass reads its
 //! log-sum-exp.
 use std::fmt::Write;
@@ -196,8 +198,21 @@ pub(crate) fn scores(w: &mut String, a: &str, tile: &str, d: usize, dp4: usize) 
     }
 }
 
+/// How far (natural log) a row's scores may rise above the maximum its
+/// probabilities are taken against before the output is rescaled: the
+/// probabilities stay below e⁸ ≈ 2981 (`f16` holds them), and a rescale (the
+/// accumulators through workgroup memory) happens only where a tile's scores
+/// jump that far.
+pub(crate) const RESCALE_AT: f32 = 8.0;
+
 /// The kernel's WGSL for heads of width `d` (see [`fits`]), the next tile
 /// loaded into registers ahead with `prefetch`.
+///
+/// The output's rows stay in accumulators across the key tiles, so `P·V` adds
+/// to them in place; a row's probabilities are taken against a maximum that
+/// moves only when a tile's scores exceed it by [`RESCALE_AT`], and only then
+/// (rarely past the first tile: a flag per subgroup says when) do the
+/// accumulators go through workgroup memory to be rescaled.
 pub(crate) fn source(d: usize, prefetch: bool) -> String {
     assert!(fits(d), "attention on tensor cores: head width {d}");
     let frags = d / 16;
@@ -220,6 +235,8 @@ pub(crate) fn source(d: usize, prefetch: bool) -> String {
 var<workgroup> Ks: array<vec4<f16>, {kv}>;
 var<workgroup> Vs: array<vec4<f16>, {kv}>;
 var<workgroup> Ss: array<vec4<f32>, {ss}>;
+// Per subgroup: 1 where one of its rows' maxima moved (its accumulators rescale).
+var<workgroup> Moved: array<u32, 4>;
 
 {stages}
 @compute @workgroup_size(128)
@@ -248,21 +265,31 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     )
     .unwrap();
     fragments(&mut w, "qf", "QP", d, dp4);
+    for j in 0..frags {
+        writeln!(w, "    var o{j} = coop_mat16x16<f32, C>();").unwrap();
+    }
     writeln!(
         w,
-        "    var o: array<vec4<f32>, {o4}>;
-    var m = LOWEST;
+        "    var m = LOWEST;
     var l = 0.0;
     let last = min(r0 + {rows}u, p[3]) - 1u;
     let kend = visible(last);
     let kh = head(1u, b, hk);
     let vh = head(2u, b, hk);
+    // The lane's 32 scores: eight vec4s from chunk r on (rows of SP floats: the
+    // 32 lanes' reads spread over the banks); its probabilities' vec4s in QP;
+    // its half of its output row in Ss.
+    let srow = (sg * {srow}u + r * {SP}u + hf * 32u) / 4u;
+    let prow = (sg * 16u + r) * {p4}u + hf * 8u;
+    let orow = (sg * {od}u + r * {dp}u + hf * {half}u) / 4u;
 {init}    for (var j0 = 0u; j0 < kend; j0 += {rows}u) {{
         workgroupBarrier();
 {put}        workgroupBarrier();
 {next}",
-        o4 = half / 4,
         rows = ROWS,
+        srow = 16 * SP,
+        od = 16 * (d + 4),
+        dp = d + 4,
     )
     .unwrap();
     // S = Q·Kᵀ: keys are B's columns, stored along the features (k).
@@ -272,62 +299,54 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     writeln!(
         w,
         "        workgroupBarrier();
-        // Lane (r, hf) reads its 32 scores as eight vec4s from chunk r on
-        // (rows of SP floats: the 32 lanes' reads spread over the banks).
-        let srow = (sg * {srow}u + r * {SP}u + hf * 32u) / 4u;
+        var sr: array<vec4<f32>, 8>;
         var tmax = LOWEST;
         for (var c = 0u; c < 8u; c++) {{
             let q4 = (c + r) % 8u;
-            let x = Ss[srow + q4];
+            let x = Ss[srow + q4] * scale;
             for (var i = 0u; i < 4u; i++) {{
                 if (j0 + hf * 32u + 4u * q4 + i < vis) {{
-                    tmax = max(tmax, x[i] * scale);
+                    sr[c][i] = x[i];
+                    tmax = max(tmax, x[i]);
+                }} else {{
+                    sr[c][i] = LOWEST;
                 }}
             }}
         }}
         tmax = max(tmax, subgroupShuffleXor(tmax, 1u));
-        let mnew = max(m, tmax);
+        // The maximum moves when the tile's scores pass it by RESCALE_AT (or
+        // on the row's first keys); the accumulators then rescale by corr.
+        let grows = tmax > m + {tau:?};
+        let mnew = select(m, tmax, grows);
         let corr = exp(m - mnew);
+        let moved = subgroupAny(grows && m > LOWEST);
         m = mnew;
         var sum = 0.0;
-        let prow = (sg * 16u + r) * {p4}u + hf * 8u;
         // Four columns at a time, from chunk r on: P is written as vec4s.
         for (var c = 0u; c < 8u; c++) {{
             let q4 = (c + r) % 8u;
-            let x = Ss[srow + q4];
-            var e = vec4<f32>(0.0);
-            for (var i = 0u; i < 4u; i++) {{
-                if (j0 + hf * 32u + 4u * q4 + i < vis) {{
-                    e[i] = exp(x[i] * scale - m);
-                }}
-            }}
+            // Masked scores hold LOWEST: zero, also while m is LOWEST.
+            let e = select(vec4<f32>(0.0), exp(sr[c] - m), sr[c] > vec4<f32>(LOWEST));
             sum += e.x + e.y + e.z + e.w;
             // Dropout after the normalisation's sum, as PyTorch's.
             QP[prow + q4] = vec4<f16>(e * keep_keys4(row0 + t, j0 + hf * 32u + 4u * q4));
         }}
         sum += subgroupShuffleXor(sum, 1u);
         l = l * corr + sum;
-        workgroupBarrier();",
-        srow = 16 * SP,
-        p4 = p4,
+        if (lane == 0u) {{
+            Moved[sg] = select(0u, 1u, moved);
+        }}
+        let flags = workgroupUniformLoad(&Moved);
+        if (flags[0] + flags[1] + flags[2] + flags[3] != 0u) {{",
+        tau = RESCALE_AT,
     )
     .unwrap();
-    // O tile = P·V: values are B's rows (k = keys), contiguous along features.
+    // The rare rescale: every subgroup's accumulators through its rows of Ss
+    // (the scores there are read), each lane scaling its half row.
     for j in 0..frags {
-        writeln!(w, "        {{ var acc = coop_mat16x16<f32, C>();").unwrap();
-        for kk in 0..ROWS / 16 {
-            writeln!(
-                w,
-                "        acc = coopMultiplyAdd(coopLoadT<coop_mat16x16<f16, A>>(&QP[(sg * 16u) * {p4}u + {}u], {p4}u), coopLoadT<coop_mat16x16<f16, B>>(&Vs[{}u * {dp4}u + {}u], {dp4}u), acc);",
-                4 * kk,
-                16 * kk,
-                4 * j
-            )
-            .unwrap();
-        }
         writeln!(
             w,
-            "        coopStoreT(acc, &Ss[sg * {}u + {}u], {}u); }}",
+            "            coopStoreT(o{j}, &Ss[sg * {}u + {}u], {}u);",
             4 * (d + 4),
             4 * j,
             (d + 4) / 4
@@ -336,28 +355,88 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     }
     writeln!(
         w,
-        "        workgroupBarrier();
-        let orow = (sg * {od}u + r * {dp}u + hf * {half}u) / 4u;
-        for (var i = 0u; i < {o4}u; i++) {{
-            o[i] = o[i] * corr + Ss[orow + i];
-        }}
-    }}
-    if (t < p[3]) {{
-        let inv = 1.0 / l;
-        let at = b * p[34] + h * p[35] + t * p[36] + hf * {half}u;
-        for (var i = 0u; i < {o4}u; i++) {{
-            for (var e = 0u; e < 4u; e++) {{
-                out0[at + 4u * i + e] = o[i][e] * inv;
+        "            workgroupBarrier();
+            for (var i = 0u; i < {o4}u; i++) {{
+                Ss[orow + i] *= corr;
+            }}
+            workgroupBarrier();",
+        o4 = half / 4
+    )
+    .unwrap();
+    for j in 0..frags {
+        writeln!(
+            w,
+            "            o{j} = coopLoadT<coop_mat16x16<f32, C>>(&Ss[sg * {}u + {}u], {}u);",
+            4 * (d + 4),
+            4 * j,
+            (d + 4) / 4
+        )
+        .unwrap();
+    }
+    w.push_str(
+        "        }
+",
+    );
+    // O += P·V: values are B's rows (k = keys), contiguous along features; each
+    // 16 keys of P loaded once for all the output's fragments.
+    for kk in 0..ROWS / 16 {
+        writeln!(
+            w,
+            "        {{ let a = coopLoadT<coop_mat16x16<f16, A>>(&QP[(sg * 16u) * {p4}u + {}u], {p4}u);",
+            4 * kk
+        )
+        .unwrap();
+        for j in 0..frags {
+            writeln!(
+                w,
+                "        o{j} = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&Vs[{}u * {dp4}u + {}u], {dp4}u), o{j});",
+                16 * kk,
+                4 * j
+            )
+            .unwrap();
+        }
+        w.push_str(
+            "        }
+",
+        );
+    }
+    w.push_str(
+        "    }
+    workgroupBarrier();
+",
+    );
+    for j in 0..frags {
+        writeln!(
+            w,
+            "    coopStoreT(o{j}, &Ss[sg * {}u + {}u], {}u);",
+            4 * (d + 4),
+            4 * j,
+            (d + 4) / 4
+        )
+        .unwrap();
+    }
+    writeln!(
+        w,
+        "    workgroupBarrier();
+    // A row at a time, consecutive lanes on consecutive features (each store
+    // of the subgroup one row's contiguous memory); lane 2·rr holds row rr's sum.
+    let inv = 1.0 / l;
+    for (var rr = 0u; rr < 16u; rr++) {{
+        let row_inv = subgroupShuffle(inv, 2u * rr);
+        let tr = r0 + sg * 16u + rr;
+        if (tr < p[3]) {{
+            let at = b * p[34] + h * p[35] + tr * p[36];
+            for (var f = lane; f < {d}u; f += 32u) {{
+                out0[at + f] = Ss[(sg * {od}u + rr * {dp}u + f) / 4u][f % 4u] * row_inv;
             }}
         }}
-        if (hf == 0u) {{
-            out1[row0 + t] = m + log(l);
-        }}
+    }}
+    if (t < p[3] && hf == 0u) {{
+        out1[row0 + t] = m + log(l);
     }}
 }}",
         od = 16 * (d + 4),
         dp = d + 4,
-        o4 = half / 4,
     )
     .unwrap();
     w.push_str(DROPOUT);

@@ -41,12 +41,12 @@ pub(crate) fn source(d: usize, prefetch: bool, atomic_dq: bool) -> String {
 var<workgroup> T1: array<vec4<f16>, {tile}>;
 var<workgroup> T2: array<vec4<f16>, {tile}>;
 var<workgroup> Ss: array<vec4<f32>, {ss}>;
-var<workgroup> Ls: array<f32, {rows}>;
-var<workgroup> Dl: array<f32, {rows}>;
+var<workgroup> Ls: array<vec4<f32>, {rows4}>;
+var<workgroup> Dl: array<vec4<f32>, {rows4}>;
 ",
         tile = ROWS * dp4.max(p4),
         ss = 16 * SP,
-        rows = ROWS,
+        rows4 = ROWS / 4,
     )
     .unwrap();
     if atomic_dq {
@@ -125,9 +125,11 @@ fn write_rows(w: &mut String, acc: &str, out: &str, d: usize, rows: (&str, &str,
     put_rows(w, acc, d, rows, &|at, x| format!("{out}[{at}] = {x};"));
 }
 
-/// Stores the accumulators `acc{j}` to the subgroup's rows of `Ss`; then each
-/// lane, two per row, runs `put(index, value)` for each element of its half of
-/// row `first + row` (below `rows`), the row starting at `row_at`.
+/// Stores the accumulators `acc{j}` to the subgroup's rows of `Ss`; then the
+/// subgroup's lanes run `put(index, value)` for each element of its rows
+/// `first + row` (those below `rows`), the row starting at `row_at`: a row at
+/// a time, consecutive lanes on consecutive features, so that each store (or
+/// atomic add) of the subgroup touches one row's contiguous memory.
 fn put_rows(
     w: &mut String,
     acc: &str,
@@ -148,23 +150,17 @@ fn put_rows(
     writeln!(
         w,
         "    workgroupBarrier();
-    {{
-        let row = {first} + sg * 16u + lane / 2u;
-        let half = lane % 2u;
+    for (var rr = 0u; rr < 16u; rr++) {{
+        let row = {first} + sg * 16u + rr;
         if (row < {rows}) {{
-            let at = {row_at} + half * {h}u;
-            let src = (sg * {srow}u + (lane / 2u) * {SP}u + half * {h}u) / 4u;
-            for (var i = 0u; i < {h4}u; i++) {{
-                let x = Ss[src + i];
-                for (var e = 0u; e < 4u; e++) {{
-                    {}
-                }}
+            let at = {row_at};
+            for (var f = lane; f < {d}u; f += 32u) {{
+                let x = Ss[(sg * {srow}u + rr * {SP}u + f) / 4u][f % 4u];
+                {}
             }}
         }}
     }}",
-        put("at + 4u * i + e", "x[e]"),
-        h = d / 2,
-        h4 = d / 8,
+        put("at + f", "x"),
         srow = 16 * SP,
     )
     .unwrap();
@@ -346,8 +342,8 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
                     x = lse_in[p[28] + row0 + t0 + li];
                     y = delta[p[29] + row0 + t0 + li];
                 }}
-                Ls[li] = x;
-                Dl[li] = y;
+                Ls[li / 4u][li % 4u] = x;
+                Dl[li / 4u][li % 4u] = y;
             }}
             workgroupBarrier();
     {next}",
@@ -367,11 +363,12 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
             let x = Ss[srow + q4];
             var kept = vec4<f32>(0.0);
             let fs = keep_rows4(row0 + t0 + hf * 32u + 4u * q4, key);
+            let ls = Ls[hf * 8u + q4];
             for (var i = 0u; i < 4u; i++) {
                 let tl = hf * 32u + 4u * q4 + i;
                 let tq = t0 + tl;
                 if (key_live && tq >= t_sees && tq < p[3]) {
-                    pr[c][i] = exp(x[i] * scale - Ls[tl]);
+                    pr[c][i] = exp(x[i] * scale - ls[i]);
                     let f = fs[i];
                     kept[i] = pr[c][i] * f;
                     kept_bits |= select(0u, 1u << (4u * c + i), f != 0.0);
@@ -390,11 +387,11 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
         for (var c = 0u; c < 8u; c++) {
             let q4 = (c + r) % 8u;
             let x = Ss[srow + q4];
+            let dl = Dl[hf * 8u + q4];
             var ds = vec4<f32>(0.0);
             for (var i = 0u; i < 4u; i++) {
-                let tl = hf * 32u + 4u * q4 + i;
                 let f = select(0.0, factor, (kept_bits & (1u << (4u * c + i))) != 0u);
-                ds[i] = pr[c][i] * (x[i] * f - Dl[tl]) * scale;
+                ds[i] = pr[c][i] * (x[i] * f - dl[i]) * scale;
             }
             T2[prow + q4] = vec4<f16>(ds);
         }
