@@ -505,9 +505,9 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
                 sm[(4u * rg + i) * 16u + kg] = ds[i];
             }
             product(&dk, og, Q, qh, t0, p[3], cg, li);
-            // The one-launch backward's dq (flash_attention_atomic.wgsl); empty
-            // where backward_q computes dq.
-            dq_tile(ds, b, h, kh, j0, t0, li);
+            // The one-launch backward's dq from the dS just stored
+            // (flash_attention_atomic.wgsl); empty where backward_q computes dq.
+            dq_tile(b, h, kh, j0, t0, li);
         }
     }
     store(false, &dk, 37u, b, hk, j0 + 4u * og, p[4], cg, vec4<f32>(1.0));

@@ -10,20 +10,26 @@
 // prepends DQW = max(DP / 64, 1) (vec4 columns of dq per thread) and DQA = 4·DQW.
 @group(0) @binding(9) var<storage, read_write> dq_sum: array<atomic<f32>>;
 
-// acc[i·DQW + w] += Σ_r dSᵀ[r][4m + i] · k[r][4(16w + cc)..] over keys r0..r0 + n:
-// dSᵀ as rows of 8 vec4s from vec4 0, k's rows in the X region. Each thread
-// sums over every key of the block, so that each element of dq is added once
-// per block: splitting the keys between two halves of the workgroup (twice the
-// atomics) was 10% slower on an H100, and summing the halves in workgroup
-// memory first slower still. Past DP = 64, DQW vec4 columns 16 apart; at
-// DP = 32, threads with cc ≥ 8 hold nothing.
+// acc[i·DQW + w] += Σ_r dS[4m + i][r] · k[r][4(16w + cc)..] over keys r0..r0 + n
+// (n a multiple of 4): dS as backward_kv left it in the P region (32 rows of 16
+// vec4s), four keys (a vec4 of each of the thread's rows) at a time, k's rows in
+// the X region; the keys are summed in order. Each thread sums over every key of
+// the block, so that each element of dq is added once per block: splitting the
+// keys between two halves of the workgroup (twice the atomics) was 10% slower on
+// an H100, and summing the halves in workgroup memory first slower still. Past
+// DP = 64, DQW vec4 columns 16 apart; at DP = 32, threads with cc ≥ 8 hold nothing.
 fn accumulate_dq(acc: ptr<function, array<vec4<f32>, DQA>>, r0: u32, n: u32, m: u32, cc: u32) {
-    for (var r = 0u; r < n; r++) {
-        let x = sm[(r0 + r) * 8u + m];
-        for (var w = 0u; w < DQW; w++) {
-            let y = sm[XB + r * (DP / 4u) + min(16u * w + cc, DP / 4u - 1u)];
-            for (var i = 0u; i < 4u; i++) {
-                (*acc)[i * DQW + w] += x[i] * y;
+    for (var r = 0u; r < n; r += 4u) {
+        var x: array<vec4<f32>, 4>;
+        for (var i = 0u; i < 4u; i++) {
+            x[i] = sm[(4u * m + i) * 16u + (r0 + r) / 4u];
+        }
+        for (var e = 0u; e < 4u; e++) {
+            for (var w = 0u; w < DQW; w++) {
+                let y = sm[XB + (r + e) * (DP / 4u) + min(16u * w + cc, DP / 4u - 1u)];
+                for (var i = 0u; i < 4u; i++) {
+                    (*acc)[i * DQW + w] += x[i][e] * y;
+                }
             }
         }
     }
@@ -49,17 +55,13 @@ fn add_dq(acc: ptr<function, array<vec4<f32>, DQA>>, b: u32, h: u32, t0: u32, cc
 }
 
 // Query rows t0..t0 + 32 of head (b, h) against the block of 64 keys from j0
-// (k's head `kh`): dq += dS·k, added to dq_sum. `ds` holds this thread's score
-// gradients as backward_kv computed them (rows 4·(li / 16).., keys 4·(li % 16)..);
-// for dq, the thread takes rows 4·(li / 16).., columns 4(16w + li % 16)...
-fn dq_tile(ds: array<vec4<f32>, 4>, b: u32, h: u32, kh: vec3<u32>, j0: u32, t0: u32, li: u32) {
+// (k's head `kh`): dq += dS·k, added to dq_sum. dS is in the P region, where
+// backward_kv stored it for dk (reading it there, rather than keeping the
+// thread's score gradients in registers until now, keeps the launch at fewer
+// registers); the thread takes rows 4·(li / 16).., columns 4(16w + li % 16)...
+fn dq_tile(b: u32, h: u32, kh: vec3<u32>, j0: u32, t0: u32, li: u32) {
     let rg = li / 16u;
     let kg = li % 16u;
-    // dSᵀ [64 keys][32 rows] into the P region, then k's rows, RC at a time.
-    workgroupBarrier();
-    for (var e = 0u; e < 4u; e++) {
-        sm[(4u * kg + e) * 8u + rg] = vec4<f32>(ds[0][e], ds[1][e], ds[2][e], ds[3][e]);
-    }
     var dq: array<vec4<f32>, DQA>;
     for (var r0 = 0u; r0 < 64u; r0 += RC) {
         workgroupBarrier();

@@ -32,8 +32,7 @@ const SHADER: &str = concat!(
 /// to [`SHADER`] where the adapter has `f32` atomics.
 const ATOMIC: &str = include_str!("../../../../../shaders/flash_attention_atomic.wgsl");
 /// `dq_tile` everywhere else: `backward_q` computes dq.
-const NO_DQ: &str = "fn dq_tile(ds: array<vec4<f32>, 4>, b: u32, h: u32, kh: vec3<u32>, j0: u32, \
-     t0: u32, li: u32) {}\n";
+const NO_DQ: &str = "fn dq_tile(b: u32, h: u32, kh: vec3<u32>, j0: u32, t0: u32, li: u32) {}\n";
 /// Query rows (keys for `backward_kv`) per workgroup, as the shader declares.
 const BLOCK: usize = 64;
 /// The widest head the kernels take: each thread holds four rows of an eighth of it.
@@ -122,6 +121,8 @@ fn plan(entry: Entry, dp: usize, limit: usize) -> Plan {
         .expect("16 KiB holds chunks of 8 features");
     let rc = (4 * x / dp).min(32);
     let rc = 1 << rc.ilog2();
+    // The one-launch backward's dq takes four keys at a time.
+    debug_assert!(rc >= 4, "{limit} bytes give passes of {rc} rows");
     let used = (dc * per_feature).max(rc * dp) / 4;
     Plan {
         dc,
