@@ -343,16 +343,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     .unwrap();
     // The rare rescale: every subgroup's accumulators through its rows of Ss
     // (the scores there are read), each lane scaling its half row.
-    for j in 0..frags {
-        writeln!(
-            w,
-            "            coopStoreT(o{j}, &Ss[sg * {}u + {}u], {}u);",
-            4 * (d + 4),
-            4 * j,
-            (d + 4) / 4
-        )
-        .unwrap();
-    }
+    accumulators(&mut w, d, "            coopStoreT(o{j}, &Ss[AT], STRIDE);");
     writeln!(
         w,
         "            workgroupBarrier();
@@ -363,16 +354,11 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         o4 = half / 4
     )
     .unwrap();
-    for j in 0..frags {
-        writeln!(
-            w,
-            "            o{j} = coopLoadT<coop_mat16x16<f32, C>>(&Ss[sg * {}u + {}u], {}u);",
-            4 * (d + 4),
-            4 * j,
-            (d + 4) / 4
-        )
-        .unwrap();
-    }
+    accumulators(
+        &mut w,
+        d,
+        "            o{j} = coopLoadT<coop_mat16x16<f32, C>>(&Ss[AT], STRIDE);",
+    );
     w.push_str(
         "        }
 ",
@@ -405,16 +391,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     workgroupBarrier();
 ",
     );
-    for j in 0..frags {
-        writeln!(
-            w,
-            "    coopStoreT(o{j}, &Ss[sg * {}u + {}u], {}u);",
-            4 * (d + 4),
-            4 * j,
-            (d + 4) / 4
-        )
-        .unwrap();
-    }
+    accumulators(&mut w, d, "    coopStoreT(o{j}, &Ss[AT], STRIDE);");
     writeln!(
         w,
         "    workgroupBarrier();
@@ -441,6 +418,20 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     .unwrap();
     w.push_str(DROPOUT);
     w
+}
+
+/// `stmt` for each of the forward's output accumulators `o{j}`, with `AT` the
+/// first vec4 of its block in Ss (the subgroup's 16 rows of d + 4 floats, the
+/// block's 16 columns) and `STRIDE` that row length in vec4s.
+fn accumulators(w: &mut String, d: usize, stmt: &str) {
+    for j in 0..d / 16 {
+        let at = format!("sg * {}u + {}u", 4 * (d + 4), 4 * j);
+        let s = stmt
+            .replace("{j}", &j.to_string())
+            .replace("AT", &at)
+            .replace("STRIDE", &format!("{}u", (d + 4) / 4));
+        writeln!(w, "{s}").unwrap();
+    }
 }
 
 /// Parses, validates and translates `src` to SPIR-V, and checks that its
