@@ -46,6 +46,12 @@ pub(crate) fn fits(d: usize) -> bool {
 /// shared tile `tile` as f16 rows of `dp4` vec4s. Split so that the next tile's
 /// loads overlap the current tile's products.
 pub(crate) fn stage(x: &str, tile: &str, d: usize, dp4: usize) -> String {
+    stage_held(x, tile, d, dp4, "f32")
+}
+
+/// [`stage`] with `put_{x}` taking the share as vec4s of `held` (`f32` as
+/// fetched, or `f16`: a share rounded once and kept in registers).
+pub(crate) fn stage_held(x: &str, tile: &str, d: usize, dp4: usize, held: &str) -> String {
     let d4 = d / 4;
     let per = ROWS * d4 / 128;
     let mut w = format!(
@@ -63,7 +69,7 @@ pub(crate) fn stage(x: &str, tile: &str, d: usize, dp4: usize) -> String {
     }
     writeln!(
         w,
-        "    return x;\n}}\nfn put_{x}(x: array<vec4<f32>, {per}>, li: u32) {{"
+        "    return x;\n}}\nfn put_{x}(x: array<vec4<{held}>, {per}>, li: u32) {{"
     )
     .unwrap();
     for i in 0..per {

@@ -19,7 +19,9 @@
 //! by the keys (`dq = dS·k`, the keys' rows staged again as `f16` where dO was)
 //! and adds its rows of dq atomically, so `backward_q` does not compute the
 //! scores and `dO·vᵀ` a second time.
-use super::attention_coop::{DROPOUT, ROWS, fragments, header, scores, stage, tile_loads};
+use super::attention_coop::{
+    DROPOUT, ROWS, fragments, header, scores, stage, stage_held, tile_loads,
+};
 use std::fmt::Write;
 
 use super::attention_coop::SP;
@@ -69,11 +71,7 @@ var<workgroup> Dl: array<vec4<f32>, {rows4}>;
         // dq's operand: the block's keys as rows, in T1 once dO·vᵀ is done (the
         // workgroup memory has no room for a fourth tile within 48 KiB), stored
         // there per tile from registers, where they stay as f16.
-        let keys = stage("k", "T1", d, dp4).replace("_k(", "_k_dq(");
-        w.push_str(&keys.replace(
-            "fn put_k_dq(x: array<vec4<f32>",
-            "fn put_k_dq(x: array<vec4<f16>",
-        ));
+        w.push_str(&stage_held("k", "T1", d, dp4, "f16").replace("_k(", "_k_dq("));
     } else {
         backward_q(&mut w, d, dp4, p4, prefetch);
     }
