@@ -6,13 +6,14 @@
 //! A prompt's attention runs it, and so does the training forward in
 //! half precision ([`MatmulPrecision::Half`](crate::backend::gpu::MatmulPrecision)).
 //!
-//! A workgroup of four subgroups takes 64 query rows of one head, each subgroup
-//! 16 of them, its query fragments and its rows of the output (as accumulators)
-//! held in registers. Per tile of 64 keys the workgroup stages keys and values
-//! as `f16`; each subgroup multiplies its scores into workgroup memory, where
-//! its lanes (two per row) run the online softmax and write the probabilities
-//! back as `f16`; the probabilities times the values add to the output's
-//! accumulators. A row's probabilities are taken against a maximum that moves
+//! A workgroup of four subgroups takes 64 query rows of one head. Per tile of 64
+//! keys the workgroup stages keys and values as `f16`; each subgroup multiplies
+//! its block of the scores into workgroup memory (a quadrant of 32 rows × 32
+//! keys where the head is a multiple of 32 wide, else 16 rows × 64 keys), with
+//! its query fragments held in registers; the lanes, two per row, run the online
+//! softmax and write the probabilities back as `f16`; the probabilities times
+//! the values add to the output's accumulators (each subgroup's block of rows ×
+//! features, held in registers). A row's probabilities are taken against a maximum that moves
 //! only when a tile's scores pass it by [`RESCALE_AT`]; only then do the
 //! accumulators go through workgroup memory to be rescaled. Causal tiles past
 //! the block's last row are skipped. Parameters and bindings are the SIMT kernel's
@@ -211,6 +212,88 @@ pub(crate) fn scores(w: &mut String, a: &str, tile: &str, d: usize, dp4: usize) 
 /// jump that far.
 pub(crate) const RESCALE_AT: f32 = 8.0;
 
+/// How the forward's four subgroups split a tile's two products (64 query rows
+/// by 64 keys, then by the head's `d` features). With `quads` (heads a multiple
+/// of 32 wide) subgroup `sg` takes a quadrant: rows 32·(sg / 2).., keys
+/// 32·(sg % 2).. and features (d / 2)·(sg % 2)..; each fragment of K, P and V
+/// it loads serves two products (24 loads for its 32 products of a tile at
+/// d = 64, against 36). Otherwise it takes rows 16·sg.., every key and every
+/// feature.
+#[derive(Clone, Copy)]
+struct Split {
+    quads: bool,
+    /// Fragments of 16 features in a head.
+    frags: usize,
+    /// Floats per row of the output in `Ss`.
+    dp: usize,
+}
+
+impl Split {
+    fn of(d: usize) -> Split {
+        Split {
+            quads: d.is_multiple_of(32),
+            frags: d / 16,
+            dp: d + 4,
+        }
+    }
+    /// Blocks of 16 rows per subgroup.
+    fn row_blocks(self) -> usize {
+        if self.quads { 2 } else { 1 }
+    }
+    /// Blocks of 16 keys per subgroup.
+    fn key_blocks(self) -> usize {
+        if self.quads { 2 } else { 4 }
+    }
+    /// Blocks of 16 features per subgroup.
+    fn col_blocks(self) -> usize {
+        if self.quads {
+            self.frags / 2
+        } else {
+            self.frags
+        }
+    }
+    /// The subgroup's first row of block `i` (WGSL).
+    fn row(self, i: usize) -> String {
+        if self.quads {
+            format!("(32u * (sg / 2u) + {}u)", 16 * i)
+        } else {
+            "(16u * sg)".into()
+        }
+    }
+    /// The subgroup's block `j` of keys (WGSL).
+    fn key(self, j: usize) -> String {
+        if self.quads {
+            format!("(2u * (sg % 2u) + {j}u)")
+        } else {
+            format!("{j}u")
+        }
+    }
+    /// The subgroup's block `j` of features (WGSL).
+    fn col(self, j: usize) -> String {
+        if self.quads {
+            format!("({}u * (sg % 2u) + {j}u)", self.frags / 2)
+        } else {
+            format!("{j}u")
+        }
+    }
+    /// `stmt` for each of the subgroup's output accumulators `o{i}_{j}`, with
+    /// `AT` the first vec4 of its block in Ss (rows of d + 4 floats) and
+    /// `STRIDE` that row length in vec4s.
+    fn accumulators(self, w: &mut String, stmt: &str) {
+        for i in 0..self.row_blocks() {
+            for j in 0..self.col_blocks() {
+                let at = format!("{} * {}u + 4u * {}", self.row(i), self.dp / 4, self.col(j));
+                let s = stmt
+                    .replace("{i}", &i.to_string())
+                    .replace("{j}", &j.to_string())
+                    .replace("AT", &at)
+                    .replace("STRIDE", &format!("{}u", self.dp / 4));
+                writeln!(w, "{s}").unwrap();
+            }
+        }
+    }
+}
+
 /// The kernel's WGSL for heads of width `d` (see [`fits`]), the next tile
 /// loaded into registers ahead with `prefetch`.
 ///
@@ -270,9 +353,20 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
             .concat(),
     )
     .unwrap();
-    fragments(&mut w, "qf", "QP", d, dp4);
-    for j in 0..frags {
-        writeln!(w, "    var o{j} = coop_mat16x16<f32, C>();").unwrap();
+    let at = Split::of(d);
+    for i in 0..at.row_blocks() {
+        for f in 0..frags {
+            writeln!(
+                w,
+                "    let qf{i}_{f} = coopLoadT<coop_mat16x16<f16, A>>(&QP[{} * {dp4}u + {}u], {dp4}u);",
+                at.row(i),
+                4 * f
+            )
+            .unwrap();
+        }
+        for j in 0..at.col_blocks() {
+            writeln!(w, "    var o{i}_{j} = coop_mat16x16<f32, C>();").unwrap();
+        }
     }
     writeln!(
         w,
@@ -298,8 +392,40 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         dp = d + 4,
     )
     .unwrap();
-    // S = Q·Kᵀ: keys are B's columns, stored along the features (k).
-    scores(&mut w, "qf", "Ks", d, dp4);
+    // S = Q·Kᵀ, the subgroup's blocks: keys are B's columns, stored along the
+    // features (k); each fragment of keys loaded once for all the blocks' rows.
+    for j in 0..at.key_blocks() {
+        w.push_str("        {\n");
+        for i in 0..at.row_blocks() {
+            writeln!(w, "        var s{i} = coop_mat16x16<f32, C>();").unwrap();
+        }
+        for f in 0..frags {
+            writeln!(
+                w,
+                "        {{ let k = coopLoad<coop_mat16x16<f16, B>>(&Ks[{} * {}u + {}u], {dp4}u);",
+                at.key(j),
+                16 * dp4,
+                4 * f
+            )
+            .unwrap();
+            for i in 0..at.row_blocks() {
+                writeln!(w, "        s{i} = coopMultiplyAdd(qf{i}_{f}, k, s{i});").unwrap();
+            }
+            w.push_str("        }\n");
+        }
+        for i in 0..at.row_blocks() {
+            writeln!(
+                w,
+                "        coopStoreT(s{i}, &Ss[{} * {}u + 4u * {}], {}u);",
+                at.row(i),
+                SP / 4,
+                at.key(j),
+                SP / 4
+            )
+            .unwrap();
+        }
+        w.push_str("        }\n");
+    }
     // Online softmax: two lanes per row, 32 keys each; P as f16 into the
     // subgroup's rows of QP.
     writeln!(
@@ -347,9 +473,9 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         tau = RESCALE_AT,
     )
     .unwrap();
-    // The rare rescale: every subgroup's accumulators through its rows of Ss
-    // (the scores there are read), each lane scaling its half row.
-    accumulators(&mut w, d, "            coopStoreT(o{j}, &Ss[AT], STRIDE);");
+    // The rare rescale: every subgroup's accumulators through Ss (the scores
+    // there are read), each lane scaling its half row.
+    at.accumulators(&mut w, "            coopStoreT(o{i}_{j}, &Ss[AT], STRIDE);");
     writeln!(
         w,
         "            workgroupBarrier();
@@ -360,44 +486,49 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         o4 = half / 4
     )
     .unwrap();
-    accumulators(
+    at.accumulators(
         &mut w,
-        d,
-        "            o{j} = coopLoadT<coop_mat16x16<f32, C>>(&Ss[AT], STRIDE);",
+        "            o{i}_{j} = coopLoadT<coop_mat16x16<f32, C>>(&Ss[AT], STRIDE);",
     );
     w.push_str(
         "        }
 ",
     );
-    // O += P·V: values are B's rows (k = keys), contiguous along features; each
-    // 16 keys of P loaded once for all the output's fragments.
+    // O += P·V, the subgroup's blocks: values are B's rows (k = keys),
+    // contiguous along features; each fragment of P loaded once for all the
+    // blocks' columns, each of V once for all their rows.
     for kk in 0..ROWS / 16 {
-        writeln!(
-            w,
-            "        {{ let a = coopLoadT<coop_mat16x16<f16, A>>(&QP[(sg * 16u) * {p4}u + {}u], {p4}u);",
-            4 * kk
-        )
-        .unwrap();
-        for j in 0..frags {
+        w.push_str("        {\n");
+        for i in 0..at.row_blocks() {
             writeln!(
                 w,
-                "        o{j} = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&Vs[{}u * {dp4}u + {}u], {dp4}u), o{j});",
-                16 * kk,
-                4 * j
+                "        let a{i} = coopLoadT<coop_mat16x16<f16, A>>(&QP[{} * {p4}u + {}u], {p4}u);",
+                at.row(i),
+                4 * kk
             )
             .unwrap();
         }
-        w.push_str(
-            "        }
-",
-        );
+        for j in 0..at.col_blocks() {
+            writeln!(
+                w,
+                "        {{ let v = coopLoadT<coop_mat16x16<f16, B>>(&Vs[{}u + 4u * {}], {dp4}u);",
+                16 * kk * dp4,
+                at.col(j)
+            )
+            .unwrap();
+            for i in 0..at.row_blocks() {
+                writeln!(w, "        o{i}_{j} = coopMultiplyAdd(a{i}, v, o{i}_{j});").unwrap();
+            }
+            w.push_str("        }\n");
+        }
+        w.push_str("        }\n");
     }
     w.push_str(
         "    }
     workgroupBarrier();
 ",
     );
-    accumulators(&mut w, d, "    coopStoreT(o{j}, &Ss[AT], STRIDE);");
+    at.accumulators(&mut w, "    coopStoreT(o{i}_{j}, &Ss[AT], STRIDE);");
     writeln!(
         w,
         "    workgroupBarrier();
@@ -424,20 +555,6 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     .unwrap();
     w.push_str(DROPOUT);
     w
-}
-
-/// `stmt` for each of the forward's output accumulators `o{j}`, with `AT` the
-/// first vec4 of its block in Ss (the subgroup's 16 rows of d + 4 floats, the
-/// block's 16 columns) and `STRIDE` that row length in vec4s.
-fn accumulators(w: &mut String, d: usize, stmt: &str) {
-    for j in 0..d / 16 {
-        let at = format!("sg * {}u + {}u", 4 * (d + 4), 4 * j);
-        let s = stmt
-            .replace("{j}", &j.to_string())
-            .replace("AT", &at)
-            .replace("STRIDE", &format!("{}u", (d + 4) / 4));
-        writeln!(w, "{s}").unwrap();
-    }
 }
 
 /// Parses, validates and translates `src` to SPIR-V, and checks that its
