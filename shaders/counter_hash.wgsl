@@ -1,6 +1,7 @@
 // The counter-based hash of `volta::random::uniform_hash`, the same integer
 // operations, so every device draws the same numbers bit for bit. Prepended to the
-// kernels that draw (uniform.wgsl, flash_attention.wgsl's dropout).
+// kernels that draw (flash_attention.wgsl's dropout; the generated kernels'
+// drawn inputs, volta-kernels' `wgsl::Draws`).
 
 // lowbias32 (Chris Wellons): a bijection of u32 with good avalanche.
 fn mix(v: u32) -> u32 {

@@ -1918,15 +1918,36 @@ fn uniform_is_bit_identical_across_devices() {
             assert!(g.iter().all(|v| (0.0..1.0).contains(v)));
         }
     }
-    // Nothing is uploaded: the GPU generates the values.
+    // Nothing is uploaded, nor written: the kernels that read the numbers draw
+    // them where they would load them.
+    let x = RawTensor::<Gpu, f32>::from_vec(vec![1.0; 1000], &[1000]);
     let before = Gpu::dispatches_recorded();
     let u = RawTensor::<Gpu, f32>::uniform(&[1000], 7);
-    assert_eq!(Gpu::dispatches_recorded() - before, 1);
-    // A dropout mask from it stays on the device until read.
-    let x = RawTensor::<Gpu, f32>::from_vec(vec![1.0; 1000], &[1000]);
+    assert_eq!(Gpu::dispatches_recorded() - before, 0);
+    // A dropout mask from them: the masked sum takes the kernels it takes over
+    // numbers in memory (none draws them first), and agrees with the CPU's bit
+    // for bit (the same numbers, summed exactly).
     let kept = x.binary(BinaryOp::Mul, &u.scalar(BinaryOp::Ge, 0.25));
-    let share = kept.reduce_all(ReduceOp::Sum).to_vec()[0] / 1000.0;
-    assert!((share - 0.75).abs() < 0.05, "kept {share}");
+    let share = kept.reduce_all(ReduceOp::Sum).to_vec()[0];
+    let drawn = Gpu::dispatches_recorded() - before;
+    let before = Gpu::dispatches_recorded();
+    let in_memory = x.binary(BinaryOp::Mul, &x.scalar(BinaryOp::Ge, 0.25));
+    in_memory.reduce_all(ReduceOp::Sum).to_vec();
+    assert_eq!(drawn, Gpu::dispatches_recorded() - before);
+    let on_cpu = RawTensor::<Cpu, f32>::uniform(&[1000], 7)
+        .scalar(BinaryOp::Ge, 0.25)
+        .reduce_all(ReduceOp::Sum)
+        .to_vec()[0];
+    assert_eq!(share, on_cpu);
+    assert!((share / 1000.0 - 0.75).abs() < 0.05, "kept {share}");
+    // Read through a view (every other element, reversed rows), the numbers
+    // are drawn at the view's addresses, as memory would be read.
+    let dims = [6, 8];
+    let u = RawTensor::<Gpu, f32>::uniform(&dims, 9);
+    let c = RawTensor::<Cpu, f32>::uniform(&dims, 9);
+    let gview = u.transpose_last().scalar(BinaryOp::Add, 0.0);
+    let cview = c.transpose_last().scalar(BinaryOp::Add, 0.0);
+    assert_eq!(gview.to_vec(), cview.to_vec());
 }
 
 #[test]

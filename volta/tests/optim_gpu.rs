@@ -194,7 +194,13 @@ fn many_parameters_step_together_as_they_step_alone() {
     let sizes: Vec<usize> = (0..40)
         .map(|i| [1, 255, 256, 257, 1000, 33][i % 6] + i)
         .collect();
-    let t = |dims: &[usize], seed: u64| RawTensor::<Gpu, f32>::uniform(dims, seed);
+    // In memory, as parameters and their state are (uniform numbers are drawn
+    // by the kernels that read them, and a step's kernel reads memory).
+    let t = |dims: &[usize], seed: u64| {
+        let x = RawTensor::<Gpu, f32>::uniform(dims, seed);
+        x.buffer().realize();
+        x
+    };
     let tensors: Vec<[RawTensor<Gpu, f32>; 4]> = sizes
         .iter()
         .enumerate()

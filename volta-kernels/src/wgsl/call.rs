@@ -104,6 +104,7 @@ mod tests {
             expr: e,
             vector: false,
             launch: Launch::DEFAULT,
+            drawn: Default::default(),
         };
         let src = k.source();
         assert_eq!(src.matches("fn volta_k_sq(").count(), 1, "{src}");

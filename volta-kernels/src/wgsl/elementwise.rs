@@ -167,6 +167,8 @@ pub struct ElementwiseKernel {
     pub vector: bool,
     /// Threads per workgroup and units per thread.
     pub launch: Launch,
+    /// The inputs drawn from the counter stream instead of loaded.
+    pub drawn: super::Draws,
 }
 
 /// Where each field sits in a kernel's `u32` parameter block.
@@ -295,6 +297,7 @@ impl ElementwiseKernel {
         let w = &mut s;
         w.push_str(super::elementwise::enable_f16(&[self.elem, self.out_elem]));
         w.push_str(&self.expr.preamble());
+        w.push_str(&self.drawn.preamble());
         writeln!(w, "@group(0) @binding(0) var<storage, read> p: array<u32>;").unwrap();
         for (i, &a) in self.inputs.iter().enumerate() {
             let t = if wide(a) { &vty } else { ty };
@@ -331,6 +334,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             self.launch.span()
         )
         .unwrap();
+        self.drawn
+            .keys(w, &|j| format!("p[{}]", layout.scalars + j));
         let strided = self.output != Access::Contiguous
             || self.inputs.iter().any(|&a| a != Access::Contiguous);
         let last = self.rank.saturating_sub(1);
@@ -384,7 +389,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             for (i, (&a, &at)) in self.inputs.iter().zip(&layout.inputs).enumerate() {
                 let t = if wide(a) { &vcty } else { cty };
                 let at = index(a, at, j);
-                let load = self.elem.load(&format!("src{i}[{at}]"), wide(a));
+                let load = self
+                    .drawn
+                    .load(i, self.elem, &at, wide(a))
+                    .unwrap_or_else(|| self.elem.load(&format!("src{i}[{at}]"), wide(a)));
                 if branchless {
                     writeln!(w, "    let x{i}_{j} = {load};")
                 } else {
@@ -462,6 +470,7 @@ mod tests {
                 .unary(UnaryOp::Gelu),
             vector: false,
             launch: Launch::DEFAULT,
+            drawn: Default::default(),
         };
         let src = k.source();
         super::super::assert_valid(&src);
@@ -473,6 +482,47 @@ mod tests {
         assert_eq!((l.inputs.clone(), l.output, l.scalars), (vec![3, 6], 7, 8));
         let p = k.params(&[2, 3], &[(5, &[1, 2]), (0, &[3, 1])], (0, &[3, 1]), &[]);
         assert_eq!(p, vec![6, 2, 3, 5, 1, 2, 0, 0]);
+    }
+
+    #[test]
+    fn drawn_inputs_are_hashed_at_their_addresses() {
+        // x0 · (x1 ≥ s0): x1 drawn with its seed in scalars 1 and 2.
+        for (vector, access) in [
+            (false, Access::Contiguous),
+            (false, Access::Strided),
+            (true, Access::Contiguous),
+            (true, Access::Strided),
+            (true, Access::Broadcast),
+        ] {
+            for elem in [Elem::F32, Elem::F16] {
+                let k = ElementwiseKernel {
+                    rank: 2,
+                    elem,
+                    out_elem: elem,
+                    inputs: vec![Access::Contiguous, access],
+                    output: Access::Contiguous,
+                    expr: Expr::input(0).binary(
+                        BinaryOp::Mul,
+                        Expr::input(1).binary(BinaryOp::Ge, Expr::scalar(0)),
+                    ),
+                    vector,
+                    launch: Launch::DEFAULT,
+                    drawn: super::super::Draws(vec![(1, 1)]),
+                };
+                let src = k.source();
+                super::super::assert_valid(&src);
+                assert!(!src.contains("src1["), "{src}");
+                let s = k.param_layout().scalars;
+                assert!(src.contains(&format!(
+                    "let k1 = stream_keys(p[{}], p[{}]);",
+                    s + 1,
+                    s + 2
+                )));
+                // A vector kernel draws four consecutive elements where it loads a vec4.
+                let four = vector && access != Access::Broadcast;
+                assert_eq!(src.contains("volta_draw4(("), four, "{src}");
+            }
+        }
     }
 
     #[test]
@@ -492,6 +542,7 @@ mod tests {
             ),
             vector: false,
             launch: Launch::DEFAULT,
+            drawn: Default::default(),
         };
         let src = k.source();
         super::super::assert_valid(&src);
@@ -511,6 +562,7 @@ mod tests {
             expr: Expr::input(0).binary(BinaryOp::Sub, Expr::input(1)),
             vector: true,
             launch: Launch::DEFAULT,
+            drawn: Default::default(),
         };
         let src = k.source();
         super::super::assert_valid(&src);
@@ -549,6 +601,7 @@ mod tests {
                     .unary(UnaryOp::Gelu),
                 vector,
                 launch,
+                drawn: Default::default(),
             };
             let src = k.source();
             super::super::assert_valid(&src);
@@ -580,6 +633,7 @@ mod tests {
                 expr: Expr::input(0),
                 vector: false,
                 launch: Launch::DEFAULT,
+                drawn: Default::default(),
             };
             let src = k.source();
             super::super::assert_valid(&src);
@@ -599,6 +653,7 @@ mod tests {
             expr: Expr::input(0).unary(UnaryOp::Exp),
             vector: false,
             launch: Launch::DEFAULT,
+            drawn: Default::default(),
         };
         let src = k.source();
         assert!(!src.contains("f16") && !src.contains("f32(src"), "{src}");

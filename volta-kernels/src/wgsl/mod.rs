@@ -11,12 +11,14 @@
 //! `#[kernel]` macro and op fusion all go through [`ElementwiseKernel::source`].
 
 mod call;
+mod draw;
 mod elementwise;
 mod expr;
 mod helpers;
 mod row;
 
 pub use call::{KernelRef, kernel_modules};
+pub use draw::Draws;
 pub use elementwise::{
     Access, Elem, ElementwiseKernel, Launch, ParamLayout, UNITS_PER_THREAD, WORKGROUP_SIZE,
 };
@@ -70,11 +72,6 @@ mod tests {
             include_str!("../../../shaders/scatter_rows.wgsl"),
             include_str!("../../../shaders/unfold2d.wgsl"),
             include_str!("../../../shaders/fold2d.wgsl"),
-            // As the runtime builds it: the shared hash first.
-            concat!(
-                include_str!("../../../shaders/counter_hash.wgsl"),
-                include_str!("../../../shaders/uniform.wgsl")
-            ),
             include_str!("../../../shaders/sgd.wgsl"),
         ] {
             super::assert_valid(source);

@@ -136,6 +136,9 @@ pub struct RowKernel {
     /// barrier per reduction instead of a tree's nine), or 0 without subgroup
     /// operations.
     pub lanes: u32,
+    /// The inputs drawn from the counter stream instead of loaded; their seeds
+    /// among the expression's scalars.
+    pub drawn: super::Draws,
 }
 
 /// What a pass over a row does per step with the lanes' values: each an
@@ -187,6 +190,14 @@ impl RowKernel {
         }
         p.extend_from_slice(scalars);
         p
+    }
+
+    /// Input `i` at `index` (a `vec4` index when `wide`) in the compute type:
+    /// loaded, or drawn.
+    fn load(&self, i: usize, index: &str, wide: bool) -> String {
+        self.drawn
+            .load(i, self.elem, index, wide)
+            .unwrap_or_else(|| self.elem.load(&format!("src{i}[{index}]"), wide))
     }
 
     /// Workgroups to launch for `rows` rows.
@@ -245,6 +256,7 @@ impl RowKernel {
             ),
             None => w.push_str(&self.expr.preamble()),
         }
+        w.push_str(&self.drawn.preamble());
         writeln!(w, "@group(0) @binding(0) var<storage, read> p: array<u32>;").unwrap();
         for i in 0..n_in {
             let t = if wide(i) {
@@ -330,6 +342,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         let scalars_at = self.scalars_at();
         let expr_scalars_at = scalars_at + self.op.scalars();
         let param = |j: u16| format!("bitcast<f32>(p[{}])", expr_scalars_at + j as usize);
+        self.drawn
+            .keys(&mut w, &|j| format!("p[{}]", expr_scalars_at + j));
         let printer = Printer::new(&self.expr);
         let grad_printer = self.grad.as_ref().map(Printer::new);
         assert_eq!(
@@ -375,9 +389,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 .unwrap();
                 for u in 0..4 {
                     for i in 0..n_in {
-                        let load = self
-                            .elem
-                            .load(&format!("src{i}[b{i} + (k + {u}u) * s{i}]"), false);
+                        let load = self.load(i, &format!("b{i} + (k + {u}u) * s{i}"), false);
                         writeln!(w, "        let x{i}_{u} = {load};").unwrap();
                     }
                 }
@@ -387,7 +399,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 each(w, &values);
                 writeln!(w, "    }}\n    for (; live && k < p[1]; k += 1u) {{").unwrap();
                 for i in 0..n_in {
-                    let load = self.elem.load(&format!("src{i}[b{i} + k * s{i}]"), false);
+                    let load = self.load(i, &format!("b{i} + k * s{i}"), false);
                     writeln!(w, "        let x{i} = {load};").unwrap();
                 }
                 let value = lower(w, &format!("{pass}_"), &|i| format!("x{i}"));
@@ -422,7 +434,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                         (true, true) => format!("b{i} / 4u + k"),
                         (true, false) => format!("b{i}"),
                     };
-                    let load = self.elem.load(&format!("src{i}[{at}]"), wide(i));
+                    let load = self.load(i, &at, wide(i));
                     if hold(i) {
                         if filled.get() {
                             writeln!(w, "        let x{i} = r{i}_{j};").unwrap();
@@ -592,7 +604,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     let first = if serial { "" } else { " && lt == 0u" };
                     writeln!(w, "    if (live{first}) {{").unwrap();
                     for i in (0..n_in).filter(|&i| e.any_input(|j| j == i)) {
-                        let load = self.elem.load(&format!("src{i}[b{i}]"), false);
+                        let load = self.load(i, &format!("b{i}"), false);
                         writeln!(w, "        let x{i} = {load};").unwrap();
                     }
                     let input = |i: u16| {
@@ -751,6 +763,33 @@ mod tests {
             epilogue: None,
             per_row: false,
             lanes: 0,
+            drawn: Default::default(),
+        }
+    }
+
+    #[test]
+    fn drawn_inputs_are_hashed_where_they_would_be_loaded() {
+        // Input 0 drawn (seed in scalars 0 and 1), in every variant and type.
+        for variant in VARIANTS.into_iter().chain([RowVariant::Lanes(2)]) {
+            for elem in [Elem::F32, Elem::F16] {
+                let k = RowKernel {
+                    elem,
+                    lanes: if matches!(variant, RowVariant::Lanes(_)) {
+                        32
+                    } else {
+                        0
+                    },
+                    drawn: crate::wgsl::Draws(vec![(0, 0)]),
+                    ..kernel(RowOp::Reduce(ReduceOp::Sum), variant)
+                };
+                let src = k.source();
+                super::super::assert_valid(&src);
+                assert!(!src.contains("src0["), "{variant:?}: {src}");
+                assert!(src.contains("src1["), "{variant:?}: {src}");
+                let at = k.scalars_at();
+                assert!(src.contains(&format!("let k0 = stream_keys(p[{at}], p[{}]);", at + 1)));
+                assert!(src.contains("volta_draw"), "{src}");
+            }
         }
     }
 
@@ -802,6 +841,7 @@ mod tests {
             for n in [1, 3] {
                 let k = RowKernel {
                     lanes: 32,
+                    drawn: Default::default(),
                     ..kernel(op, RowVariant::Lanes(n))
                 };
                 let src = k.source();
@@ -862,6 +902,7 @@ mod tests {
             epilogue: None,
             per_row: false,
             lanes: 0,
+            drawn: Default::default(),
         };
         let layer = k(true, RowVariant::Tree);
         // One input and the output: 2 + 2 + 2·(2 + 2) = 12.
@@ -920,6 +961,7 @@ mod tests {
             ),
             per_row: false,
             lanes: 0,
+            drawn: Default::default(),
         };
         for variant in VARIANTS {
             let k = rms(variant);
@@ -971,6 +1013,7 @@ mod tests {
                 ),
                 per_row: true,
                 lanes: 0,
+                drawn: Default::default(),
             };
             assert!(!k.writes_rows());
             let src = k.source();
@@ -987,6 +1030,7 @@ mod tests {
         for op in [RowOp::Reduce(ReduceOp::Max), RowOp::Softmax] {
             let k = RowKernel {
                 lanes: 32,
+                drawn: Default::default(),
                 ..kernel(op, RowVariant::Vec4)
             };
             let src = k.source();
@@ -997,6 +1041,7 @@ mod tests {
             assert!(!src.contains("partial[li] = "), "{src}");
             let serial = RowKernel {
                 lanes: 32,
+                drawn: Default::default(),
                 ..kernel(op, RowVariant::Serial)
             };
             assert!(!serial.source().contains("subgroup"));

@@ -337,7 +337,7 @@ macro_rules! float_backend {
                 fusion::normalize_grad(rt(), $elem, x, g, axis, center, eps.scalar_bits())
             }
             fn uniform(len: usize, seed: u64) -> Buf<Self, $t> {
-                GpuBuffer::new(window::uniform(rt(), $elem, len, seed), len)
+                fusion::uniform(rt(), $elem, len, seed)
             }
             fn attention(
                 q: View<Self, $t>,

@@ -35,10 +35,15 @@
 //! state, a tensor kept for backward, the residual stream) are materialised too, so
 //! a value carried from step to step is not recomputed from an ever longer history
 //! of inputs: after an elementwise kernel, before a row kernel (which then reads
-//! that memory). A held value that is a small tree of one buffer of its own size and
-//! small broadcast ones (dropout's mask, from the uniform numbers; a product plus
-//! its bias; a norm's rows times its scale) stays pending: a later consumer
-//! recomputes it for what reading it would cost.
+//! that memory). A held value that is a small tree of at most one buffer of its own
+//! size, small broadcast ones and drawn numbers (dropout's mask; a product plus its
+//! bias; a norm's rows times its scale) stays pending: a later consumer recomputes
+//! it for what reading it would cost.
+//!
+//! Uniform numbers ([`uniform`]) are drawn, not stored: their leaf stands for the
+//! counter stream of a seed ([`Pooled::drawing`]), and each kernel that reads them
+//! hashes the addresses it would load. Dropout's mask is thus never written, in
+//! the forward pass or in its gradient.
 //!
 //! Pipelines are cached by tree structure and access pattern (`pipelines::Key`);
 //! scalars are parameters, so a new learning rate reuses the pipeline. Nothing here
@@ -52,7 +57,7 @@ pub use buffer::GpuBuffer;
 use super::kernels::elementwise::{convert, map};
 use super::kernels::{Operand, Small};
 use super::runtime::Runtime;
-use super::runtime::pool::Pooled;
+use super::runtime::pool::{Kind, Pooled};
 use crate::layout::Layout;
 use crate::shape::Dims;
 use buffer::Data;
@@ -132,6 +137,19 @@ pub(crate) fn elementwise<E>(
         half: Mutex::new(None),
     });
     GpuBuffer::pending(pending, dims.iter().product())
+}
+
+/// `len` uniform numbers in `[0, 1)` of `elem` from the counter stream of
+/// `seed` (element `i` is `volta::random::uniform_at(seed, i)`, rounded to
+/// `elem`), as a pending value over a drawn leaf ([`Pooled::drawing`]): the
+/// kernels that read it (dropout's mask, in its forward and its gradient) draw
+/// its elements where they would load them, and it is written to memory only
+/// when a consumer that fuses nothing wants it there.
+pub(crate) fn uniform<E>(rt: &'static Runtime, elem: Elem, len: usize, seed: u64) -> GpuBuffer<E> {
+    let stand_in = rt.pool.lend(&rt.gpu, Kind::Storage, 16).drawing(seed);
+    let drawn = GpuBuffer::new(Arc::new(stand_in), len);
+    let all = Layout::contiguous(&[len]);
+    elementwise(rt, elem, Expr::input(0), &[(&drawn, &all)], &[], &[len])
 }
 
 /// What a product in half precision reads for `x` (`f32`), and its type: a

@@ -517,9 +517,10 @@ impl Pending {
     }
 
     /// Whether a later consumer recomputes this value for what reading it from
-    /// memory would cost: a small tree of one buffer of its own size, read
-    /// element for element, and at most a few small broadcast ones (dropout's
-    /// mask, a function of the uniform numbers; a product plus its bias; a
+    /// memory would cost: a small tree of at most one buffer of its own size,
+    /// read element for element, at most a few small broadcast ones, and drawn
+    /// numbers (dropout's mask, a function of the drawn uniform numbers alone,
+    /// and its product with the value it drops from; a product plus its bias; a
     /// normalised row times its scale). A row op's value it reads counts as such
     /// a buffer once that value is in memory. Such a value stays pending when a
     /// consumer it was spliced into is recorded, though something still holds it
@@ -541,11 +542,21 @@ impl Pending {
             };
             let whole = |l: &Leaf| l.layout.numel() == numel && !l.layout.strides.contains(&0);
             let small = |l: &Leaf| SMALL_PART * distinct(&l.layout) <= numel;
-            let full = s.fused.leaves.iter().filter(|l| whole(l)).count();
+            // Drawn numbers cost no reads: they count as neither.
+            let drawn = |l: &Leaf| l.buf.draws().is_some();
+            let full = s
+                .fused
+                .leaves
+                .iter()
+                .filter(|l| whole(l) && !drawn(l))
+                .count();
             s.row.is_none()
                 && s.fused.expr.nodes() <= CHEAP_NODES
-                && full + row_values == 1
-                && s.fused.leaves.iter().all(|l| whole(l) || small(l))
+                && full + row_values <= 1
+                && s.fused
+                    .leaves
+                    .iter()
+                    .all(|l| whole(l) || small(l) || drawn(l))
         })
     }
 

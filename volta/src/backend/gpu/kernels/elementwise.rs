@@ -144,6 +144,7 @@ fn write_as(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .unwrap_or(Launch::DEFAULT);
+    let (drawn, scalars) = super::draws(inputs, scalars, 0);
     let k = ElementwiseKernel {
         rank: dims.len(),
         elem,
@@ -153,6 +154,7 @@ fn write_as(
         expr,
         vector,
         launch: layout,
+        drawn,
     };
     let input_views: Small<(usize, &[usize])> = inputs
         .iter()
@@ -168,7 +170,7 @@ fn write_as(
         &dims,
         &input_views,
         (out.1.offset, &strides[inputs.len()]),
-        scalars,
+        &scalars,
     );
     let bindings = Bindings {
         reads: inputs.len(),

@@ -43,3 +43,23 @@ pub(crate) type Operand<'a> = (&'a Arc<Pooled>, &'a Layout);
 
 /// A short list kept inline: recording a small op allocates nothing per view.
 pub(crate) type Small<T> = SmallVec<[T; 4]>;
+
+/// The inputs that stand for uniform numbers ([`Pooled::drawing`]), for a
+/// kernel to draw rather than load, and `scalars` with each one's seed appended
+/// as two words; `first` is the index in `scalars` of the expression's first
+/// scalar (a row op's own come before it).
+pub(crate) fn draws(
+    inputs: &[Operand],
+    scalars: &[u32],
+    first: usize,
+) -> (volta_kernels::wgsl::Draws, Small<u32>) {
+    let mut all: Small<u32> = scalars.iter().copied().collect();
+    let mut drawn = Vec::new();
+    for (i, (b, _)) in inputs.iter().enumerate() {
+        if let Some(seed) = b.draws() {
+            drawn.push((i, all.len() - first));
+            all.extend([seed as u32, (seed >> 32) as u32]);
+        }
+    }
+    (volta_kernels::wgsl::Draws(drawn), all)
+}

@@ -318,6 +318,7 @@ fn record(
         (false, true) => RowVariant::Tree,
         (false, false) => RowVariant::Serial,
     };
+    let (drawn, scalars) = super::draws(inputs, scalars, op.scalars());
     let k = RowKernel {
         op,
         rank: dims.len(),
@@ -330,12 +331,13 @@ fn record(
         epilogue: epilogue.map(|(e, _)| e.clone()),
         per_row: epilogue.is_some_and(|(_, per_row)| per_row),
         lanes,
+        drawn,
     };
     let params_views: Vec<(usize, &[usize])> = views
         .iter()
         .map(|(_, l)| (l.offset, &l.strides[..]))
         .collect();
-    let params = k.params(dims, axis, &params_views, scalars);
+    let params = k.params(dims, axis, &params_views, &scalars);
     let bindings = Bindings {
         reads: inputs.len(),
         writes: 1,

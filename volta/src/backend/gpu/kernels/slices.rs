@@ -68,7 +68,8 @@ pub(crate) fn slice_len(rt: &Runtime, parts: &[Part], len: usize) -> Option<usiz
     let limit = rt.gpu.limits.max_storage_buffer_binding_size as usize;
     let align = rt.gpu.limits.min_storage_buffer_offset_alignment.max(4) as usize;
     let mut most = len.max(1);
-    for p in parts {
+    // Drawn inputs have no memory to bind: any slice of them fits.
+    for p in parts.iter().filter(|p| p.view.0.draws().is_none()) {
         let l = p.view.1;
         let size = p.elem.size();
         let cap = limit / size;
@@ -119,6 +120,11 @@ pub(crate) fn by_slices(
                     Some(a) if p.view.1.dims[a] > 1 => narrow(p.view.1, a, start, n),
                     _ => *p.view.1,
                 };
+                if p.view.0.draws().is_some() {
+                    // Drawn at the slice's own addresses, through no window.
+                    scratch.push(None);
+                    return (p.view.0.clone(), l);
+                }
                 let size = p.elem.size();
                 let unit = align / size;
                 let lo = l.offset - l.offset % unit;

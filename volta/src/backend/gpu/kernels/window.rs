@@ -1,7 +1,6 @@
 //! Sliding windows over (N, C, H, W) tensors, im2col (`shaders/unfold2d.wgsl`) and
-//! its race-free adjoint col2im (`shaders/fold2d.wgsl`), and the counter-based
-//! uniform generator (`shaders/uniform.wgsl`): hand-written kernels, one thread per
-//! output element.
+//! its race-free adjoint col2im (`shaders/fold2d.wgsl`): hand-written kernels, one
+//! thread per output element.
 use super::Operand;
 use super::elementwise::copy;
 use super::slices::{self, Part};
@@ -16,10 +15,6 @@ use volta_kernels::wgsl::{Elem, with_elem};
 
 const UNFOLD2D: &str = include_str!("../../../../../shaders/unfold2d.wgsl");
 const FOLD2D: &str = include_str!("../../../../../shaders/fold2d.wgsl");
-const UNIFORM: &str = concat!(
-    include_str!("../../../../../shaders/counter_hash.wgsl"),
-    include_str!("../../../../../shaders/uniform.wgsl")
-);
 const WG: usize = 256;
 
 /// Launches a hand-written kernel over `n` outputs (`reads` input buffers, then
@@ -158,13 +153,4 @@ pub(crate) fn fold2d(
     let kernel = (elem, "volta fold2d", FOLD2D);
     launch_by_batch(rt, kernel, cols, &out, len / n, params);
     (out, len)
-}
-
-pub(crate) fn uniform(rt: &Runtime, elem: Elem, len: usize, seed: u64) -> Arc<Pooled> {
-    let out = alloc(rt, len * elem.size());
-    if len > 0 {
-        let p = [u(len), seed as u32, (seed >> 32) as u32];
-        launch_named(rt, elem, "volta uniform", UNIFORM, &p, &[], &out, len);
-    }
-    out
 }

@@ -180,6 +180,10 @@ pub(crate) struct Pooled {
     /// precision), kept while the memory is unchanged: a write in place drops it
     /// ([`Pooled::forget_rounded`]).
     rounded: Mutex<Option<Arc<Pooled>>>,
+    /// `Some(seed)`: a stand-in for the uniform numbers of `seed`, which kernels
+    /// draw where they would load them (`volta_kernels::wgsl::Draws`); the
+    /// buffer itself is only bound, never read (see [`Pooled::drawing`]).
+    draws: Option<u64>,
 }
 
 impl Pooled {
@@ -192,6 +196,7 @@ impl Pooled {
             window: None,
             _parent: None,
             rounded: Mutex::new(None),
+            draws: None,
         }
     }
 
@@ -214,6 +219,7 @@ impl Pooled {
             window: None,
             _parent: None,
             rounded: Mutex::new(None),
+            draws: None,
         }
     }
 
@@ -226,6 +232,10 @@ impl Pooled {
             _ => (0, parent),
         };
         debug_assert!(offset + size <= parent.bound_size());
+        debug_assert!(
+            parent.draws.is_none(),
+            "a drawn input has no memory to window"
+        );
         Arc::new(Pooled {
             buffer: root.buffer.clone(),
             id: root.id,
@@ -233,6 +243,7 @@ impl Pooled {
             window: Some((base + offset, size)),
             _parent: Some(root.clone()),
             rounded: Mutex::new(None),
+            draws: None,
         })
     }
 
@@ -247,6 +258,20 @@ impl Pooled {
     /// in place, and the copy would not follow.
     pub fn forget_rounded(&self) {
         *self.rounded.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// This (small) buffer as the stand-in for the uniform numbers of `seed`
+    /// (element `i` is `volta::random::uniform_at(seed, i)`): a fusion leaf that
+    /// elementwise and row kernels draw at the addresses they would load, so the
+    /// numbers are never written.
+    pub fn drawing(mut self, seed: u64) -> Self {
+        self.draws = Some(seed);
+        self
+    }
+
+    /// The seed whose uniform numbers this buffer stands for, if it is a stand-in.
+    pub fn draws(&self) -> Option<u64> {
+        self.draws
     }
 
     /// Bytes a kernel binds: the window, or the whole buffer.
