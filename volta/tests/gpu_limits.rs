@@ -1,7 +1,8 @@
 //! Tensors larger than one binding, passed as a user would pass them: ops work in
 //! slices, each binding a window of every operand, and match the CPU —
-//! elementwise chains and copies, reductions (full ones too), softmax, matmul,
-//! gather, scatter-add, convolution windows and the optimiser steps. The binary
+//! elementwise chains and copies, drawn uniform numbers, reductions (full ones
+//! too), softmax, matmul, gather, scatter-add, convolution windows and the
+//! optimiser steps. The binary
 //! `gpu_bindings` runs them with the binding size capped (`crate::limit`), so each
 //! tensor here is just over that cap, as a tensor just over 128 MiB is on
 //! lavapipe and over 2 GiB on NVIDIA.
@@ -73,6 +74,30 @@ fn elementwise_and_copies_past_the_binding_limit() {
         &c.narrow(0, side - 3, 3).to_vec(),
         0.0,
         "narrow",
+    );
+}
+
+#[test]
+fn drawn_numbers_past_the_binding_limit() {
+    // Uniform numbers are drawn where kernels would load them: a dropout mask
+    // over a tensor past the limit, in slices (each drawn at its own
+    // addresses), and its row sums; the numbers are the CPU's bit for bit.
+    let _one = crate::alone();
+    let n = n();
+    let (c, g) = both(values(n), &[n]);
+    let seed = 1 << 33;
+    let masked = |x: &RawTensor<_, f32>, u: RawTensor<_, f32>| {
+        x.binary(BinaryOp::Mul, &u.scalar(BinaryOp::Ge, 0.3))
+    };
+    let cm = masked(&c, RawTensor::<Cpu, f32>::uniform(&[n], seed));
+    let gm = masked(&g, RawTensor::<Gpu, f32>::uniform(&[n], seed));
+    close(&gm.to_vec(), &cm.to_vec(), 0.0, "x · (u ≥ 0.3)");
+    let rows = [n / 4096, 4096];
+    close(
+        &gm.reshape(&rows).reduce(ReduceOp::Sum, 1).to_vec(),
+        &cm.reshape(&rows).reduce(ReduceOp::Sum, 1).to_vec(),
+        1e-4,
+        "row sums of the masked rows",
     );
 }
 
