@@ -86,9 +86,12 @@ fn drawn_numbers_past_the_binding_limit() {
     let n = n();
     let (c, g) = both(values(n), &[n]);
     let seed = 1 << 33;
-    let masked = |x: &RawTensor<_, f32>, u: RawTensor<_, f32>| {
+    fn masked<D: volta::Backend<f32>>(
+        x: &RawTensor<D, f32>,
+        u: RawTensor<D, f32>,
+    ) -> RawTensor<D, f32> {
         x.binary(BinaryOp::Mul, &u.scalar(BinaryOp::Ge, 0.3))
-    };
+    }
     let cm = masked(&c, RawTensor::<Cpu, f32>::uniform(&[n], seed));
     let gm = masked(&g, RawTensor::<Gpu, f32>::uniform(&[n], seed));
     close(&gm.to_vec(), &cm.to_vec(), 0.0, "x · (u ≥ 0.3)");
