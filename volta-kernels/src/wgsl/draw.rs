@@ -17,11 +17,19 @@ pub struct Draws(pub Vec<(usize, usize)>);
 
 impl Draws {
     /// The seed's scalar index if input `i` is drawn.
-    pub(crate) fn seed(&self, i: usize) -> Option<usize> {
+    pub fn seed(&self, i: usize) -> Option<usize> {
         self.0
             .iter()
             .find(|&&(input, _)| input == i)
             .map(|&(_, s)| s)
+    }
+
+    /// Input `i`'s name in a profile: `u{i}` when drawn, else `x{i}`.
+    pub fn name(&self, i: usize) -> String {
+        match self.seed(i) {
+            Some(_) => format!("u{i}"),
+            None => format!("x{i}"),
+        }
     }
 
     /// The functions drawing needs (none without drawn inputs).

@@ -318,37 +318,49 @@ impl Printer {
     }
 }
 
-/// A compact, readable form for profiles and logs: `relu(x0 * x1 + x2)`, inputs as
-/// `x{i}`, run-time scalars as `s{j}`, user kernels by name.
-impl std::fmt::Display for Expr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Expr {
+    /// [`Display`](std::fmt::Display)'s form with input `i` named `input(i)`
+    /// (a profile names drawn inputs `u{i}`).
+    pub fn display_with(&self, input: &dyn Fn(usize) -> String) -> String {
+        let sub = |e: &Expr| e.display_with(input);
         match self {
-            Expr::Input(i) => write!(f, "x{i}"),
-            Expr::Scalar(j) => write!(f, "s{j}"),
-            Expr::Const(bits) => write!(f, "{}", f32::from_bits(*bits)),
-            Expr::Unary(op, x) => write!(f, "{}({x})", format!("{op:?}").to_lowercase()),
+            Expr::Input(i) => input(*i),
+            Expr::Scalar(j) => format!("s{j}"),
+            Expr::Const(bits) => format!("{}", f32::from_bits(*bits)),
+            Expr::Unary(op, x) => format!("{}({})", format!("{op:?}").to_lowercase(), sub(x)),
             Expr::Binary(op, a, b) => {
                 let sym = match op {
                     BinaryOp::Add => "+",
                     BinaryOp::Sub => "-",
                     BinaryOp::Mul => "*",
                     BinaryOp::Div => "/",
-                    _ => return write!(f, "{}({a}, {b})", format!("{op:?}").to_lowercase()),
+                    _ => {
+                        let name = format!("{op:?}").to_lowercase();
+                        return format!("{name}({}, {})", sub(a), sub(b));
+                    }
                 };
-                write!(f, "({a} {sym} {b})")
+                format!("({} {sym} {})", sub(a), sub(b))
             }
-            Expr::Select(c, a, b) => write!(f, "select({c}, {a}, {b})"),
+            Expr::Select(c, a, b) => format!("select({}, {}, {})", sub(c), sub(a), sub(b)),
             Expr::Call {
                 kernel,
                 partial,
                 args,
             } => {
-                let args: Vec<String> = args.iter().map(ToString::to_string).collect();
+                let args: Vec<String> = args.iter().map(sub).collect();
                 match partial {
-                    None => write!(f, "{}({})", kernel.0.name, args.join(", ")),
-                    Some(k) => write!(f, "d{}/d{k}({})", kernel.0.name, args.join(", ")),
+                    None => format!("{}({})", kernel.0.name, args.join(", ")),
+                    Some(k) => format!("d{}/d{k}({})", kernel.0.name, args.join(", ")),
                 }
             }
         }
+    }
+}
+
+/// A compact, readable form for profiles and logs: `relu(x0 * x1 + x2)`, inputs as
+/// `x{i}`, run-time scalars as `s{j}`, user kernels by name.
+impl std::fmt::Display for Expr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.display_with(&|i| format!("x{i}")))
     }
 }

@@ -196,7 +196,8 @@ fn describe(key: &Key) -> String {
 /// never cut short.
 fn describe_with(key: &Key, detail: bool) -> String {
     let mut name = match key {
-        Key::Elementwise(k) => format!("elementwise {}", k.expr),
+        // Drawn inputs (uniform numbers hashed in place) read as `u{i}`.
+        Key::Elementwise(k) => format!("elementwise {}", k.expr.display_with(&|i| k.drawn.name(i))),
         Key::Row(k) => {
             let op = match k.op {
                 RowOp::Reduce(op) => format!("{op:?}").to_lowercase(),
@@ -208,8 +209,8 @@ fn describe_with(key: &Key, detail: bool) -> String {
                 RowOp::NormalizeGrad { center: false } => "rms_normalize_grad".into(),
             };
             let name = match k.expr {
-                Expr::Input(0) => format!("{op} rows"),
-                _ => format!("{op} rows of {}", k.expr),
+                Expr::Input(0) if k.drawn.seed(0).is_none() => format!("{op} rows"),
+                _ => format!("{op} rows of {}", k.expr.display_with(&|i| k.drawn.name(i))),
             };
             if detail {
                 format!("{name} [{:?}]", k.variant)
@@ -247,5 +248,27 @@ mod tests {
         let key = Key::Named("volta matmul tensor-core", vec![2, 2, 4, 4, 32]);
         assert_eq!(describe_with(&key, false), "matmul tensor-core");
         assert_eq!(describe_with(&key, true), "matmul tensor-core [2,2,4,4,32]");
+    }
+
+    #[test]
+    fn drawn_inputs_are_named_apart() {
+        use volta_kernels::BinaryOp;
+        use volta_kernels::wgsl::{Access, Draws, Elem, ElementwiseKernel, Expr, Launch};
+        // Dropout: x0 · (u1 ≥ s0), the uniform numbers drawn.
+        let key = Key::Elementwise(ElementwiseKernel {
+            rank: 1,
+            elem: Elem::F32,
+            out_elem: Elem::F32,
+            inputs: vec![Access::Contiguous; 2],
+            output: Access::Contiguous,
+            expr: Expr::input(0).binary(
+                BinaryOp::Mul,
+                Expr::input(1).binary(BinaryOp::Ge, Expr::scalar(0)),
+            ),
+            vector: false,
+            launch: Launch::DEFAULT,
+            drawn: Draws(vec![(1, 1)]),
+        });
+        assert_eq!(describe_with(&key, false), "elementwise (x0 * ge(u1, s0))");
     }
 }
