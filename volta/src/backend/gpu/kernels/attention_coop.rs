@@ -218,9 +218,10 @@ pub(crate) const RESCALE_AT: f32 = 8.0;
 /// 32·(sg % 2).. and features (d / 2)·(sg % 2)..; each fragment of K, P and V
 /// it loads serves two products (24 loads for its 32 products of a tile at
 /// d = 64, against 36). Otherwise it takes rows 16·sg.., every key and every
-/// feature.
+/// feature. The backward's products into accumulators split the same way
+/// (rows of keys or of queries, by features).
 #[derive(Clone, Copy)]
-struct Split {
+pub(crate) struct Split {
     quads: bool,
     /// Fragments of 16 features in a head.
     frags: usize,
@@ -230,22 +231,27 @@ struct Split {
 
 impl Split {
     fn of(d: usize) -> Split {
+        Split::with_rows(d, d + 4, d.is_multiple_of(32))
+    }
+    /// The split for heads `d` wide (in quadrants if `quads`), the results'
+    /// rows `dp` floats long in `Ss`.
+    pub(crate) fn with_rows(d: usize, dp: usize, quads: bool) -> Split {
         Split {
-            quads: d.is_multiple_of(32),
+            quads: quads && d.is_multiple_of(32),
             frags: d / 16,
-            dp: d + 4,
+            dp,
         }
     }
     /// Blocks of 16 rows per subgroup.
-    fn row_blocks(self) -> usize {
+    pub(crate) fn row_blocks(self) -> usize {
         if self.quads { 2 } else { 1 }
     }
     /// Blocks of 16 keys per subgroup.
-    fn key_blocks(self) -> usize {
+    pub(crate) fn key_blocks(self) -> usize {
         if self.quads { 2 } else { 4 }
     }
     /// Blocks of 16 features per subgroup.
-    fn col_blocks(self) -> usize {
+    pub(crate) fn col_blocks(self) -> usize {
         if self.quads {
             self.frags / 2
         } else {
@@ -253,7 +259,7 @@ impl Split {
         }
     }
     /// The subgroup's first row of block `i` (WGSL).
-    fn row(self, i: usize) -> String {
+    pub(crate) fn row(self, i: usize) -> String {
         if self.quads {
             format!("(32u * (sg / 2u) + {}u)", 16 * i)
         } else {
@@ -261,7 +267,7 @@ impl Split {
         }
     }
     /// The subgroup's block `j` of keys (WGSL).
-    fn key(self, j: usize) -> String {
+    pub(crate) fn key(self, j: usize) -> String {
         if self.quads {
             format!("(2u * (sg % 2u) + {j}u)")
         } else {
@@ -269,7 +275,7 @@ impl Split {
         }
     }
     /// The subgroup's block `j` of features (WGSL).
-    fn col(self, j: usize) -> String {
+    pub(crate) fn col(self, j: usize) -> String {
         if self.quads {
             format!("({}u * (sg % 2u) + {j}u)", self.frags / 2)
         } else {
@@ -279,7 +285,7 @@ impl Split {
     /// `stmt` for each of the subgroup's output accumulators `o{i}_{j}`, with
     /// `AT` the first vec4 of its block in Ss (rows of d + 4 floats) and
     /// `STRIDE` that row length in vec4s.
-    fn accumulators(self, w: &mut String, stmt: &str) {
+    pub(crate) fn accumulators(self, w: &mut String, stmt: &str) {
         for i in 0..self.row_blocks() {
             for j in 0..self.col_blocks() {
                 let at = format!("{} * {}u + 4u * {}", self.row(i), self.dp / 4, self.col(j));
