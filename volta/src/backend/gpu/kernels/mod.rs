@@ -46,19 +46,20 @@ pub(crate) type Small<T> = SmallVec<[T; 4]>;
 
 /// The inputs that stand for uniform numbers ([`Pooled::drawing`]), for a
 /// kernel to draw rather than load, and `scalars` with each one's seed appended
-/// as two words; `first` is the index in `scalars` of the expression's first
-/// scalar (a row op's own come before it).
-pub(crate) fn draws(
+/// as two words (borrowed as they are when nothing is drawn: most launches);
+/// `first` is the index in `scalars` of the expression's first scalar (a row
+/// op's own come before it).
+pub(crate) fn draws<'a>(
     inputs: &[Operand],
-    scalars: &[u32],
+    scalars: &'a [u32],
     first: usize,
-) -> (volta_kernels::wgsl::Draws, Small<u32>) {
-    let mut all: Small<u32> = scalars.iter().copied().collect();
+) -> (volta_kernels::wgsl::Draws, std::borrow::Cow<'a, [u32]>) {
     let mut drawn = Vec::new();
+    let mut all = std::borrow::Cow::Borrowed(scalars);
     for (i, (b, _)) in inputs.iter().enumerate() {
         if let Some(seed) = b.draws() {
             drawn.push((i, all.len() - first));
-            all.extend([seed as u32, (seed >> 32) as u32]);
+            all.to_mut().extend([seed as u32, (seed >> 32) as u32]);
         }
     }
     (volta_kernels::wgsl::Draws(drawn), all)
