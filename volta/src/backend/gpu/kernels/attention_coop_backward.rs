@@ -23,7 +23,7 @@
 //! and adds its rows of dq atomically, so `backward_q` does not compute the
 //! scores and `dO·vᵀ` a second time.
 use super::attention_coop::{
-    DROPOUT, ROWS, Split, fragments, header, scores, stage, stage_held, tile_loads,
+    DROPOUT, ROWS, Split, fragments, header, put, scores, stage, tile_loads,
 };
 use std::fmt::Write;
 
@@ -74,7 +74,7 @@ var<workgroup> Dl: array<vec4<f32>, {rows4}>;
         // dq's operand: the block's keys as rows, in T1 once dO·vᵀ is done (the
         // workgroup memory has no room for a fourth tile within 48 KiB), stored
         // there per tile from registers, where they stay as f16.
-        w.push_str(&stage_held("k", "T1", d, dp4, "f16").replace("_k(", "_k_dq("));
+        w.push_str(&put("k_dq", "T1", d, dp4, "f16"));
     } else {
         backward_q(&mut w, d, dp4, p4, prefetch);
     }
@@ -331,27 +331,36 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     if (p[6] != 0u && key > p[7]) {{
         t_sees = key - p[7];
     }}
-    let factor = select(1.0, bitcast<f32>(p[31]), p[30] != 0u);
-    put_k_kv(fetch_k_kv(head(1u, b, hk), j0, p[4], li), li);
-    workgroupBarrier();",
+    let factor = select(1.0, bitcast<f32>(p[31]), p[30] != 0u);",
         rows = ROWS
     )
     .unwrap();
-    fragments(w, "kf", "T0", d, dp4);
-    w.push_str("    workgroupBarrier();\n    put_v_kv(fetch_v_kv(head(2u, b, hk), j0, p[4], li), li);\n    workgroupBarrier();\n");
-    fragments(w, "vf", "T1", d, dp4);
+    // Keys and values load together. dq's keys are the same loads, rounded and
+    // held in registers, to be stored again per tile (faster than reloading
+    // them: the backward 6%, H200); their own fetch took a third round trip
+    // before the first tile.
     if atomic_dq {
-        // The keys' rows for dq's product, held in registers as f16 and stored
-        // again per tile (faster than reloading them: the backward 6%, H200).
-        writeln!(
-            w,
-            "    var kd: array<vec4<f16>, {per}>;
-    {{ let x = fetch_k_dq(head(1u, b, hk), j0, p[4], li);
-       for (var i = 0u; i < {per}u; i++) {{ kd[i] = vec4<f16>(x[i]); }} }}",
-            per = d / 8
-        )
-        .unwrap();
+        writeln!(w, "    var kd: array<vec4<f16>, {}>;", d / 8).unwrap();
     }
+    writeln!(
+        w,
+        "    {{ let xk = fetch_k_kv(head(1u, b, hk), j0, p[4], li);
+      let xv = fetch_v_kv(head(2u, b, hk), j0, p[4], li);
+      put_k_kv(xk, li); put_v_kv(xv, li);{}
+    }}
+    workgroupBarrier();",
+        if atomic_dq {
+            format!(
+                "\n      for (var i = 0u; i < {}u; i++) {{ kd[i] = vec4<f16>(xk[i]); }}",
+                d / 8
+            )
+        } else {
+            String::new()
+        }
+    )
+    .unwrap();
+    fragments(w, "kf", "T0", d, dp4);
+    fragments(w, "vf", "T1", d, dp4);
     declare(w, "    ", "dk", split(d));
     declare(w, "    ", "dv", split(d));
     writeln!(
