@@ -405,9 +405,17 @@ fn print_kernels(profile: &volta::backend::gpu::Profile) {
 }
 
 /// Seconds per call of `f` (recorded only), timed in bursts of eight between
-/// syncs so that a sync's cost is not each call's.
+/// syncs so that a sync's cost is not each call's, after a quarter second of
+/// calls: the host making the operands leaves the GPU idle, its clock falls,
+/// and a few calls do not bring it back (the same product's rows moved 4×
+/// between two processes, H200, 2026-12-04).
 fn per_call(mut f: impl FnMut()) -> f64 {
     const PER_SYNC: usize = 8;
+    let heat = Instant::now();
+    while heat.elapsed().as_secs_f64() < 0.25 {
+        (0..PER_SYNC).for_each(|_| f());
+        Gpu::sync().expect("the GPU works");
+    }
     time(7, || (0..PER_SYNC).for_each(|_| f())) / PER_SYNC as f64
 }
 

@@ -153,14 +153,14 @@ impl Tuning {
             )
             .collect();
         compile_all(&candidates, prepare);
-        for tiles in candidates {
-            let Some(seconds) = time(rt, || run(tiles)) else {
-                // The device is lost or failing: keep the size-based choice, do
-                // not cache it.
-                return fallback;
-            };
-            if seconds < best.0 {
-                best = (seconds, tiles);
+        let Some(seconds) = time(rt, &candidates, run) else {
+            // The device is lost or failing: keep the size-based choice, do
+            // not cache it.
+            return fallback;
+        };
+        for (&tiles, &s) in candidates.iter().zip(&seconds) {
+            if s < best.0 {
+                best = (s, tiles);
             }
         }
         self.tuned.fetch_add(1, Ordering::Relaxed);
@@ -195,23 +195,35 @@ fn compile_all<K>(candidates: &[MatmulTiles], prepare: &(dyn Fn(MatmulTiles) -> 
     });
 }
 
-/// Seconds per launch of `launch` on the GPU: a warm-up, then the best of three
-/// batches of launches sized to last about a millisecond. `None` when waiting fails.
-fn time(rt: &Runtime, launch: impl Fn()) -> Option<f64> {
-    let batch = |n: usize| -> Option<f64> {
+/// Seconds per launch of each candidate's product on the GPU (`run` records one
+/// launch): a warm-up each, then the best of three rounds that time every
+/// candidate in turn, a batch of launches sized to last about a millisecond.
+/// Rounds rather than one candidate after another: the GPU's clock is still
+/// rising at a process's first products, which timed the first candidates slow
+/// (the size-based choice, timed first, lost to slower tiles). `None` when
+/// waiting fails.
+fn time(rt: &Runtime, candidates: &[MatmulTiles], run: &dyn Fn(MatmulTiles)) -> Option<Vec<f64>> {
+    let batch = |tiles: MatmulTiles, n: usize| -> Option<f64> {
         let start = Instant::now();
         for _ in 0..n {
-            launch();
+            run(tiles);
         }
         wait(rt)?;
         Some(start.elapsed().as_secs_f64() / n as f64)
     };
     wait(rt)?; // earlier work, not this product's
-    let once = batch(1)?; // compiles the pipeline, warms the caches
-    let n = ((1e-3 / once.max(1e-7)) as usize).clamp(1, 64);
-    let mut best = f64::INFINITY;
+    // One launch each compiles the pipeline and warms the caches, and sizes
+    // its batches.
+    let mut sized = Vec::with_capacity(candidates.len());
+    for &tiles in candidates {
+        let once = batch(tiles, 1)?;
+        sized.push(((1e-3 / once.max(1e-7)) as usize).clamp(1, 64));
+    }
+    let mut best = vec![f64::INFINITY; candidates.len()];
     for _ in 0..3 {
-        best = best.min(batch(n)?);
+        for ((&tiles, &n), best) in candidates.iter().zip(&sized).zip(&mut best) {
+            *best = best.min(batch(tiles, n)?);
+        }
     }
     Some(best)
 }
