@@ -198,10 +198,10 @@ fn compile_all<K>(candidates: &[MatmulTiles], prepare: &(dyn Fn(MatmulTiles) -> 
 /// Seconds per launch of each candidate's product on the GPU (`run` records one
 /// launch): a warm-up each, then the best of three rounds that time every
 /// candidate in turn, a batch of launches sized to last about a millisecond.
-/// Rounds rather than one candidate after another: the GPU's clock is still
-/// rising at a process's first products, which timed the first candidates slow
-/// (the size-based choice, timed first, lost to slower tiles). `None` when
-/// waiting fails.
+/// Rounds rather than one candidate after another: the GPU's clock can still be
+/// rising at a process's first products, and timed one after another the first
+/// candidates (the size-based choice first) ran at a lower clock than the last
+/// (H200, 2026-12-04). `None` when waiting fails.
 fn time(rt: &Runtime, candidates: &[MatmulTiles], run: &dyn Fn(MatmulTiles)) -> Option<Vec<f64>> {
     let batch = |tiles: MatmulTiles, n: usize| -> Option<f64> {
         let start = Instant::now();
