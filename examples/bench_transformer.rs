@@ -406,9 +406,10 @@ fn print_kernels(profile: &volta::backend::gpu::Profile) {
 
 /// Seconds per call of `f` (recorded only), timed in bursts of eight between
 /// syncs so that a sync's cost is not each call's, after a quarter second of
-/// calls: the host making the operands leaves the GPU idle, its clock falls,
-/// and a few calls do not bring it back (the same product's rows moved 4×
-/// between two processes, H200, 2026-12-04).
+/// calls: the host making the operands leaves the GPU idle, its clock falls
+/// (benchmarks/h100-2026-11-23-s9), and a few calls do not bring it back (the
+/// same product's rows moved 4× between two processes, H200, 2026-12-04, after
+/// a second of products before the first row).
 fn per_call(mut f: impl FnMut()) -> f64 {
     const PER_SYNC: usize = 8;
     let heat = Instant::now();
@@ -451,14 +452,6 @@ fn products(rows: usize, precisions: &[MatmulPrecision]) {
         ("dw_a_along_k_384x1536", c, rows, f, false, false),
         ("dw_a_along_k_1536x384", f, rows, c, false, false),
     ];
-    // The SM clock falls when the GPU idles (see benchmarks/h100-2026-11-23-s9):
-    // a second of large products first.
-    let big = operand(&[4096, 4096]);
-    let heat = Instant::now();
-    while heat.elapsed().as_secs_f64() < 1.0 {
-        big.matmul(&big).buffer().realize();
-        Gpu::sync().expect("the GPU works");
-    }
     for &precision in precisions {
         Gpu::set_matmul_precision(precision);
         for &(name, m, k, n, at, bt) in &shapes {
