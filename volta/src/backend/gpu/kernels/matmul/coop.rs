@@ -55,7 +55,7 @@ const P: Staging = Staging::Prefetch;
 
 impl CoopTiles {
     /// The configurations the GPU benchmark sweeps.
-    pub const CANDIDATES: [CoopTiles; 14] = [
+    pub const CANDIDATES: [CoopTiles; 15] = [
         coop(2, 2, 4, 4, 32, 8, P),
         coop(2, 2, 4, 4, 32, 8, Staging::Double),
         coop(2, 2, 4, 4, 32, 8, Staging::Direct),
@@ -70,6 +70,7 @@ impl CoopTiles {
         coop(4, 4, 2, 2, 32, 8, P),
         coop(4, 4, 2, 2, 16, 8, Staging::Double),
         coop(2, 2, 2, 2, 32, 8, P),
+        coop(4, 2, 2, 4, 64, 8, P),
     ];
 
     /// Rows of C per workgroup.
