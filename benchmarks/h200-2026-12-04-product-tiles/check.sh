@@ -1,4 +1,4 @@
-# The committed rule (eight-subgroup tiles for 257 to 384 large tiles): the
+# The narrowed rule (eight-subgroup tiles for 257 to 384 large tiles, not kept): the
 # tensor-core tests, then the probe's default against the four-subgroup tiles.
 set -u
 source .device/gpu-env.sh >/dev/null

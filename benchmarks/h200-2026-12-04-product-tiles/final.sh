@@ -1,4 +1,4 @@
-# The final build: products of 256 to 384 tiles (now on the eight-subgroup
+# The build with the eight-subgroup tiles from 256 tiles: products of 256 to 384 tiles (on the eight-subgroup
 # tiles) against the four-subgroup ones they had, then the whole GPU suite, the
 # transformer rows against PyTorch and the step in three alternating rounds.
 set -u

@@ -14,18 +14,15 @@ use volta::prelude::*;
 /// `(batch, m, k, n, a transposed, b transposed)`: every contiguous axis a
 /// multiple of 4 (the tensor-core kernels load vectors) but none of a tile, K not
 /// a multiple of the K step; some of 8 (16-byte loads of f16), some not; N not a
-/// multiple of 4 once (C stored by elements); two products of 257 to 384 large
-/// tiles, which take the eight-subgroup tiles with K steps of 64.
+/// multiple of 4 once (C stored by elements).
 #[allow(clippy::type_complexity)]
-const SHAPES: [(usize, usize, usize, usize, bool, bool); 11] = [
+const SHAPES: [(usize, usize, usize, usize, bool, bool); 9] = [
     (1, 100, 72, 132, false, false),
     (1, 40, 64, 30, false, true),
     (1, 36, 200, 20, true, false),
     (1, 68, 40, 92, false, true),
     (3, 52, 24, 44, true, true),
     (2, 260, 136, 132, false, false),
-    (1, 2100, 136, 2060, true, false),
-    (1, 2052, 72, 2044, false, true),
     // Split along K: partial products summed after (in 4 on the f32 kernel, in
     // 2 on tensor cores, whose slices are at least 1024 long).
     (1, 64, 1024, 48, false, false),

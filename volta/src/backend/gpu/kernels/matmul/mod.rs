@@ -73,21 +73,6 @@ const COOP_LARGE: CoopTiles = CoopTiles {
     pad: 8,
     staging: Staging::Prefetch,
 };
-/// Tensor-core tiles for large products whose tiles make one or two waves: the
-/// same 128 × 128 tiles as [`COOP_LARGE`], in 4×2 subgroups of 2×4 fragments
-/// and K steps of 64. Twice the warps hide more of each one's waits when a
-/// core holds few workgroups: at 288 to 384 tiles, 7–26% faster (K 384 to
-/// 4096); at 256 tiles (one wave of large ones) 4–18% slower, and at 512 or 768
-/// 9–15% slower (H200, f16 products alone, 2026-12-04).
-const COOP_FEW: CoopTiles = CoopTiles {
-    wm: 4,
-    wn: 2,
-    fm: 2,
-    fn_: 4,
-    bk: 64,
-    pad: 8,
-    staging: Staging::Prefetch,
-};
 /// Tensor-core tiles for a few rows of a quantised product: 16 × 128.
 const COOP_ROWS: CoopTiles = CoopTiles {
     wm: 1,
@@ -573,17 +558,14 @@ fn split_k_blocks(groups: usize, blocks: usize) -> usize {
 }
 
 /// The tensor-core tiles for a product of this size: large ones when they fill
-/// the GPU, in more subgroups while they are few.
+/// the GPU.
 fn choose_coop_tiles(batch: usize, m: usize, n: usize) -> CoopTiles {
     let large = COOP_LARGE;
     let groups = m.div_ceil(large.bm() as usize) * n.div_ceil(large.bn() as usize) * batch;
-    match groups {
-        g if g < FILL / 2 => COOP_SMALL,
-        // Past one wave of large tiles (two per core of an H200's 132) and up to
-        // 384 of them: at 256 tiles, one wave, and at 512 or 768, the large
-        // tiles win.
-        g if g > FILL / 2 && g <= 3 * FILL / 4 => COOP_FEW,
-        _ => large,
+    if groups >= FILL / 2 {
+        large
+    } else {
+        COOP_SMALL
     }
 }
 
