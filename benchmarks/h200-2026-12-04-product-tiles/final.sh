@@ -1,5 +1,5 @@
-# The build with the eight-subgroup tiles from 256 tiles: products of 256 to 384 tiles (on the eight-subgroup
-# tiles) against the four-subgroup ones they had, then the whole GPU suite, the
+# On the build with the eight-subgroup tiles from 256 tiles: products of 256
+# to 384 tiles against the four-subgroup ones, then the whole GPU suite, the
 # transformer rows against PyTorch and the step in three alternating rounds.
 set -u
 source .device/gpu-env.sh >/dev/null
