@@ -20,6 +20,7 @@ mod f16;
 mod fuzz_readers;
 mod ggml_blocks;
 mod gguf;
+mod gpu_backward_memory;
 mod gpu_bind_groups;
 mod gpu_grid;
 mod gpu_kernel;

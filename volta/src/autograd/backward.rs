@@ -138,7 +138,15 @@ fn backward<D: Backend<E>, E: Float>(
     // each bucket's all-reduce from `on_leaf`.
     let mut ready = BinaryHeap::from([Ready(root)]);
     let mut slices = Slices::default();
+    // Leaves finished by the node before this one. Their gradients may still be
+    // deferred sums over activation-sized operands (a bias's gradient summed
+    // from the layer's output gradient, a weight's from split-K partials): they
+    // are computed one node later, once the node that reads the same operand
+    // (the layer's product, next in the walk) has recorded it, and not when the
+    // optimiser first reads them, after the whole pass has held those operands.
+    let mut finished: Vec<TensorId> = Vec::new();
     while let Some(Ready(node)) = ready.pop() {
+        settle(&leaf_grads, &mut finished);
         let g = slices.take(&mut grads, node.id());
         // Taken: what the op saved for its rule goes once the rule has run.
         let Some(Some(taken)) = node.take_op() else {
@@ -183,6 +191,7 @@ fn backward<D: Backend<E>, E: Float>(
             } else if let Some(g) = slices.take(&mut grads, input.id()) {
                 on_leaf(input.id(), &g);
                 leaf_grads.add_raw(input.id(), g);
+                finished.push(input.id());
             }
         }
         // An op that saved values drops them here (unless retained); one that
@@ -191,7 +200,18 @@ fn backward<D: Backend<E>, E: Float>(
             node.restore_op(taken);
         }
     }
+    settle(&leaf_grads, &mut finished);
     leaf_grads
+}
+
+/// Computes the gradients of the leaves `finished` names if their device deferred
+/// them (see `backward`), and empties the list.
+fn settle<D: Backend<E>, E: Float>(grads: &Gradients<D, E>, finished: &mut Vec<TensorId>) {
+    for id in finished.drain(..) {
+        if let Some(g) = grads.get_raw(id) {
+            <D as crate::backend::Memory<E>>::settle(g.buffer());
+        }
+    }
 }
 
 /// With `detect_anomaly` on, panics at the first NaN or infinity in `grad`, the

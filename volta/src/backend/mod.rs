@@ -104,6 +104,10 @@ pub trait Memory<E: Element>: 'static {
     /// Whether `a` and `b` are handles to the same memory, so that a view of one
     /// is a view of the other (`false` where that is unknown).
     fn same_memory(a: &Self::Buffer, b: &Self::Buffer) -> bool;
+    /// Computes a value whose computation a device defers (the GPU's fused
+    /// expressions), so that the operands it was deferred on can be freed; does not
+    /// wait for the device. Nothing to do where every value is computed at once.
+    fn settle(_buf: &Self::Buffer) {}
 }
 
 /// The buffer type of device `D` for elements `E`.

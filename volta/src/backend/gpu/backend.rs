@@ -121,6 +121,9 @@ macro_rules! memory {
             fn same_memory(a: &Self::Buffer, b: &Self::Buffer) -> bool {
                 a.same_memory(b)
             }
+            fn settle(buf: &Self::Buffer) {
+                buf.realize();
+            }
         }
     };
 }
