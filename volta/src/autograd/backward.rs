@@ -146,7 +146,7 @@ fn backward<D: Backend<E>, E: Float>(
     // optimiser first reads them, after the whole pass has held those operands.
     let mut finished: Vec<TensorId> = Vec::new();
     while let Some(Ready(node)) = ready.pop() {
-        settle(&leaf_grads, &mut finished);
+        compute_finished(&leaf_grads, &mut finished);
         let g = slices.take(&mut grads, node.id());
         // Taken: what the op saved for its rule goes once the rule has run.
         let Some(Some(taken)) = node.take_op() else {
@@ -200,16 +200,19 @@ fn backward<D: Backend<E>, E: Float>(
             node.restore_op(taken);
         }
     }
-    settle(&leaf_grads, &mut finished);
+    compute_finished(&leaf_grads, &mut finished);
     leaf_grads
 }
 
 /// Computes the gradients of the leaves `finished` names if their device deferred
 /// them (see `backward`), and empties the list.
-fn settle<D: Backend<E>, E: Float>(grads: &Gradients<D, E>, finished: &mut Vec<TensorId>) {
+fn compute_finished<D: Backend<E>, E: Float>(
+    grads: &Gradients<D, E>,
+    finished: &mut Vec<TensorId>,
+) {
     for id in finished.drain(..) {
         if let Some(g) = grads.get_raw(id) {
-            <D as crate::backend::Memory<E>>::settle(g.buffer());
+            <D as crate::backend::Memory<E>>::compute_deferred(g.buffer());
         }
     }
 }

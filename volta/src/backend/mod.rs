@@ -107,7 +107,7 @@ pub trait Memory<E: Element>: 'static {
     /// Computes a value whose computation a device defers (the GPU's fused
     /// expressions), so that the operands it was deferred on can be freed; does not
     /// wait for the device. Nothing to do where every value is computed at once.
-    fn settle(_buf: &Self::Buffer) {}
+    fn compute_deferred(_buf: &Self::Buffer) {}
 }
 
 /// The buffer type of device `D` for elements `E`.

@@ -121,7 +121,7 @@ macro_rules! memory {
             fn same_memory(a: &Self::Buffer, b: &Self::Buffer) -> bool {
                 a.same_memory(b)
             }
-            fn settle(buf: &Self::Buffer) {
+            fn compute_deferred(buf: &Self::Buffer) {
                 buf.realize();
             }
         }

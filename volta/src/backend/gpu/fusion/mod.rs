@@ -13,7 +13,7 @@
 //! unless another consumer records the operand first (a bias's gradient, summed
 //! from the gradient a product reads): then it reads that memory. The backward
 //! pass records each parameter's gradient one node after finishing it
-//! (`Memory::settle`), so such a sum does not hold its operand until the
+//! (`Memory::compute_deferred`), so such a sum does not hold its operand until the
 //! optimiser reads it.
 //! A consumer may also read a pending operand *broadcast* (`bias.expand(..)`): the
 //! operand's leaves are then read with zero strides on the broadcast axes.
