@@ -138,15 +138,19 @@ fn backward<D: Backend<E>, E: Float>(
     // each bucket's all-reduce from `on_leaf`.
     let mut ready = BinaryHeap::from([Ready(root)]);
     let mut slices = Slices::default();
-    // Leaves finished by the node before this one. Their gradients may still be
-    // deferred sums over activation-sized operands (a bias's gradient summed
-    // from the layer's output gradient, a weight's from split-K partials): they
-    // are computed one node later, once the node that reads the same operand
-    // (the layer's product, next in the walk) has recorded it, and not when the
-    // optimiser first reads them, after the whole pass has held those operands.
+    // Leaves finished by the node before this one (`finished`) and the one
+    // before that (`older`). Their gradients may still be deferred sums over
+    // activation-sized operands (a bias's gradient summed from the layer's
+    // output gradient, a weight's from split-K partials). They are computed two
+    // nodes later, not when the optimiser first reads them, after the whole
+    // pass has held those operands; not sooner either: a bias's broadcast runs
+    // just before the layer's product, which then records the output gradient
+    // that the bias's sum reads, rather than the sum computing it a second time.
     let mut finished: Vec<TensorId> = Vec::new();
+    let mut older: Vec<TensorId> = Vec::new();
     while let Some(Ready(node)) = ready.pop() {
-        compute_finished(&leaf_grads, &mut finished);
+        compute_finished(&leaf_grads, &mut older);
+        std::mem::swap(&mut older, &mut finished);
         let g = slices.take(&mut grads, node.id());
         // Taken: what the op saved for its rule goes once the rule has run.
         let Some(Some(taken)) = node.take_op() else {
@@ -200,6 +204,7 @@ fn backward<D: Backend<E>, E: Float>(
             node.restore_op(taken);
         }
     }
+    compute_finished(&leaf_grads, &mut older);
     compute_finished(&leaf_grads, &mut finished);
     leaf_grads
 }
