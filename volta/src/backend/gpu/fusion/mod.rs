@@ -12,7 +12,7 @@
 //! axes reads `(B, T, C)` as `(B·T, C)`), computes the operand's tree in its loads ([`rows`]),
 //! unless another consumer records the operand first (a bias's gradient, summed
 //! from the gradient a product reads): then it reads that memory. The backward
-//! pass records each parameter's gradient one node after finishing it
+//! pass records each parameter's gradient two nodes after finishing it
 //! (`Memory::compute_deferred`), so such a sum does not hold its operand until the
 //! optimiser reads it.
 //! A consumer may also read a pending operand *broadcast* (`bias.expand(..)`): the
