@@ -32,13 +32,17 @@
 //    (`random::stream_keys`; attention_dropout.wgsl),
 //    [34..37] the (b, h, t) strides of the forward's output and of dq,
 //    [37..40] those of dk, [40..43] those of dv (features contiguous: each
-//    result is laid out as `packed_like` its operand).
+//    result is laid out as `packed_like` its operand), [43] the first feature
+//    of the slice of the head this launch writes (0 unless D > DP).
 // Outputs: forward out0 [B, H, T, D] and out1 the lse [B, H, T] (contiguous);
 // backward_q out0 dq; backward_kv out0 dk and out1 dv [B, Hkv, S, D] (and,
 // in the one-launch backward, dq_sum at binding 9).
 // The runtime prepends D (the head width), DP (D rounded up to a power of two
-// >= 32: a row in workgroup memory, zeros past D), NV = DP / 32 (vec4 columns
-// per thread), ACC = 4·NV, DCF, DCB, RC and SMEM (vec4s of workgroup memory).
+// >= 32, at most 256: a row in workgroup memory, zeros past D), NV = DP / 32
+// (vec4 columns per thread), ACC = 4·NV, DCF, DCB, RC and SMEM (vec4s of
+// workgroup memory). A head wider than DP takes one launch per slice of DP
+// features (p[43]): each computes the scores over all D features and writes its
+// slice of the outputs.
 alias T = f32;
 
 @group(0) @binding(0) var<storage, read> p: array<u32>;
@@ -79,6 +83,11 @@ fn element(which: u32, hd: vec3<u32>, t: u32, rows: u32, c: u32) -> f32 {
     return 0.0;
 }
 
+// The first feature of the slice of the head whose outputs this launch writes.
+fn first_feature() -> u32 {
+    return p[43];
+}
+
 // Writes scalar i of the workgroup memory.
 fn put(i: u32, x: f32) {
     sm[i >> 2u][i & 3u] = x;
@@ -109,11 +118,12 @@ fn load_transposed(which: u32, hd: vec3<u32>, t0: u32, n: u32, rows: u32, c0: u3
     }
 }
 
-// Rows t0..t0 + n of a head, DP features each, at vec4 `dst` (row-major).
+// Rows t0..t0 + n of a head, the DP features of this launch's slice each, at
+// vec4 `dst` (row-major).
 fn load_rows(which: u32, hd: vec3<u32>, t0: u32, n: u32, rows: u32, dst: u32, li: u32) {
     for (var e = li; e < n * (DP / 4u); e += THREADS) {
         let t = e / (DP / 4u);
-        let c = 4u * (e % (DP / 4u));
+        let c = first_feature() + 4u * (e % (DP / 4u));
         var x = vec4<f32>(0.0);
         if (VEC) {
             if (t0 + t < rows && c < D) {
@@ -167,8 +177,8 @@ fn product(acc: ptr<function, array<vec4<f32>, ACC>>, m: u32, which: u32, hd: ve
 }
 
 // Writes rows t0..t0 + 4 (up to `rows`) of head (b, h) into out0 (`second`:
-// out1), columns 32w + 4cg.., each scaled; `at`: the parameter index of the
-// result's (b, h, t) strides.
+// out1), columns 32w + 4cg.. of the launch's slice, each scaled; `at`: the
+// parameter index of the result's (b, h, t) strides.
 fn store(second: bool, acc: ptr<function, array<vec4<f32>, ACC>>, at: u32, b: u32, h: u32, t0: u32, rows: u32, cg: u32, by: vec4<f32>) {
     for (var i = 0u; i < 4u; i++) {
         let t = t0 + i;
@@ -178,7 +188,7 @@ fn store(second: bool, acc: ptr<function, array<vec4<f32>, ACC>>, at: u32, b: u3
         let row = b * p[at] + h * p[at + 1u] + t * p[at + 2u];
         for (var w = 0u; w < NV; w++) {
             for (var e = 0u; e < 4u; e++) {
-                let c = 32u * w + 4u * cg + e;
+                let c = first_feature() + 32u * w + 4u * cg + e;
                 if (c < D) {
                     let x = T((*acc)[i * NV + w][e] * by[i]);
                     if (second) {

@@ -35,7 +35,8 @@ fn accumulate_dq(acc: ptr<function, array<vec4<f32>, DQA>>, r0: u32, n: u32, m: 
     }
 }
 
-// Adds rows t0..t0 + 4 (up to T) of head (b, h), columns 4(16w + cc).., to dq_sum.
+// Adds rows t0..t0 + 4 (up to T) of head (b, h), columns 4(16w + cc).. of the
+// launch's slice, to dq_sum.
 fn add_dq(acc: ptr<function, array<vec4<f32>, DQA>>, b: u32, h: u32, t0: u32, cc: u32) {
     for (var i = 0u; i < 4u; i++) {
         let t = t0 + i;
@@ -45,7 +46,7 @@ fn add_dq(acc: ptr<function, array<vec4<f32>, DQA>>, b: u32, h: u32, t0: u32, cc
         let row = b * p[34] + h * p[35] + t * p[36];
         for (var w = 0u; w < DQW; w++) {
             for (var e = 0u; e < 4u; e++) {
-                let c = 4u * (16u * w + cc) + e;
+                let c = first_feature() + 4u * (16u * w + cc) + e;
                 if (c < D) {
                     atomicAdd(&dq_sum[row + c], (*acc)[i * DQW + w][e]);
                 }

@@ -12,6 +12,9 @@
 //! into one buffer through the operands' own views. Not sliced: an operand past
 //! one binding is reported as
 //! [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) at launch.
+//! Heads wider than [`FEATURE_SLICE`] run one launch per slice of their
+//! features (as PyTorch's SDPA takes any width, where its fused kernels stop at
+//! 256).
 use super::elementwise::{fill, write};
 use super::{Operand, attention_coop, attention_coop_backward};
 use crate::backend::gpu::runtime::Runtime;
@@ -35,8 +38,10 @@ const ATOMIC: &str = include_str!("../../../../../shaders/flash_attention_atomic
 const NO_DQ: &str = "fn dq_tile(b: u32, h: u32, kh: vec3<u32>, j0: u32, t0: u32, li: u32) {}\n";
 /// Query rows (keys for `backward_kv`) per workgroup, as the shader declares.
 const BLOCK: usize = 64;
-/// The widest head the kernels take: each thread holds four rows of an eighth of it.
-const MAX_HEAD_DIM: usize = 256;
+/// The most features of a head that one launch writes: each thread holds four
+/// rows of an eighth of them. A wider head takes one launch per slice of this
+/// many features, each computing the scores over the whole head.
+const FEATURE_SLICE: usize = 256;
 /// WebGPU's default workgroup memory: every entry fits it at every width.
 const CHUNKED_BYTES: usize = 16 << 10;
 
@@ -206,10 +211,11 @@ fn vectors(d: usize, views: &[Operand]) -> bool {
     d.is_multiple_of(4) && views.iter().all(|o| attention_coop::loads_as_vectors(o.1))
 }
 
-/// A row in workgroup memory: a power of two of at least 32 floats, so that
-/// eight threads cover it in vec4s (zeros past `d`).
+/// A row in workgroup memory: the head's features (at most a
+/// [`FEATURE_SLICE`]) rounded up to a power of two of at least 32 floats, so
+/// that eight threads cover it in vec4s (zeros past `d`).
 fn padded(d: usize) -> usize {
-    d.next_power_of_two().max(32)
+    d.min(FEATURE_SLICE).next_power_of_two().max(32)
 }
 
 /// The parameter block (see the shader's header).
@@ -240,11 +246,14 @@ fn params(
     for r in results {
         p.extend(r.strides[..3].iter().map(|&s| u(s)));
     }
+    // The first feature of the slice a launch writes (see `run`).
+    p.push(0);
     p
 }
 
-/// Launches `entry` over `[rows / WG, heads, batch]` workgroups; `buffers` are the
-/// six inputs then the outputs (two, or three for [`Entry::Backward`]).
+/// Launches `entry` over `[rows / WG, heads, batch]` workgroups, once per slice
+/// of [`FEATURE_SLICE`] features of the head; `buffers` are the six inputs then
+/// the outputs (two, or three for [`Entry::Backward`]).
 #[allow(clippy::too_many_arguments)]
 fn run(
     rt: &Runtime,
@@ -257,10 +266,6 @@ fn run(
     grid: [usize; 3],
 ) {
     let d = n.head_dim;
-    assert!(
-        d <= MAX_HEAD_DIM,
-        "attention on the GPU: head width {d} (the kernels take up to {MAX_HEAD_DIM})"
-    );
     let adapter = rt.gpu.limits.max_compute_workgroup_storage_size;
     let cap = MEMORY_CAP.lock().unwrap_or_else(|p| p.into_inner());
     let limit = cap.unwrap_or(entry.wanted_bytes()).min(adapter) as usize;
@@ -278,13 +283,12 @@ fn run(
         entry.name(),
         || with_elem(&entry.source(d, &plan, vec), elem).into_owned(),
     );
-    launch(
-        rt,
-        &kern,
-        params,
-        buffers,
-        [u(grid[0].div_ceil(BLOCK)), u(grid[1]), u(grid[2])],
-    );
+    let grid = [u(grid[0].div_ceil(BLOCK)), u(grid[1]), u(grid[2])];
+    let mut params = params.to_vec();
+    for first in (0..d).step_by(FEATURE_SLICE) {
+        *params.last_mut().expect("the slice's first feature") = u(first);
+        launch(rt, &kern, &params, buffers, grid);
+    }
 }
 
 /// See [`Backend::attention`](crate::backend::Backend::attention). With `half`
@@ -562,6 +566,9 @@ mod tests {
             (Elem::F32, 64, true, 24 << 10),
             (Elem::F32, 64, false, 24 << 10),
             (Elem::F32, 200, true, CHUNKED_BYTES),
+            // Wider than a slice: the launches write 256 features each.
+            (Elem::F32, 320, true, 24 << 10),
+            (Elem::F32, 258, false, CHUNKED_BYTES),
             (Elem::F16, 12, true, 24 << 10),
             (Elem::F16, 6, false, CHUNKED_BYTES),
         ] {
