@@ -221,6 +221,62 @@ async fn a_model_training_step_matches_the_cpu() {
     );
 }
 
+model! {
+    /// A GPT: 11 tokens, width 16, one block of two heads, at most 8 positions.
+    pub struct TinyGpt for (B, T) -> (B, T, 11) {
+        wte: Embedding<11, 16>,
+        wpe: PositionalEmbedding<8>,
+        h: [TransformerBlock<2, ff = 32>; 1],
+        ln_f: LayerNorm,
+        lm_head: Linear<11>,
+    }
+}
+
+/// A transformer's training steps (token ids through an embedding, fused causal
+/// attention, LayerNorm, GELU): the browser's WebGPU has no `f32` atomics, so the
+/// attention's backward takes its two launches, in WebGPU's default workgroup
+/// memory. The losses and the weights stay with the CPU's.
+#[wasm_bindgen_test]
+async fn a_gpt_training_step_matches_the_cpu() {
+    gpu().await;
+    let mut cpu = TinyGpt::<Cpu>::new(&mut Rng::seed(12));
+    let mut gpu_net: TinyGpt<Gpu> = cpu.to::<Gpu>();
+    let (b, t) = (3, 7);
+    let ids: Vec<u32> = (0..b * t).map(|i| (i * 5 % 11) as u32).collect();
+    let next: Vec<u32> = (0..b * t).map(|i| ((i * 5 + 3) % 11) as u32).collect();
+    let x = Tensor::<(usize, usize), Cpu, u32>::from_vec_shaped(ids.clone(), (b, t)).unwrap();
+    let gx = Tensor::<(usize, usize), Gpu, u32>::from_vec_shaped(ids, (b, t)).unwrap();
+    let y = Tensor::<(usize,), Cpu, u32>::from_vec_shaped(next.clone(), (b * t,)).unwrap();
+    let gy = Tensor::<(usize,), Gpu, u32>::from_vec_shaped(next, (b * t,)).unwrap();
+    let rows = |logits: Tensor<(usize, usize, Const<11>), Cpu>| {
+        Tensor::<(usize, Const<11>), Cpu>::try_from_raw(logits.raw().reshape(&[b * t, 11])).unwrap()
+    };
+    let grows = |logits: Tensor<(usize, usize, Const<11>), Gpu>| {
+        Tensor::<(usize, Const<11>), Gpu>::try_from_raw(logits.raw().reshape(&[b * t, 11])).unwrap()
+    };
+    let mut opt = Adam::<Cpu>::new(1e-2);
+    let mut gopt = Adam::<Gpu>::new(1e-2);
+    for step in 0..3 {
+        let loss = cross_entropy(&rows(cpu.forward(&x)), &y);
+        let gloss = cross_entropy(&grows(gpu_net.forward(&gx)), &gy);
+        close(
+            &format!("GPT loss at step {step}"),
+            &gloss.to_vec_async().await,
+            &loss.to_vec(),
+            1e-4,
+        );
+        opt.step(&mut cpu, &loss.backward());
+        gopt.step(&mut gpu_net, &gloss.backward());
+        Gpu::sync_async().await.unwrap();
+    }
+    close(
+        "the attention's projection after 3 Adam steps",
+        &gpu_net.h[0].attn.c_attn_weight.to_vec_async().await,
+        &cpu.h[0].attn.c_attn_weight.to_vec(),
+        1e-3,
+    );
+}
+
 type Tiny<D> = Llama<D, 2, 64, 96, 4, 2, 40>;
 
 /// The language model's kernels (quantised matmul, RMSNorm, RoPE, attention over
