@@ -13,8 +13,8 @@
 //! one binding is reported as
 //! [`GpuError::TooLarge`](crate::backend::gpu::GpuError::TooLarge) at launch.
 //! Heads wider than [`FEATURE_SLICE`] run one launch per slice of their
-//! features (as PyTorch's SDPA takes any width, where its fused kernels stop at
-//! 256).
+//! features, each computing the scores over the whole head (PyTorch's SDPA
+//! also takes heads of any width).
 use super::elementwise::{fill, write};
 use super::{Operand, attention_coop, attention_coop_backward};
 use crate::backend::gpu::runtime::Runtime;
