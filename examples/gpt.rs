@@ -123,8 +123,18 @@ fn targets<D: Backend<f32>>(data: Vec<u32>) -> Tensor<(usize,), D, u32> {
     Tensor::from_vec_shaped(data, (n,)).expect("n targets")
 }
 
-fn main() -> Result<(), Box<dyn Error>> {
-    let args = Args::parse();
+fn main() -> std::process::ExitCode {
+    match train(&Args::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gpt: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The whole run: the task `args` names, on its device.
+fn train(args: &Args) -> Result<(), Box<dyn Error>> {
     std::fs::create_dir_all(&args.out)?;
     let ranks = Ranks::join()?;
     if ranks.world() > 1 && ranks.is_main() {
@@ -138,7 +148,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         DeviceChoice::Cpu if args.half => {
             Err("--half is a GPU setting (tensor cores): add --device gpu".into())
         }
-        DeviceChoice::Cpu => run::<Cpu>(&args, &ranks),
+        DeviceChoice::Cpu => run::<Cpu>(args, &ranks),
         DeviceChoice::Gpu => {
             let info = ranks.gpu()?;
             if ranks.is_main() {
@@ -150,7 +160,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                     println!("--half: this adapter has no tensor cores; products stay in f32");
                 }
             }
-            run::<Gpu>(&args, &ranks)
+            run::<Gpu>(args, &ranks)
         }
     }
 }
