@@ -166,6 +166,30 @@ async fn matmul_plain_transposed_and_batched() {
     );
 }
 
+/// Three Adam steps of the same model on both devices, each from its own `loss`:
+/// the losses stay with the CPU's.
+async fn three_steps<C: Module<Cpu, f32>, G: Module<Gpu, f32>>(
+    what: &str,
+    (cpu, loss): (&mut C, impl Fn(&C) -> Tensor<(), Cpu>),
+    (gpu, gpu_loss): (&mut G, impl Fn(&G) -> Tensor<(), Gpu>),
+) {
+    let mut opt = Adam::<Cpu>::new(1e-2);
+    let mut gopt = Adam::<Gpu>::new(1e-2);
+    for step in 0..3 {
+        let l = loss(cpu);
+        let gl = gpu_loss(gpu);
+        close(
+            &format!("{what} loss at step {step}"),
+            &gl.to_vec_async().await,
+            &l.to_vec(),
+            1e-4,
+        );
+        opt.step(cpu, &l.backward());
+        gopt.step(gpu, &gl.backward());
+        Gpu::sync_async().await.unwrap();
+    }
+}
+
 model! {
     /// A small CNN: convolution, batch norm, pooling and a linear head.
     pub struct Cnn for (B, 1, 8, 8) -> (B, 10) {
@@ -198,21 +222,14 @@ async fn a_model_training_step_matches_the_cpu() {
         &cpu.forward(&x).to_vec(),
         1e-4,
     );
-    let mut opt = Adam::<Cpu>::new(1e-2);
-    let mut gopt = Adam::<Gpu>::new(1e-2);
-    for step in 0..3 {
-        let loss = cross_entropy(&cpu.forward(&x), &y);
-        let gloss = cross_entropy(&gpu_net.forward(&gx), &gy);
-        close(
-            &format!("loss at step {step}"),
-            &gloss.to_vec_async().await,
-            &loss.to_vec(),
-            1e-4,
-        );
-        opt.step(&mut cpu, &loss.backward());
-        gopt.step(&mut gpu_net, &gloss.backward());
-        Gpu::sync_async().await.unwrap();
-    }
+    three_steps(
+        "CNN",
+        (&mut cpu, |m: &Cnn<Cpu>| cross_entropy(&m.forward(&x), &y)),
+        (&mut gpu_net, |m: &Cnn<Gpu>| {
+            cross_entropy(&m.forward(&gx), &gy)
+        }),
+    )
+    .await;
     close(
         "fc weights after 3 Adam steps",
         &gpu_net.fc.weight.to_vec_async().await,
@@ -254,21 +271,16 @@ async fn a_gpt_training_step_matches_the_cpu() {
     let grows = |logits: Tensor<(usize, usize, Const<11>), Gpu>| {
         Tensor::<(usize, Const<11>), Gpu>::try_from_raw(logits.raw().reshape(&[b * t, 11])).unwrap()
     };
-    let mut opt = Adam::<Cpu>::new(1e-2);
-    let mut gopt = Adam::<Gpu>::new(1e-2);
-    for step in 0..3 {
-        let loss = cross_entropy(&rows(cpu.forward(&x)), &y);
-        let gloss = cross_entropy(&grows(gpu_net.forward(&gx)), &gy);
-        close(
-            &format!("GPT loss at step {step}"),
-            &gloss.to_vec_async().await,
-            &loss.to_vec(),
-            1e-4,
-        );
-        opt.step(&mut cpu, &loss.backward());
-        gopt.step(&mut gpu_net, &gloss.backward());
-        Gpu::sync_async().await.unwrap();
-    }
+    three_steps(
+        "GPT",
+        (&mut cpu, |m: &TinyGpt<Cpu>| {
+            cross_entropy(&rows(m.forward(&x)), &y)
+        }),
+        (&mut gpu_net, |m: &TinyGpt<Gpu>| {
+            cross_entropy(&grows(m.forward(&gx)), &gy)
+        }),
+    )
+    .await;
     close(
         "the attention's projection after 3 Adam steps",
         &gpu_net.h[0].attn.c_attn_weight.to_vec_async().await,
