@@ -421,7 +421,7 @@ fn per_call(mut f: impl FnMut()) -> f64 {
 }
 
 /// `--products`: each product of the GPT step (`rows` tokens, width 384, 1536
-/// hidden, 256 logits) as the step lays out its operands: the forward `X·Wᵀ`
+/// hidden, 1152 for the fused queries, keys and values, 256 logits) as the step lays out its operands: the forward `X·Wᵀ`
 /// (Wᵀ a view of `W (out, in)`), the input's gradient `G·W`, the weight's `Xᵀ·G`
 /// (Xᵀ a view). TFLOP/s, f32 and in half precision.
 fn products(rows: usize, precisions: &[MatmulPrecision]) {
@@ -436,15 +436,18 @@ fn products(rows: usize, precisions: &[MatmulPrecision]) {
     let shapes = [
         ("fwd_x_wt_384", rows, c, c, false, true),
         ("fwd_x_wt_1536", rows, c, f, false, true),
+        ("fwd_x_wt_1152", rows, c, 3 * c, false, true),
         ("fwd_h_wt_384", rows, f, c, false, true),
         ("fwd_lm_head", rows, c, v, false, true),
         ("dx_g_w_384", rows, c, c, false, false),
         ("dx_g_w_1536", rows, f, c, false, false),
         ("dx_g_w_384x1536", rows, c, f, false, false),
+        ("dx_g_w_1152", rows, 3 * c, c, false, false),
         ("dx_lm_head", rows, v, c, false, false),
         ("dw_xt_g_384", c, rows, c, true, false),
         ("dw_xt_g_384x1536", c, rows, f, true, false),
         ("dw_ht_g_1536x384", f, rows, c, true, false),
+        ("dw_xt_g_384x1152", c, rows, 3 * c, true, false),
         ("dw_lm_head", c, rows, v, true, false),
         // The weight gradients' shapes with A stored along k (a diagnostic: the
         // step's Xᵀ is stored along m).
