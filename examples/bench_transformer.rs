@@ -421,9 +421,10 @@ fn per_call(mut f: impl FnMut()) -> f64 {
 }
 
 /// `--products`: each product of the GPT step (`rows` tokens, width 384, 1536
-/// hidden, 1152 for the fused queries, keys and values, 256 logits) as the step lays out its operands: the forward `X·Wᵀ`
-/// (Wᵀ a view of `W (out, in)`), the input's gradient `G·W`, the weight's `Xᵀ·G`
-/// (Xᵀ a view). TFLOP/s, f32 and in half precision.
+/// hidden, 1152 for the fused queries, keys and values, 256 logits) as the step
+/// lays out its operands: the forward `X·Wᵀ` (Wᵀ a view of `W (out, in)`), the
+/// input's gradient `G·W`, the weight's `Xᵀ·G` (Xᵀ a view). TFLOP/s, f32 and in
+/// half precision.
 fn products(rows: usize, precisions: &[MatmulPrecision]) {
     let (c, f, v) = (384, 1536, 256);
     let mut rng = Rng::seed(7);
