@@ -15,7 +15,8 @@
 //! ```
 //!
 //! `--init` starts from a checkpoint's weights; with `--epochs 0` the run only
-//! scores the held-out problems or samples.
+//! scores the held-out problems or samples (`--prompt`, `--temperature`,
+//! `--top-k`, `--sample` bytes).
 //!
 //! Built with `--features distributed` and started by `mpirun -np N`, it trains
 //! on N ranks, each taking `--batch` sequences of every step (as the main job).
@@ -85,6 +86,15 @@ struct Args {
     /// Bytes to sample after training (text).
     #[arg(long, default_value_t = 200)]
     sample: usize,
+    /// The text the sample continues (text; a new line by default).
+    #[arg(long, default_value = "\n")]
+    prompt: String,
+    /// The sample's softmax temperature (text; 0: always the likeliest byte).
+    #[arg(long, default_value_t = 0.8)]
+    temperature: f64,
+    /// Sample among this many likeliest bytes (text; 0: all of them).
+    #[arg(long, default_value_t = 40)]
+    top_k: usize,
     /// On the GPU, products in half precision (`MatmulPrecision::Half`: f16
     /// operands on tensor cores, f32 sums), where the adapter has tensor cores.
     #[arg(long)]
@@ -497,10 +507,7 @@ fn text<D: Backend<f32>>(args: &Args, path: &Path, ranks: &Ranks) -> Result<(), 
     }
     model.eval();
     if main {
-        println!(
-            "--- sample ---\n{}",
-            sample_text(&model, b"\n", args.sample, args.seed)?
-        );
+        println!("--- sample ---\n{}", sample_text(&model, args)?);
     }
     Ok(())
 }
@@ -516,20 +523,24 @@ fn windows(data: &[u8], t: usize, batch: usize, rng: &mut Rng) -> (Vec<u32>, Vec
     (x, y)
 }
 
-/// Up to `len` bytes after `prompt`, sampled at temperature 0.8 among the 40
-/// likeliest through the KV cache (at most the model's 256 positions in all).
-fn sample_text<D: Backend<f32>>(
-    model: &CharGpt<D>,
-    prompt: &[u8],
-    len: usize,
-    seed: u64,
-) -> Result<String, Box<dyn Error>> {
+/// Up to `--sample` bytes after `--prompt`, drawn at `--temperature` among the
+/// `--top-k` likeliest through the KV cache (at most the model's 256 positions
+/// in all).
+fn sample_text<D: Backend<f32>>(model: &CharGpt<D>, args: &Args) -> Result<String, Box<dyn Error>> {
+    let (prompt, len) = (args.prompt.as_bytes(), args.sample);
+    if prompt.is_empty() || prompt.len() > BLOCK {
+        return Err(format!(
+            "--prompt of {} bytes: the model reads 1 to {BLOCK}",
+            prompt.len()
+        )
+        .into());
+    }
     let _no_grad = no_grad();
     let mut sampler = volta::models::Sampler::new(volta::models::SamplerConfig {
-        temperature: 0.8,
-        top_k: 40,
+        temperature: args.temperature,
+        top_k: args.top_k,
         top_p: 1.0,
-        seed,
+        seed: args.seed,
     })?;
     let mut caches = model.caches();
     let mut out = prompt.to_vec();
