@@ -422,6 +422,12 @@ fn solve<D: Backend<f32>>(
 const BLOCK: usize = 256;
 
 fn text<D: Backend<f32>>(args: &Args, path: &Path, ranks: &Ranks) -> Result<(), Box<dyn Error>> {
+    // The sample's settings are checked before any training.
+    let prompt = args.prompt.len();
+    if prompt == 0 || prompt > BLOCK {
+        return Err(format!("--prompt of {prompt} bytes: the model reads 1 to {BLOCK}").into());
+    }
+    sampler(args)?;
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     std::str::from_utf8(&bytes).map_err(|e| format!("{}: not UTF-8 ({e})", path.display()))?;
     if bytes.len() < 2 * (BLOCK + 1) {
@@ -523,25 +529,24 @@ fn windows(data: &[u8], t: usize, batch: usize, rng: &mut Rng) -> (Vec<u32>, Vec
     (x, y)
 }
 
+/// The sampler `--temperature`, `--top-k` and `--seed` describe, or the error
+/// naming the value out of range.
+fn sampler(args: &Args) -> Result<volta::models::Sampler, volta::models::SamplerError> {
+    volta::models::Sampler::new(volta::models::SamplerConfig {
+        temperature: args.temperature,
+        top_k: args.top_k,
+        top_p: 1.0,
+        seed: args.seed,
+    })
+}
+
 /// Up to `--sample` bytes after `--prompt`, drawn at `--temperature` among the
 /// `--top-k` likeliest through the KV cache (at most the model's 256 positions
 /// in all).
 fn sample_text<D: Backend<f32>>(model: &CharGpt<D>, args: &Args) -> Result<String, Box<dyn Error>> {
     let (prompt, len) = (args.prompt.as_bytes(), args.sample);
-    if prompt.is_empty() || prompt.len() > BLOCK {
-        return Err(format!(
-            "--prompt of {} bytes: the model reads 1 to {BLOCK}",
-            prompt.len()
-        )
-        .into());
-    }
     let _no_grad = no_grad();
-    let mut sampler = volta::models::Sampler::new(volta::models::SamplerConfig {
-        temperature: args.temperature,
-        top_k: args.top_k,
-        top_p: 1.0,
-        seed: args.seed,
-    })?;
+    let mut sampler = sampler(args)?;
     let mut caches = model.caches();
     let mut out = prompt.to_vec();
     let mut next: Vec<u32> = prompt.iter().map(|&b| u32::from(b)).collect();
@@ -645,6 +650,41 @@ mod tests {
         assert!(resumed.is_ok(), "{resumed:?}");
         assert!(scored(None).is_err(), "random weights answer 99% of sums");
         std::fs::remove_dir_all(&out).ok();
+    }
+
+    /// `--text` with `--epochs 0` samples at once from the (here untrained)
+    /// model; a prompt the model cannot read is an error naming the flag, found
+    /// before any training.
+    #[test]
+    fn samples_text_from_a_prompt() {
+        let dir = std::env::temp_dir().join(format!("volta-gpt-text-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("input.txt");
+        std::fs::write(&file, "to be or not to be, ".repeat(40)).unwrap();
+        let run = |prompt: &str| {
+            let args = Args::parse_from([
+                "gpt",
+                "--text",
+                file.to_str().unwrap(),
+                "--epochs",
+                "0",
+                "--sample",
+                "4",
+                "--prompt",
+                prompt,
+                "--out",
+                dir.to_str().unwrap(),
+            ]);
+            text::<Cpu>(&args, &file, &Ranks::join().unwrap())
+        };
+        let sampled = run("to be");
+        assert!(sampled.is_ok(), "{sampled:?}");
+        let err = run("").unwrap_err().to_string();
+        assert!(err.contains("--prompt of 0 bytes"), "{err}");
+        let long = "x".repeat(BLOCK + 1);
+        let err = run(&long).unwrap_err().to_string();
+        assert!(err.contains("--prompt of 257 bytes"), "{err}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     /// One rank of the job below (run by `mpirun`, not by the test harness).
