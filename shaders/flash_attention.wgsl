@@ -39,10 +39,10 @@
 // in the one-launch backward, dq_sum at binding 9).
 // The runtime prepends D (the head width), DP (D rounded up to a power of two
 // >= 32, at most 256: a row in workgroup memory, zeros past D), NV = DP / 32
-// (vec4 columns per thread), ACC = 4·NV, DCF, DCB, RC and SMEM (vec4s of
-// workgroup memory). A head wider than DP takes one launch per slice of DP
-// features (p[43]): each computes the scores over all D features and writes its
-// slice of the outputs.
+// (vec4 columns per thread), ACC = 4·NV, DCF, DCB, RC, SMEM (vec4s of
+// workgroup memory) and SLICED (D > DP). A head wider than DP takes one launch
+// per slice of DP features (p[43]): each computes the scores over all D
+// features and writes its slice of the outputs.
 alias T = f32;
 
 @group(0) @binding(0) var<storage, read> p: array<u32>;
@@ -83,9 +83,13 @@ fn element(which: u32, hd: vec3<u32>, t: u32, rows: u32, c: u32) -> f32 {
     return 0.0;
 }
 
-// The first feature of the slice of the head whose outputs this launch writes.
+// The first feature of the slice of the head whose outputs this launch writes
+// (0 unless SLICED: heads of up to DP features never read it).
 fn first_feature() -> u32 {
-    return p[43];
+    if (SLICED) {
+        return p[43];
+    }
+    return 0u;
 }
 
 // Writes scalar i of the workgroup memory.

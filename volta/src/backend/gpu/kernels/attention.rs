@@ -145,11 +145,12 @@ fn constants(d: usize, plan: &Plan) -> String {
         "const D: u32 = {d}u;\nconst DP: u32 = {dp}u;\nconst NV: u32 = {nv}u;\n\
          const ACC: u32 = {}u;\nconst DCF: u32 = {dc}u;\nconst DCB: u32 = {dc}u;\n\
          const RC: u32 = {}u;\nconst SMEM: u32 = {}u;\n\
-         const DQW: u32 = {dqw}u;\nconst DQA: u32 = {}u;\n",
+         const DQW: u32 = {dqw}u;\nconst DQA: u32 = {}u;\nconst SLICED: bool = {};\n",
         4 * nv,
         plan.rc,
         plan.smem,
         4 * dqw,
+        d > FEATURE_SLICE,
         dc = plan.dc,
     )
 }
