@@ -285,10 +285,15 @@ fn run(
         || with_elem(&entry.source(d, &plan, vec), elem).into_owned(),
     );
     let grid = [u(grid[0].div_ceil(BLOCK)), u(grid[1]), u(grid[2])];
-    let mut params = params.to_vec();
+    if d <= FEATURE_SLICE {
+        // One slice, from feature 0 as `params` says: no copy of them.
+        launch(rt, &kern, params, buffers, grid);
+        return;
+    }
+    let mut sliced = params.to_vec();
     for first in (0..d).step_by(FEATURE_SLICE) {
-        *params.last_mut().expect("the slice's first feature") = u(first);
-        launch(rt, &kern, &params, buffers, grid);
+        *sliced.last_mut().expect("the slice's first feature") = u(first);
+        launch(rt, &kern, &sliced, buffers, grid);
     }
 }
 
