@@ -375,7 +375,8 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         total += sm[XB + gi * 16u + rg];
     }
     store(false, &o, 34u, b, h, r0 + 4u * rg, p[3], kg, 1.0 / total);
-    if (kg == 0u) {
+    // The row's log-sum-exp, written by the launch of the first slice only.
+    if (kg == 0u && first_feature() == 0u) {
         for (var i = 0u; i < 4u; i++) {
             let t = r0 + 4u * rg + i;
             if (t < p[3]) {
