@@ -2,17 +2,13 @@
 //! that rustc evaluates ([`Check`]) when they follow a nested model, whose output
 //! only rustc knows. Both word the error the same way: a number only rustc knows is
 //! a placeholder in the message (`{V0}`), filled in by rustc (see `emit::checks`).
-use super::plan::{Dim, State};
+use super::shape::{Dim, Holds, State};
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
 use syn::Ident;
 
 /// The largest per-sample rank (Volta's shapes have up to 6 dims, with the batch).
 const MAX_RANK: usize = 5;
-
-/// Whether a condition holds: `Ok` when known now, else `Err` with a `bool` const
-/// expression for rustc.
-pub type Holds = Result<bool, TokenStream>;
 
 /// A condition that rustc checks, and the error it gives when false.
 pub struct Check {

@@ -1,7 +1,8 @@
 //! Emitting the struct, its constructor, forward pass, summary and trait impls.
 use super::check::Check;
 use super::parse::ModelDef;
-use super::plan::{Plan, State};
+use super::plan::Plan;
+use super::shape::State;
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{format_ident, quote};
 

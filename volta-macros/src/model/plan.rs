@@ -6,155 +6,14 @@
 //! Dims are numbers, except after a nested model: its output is known only to
 //! rustc (through `volta::nn::Model`), so later dims are const expressions and the
 //! checks on them are [`Check`]s, which `cargo check` evaluates (see `check`).
-use super::check::{Check, Holds, Site, cast, last_dim, spans};
-use super::parse::{Arg, DimSpec, FUNCTIONS, LayerSpec, ModelDef, Step, Value};
+use super::args::Args;
+use super::check::{Check, Site, cast, last_dim, spans};
+use super::parse::{DimSpec, FUNCTIONS, LayerSpec, ModelDef, Step};
+use super::shape::{Dim, State, all, known_lits};
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote, quote_spanned};
 use syn::Ident;
 use volta_kernels::Window2d;
-
-/// One per-sample dim: a number, a `usize` const expression, or a dim known only
-/// at run time (`T`: a sequence length, typed `usize`).
-#[derive(Clone)]
-pub enum Dim {
-    Lit(usize),
-    Sym(TokenStream),
-    Run(Ident),
-}
-
-impl Dim {
-    /// The value as a `usize` const expression (layers that take run-time dims
-    /// never ask: `Planner::dims` turns those away first).
-    pub fn expr(&self) -> TokenStream {
-        match self {
-            Dim::Lit(n) => quote!(#n),
-            Dim::Sym(t) => quote!((#t)),
-            Dim::Run(_) => unreachable!("a run-time dim in a const expression"),
-        }
-    }
-    /// As a const generic argument.
-    pub fn arg(&self) -> TokenStream {
-        match self {
-            Dim::Lit(n) => quote!(#n),
-            Dim::Sym(t) => quote!({ #t }),
-            Dim::Run(_) => unreachable!("a run-time dim as a const argument"),
-        }
-    }
-    /// As a dim type.
-    pub fn ty(&self) -> TokenStream {
-        if let Dim::Run(_) = self {
-            return quote!(usize);
-        }
-        let a = self.arg();
-        quote!(::volta::Const<#a>)
-    }
-    pub fn show(&self) -> String {
-        match self {
-            Dim::Lit(n) => n.to_string(),
-            Dim::Sym(_) => "?".into(),
-            Dim::Run(t) => t.to_string(),
-        }
-    }
-    fn lit(&self) -> Option<usize> {
-        match self {
-            Dim::Lit(n) => Some(*n),
-            Dim::Sym(_) | Dim::Run(_) => None,
-        }
-    }
-    fn is_run(&self) -> bool {
-        matches!(self, Dim::Run(_))
-    }
-    /// A dim that a failed check leaves: any value will do, rustc reports the check.
-    pub fn unknown() -> Dim {
-        Dim::Sym(quote!(0usize))
-    }
-    /// `f` of the dim: a number, or a const expression (`sym` of its expression).
-    fn map(&self, lit: impl Fn(usize) -> usize, sym: impl Fn(TokenStream) -> TokenStream) -> Dim {
-        match self {
-            Dim::Lit(n) => Dim::Lit(lit(*n)),
-            Dim::Sym(_) | Dim::Run(_) => Dim::Sym(sym(self.expr())),
-        }
-    }
-    /// Whether `n` divides the dim.
-    fn multiple_of(&self, n: usize) -> Holds {
-        match self {
-            Dim::Lit(d) => Ok(d.is_multiple_of(n)),
-            Dim::Sym(_) | Dim::Run(_) if n == 1 => Ok(true),
-            Dim::Sym(_) | Dim::Run(_) => {
-                let e = self.expr();
-                Err(quote!(#e % #n == 0))
-            }
-        }
-    }
-    /// Whether the dim is at least `n`.
-    fn at_least(&self, n: usize) -> Holds {
-        match self {
-            Dim::Lit(d) => Ok(*d >= n),
-            Dim::Sym(_) | Dim::Run(_) => {
-                let e = self.expr();
-                Err(quote!(#e >= #n))
-            }
-        }
-    }
-    /// Whether the two are equal.
-    fn equals(&self, other: &Dim) -> Holds {
-        match (self, other) {
-            (Dim::Lit(a), Dim::Lit(b)) => Ok(a == b),
-            (Dim::Run(a), Dim::Run(b)) => Ok(a == b),
-            (Dim::Run(_), _) | (_, Dim::Run(_)) => Ok(false),
-            _ => {
-                let (a, b) = (self.expr(), other.expr());
-                Err(quote!(#a == #b))
-            }
-        }
-    }
-}
-
-/// What reaches a layer (per sample, without the batch dim).
-#[derive(Clone)]
-pub enum State {
-    Known(Vec<Dim>),
-    /// The output of a nested model: its per-sample shape type.
-    Opaque(TokenStream),
-}
-
-impl State {
-    /// The per-sample shape type.
-    pub fn ty(&self) -> TokenStream {
-        match self {
-            State::Known(dims) => {
-                let tys = dims.iter().map(Dim::ty);
-                quote!((#(#tys,)*))
-            }
-            State::Opaque(t) => t.clone(),
-        }
-    }
-    /// The shape type with the batch dim in front.
-    pub fn batched(&self, batch: &Ident) -> TokenStream {
-        match self {
-            State::Known(dims) => {
-                let tys = dims.iter().map(Dim::ty);
-                quote!((#batch, #(#tys,)*))
-            }
-            State::Opaque(t) => quote!(<#t as ::volta::shape::PrependDim<#batch>>::Output),
-        }
-    }
-    /// Whether a dim is known only at run time (a sequence length).
-    pub fn has_run_dims(&self) -> bool {
-        matches!(self, State::Known(d) if d.iter().any(Dim::is_run))
-    }
-    /// `[B, 32, 28, 28]` (`?` for dims only rustc knows).
-    pub fn show(&self, batch: &Ident) -> String {
-        match self {
-            State::Known(dims) => {
-                let mut parts = vec![batch.to_string()];
-                parts.extend(dims.iter().map(Dim::show));
-                format!("[{}]", parts.join(", "))
-            }
-            State::Opaque(_) => format!("[{batch}, …]"),
-        }
-    }
-}
 
 /// A step of the forward pass, with the field it needs.
 pub struct Planned {
@@ -274,34 +133,6 @@ pub fn plan(def: &ModelDef) -> syn::Result<Plan> {
         ids,
         fallible,
     })
-}
-
-/// All dims as numbers (run-time dims as 0), when the macro knows them all.
-fn known_lits(state: &State) -> Option<Vec<usize>> {
-    match state {
-        State::Known(dims) => dims
-            .iter()
-            .map(|d| if d.is_run() { Some(0) } else { d.lit() })
-            .collect(),
-        State::Opaque(_) => None,
-    }
-}
-
-/// Whether all hold.
-fn all(conds: impl IntoIterator<Item = Holds>) -> Holds {
-    let mut exprs = Vec::new();
-    for c in conds {
-        match c {
-            Ok(true) => {}
-            Ok(false) => return Ok(false),
-            Err(e) => exprs.push(e),
-        }
-    }
-    if exprs.is_empty() {
-        Ok(true)
-    } else {
-        Err(quote!(#((#exprs))&&*))
-    }
 }
 
 /// A stateless step written as a bare name.
@@ -497,7 +328,7 @@ impl Planner<'_> {
         }
         let (ty, init, forward, output) = match kind.as_str() {
             "Embedding" => {
-                let args = Args::take(self, &[], &["num_embeddings", "embedding_dim"])?;
+                let args = Args::take(self.spec, &[], &["num_embeddings", "embedding_dim"])?;
                 let [v, c] = match args.positional[..] {
                     [v, c] => [v.int()?, c.int()?],
                     _ => return Err(self.err("Embedding<vocabulary, width>")),
@@ -514,7 +345,7 @@ impl Planner<'_> {
                 )
             }
             "PositionalEmbedding" => {
-                let args = Args::take(self, &[], &["max_positions"])?;
+                let args = Args::take(self.spec, &[], &["max_positions"])?;
                 let (_, c) = self.sequence()?;
                 let max = match args.positional[..] {
                     [m] => m.int()?,
@@ -530,7 +361,11 @@ impl Planner<'_> {
                 )
             }
             "MultiHeadAttention" => {
-                let args = Args::take(self, &["heads", "kv_heads", "causal", "rope"], &["heads"])?;
+                let args = Args::take(
+                    self.spec,
+                    &["heads", "kv_heads", "causal", "rope"],
+                    &["heads"],
+                )?;
                 let (_, c) = self.sequence()?;
                 let heads = args.int("heads", 0)?;
                 let kv = args.int("kv_heads", heads)?;
@@ -561,7 +396,7 @@ impl Planner<'_> {
                 let options = [
                     "heads", "ff", "kv_heads", "causal", "rope", "rms", "swiglu", "dropout",
                 ];
-                let args = Args::take(self, &options, &["heads"])?;
+                let args = Args::take(self.spec, &options, &["heads"])?;
                 let (_, c) = self.sequence()?;
                 let heads = args.int("heads", 0)?;
                 let kv = args.int("kv_heads", heads)?;
@@ -604,7 +439,7 @@ impl Planner<'_> {
                 )
             }
             "Linear" if self.state.has_run_dims() => {
-                let args = Args::take(self, &[], &["in_features", "out_features"])?;
+                let args = Args::take(self.spec, &[], &["in_features", "out_features"])?;
                 let (t, c) = self.sequence()?;
                 let o = match args.positional[..] {
                     [o] => o.int()?,
@@ -640,7 +475,7 @@ impl Planner<'_> {
                 )
             }
             "Linear" => {
-                let args = Args::take(self, &[], &["in_features", "out_features"])?;
+                let args = Args::take(self.spec, &[], &["in_features", "out_features"])?;
                 let f = self.dims(1, "flat features [B, features] (add `flatten` before it)")?;
                 let (i, o) = match args.positional[..] {
                     [o] => (f[0].clone(), o.int()?),
@@ -670,7 +505,7 @@ impl Planner<'_> {
             }
             "Conv2d" => {
                 let args = Args::take(
-                    self,
+                    self.spec,
                     &["kernel", "stride", "padding", "dilation", "groups", "bias"],
                     &["out_channels"],
                 )?;
@@ -680,10 +515,10 @@ impl Planner<'_> {
                     _ => return Err(self.err("Conv2d<out_channels, kernel = k, …>")),
                 };
                 let win = Window2d {
-                    kernel: args.pair(self, "kernel", None)?,
-                    stride: args.pair(self, "stride", Some(1))?,
-                    padding: args.pair(self, "padding", Some(0))?,
-                    dilation: args.pair(self, "dilation", Some(1))?,
+                    kernel: args.pair("kernel", None)?,
+                    stride: args.pair("stride", Some(1))?,
+                    padding: args.pair("padding", Some(0))?,
+                    dilation: args.pair("dilation", Some(1))?,
                 };
                 let groups = args.int("groups", 1)?;
                 let bias = args.bool("bias", true)?;
@@ -717,13 +552,13 @@ impl Planner<'_> {
                 )
             }
             "MaxPool2d" | "AvgPool2d" => {
-                let args = Args::take(self, &["kernel", "stride", "padding"], &["kernel"])?;
+                let args = Args::take(self.spec, &["kernel", "stride", "padding"], &["kernel"])?;
                 let [c, h, w] = self.image_dims()?;
-                let kernel = args.pair(self, "kernel", None)?;
+                let kernel = args.pair("kernel", None)?;
                 let win = Window2d {
                     kernel,
-                    stride: args.pair(self, "stride", None).unwrap_or(kernel),
-                    padding: args.pair(self, "padding", Some(0))?,
+                    stride: args.pair("stride", None).unwrap_or(kernel),
+                    padding: args.pair("padding", Some(0))?,
                     dilation: [1, 1],
                 };
                 if win.padding[0] * 2 > kernel[0] || win.padding[1] * 2 > kernel[1] {
@@ -753,7 +588,7 @@ impl Planner<'_> {
                 )
             }
             "GlobalAvgPool2d" => {
-                Args::take(self, &[], &[])?;
+                Args::take(self.spec, &[], &[])?;
                 let [c, _, _] = self.image_dims()?;
                 let out = State::Known(vec![c]);
                 (
@@ -764,7 +599,7 @@ impl Planner<'_> {
                 )
             }
             "BatchNorm2d" => {
-                let args = Args::take(self, &["eps", "momentum"], &[])?;
+                let args = Args::take(self.spec, &["eps", "momentum"], &[])?;
                 let [c, _, _] = self.image_dims()?;
                 let eps = args.float("eps", 1e-5)?;
                 let momentum = args.float("momentum", 0.1)?;
@@ -782,7 +617,7 @@ impl Planner<'_> {
                 )
             }
             "LayerNorm" | "RmsNorm" => {
-                let args = Args::take(self, &["eps"], &[])?;
+                let args = Args::take(self.spec, &["eps"], &[])?;
                 let last = match &self.state {
                     State::Known(d) if d.last().is_some_and(Dim::is_run) => {
                         return Err(self.err(format!(
@@ -806,7 +641,7 @@ impl Planner<'_> {
                 )
             }
             "Dropout" => {
-                let args = Args::take(self, &["p"], &["p"])?;
+                let args = Args::take(self.spec, &["p"], &["p"])?;
                 let p = args.float("p", 0.5)?;
                 if !(0.0..=1.0).contains(&p) {
                     return Err(
@@ -821,7 +656,7 @@ impl Planner<'_> {
                 )
             }
             "Flatten" => {
-                Args::take(self, &[], &[])?;
+                Args::take(self.spec, &[], &[])?;
                 let (forward, out) = flatten(&self.state, b);
                 (
                     quote!(::volta::nn::Flatten),
@@ -831,7 +666,7 @@ impl Planner<'_> {
                 )
             }
             "Relu" | "Gelu" | "Silu" | "Sigmoid" | "Tanh" => {
-                Args::take(self, &[], &[])?;
+                Args::take(self.spec, &[], &[])?;
                 let k = &self.spec.kind;
                 (
                     quote!(::volta::nn::#k),
@@ -994,138 +829,5 @@ fn with_device(ty: &syn::Type) -> TokenStream {
             p.to_token_stream()
         }
         other => other.to_token_stream(),
-    }
-}
-
-/// A built-in layer's arguments, checked against what it accepts.
-struct Args<'a> {
-    positional: Vec<&'a Arg>,
-    /// The options given, by name; an unnamed argument whose slot is an option
-    /// (`MaxPool2d<2>`: `kernel`) counts as that option.
-    options: Vec<(String, &'a Arg)>,
-}
-
-impl<'a> Args<'a> {
-    /// `names`: the options; `slots`: what the unnamed arguments are, in order.
-    /// An option may be given once, as PyTorch has it ("got multiple values").
-    fn take(p: &Planner<'a>, names: &[&str], slots: &[&str]) -> syn::Result<Self> {
-        let (named, positional): (Vec<&Arg>, Vec<&Arg>) =
-            p.spec.args.iter().partition(|a| a.name.is_some());
-        if let Some(extra) = positional.get(slots.len()) {
-            return Err(syn::Error::new(
-                extra.span,
-                format!(
-                    "{} takes {} unnamed argument(s); name the others ({})",
-                    p.spec.kind,
-                    slots.len(),
-                    names.join(", ")
-                ),
-            ));
-        }
-        let mut options: Vec<(String, &Arg)> = slots
-            .iter()
-            .zip(&positional)
-            .filter(|(s, _)| names.contains(s))
-            .map(|(s, a)| (s.to_string(), *a))
-            .collect();
-        for a in named {
-            let n = a.name.as_ref().unwrap();
-            if !names.contains(&n.to_string().as_str()) {
-                let options = if names.is_empty() {
-                    "none".to_string()
-                } else {
-                    names.join(", ")
-                };
-                return Err(syn::Error::new_spanned(
-                    n,
-                    format!(
-                        "{} has no option `{n}`; its options: {options}",
-                        p.spec.kind
-                    ),
-                ));
-            }
-            if let Some((_, first)) = options.iter().find(|(o, _)| n == o) {
-                let how = if first.name.is_none() {
-                    " by position"
-                } else {
-                    ""
-                };
-                return Err(syn::Error::new_spanned(
-                    n,
-                    format!(
-                        "`{n}` is given twice ({}{how}, then {}); give it once",
-                        first.value, a.value
-                    ),
-                ));
-            }
-            options.push((n.to_string(), a));
-        }
-        Ok(Args {
-            positional,
-            options,
-        })
-    }
-
-    fn get(&self, name: &str) -> Option<&'a Arg> {
-        self.options
-            .iter()
-            .find(|(o, _)| o == name)
-            .map(|(_, a)| *a)
-    }
-
-    fn pair(&self, p: &Planner, name: &str, default: Option<usize>) -> syn::Result<[usize; 2]> {
-        match (self.get(name), default) {
-            (Some(a), _) => a.pair(),
-            (None, Some(d)) => Ok([d, d]),
-            (None, None) => Err(p.err(format!("{} needs `{name} = …`", p.spec.kind))),
-        }
-    }
-
-    fn int(&self, name: &str, default: usize) -> syn::Result<usize> {
-        self.get(name).map_or(Ok(default), |a| a.int())
-    }
-
-    fn float(&self, name: &str, default: f64) -> syn::Result<f64> {
-        self.get(name).map_or(Ok(default), |a| a.float())
-    }
-
-    fn bool(&self, name: &str, default: bool) -> syn::Result<bool> {
-        match self.get(name) {
-            None => Ok(default),
-            Some(Arg {
-                value: Value::Bool(b),
-                ..
-            }) => Ok(*b),
-            Some(a) => Err(syn::Error::new(
-                a.span,
-                format!("`{name}` is `true` or `false`"),
-            )),
-        }
-    }
-}
-
-impl Arg {
-    fn int(&self) -> syn::Result<usize> {
-        match self.value {
-            Value::Int(n) => Ok(n),
-            _ => Err(syn::Error::new(self.span, "expected an integer")),
-        }
-    }
-    fn pair(&self) -> syn::Result<[usize; 2]> {
-        match self.value {
-            Value::Int(n) => Ok([n, n]),
-            Value::Pair(a, b) => Ok([a, b]),
-            _ => Err(syn::Error::new(
-                self.span,
-                "expected an integer or a pair `(h, w)`",
-            )),
-        }
-    }
-    fn float(&self) -> syn::Result<f64> {
-        match self.value {
-            Value::Float(f) => Ok(f),
-            Value::Int(n) => Ok(n as f64),
-            _ => Err(syn::Error::new(self.span, "expected a number")),
-        }
     }
 }
