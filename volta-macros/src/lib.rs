@@ -63,12 +63,18 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 ///
 /// `B` names the batch dim; the other dims are per sample. Layers and their options:
-/// `Linear<out>` or `Linear<in, out>`; `Conv2d<out, kernel = k | (kh, kw), stride,
-/// padding, dilation, groups, bias>`; `MaxPool2d<k, stride, padding>` and
+/// `Linear<out, bias>` or `Linear<in, out, bias>`; `Conv2d<out, kernel = k | (kh, kw),
+/// stride, padding, dilation, groups, bias>`; `MaxPool2d<k, stride, padding>` and
 /// `AvgPool2d<…>` (stride defaults to `k`; the windows must tile the input);
-/// `GlobalAvgPool2d`; `BatchNorm2d<eps, momentum>`; `LayerNorm<eps>` and
+/// `GlobalAvgPool2d`; `BatchNorm2d<eps, momentum>`; `LayerNorm<eps, bias>` and
 /// `RmsNorm<eps>` (over the last axis); `Dropout<p>`; `Flatten`; `Relu`, `Gelu`,
-/// `Silu`, `Sigmoid`, `Tanh`; any other type is a nested model (a `model!` struct,
+/// `Silu`, `Sigmoid`, `Tanh`. Over sequences `(B, T, C)`, `T` a name for a dim known
+/// at run time: `Embedding<vocabulary, width>` (first, reading token ids `(B, T)`),
+/// `PositionalEmbedding<max_positions>`, `MultiHeadAttention<heads, kv_heads, causal,
+/// rope, bias>`, `TransformerBlock<heads, ff, kv_heads, causal, rope, rms, swiglu,
+/// dropout, bias>` (`[TransformerBlock<…>; n]`: `n` blocks), and `Linear` at each
+/// position. `bias = false` leaves a layer's biases out (nanoGPT's `bias = False`,
+/// Llama's layers). Any other type is a nested model (a `model!` struct,
 /// or `Residual<M>` of one, written without `<D, E>`: it gets the outer model's),
 /// checked against the shapes it declares. An option is given once, by name or (the
 /// pools' `k`, `Dropout`'s `p`) by position. Bare steps:

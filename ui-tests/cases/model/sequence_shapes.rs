@@ -36,4 +36,12 @@ model! {
     }
 }
 
+model! {
+    /// A built-in layer spelled another way reads as a nested model: the error
+    /// names the layer it resembles.
+    pub struct H for (B, T, 16) -> (B, T, 16) {
+        norm: RMSNorm,
+    }
+}
+
 fn main() {}

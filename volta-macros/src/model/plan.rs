@@ -8,7 +8,7 @@
 //! checks on them are [`Check`]s, which `cargo check` evaluates (see `check`).
 use super::args::Args;
 use super::check::{Check, Site, cast, last_dim, spans};
-use super::parse::{DimSpec, FUNCTIONS, LayerSpec, ModelDef, Step};
+use super::parse::{BUILT_IN, DimSpec, FUNCTIONS, LayerSpec, ModelDef, Step};
 use super::shape::{Dim, State, all, known_lits};
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote, quote_spanned};
@@ -173,6 +173,12 @@ fn function(f: &Ident, state: &State, batch: &Ident) -> syn::Result<Planned> {
     })
 }
 
+/// The built-in layer that `kind` spells another way (`RMSNorm`: `RmsNorm`).
+fn near_built_in(kind: &str) -> Option<&'static str> {
+    let fold = |s: &str| s.to_lowercase().replace('_', "");
+    BUILT_IN.iter().copied().find(|b| fold(b) == fold(kind))
+}
+
 /// `(B, …) → (B, product)`.
 fn flatten(state: &State, batch: &Ident) -> (TokenStream, State) {
     let n = match state {
@@ -215,9 +221,12 @@ impl Planner<'_> {
     }
 
     fn written(&self) -> String {
-        self.spec
-            .tokens
-            .to_string()
+        // rustc's printer breaks long token streams over lines: one line here.
+        let tokens = self.spec.tokens.to_string();
+        tokens
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
             .replace(" < ", "<")
             .replace(" >", ">")
             .replace(" ,", ",")
@@ -363,13 +372,14 @@ impl Planner<'_> {
             "MultiHeadAttention" => {
                 let args = Args::take(
                     self.spec,
-                    &["heads", "kv_heads", "causal", "rope"],
+                    &["heads", "kv_heads", "causal", "rope", "bias"],
                     &["heads"],
                 )?;
                 let (_, c) = self.sequence()?;
                 let heads = args.int("heads", 0)?;
                 let kv = args.int("kv_heads", heads)?;
                 let (causal, rope) = (args.bool("causal", true)?, args.bool("rope", false)?);
+                let bias = args.bool("bias", true)?;
                 self.heads(c, heads, kv, rope)?;
                 self.cached = Some((
                     quote!(let x = self.#name.forward_cached(
@@ -386,6 +396,9 @@ impl Planner<'_> {
                         if #rope {
                             layer = layer.with_rope(10_000.0);
                         }
+                        if !#bias {
+                            layer = layer.without_bias();
+                        }
                         layer
                     }),
                     quote!(let x = self.#name.forward(&x);),
@@ -394,7 +407,7 @@ impl Planner<'_> {
             }
             "TransformerBlock" => {
                 let options = [
-                    "heads", "ff", "kv_heads", "causal", "rope", "rms", "swiglu", "dropout",
+                    "heads", "ff", "kv_heads", "causal", "rope", "rms", "swiglu", "dropout", "bias",
                 ];
                 let args = Args::take(self.spec, &options, &["heads"])?;
                 let (_, c) = self.sequence()?;
@@ -404,6 +417,7 @@ impl Planner<'_> {
                 let (causal, rope) = (args.bool("causal", true)?, args.bool("rope", false)?);
                 let (rms, swiglu) = (args.bool("rms", false)?, args.bool("swiglu", false)?);
                 let dropout = args.float("dropout", 0.0)?;
+                let bias = args.bool("bias", true)?;
                 if !(0.0..=1.0).contains(&dropout) {
                     return Err(self.err(format!("dropout must be in [0, 1], got {dropout}")));
                 }
@@ -431,6 +445,7 @@ impl Planner<'_> {
                             dropout: #dropout,
                             causal: #causal,
                             rope: #rope,
+                            bias: #bias,
                         },
                         rng,
                     )),
@@ -439,7 +454,12 @@ impl Planner<'_> {
                 )
             }
             "Linear" if self.state.has_run_dims() => {
-                let args = Args::take(self.spec, &[], &["in_features", "out_features"])?;
+                let args = Args::take(self.spec, &["bias"], &["in_features", "out_features"])?;
+                let init = if args.bool("bias", true)? {
+                    quote!(::volta::nn::Linear::new(rng))
+                } else {
+                    quote!(::volta::nn::Linear::without_bias(rng))
+                };
                 let (t, c) = self.sequence()?;
                 let o = match args.positional[..] {
                     [o] => o.int()?,
@@ -469,13 +489,18 @@ impl Planner<'_> {
                 };
                 (
                     quote!(::volta::nn::Linear<#c, #o, D, E>),
-                    quote!(::volta::nn::Linear::new(rng)),
+                    init,
                     forward,
                     State::Known(vec![t, Dim::Lit(o)]),
                 )
             }
             "Linear" => {
-                let args = Args::take(self.spec, &[], &["in_features", "out_features"])?;
+                let args = Args::take(self.spec, &["bias"], &["in_features", "out_features"])?;
+                let init = if args.bool("bias", true)? {
+                    quote!(::volta::nn::Linear::new(rng))
+                } else {
+                    quote!(::volta::nn::Linear::without_bias(rng))
+                };
                 let f = self.dims(1, "flat features [B, features] (add `flatten` before it)")?;
                 let (i, o) = match args.positional[..] {
                     [o] => (f[0].clone(), o.int()?),
@@ -498,7 +523,7 @@ impl Planner<'_> {
                 let out = State::Known(vec![Dim::Lit(o)]);
                 (
                     quote!(::volta::nn::Linear<#ia, #o, D, E>),
-                    quote!(::volta::nn::Linear::new(rng)),
+                    init,
                     typed_forward(name, b, &out),
                     out,
                 )
@@ -617,7 +642,13 @@ impl Planner<'_> {
                 )
             }
             "LayerNorm" | "RmsNorm" => {
-                let args = Args::take(self.spec, &["eps"], &[])?;
+                // RMSNorm has no shift to leave out.
+                let options: &[&str] = if kind == "LayerNorm" {
+                    &["eps", "bias"]
+                } else {
+                    &["eps"]
+                };
+                let args = Args::take(self.spec, options, &[])?;
                 let last = match &self.state {
                     State::Known(d) if d.last().is_some_and(Dim::is_run) => {
                         return Err(self.err(format!(
@@ -635,7 +666,11 @@ impl Planner<'_> {
                 let (k, la) = (&self.spec.kind, last.arg());
                 (
                     quote!(::volta::nn::#k<#la, D, E>),
-                    quote!(::volta::nn::#k::new().with_eps(#eps)),
+                    if args.bool("bias", true)? {
+                        quote!(::volta::nn::#k::new().with_eps(#eps))
+                    } else {
+                        quote!(::volta::nn::#k::without_bias().with_eps(#eps))
+                    },
                     quote!(let x = self.#name.forward(&x);),
                     self.state.clone(),
                 )
@@ -761,10 +796,18 @@ impl Planner<'_> {
     fn nested(&mut self, name: &Ident) -> syn::Result<Planned> {
         let ty = self.spec.ty.clone().expect("a nested model has a type");
         if self.state.has_run_dims() {
-            return Err(self.err(format!(
-                "a nested model takes shapes known at compile time, but {} reaches it",
-                self.state.show(self.site.batch)
-            )));
+            let shape = self.state.show(self.site.batch);
+            let kind = &self.spec.kind;
+            return Err(self.err(match near_built_in(&kind.to_string()) {
+                Some(layer) => format!(
+                    "`{kind}` is not one of model!'s layers: did you mean `{layer}`? (read \
+                     as a nested model, it would need shapes known at compile time, but \
+                     {shape} reaches it)"
+                ),
+                None => format!(
+                    "a nested model takes shapes known at compile time, but {shape} reaches it"
+                ),
+            }));
         }
         let input = State::Opaque(quote!(<#ty as ::volta::nn::Model>::Input));
         let layer = self.written();

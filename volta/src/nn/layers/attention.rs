@@ -45,8 +45,9 @@ pub struct MultiHeadAttention<
     /// then the values'. (Its row count is a run-time dim: stable Rust cannot
     /// compute it in a type.)
     pub c_attn_weight: Tensor<(usize, Const<C>), D, E>,
-    /// The fused projection's bias (`c_attn.bias`).
-    pub c_attn_bias: Tensor<(usize,), D, E>,
+    /// The fused projection's bias (`c_attn.bias`; `None` after
+    /// [`without_bias`](Self::without_bias)).
+    pub c_attn_bias: Option<Tensor<(usize,), D, E>>,
     /// The output projection (`c_proj`).
     pub c_proj: Linear<C, C, D, E>,
     /// Whether each position sees only itself and earlier ones.
@@ -182,7 +183,7 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
         let (lo, hi) = (E::from_f64(-bound), E::from_f64(bound));
         MultiHeadAttention {
             c_attn_weight: Tensor::uniform_shaped((Self::QKV, Const), lo, hi, rng).requires_grad(),
-            c_attn_bias: Tensor::uniform_shaped((Self::QKV,), lo, hi, rng).requires_grad(),
+            c_attn_bias: Some(Tensor::uniform_shaped((Self::QKV,), lo, hi, rng).requires_grad()),
             c_proj: Linear::new(rng),
             causal: true,
             rope: None,
@@ -199,6 +200,13 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
     /// When `p` is outside `[0, 1]`.
     pub fn with_dropout(mut self, p: f64, rng: &mut Rng) -> Self {
         self.attn_dropout = Dropout::new(p, rng);
+        self
+    }
+
+    /// Drops the projections' biases (nanoGPT's `bias = False`; Llama has none).
+    pub fn without_bias(mut self) -> Self {
+        self.c_attn_bias = None;
+        self.c_proj.bias = None;
         self
     }
 
@@ -258,14 +266,14 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
         // gradients come back as one matrix (`narrow`'s gradients that tile an
         // axis are concatenated), so the backward is one product each for the
         // input's and the weight's gradients too.
-        let bias = self
-            .c_attn_bias
-            .raw()
-            .reshape(&[1, Self::QKV])
-            .expand(&[b * t, Self::QKV]);
-        let qkv = flat
-            .matmul(&self.c_attn_weight.raw().transpose_last())
-            .binary(BinaryOp::Add, &bias);
+        let mut qkv = flat.matmul(&self.c_attn_weight.raw().transpose_last());
+        if let Some(bias) = &self.c_attn_bias {
+            let bias = bias
+                .raw()
+                .reshape(&[1, Self::QKV])
+                .expand(&[b * t, Self::QKV]);
+            qkv = qkv.binary(BinaryOp::Add, &bias);
+        }
         let heads = |from: usize, n: usize| {
             qkv.narrow(1, from, n * hd)
                 .reshape(&[b, t, n, hd])
@@ -299,7 +307,9 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
 {
     fn visit(&mut self, v: &mut Visitor<'_, D, E>) {
         v.param("c_attn.weight", &mut self.c_attn_weight);
-        v.param("c_attn.bias", &mut self.c_attn_bias);
+        if let Some(bias) = &mut self.c_attn_bias {
+            v.param("c_attn.bias", bias);
+        }
         v.module("c_proj", &mut self.c_proj);
         v.module("attn_dropout", &mut self.attn_dropout);
     }
@@ -312,7 +322,7 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
     fn to<D2: Backend<E>>(&self) -> Self::On<D2> {
         MultiHeadAttention {
             c_attn_weight: self.c_attn_weight.to::<D2>(),
-            c_attn_bias: self.c_attn_bias.to::<D2>(),
+            c_attn_bias: self.c_attn_bias.as_ref().map(|b| b.to::<D2>()),
             c_proj: self.c_proj.to::<D2>(),
             causal: self.causal,
             rope: self.rope,

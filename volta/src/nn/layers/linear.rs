@@ -8,7 +8,8 @@ use crate::shape::{Axis, Const, Dim, Rank1, Rank2};
 use crate::tensor::Tensor;
 use volta_kernels::BinaryOp;
 
-/// `y = x · Wᵀ + b` from `I` input features to `O` output features.
+/// `y = x · Wᵀ + b` from `I` input features to `O` output features; the bias is
+/// optional, as `nn.Linear(I, O, bias=False)` ([`Linear::without_bias`]).
 ///
 /// The batch dim of the input may be static (`Rank2<32, I>`) or dynamic
 /// (`(usize, Const<I>)`, e.g. a last partial batch); the feature widths are part of
@@ -30,8 +31,8 @@ pub struct Linear<const I: usize, const O: usize, D: Backend<E> = Cpu, E: Float 
     /// it (so checkpoints interchange without transposes); `y = x · weightᵀ`, and the
     /// transpose is a strided view that both devices' matmuls read in place.
     pub weight: Tensor<Rank2<O, I>, D, E>,
-    /// The `O` biases, added to every row.
-    pub bias: Tensor<Rank1<O>, D, E>,
+    /// The `O` biases, added to every row (`None`: a layer without them).
+    pub bias: Option<Tensor<Rank1<O>, D, E>>,
 }
 
 impl<const I: usize, const O: usize, D: Backend<E>, E: Float> Linear<I, O, D, E> {
@@ -43,19 +44,39 @@ impl<const I: usize, const O: usize, D: Backend<E>, E: Float> Linear<I, O, D, E>
         let (lo, hi) = (E::from_f64(-bound), E::from_f64(bound));
         Linear {
             weight: Tensor::uniform(lo, hi, rng).requires_grad(),
-            bias: Tensor::uniform(lo, hi, rng).requires_grad(),
+            bias: Some(Tensor::uniform(lo, hi, rng).requires_grad()),
+        }
+    }
+
+    /// A layer without a bias, `y = x · Wᵀ` (PyTorch's `bias=False`; Llama's
+    /// projections): the weight initialised as [`Linear::new`] does.
+    pub fn without_bias(rng: &mut Rng) -> Self {
+        let bound = 1.0 / (I as f64).sqrt();
+        let (lo, hi) = (E::from_f64(-bound), E::from_f64(bound));
+        Linear {
+            weight: Tensor::uniform(lo, hi, rng).requires_grad(),
+            bias: None,
         }
     }
 
     /// A layer with the given weight and bias (tracked as they are given).
     pub fn from_tensors(weight: Tensor<Rank2<O, I>, D, E>, bias: Tensor<Rank1<O>, D, E>) -> Self {
-        Linear { weight, bias }
+        Linear {
+            weight,
+            bias: Some(bias),
+        }
+    }
+
+    /// A layer with the given weight and no bias (tracked as it is given).
+    pub fn from_weight(weight: Tensor<Rank2<O, I>, D, E>) -> Self {
+        Linear { weight, bias: None }
     }
 
     /// Applies the layer to a batch of rows: `(B, I) → (B, O)`.
     pub fn forward<B: Dim>(&self, x: &Tensor<(B, Const<I>), D, E>) -> Tensor<(B, Const<O>), D, E> {
         let y = x.matmul(&self.weight.t());
-        let bias = self.bias.broadcast_to::<_, Axis<0>>(y.shape());
+        let Some(bias) = &self.bias else { return y };
+        let bias = bias.broadcast_to::<_, Axis<0>>(y.shape());
         // Both are `(B, O)`; the raw add avoids a `B: DimEq<B>` bound that the typed
         // `+` would need for a generic `B`.
         y.map_raw(|r| r.binary(BinaryOp::Add, bias.raw()))
@@ -65,7 +86,9 @@ impl<const I: usize, const O: usize, D: Backend<E>, E: Float> Linear<I, O, D, E>
 impl<const I: usize, const O: usize, D: Backend<E>, E: Float> Module<D, E> for Linear<I, O, D, E> {
     fn visit(&mut self, v: &mut Visitor<'_, D, E>) {
         v.param("weight", &mut self.weight);
-        v.param("bias", &mut self.bias);
+        if let Some(bias) = &mut self.bias {
+            v.param("bias", bias);
+        }
     }
 }
 
@@ -74,7 +97,7 @@ impl<const I: usize, const O: usize, D: Backend<E>, E: Float> ToDevice<E> for Li
     fn to<D2: Backend<E>>(&self) -> Linear<I, O, D2, E> {
         Linear {
             weight: self.weight.to::<D2>(),
-            bias: self.bias.to::<D2>(),
+            bias: self.bias.as_ref().map(|b| b.to::<D2>()),
         }
     }
 }
@@ -105,7 +128,9 @@ mod tests {
         assert_eq!(y.dims(), &[5, 3]);
         let grads = y.sum_all().backward();
         // d(sum)/d(bias) = batch size for every output; d/dW[o, i] = Σ_rows x[r, i].
-        let gb = grads.get(&layer.bias).expect("bias is used");
+        let gb = grads
+            .get(layer.bias.as_ref().unwrap())
+            .expect("bias is used");
         assert_eq!(gb.to_vec(), vec![5.0; 3]);
         let gw = grads.get(&layer.weight).expect("weight is used").to_vec();
         let xv = x.to_vec();
@@ -120,10 +145,30 @@ mod tests {
     #[test]
     fn init_is_bounded_and_tracked() {
         let mut layer = Linear::<16, 4>::new(&mut Rng::seed(3));
-        assert!(layer.weight.is_tracked() && layer.bias.is_tracked());
+        assert!(layer.weight.is_tracked() && layer.bias.as_ref().unwrap().is_tracked());
         let bound = 0.25;
         assert!(layer.weight.to_vec().iter().all(|w| w.abs() <= bound));
         assert!(layer.weight.to_vec().iter().any(|w| w.abs() > bound / 4.0));
         assert_eq!(layer.param_count(), 16 * 4 + 4);
+    }
+
+    #[test]
+    fn a_layer_without_bias_is_the_product_alone() {
+        let mut layer =
+            Linear::<2, 3>::from_weight(Tensor::from_array([[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]));
+        let x = Tensor::<Rank2<2, 2>>::from_array([[1.0, 1.0], [2.0, -1.0]]);
+        assert_eq!(
+            layer.forward(&x).to_vec(),
+            vec![5.0, 7.0, 9.0, -2.0, -1.0, 0.0]
+        );
+        let names: Vec<String> = layer.named_params().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["weight"]);
+        let mut drawn = Linear::<16, 4>::without_bias(&mut Rng::seed(3));
+        assert_eq!(drawn.param_count(), 16 * 4);
+        // The same weight as `new` draws first.
+        assert_eq!(
+            drawn.weight.to_vec(),
+            Linear::<16, 4>::new(&mut Rng::seed(3)).weight.to_vec()
+        );
     }
 }

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 /// Layer normalisation over the last axis (size `N`): `(x − mean)/√(var + ε)·γ + β`,
 /// as PyTorch's `nn.LayerNorm(N)` (biased variance, `ε = 1e-5`, `γ = 1`, `β = 0` at
-/// start).
+/// start); [`LayerNorm::without_bias`] has no `β`, as `bias=False`.
 ///
 /// ```
 /// use volta::prelude::*;
@@ -26,8 +26,8 @@ use std::sync::Mutex;
 pub struct LayerNorm<const N: usize, D: Backend<E> = Cpu, E: Float = f32> {
     /// The learned scale `γ`.
     pub weight: Tensor<Rank1<N>, D, E>,
-    /// The learned shift `β`.
-    pub bias: Tensor<Rank1<N>, D, E>,
+    /// The learned shift `β` (`None`: a layer without it).
+    pub bias: Option<Tensor<Rank1<N>, D, E>>,
     /// Added to the variance.
     pub eps: f64,
 }
@@ -37,7 +37,16 @@ impl<const N: usize, D: Backend<E>, E: Float> LayerNorm<N, D, E> {
     pub fn new() -> Self {
         LayerNorm {
             weight: Tensor::ones().requires_grad(),
-            bias: Tensor::zeros().requires_grad(),
+            bias: Some(Tensor::zeros().requires_grad()),
+            eps: 1e-5,
+        }
+    }
+    /// Without the shift `β` (PyTorch's `bias=False`; nanoGPT's `bias = False`):
+    /// `γ = 1`, `ε = 1e-5`.
+    pub fn without_bias() -> Self {
+        LayerNorm {
+            weight: Tensor::ones().requires_grad(),
+            bias: None,
             eps: 1e-5,
         }
     }
@@ -51,7 +60,12 @@ impl<const N: usize, D: Backend<E>, E: Float> LayerNorm<N, D, E> {
         let axis = S::RANK - 1;
         x.map_raw(|r| {
             let y = r.normalize(axis, true, self.eps);
-            affine(&y, axis, self.weight.raw(), Some(self.bias.raw()))
+            affine(
+                &y,
+                axis,
+                self.weight.raw(),
+                self.bias.as_ref().map(Tensor::raw),
+            )
         })
     }
 }
@@ -236,7 +250,9 @@ impl<const C: usize, D: Backend<E>, E: Float> BatchNorm2d<C, D, E> {
 impl<const N: usize, D: Backend<E>, E: Float> Module<D, E> for LayerNorm<N, D, E> {
     fn visit(&mut self, v: &mut Visitor<'_, D, E>) {
         v.param("weight", &mut self.weight);
-        v.param("bias", &mut self.bias);
+        if let Some(bias) = &mut self.bias {
+            v.param("bias", bias);
+        }
     }
 }
 
@@ -262,7 +278,7 @@ impl<const N: usize, D: Backend<E>, E: Float> ToDevice<E> for LayerNorm<N, D, E>
     fn to<D2: Backend<E>>(&self) -> LayerNorm<N, D2, E> {
         LayerNorm {
             weight: self.weight.to::<D2>(),
-            bias: self.bias.to::<D2>(),
+            bias: self.bias.as_ref().map(|b| b.to::<D2>()),
             eps: self.eps,
         }
     }

@@ -27,7 +27,7 @@ pub enum NormKind {
 /// The feed-forward branch's activation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FeedForwardKind {
-    /// `c_proj(gelu(c_fc(x)))` (GPT-2; GELU's tanh form).
+    /// `c_proj(gelu(c_fc(x)))` (GPT-2; GELU's exact erf form, as nanoGPT's `nn.GELU()`).
     #[default]
     Gelu,
     /// `down_proj(silu(gate_proj(x)) · up_proj(x))` (Llama).
@@ -35,7 +35,7 @@ pub enum FeedForwardKind {
 }
 
 /// How a [`TransformerBlock`] is built. `Default`: LayerNorm, GELU, no dropout,
-/// causal, no RoPE (GPT-2 with learned positions added before the blocks).
+/// causal, no RoPE, biases (GPT-2 with learned positions added before the blocks).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BlockOptions {
     /// The norm before each branch.
@@ -49,6 +49,9 @@ pub struct BlockOptions {
     pub causal: bool,
     /// RoPE's base, when attention rotates queries and keys by position.
     pub rope: Option<f64>,
+    /// Whether the projections and LayerNorms have biases (nanoGPT's `bias`;
+    /// Llama's blocks have none).
+    pub bias: bool,
 }
 
 impl Default for BlockOptions {
@@ -59,6 +62,7 @@ impl Default for BlockOptions {
             dropout: 0.0,
             causal: true,
             rope: None,
+            bias: true,
         }
     }
 }
@@ -73,9 +77,10 @@ pub enum BlockNorm<const C: usize, D: Backend<E> = Cpu, E: Float = f32> {
 }
 
 impl<const C: usize, D: Backend<E>, E: Float> BlockNorm<C, D, E> {
-    fn new(kind: NormKind) -> Self {
+    fn new(kind: NormKind, bias: bool) -> Self {
         match kind {
-            NormKind::Layer => BlockNorm::Layer(LayerNorm::new()),
+            NormKind::Layer if bias => BlockNorm::Layer(LayerNorm::new()),
+            NormKind::Layer => BlockNorm::Layer(LayerNorm::without_bias()),
             NormKind::Rms => BlockNorm::Rms(RmsNorm::new()),
         }
     }
@@ -113,16 +118,16 @@ pub enum FeedForward<const C: usize, const FF: usize, D: Backend<E> = Cpu, E: Fl
 }
 
 impl<const C: usize, const FF: usize, D: Backend<E>, E: Float> FeedForward<C, FF, D, E> {
-    fn new(kind: FeedForwardKind, rng: &mut Rng) -> Self {
+    fn new(kind: FeedForwardKind, bias: bool, rng: &mut Rng) -> Self {
         match kind {
             FeedForwardKind::Gelu => FeedForward::Gelu {
-                c_fc: Linear::new(rng),
-                c_proj: Linear::new(rng),
+                c_fc: linear(bias, rng),
+                c_proj: linear(bias, rng),
             },
             FeedForwardKind::SwiGlu => FeedForward::SwiGlu {
-                gate_proj: Linear::new(rng),
-                up_proj: Linear::new(rng),
-                down_proj: Linear::new(rng),
+                gate_proj: linear(bias, rng),
+                up_proj: linear(bias, rng),
+                down_proj: linear(bias, rng),
             },
         }
     }
@@ -201,13 +206,16 @@ where
         if let Some(base) = options.rope {
             attn = attn.with_rope(base);
         }
-        let mlp = FeedForward::new(options.feed_forward, rng);
+        if !options.bias {
+            attn = attn.without_bias();
+        }
+        let mlp = FeedForward::new(options.feed_forward, options.bias, rng);
         let dropout = Dropout::new(options.dropout, rng);
         attn.attn_dropout = dropout.split(1);
         TransformerBlock {
-            ln_1: BlockNorm::new(options.norm),
+            ln_1: BlockNorm::new(options.norm, options.bias),
             attn,
-            ln_2: BlockNorm::new(options.norm),
+            ln_2: BlockNorm::new(options.norm, options.bias),
             mlp,
             dropout,
         }
@@ -254,6 +262,18 @@ where
             self.mlp.forward(&rows).into_raw().reshape(&[b, t, C]),
         );
         residual(&x, &self.dropout.forward(&fed))
+    }
+}
+
+/// A projection with or without its bias.
+fn linear<const I: usize, const O: usize, D: Backend<E>, E: Float>(
+    bias: bool,
+    rng: &mut Rng,
+) -> Linear<I, O, D, E> {
+    if bias {
+        Linear::new(rng)
+    } else {
+        Linear::without_bias(rng)
     }
 }
 
@@ -419,6 +439,10 @@ mod tests {
                 rope: Some(10_000.0),
                 ..BlockOptions::default()
             },
+            BlockOptions {
+                bias: false,
+                ..BlockOptions::default()
+            },
         ];
         for options in flavours {
             let mut rng = Rng::seed(7);
@@ -469,6 +493,34 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A block without biases has none among its parameters, as nanoGPT's with
+    /// `bias = False`: weights only, LayerNorms included.
+    #[test]
+    fn a_block_without_biases_has_weights_only() {
+        let options = BlockOptions {
+            bias: false,
+            ..BlockOptions::default()
+        };
+        let mut block =
+            TransformerBlock::<8, 2, 16, 2, Cpu, f64>::with_options(options, &mut Rng::seed(1));
+        let names: Vec<String> = block.named_params().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            names,
+            [
+                "ln_1.weight",
+                "attn.c_attn.weight",
+                "attn.c_proj.weight",
+                "ln_2.weight",
+                "mlp.c_fc.weight",
+                "mlp.c_proj.weight"
+            ]
+        );
+        assert_eq!(
+            block.param_count(),
+            8 + 24 * 8 + 8 * 8 + 8 + 16 * 8 + 8 * 16
+        );
     }
 
     /// Feeding a sequence one token at a time through the cache gives the rows of
