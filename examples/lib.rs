@@ -1,5 +1,6 @@
 //! Shared helpers for the examples: where the digits data is, command-line
 //! options, and the benchmarks' CNN. (The digits reader itself is `volta::data::readers::digits`.)
+#![warn(missing_docs)]
 
 pub mod cli;
 #[path = "gpt_model.rs"]

@@ -33,6 +33,7 @@
 //! arguments. Non-differentiable pieces follow fixed rules: comparisons, `floor` and
 //! `%`'s quotient have derivative 0, `if` routes the gradient to the branch taken,
 //! `max`/`min` split it on ties.
+#![warn(missing_docs)]
 
 mod kernel;
 mod model;

@@ -5,6 +5,7 @@
 //! classes). Ops call the `volta` crate's run-time-shaped `RawTensor` API: the same
 //! kernels, autograd and GPU runtime as typed Rust code, with shapes checked here
 //! (as `ShapeError`) instead of by the compiler.
+#![warn(missing_docs)]
 use pyo3::prelude::*;
 
 mod datasets;

@@ -6,6 +6,7 @@
 //! CNN in the tab a few steps per call, and chats with SmolLM2-135M from a GGUF
 //! file the user picks. Every method that reads the GPU is async; every error
 //! reaches JavaScript as an exception carrying Volta's message.
+#![warn(missing_docs)]
 #[path = "../../train/model.rs"]
 mod model;
 
