@@ -73,9 +73,10 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// at run time: `Embedding<vocabulary, width>` (first, reading token ids `(B, T)`),
 /// `PositionalEmbedding<max_positions>`, `MultiHeadAttention<heads, kv_heads, causal,
 /// rope, bias>`, `TransformerBlock<heads, ff, kv_heads, causal, rope, rms, swiglu,
-/// dropout, bias>` (`[TransformerBlock<…>; n]`: `n` blocks), and `Linear` at each
-/// position. `bias = false` leaves a layer's biases out (nanoGPT's `bias = False`,
-/// Llama's layers). Any other type is a nested model (a `model!` struct,
+/// dropout, bias>` (`[TransformerBlock<…>; n]`: `n` blocks), `Linear` at each
+/// position, and `Tied<wte>`: logits against the table of the block's `Embedding`
+/// `wte` (weight tying, as GPT-2's head; no weights of its own). `bias = false`
+/// leaves a layer's biases out (nanoGPT's `bias = False`, Llama's layers). Any other type is a nested model (a `model!` struct,
 /// or `Residual<M>` of one, written without `<D, E>`: it gets the outer model's),
 /// checked against the shapes it declares. An option is given once, by name or (the
 /// pools' `k`, `Dropout`'s `p`) by position. Bare steps:

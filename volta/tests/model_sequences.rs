@@ -40,6 +40,17 @@ model! {
     }
 }
 
+model! {
+    /// GPT-2's head: logits against the token table (weight tying).
+    pub struct TiedGpt for (B, T) -> (B, T, 16) {
+        wte: Embedding<16, 32>,
+        wpe: PositionalEmbedding<8>,
+        h: [TransformerBlock<4, ff = 64>; 1],
+        ln_f: LayerNorm,
+        lm_head: Tied<wte>,
+    }
+}
+
 type Ids = Tensor<(usize, usize), Cpu, u32>;
 
 #[test]
@@ -134,6 +145,52 @@ fn bias_false_leaves_every_bias_out() {
         let rows = m.forward(&x).reshape_to((24, Const::<16>)).unwrap();
         cross_entropy(&rows, &y)
     };
+    let before = loss(&model);
+    let first = before.item();
+    Adam::new(1e-2).step(&mut model, &before.backward());
+    assert!(loss(&model).item() < first);
+}
+
+#[test]
+fn a_tied_head_reads_the_token_table() {
+    let mut model = TiedGpt::<Cpu>::new(&mut Rng::seed(6));
+    let names: Vec<String> = model.named_params().into_iter().map(|(n, _)| n).collect();
+    assert!(!names.iter().any(|n| n.starts_with("lm_head")), "{names:?}");
+    let per_block =
+        2 * 32 + (32 * 96 + 96) + (32 * 32 + 32) + 2 * 32 + (32 * 64 + 64) + (64 * 32 + 32);
+    assert_eq!(model.param_count(), 16 * 32 + 8 * 32 + per_block + 2 * 32);
+    let row = model.summary().to_string();
+    let row = row
+        .lines()
+        .find(|l| l.starts_with("lm_head"))
+        .unwrap()
+        .to_string();
+    assert!(row.contains("Tied<wte>") && row.ends_with(" 0"), "{row}");
+
+    // The logits are the last rows against the table: ln_f(h(x)) · wteᵀ.
+    let x = Ids::from_vec_shaped(vec![1, 2, 3, 4, 5, 6], (2, 3)).unwrap();
+    let logits = model.forward(&x);
+    let positions = model.wpe.try_forward(&model.wte.forward(&x), 0).unwrap();
+    let last = model.ln_f.forward(&model.h[0].forward(&positions));
+    let want = last
+        .reshape_to((6, Const::<32>))
+        .unwrap()
+        .matmul(&model.wte.weight.t());
+    assert_eq!(logits.to_vec(), want.to_vec());
+
+    // The table's gradient sums both uses: row 0 is never looked up, so its
+    // gradient is the head's alone.
+    let grads = logits.sum_all().backward();
+    let table = grads
+        .get(&model.wte.weight)
+        .expect("the table is used")
+        .to_vec();
+    assert!(table[..32].iter().any(|g| *g != 0.0));
+
+    // It trains.
+    let y = Tensor::<(usize,), Cpu, u32>::from_vec_shaped(vec![2, 3, 4, 5, 6, 7], (6,)).unwrap();
+    let loss =
+        |m: &TiedGpt<Cpu>| cross_entropy(&m.forward(&x).reshape_to((6, Const::<16>)).unwrap(), &y);
     let before = loss(&model);
     let first = before.item();
     Adam::new(1e-2).step(&mut model, &before.backward());

@@ -44,4 +44,22 @@ model! {
     }
 }
 
+model! {
+    /// A tied head names an Embedding of the block.
+    pub struct I for (B, T) -> (B, T, 10) {
+        wte: Embedding<10, 16>,
+        norm: LayerNorm,
+        head: Tied<norm>,
+    }
+}
+
+model! {
+    /// A tied head takes the table's width.
+    pub struct J for (B, T) -> (B, T, 10) {
+        wte: Embedding<10, 16>,
+        up: Linear<32>,
+        head: Tied<wte>,
+    }
+}
+
 fn main() {}

@@ -1,6 +1,7 @@
 //! A built-in layer's arguments (`Conv2d<8, kernel = 3>`): positional and named,
 //! checked against the options the layer has, each given once.
 use super::parse::{Arg, LayerSpec, Value};
+use syn::Ident;
 
 /// A built-in layer's arguments, checked against what it accepts.
 pub struct Args<'a> {
@@ -128,6 +129,12 @@ impl Arg {
                 self.span,
                 "expected an integer or a pair `(h, w)`",
             )),
+        }
+    }
+    pub fn name(&self) -> syn::Result<&Ident> {
+        match &self.value {
+            Value::Name(n) => Ok(n),
+            _ => Err(syn::Error::new(self.span, "expected a field's name")),
         }
     }
     pub fn float(&self) -> syn::Result<f64> {

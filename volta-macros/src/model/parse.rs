@@ -11,6 +11,7 @@
 //! pub struct Gpt for (B, T) -> (B, T, 10) {           // `T`: a run-time dim; token ids in
 //!     wte: Embedding<10, 64>,
 //!     h: [TransformerBlock<4>; 2],                    // a layer repeated
+//!     lm_head: Tied<wte>,                             // another field named
 //! }
 //! ```
 use proc_macro2::{Span, TokenStream};
@@ -76,6 +77,8 @@ pub enum Value {
     Pair(usize, usize),
     Float(f64),
     Bool(bool),
+    /// Another field of the block (`Tied<wte>`).
+    Name(Ident),
 }
 
 impl std::fmt::Display for Value {
@@ -85,6 +88,7 @@ impl std::fmt::Display for Value {
             Value::Pair(a, b) => write!(f, "({a}, {b})"),
             Value::Float(x) => write!(f, "{x:?}"),
             Value::Bool(b) => write!(f, "{b}"),
+            Value::Name(n) => write!(f, "{n}"),
         }
     }
 }
@@ -105,6 +109,7 @@ pub const BUILT_IN: &[&str] = &[
     "PositionalEmbedding",
     "MultiHeadAttention",
     "TransformerBlock",
+    "Tied",
     "Relu",
     "Gelu",
     "Silu",
@@ -397,6 +402,8 @@ impl Parse for Arg {
             content.parse::<Token![,]>()?;
             let b: LitInt = content.parse()?;
             Value::Pair(a.base10_parse()?, b.base10_parse()?)
+        } else if input.peek(Ident) && !input.peek(syn::Lit) {
+            Value::Name(input.parse()?)
         } else {
             match input.parse::<syn::Lit>()? {
                 syn::Lit::Int(i) => Value::Int(i.base10_parse()?),
@@ -405,7 +412,7 @@ impl Parse for Arg {
                 other => {
                     return Err(syn::Error::new_spanned(
                         other,
-                        "expected an integer, a pair `(h, w)`, a float or a bool",
+                        "expected an integer, a pair `(h, w)`, a float, a bool or a field's name",
                     ));
                 }
             }

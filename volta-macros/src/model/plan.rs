@@ -66,6 +66,7 @@ pub fn plan(def: &ModelDef) -> syn::Result<Plan> {
     let mut steps = Vec::new();
     let mut checks = Vec::new();
     let mut fallible = false;
+    let mut embeddings = Vec::new();
     let batch = &def.batch;
     for (i, step) in def.steps.iter().enumerate() {
         let planned = match step {
@@ -77,6 +78,7 @@ pub fn plan(def: &ModelDef) -> syn::Result<Plan> {
                         tokens: &spec.tokens,
                         checks: &mut checks,
                     },
+                    embeddings: &mut embeddings,
                     spec,
                     state: state.clone(),
                     prelude: TokenStream::new(),
@@ -179,6 +181,23 @@ fn near_built_in(kind: &str) -> Option<&'static str> {
     BUILT_IN.iter().copied().find(|b| fold(b) == fold(kind))
 }
 
+/// `apply` (an expression of `rows`, `(B·T, c)`) at each position of a sequence
+/// `(B, T, c)`, giving `(B, T, o)`.
+fn per_position(batch: &Ident, c: usize, o: usize, apply: TokenStream) -> TokenStream {
+    quote! {
+        let x: ::volta::Tensor<(#batch, usize, ::volta::Const<#o>), D, E> = {
+            let (n, t) = (x.dims()[0], x.dims()[1]);
+            let rows = ::volta::Tensor::<(usize, ::volta::Const<#c>), D, E>::try_from_raw(
+                x.raw().reshape(&[n * t, #c]),
+            )
+            .expect("model!: a sequence is rows of its width");
+            let y = #apply;
+            ::volta::Tensor::try_from_raw(y.raw().reshape(&[n, t, #o]))
+                .expect("model!: rows back into a sequence")
+        };
+    }
+}
+
 /// `(B, …) → (B, product)`.
 fn flatten(state: &State, batch: &Ident) -> (TokenStream, State) {
     let n = match state {
@@ -201,6 +220,9 @@ fn flatten(state: &State, batch: &Ident) -> (TokenStream, State) {
 
 struct Planner<'a> {
     site: Site<'a>,
+    /// The block's `Embedding` fields so far: name, vocabulary, width (what
+    /// `Tied<…>` may name).
+    embeddings: &'a mut Vec<(Ident, usize, usize)>,
     spec: &'a LayerSpec,
     /// What reaches the layer.
     state: State,
@@ -346,6 +368,7 @@ impl Planner<'_> {
                     unreachable!("the first layer sees the input")
                 };
                 dims.push(Dim::Lit(c));
+                self.embeddings.push((name.clone(), v, c));
                 (
                     quote!(::volta::nn::Embedding<#v, #c, D, E>),
                     quote!(::volta::nn::Embedding::new(rng)),
@@ -453,6 +476,7 @@ impl Planner<'_> {
                     self.state.clone(),
                 )
             }
+            "Tied" => return self.tied(name),
             "Linear" if self.state.has_run_dims() => {
                 let args = Args::take(self.spec, &["bias"], &["in_features", "out_features"])?;
                 let init = if args.bool("bias", true)? {
@@ -473,20 +497,7 @@ impl Planner<'_> {
                     }
                     _ => return Err(self.err("Linear<out> or Linear<in, out>")),
                 };
-                // The layer applies to each position: rows of C, then back.
-                let forward = quote! {
-                    let x: ::volta::Tensor<(#b, usize, ::volta::Const<#o>), D, E> = {
-                        let (n, t) = (x.dims()[0], x.dims()[1]);
-                        let positions = n * t;
-                        let rows = ::volta::Tensor::<(usize, ::volta::Const<#c>), D, E>::try_from_raw(
-                            x.raw().reshape(&[positions, #c]),
-                        )
-                        .expect("model!: a sequence is rows of its width");
-                        let y = self.#name.forward(&rows);
-                        ::volta::Tensor::try_from_raw(y.raw().reshape(&[n, t, #o]))
-                            .expect("model!: rows back into a sequence")
-                    };
-                };
+                let forward = per_position(b, c, o, quote!(self.#name.forward(&rows)));
                 (
                     quote!(::volta::nn::Linear<#c, #o, D, E>),
                     init,
@@ -725,6 +736,48 @@ impl Planner<'_> {
             output,
             cached,
             caches,
+        })
+    }
+
+    /// `Tied<wte>`: logits against the table of the block's `Embedding` `wte`, at
+    /// each position (weight tying, as GPT-2's and nanoGPT's heads); no field.
+    fn tied(&mut self, name: &Ident) -> syn::Result<Planned> {
+        let args = Args::take(self.spec, &[], &["embedding"])?;
+        let table = match args.positional[..] {
+            [a] => a.name()?,
+            _ => {
+                return Err(
+                    self.err("Tied<embedding>: the name of an Embedding field, e.g. `Tied<wte>`")
+                );
+            }
+        };
+        let Some((_, v, m)) = self.embeddings.iter().find(|(n, ..)| n == table).cloned() else {
+            return Err(syn::Error::new_spanned(
+                table,
+                format!("`{table}` is not an Embedding of this block: Tied<…> names one before it"),
+            ));
+        };
+        let (t, c) = self.sequence()?;
+        if c != m {
+            return Err(self.err(format!(
+                "Tied<{table}> takes {table}'s width {m}, but {} reaches it",
+                self.state.show(self.site.batch)
+            )));
+        }
+        let forward = per_position(
+            self.site.batch,
+            c,
+            v,
+            quote!(rows.matmul(&self.#table.weight.t())),
+        );
+        Ok(Planned {
+            field: None,
+            forward,
+            name: name.to_string(),
+            layer: self.written(),
+            output: State::Known(vec![t, Dim::Lit(v)]),
+            cached: None,
+            caches: 0,
         })
     }
 
