@@ -187,8 +187,11 @@ fn per_position(batch: &Ident, c: usize, o: usize, apply: TokenStream) -> TokenS
     quote! {
         let x: ::volta::Tensor<(#batch, usize, ::volta::Const<#o>), D, E> = {
             let (n, t) = (x.dims()[0], x.dims()[1]);
+            // Not `[n * t, c]`: with every token at one span, clippy reads `*t` as
+            // a dereference after a missing comma.
+            let positions = n * t;
             let rows = ::volta::Tensor::<(usize, ::volta::Const<#c>), D, E>::try_from_raw(
-                x.raw().reshape(&[n * t, #c]),
+                x.raw().reshape(&[positions, #c]),
             )
             .expect("model!: a sequence is rows of its width");
             let y = #apply;
