@@ -70,7 +70,8 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `GlobalAvgPool2d`; `BatchNorm2d<eps, momentum>`; `LayerNorm<eps, bias>` and
 /// `RmsNorm<eps>` (over the last axis); `Dropout<p>`; `Flatten`; `Relu`, `Gelu`,
 /// `Silu`, `Sigmoid`, `Tanh`. Over sequences `(B, T, C)`, `T` a name for a dim known
-/// at run time: `Embedding<vocabulary, width>` (first, reading token ids `(B, T)`),
+/// at run time or a number (after `to_sequence`): `Embedding<vocabulary, width>`
+/// (first, reading token ids `(B, T)`),
 /// `PositionalEmbedding<max_positions>`, `MultiHeadAttention<heads, kv_heads, causal,
 /// rope, bias>`, `TransformerBlock<heads, ff, kv_heads, causal, rope, rms, swiglu,
 /// dropout, bias>` (`[TransformerBlock<…>; n]`: `n` blocks), `Linear` at each
@@ -80,7 +81,8 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// or `Residual<M>` of one, written without `<D, E>`: it gets the outer model's),
 /// checked against the shapes it declares. An option is given once, by name or (the
 /// pools' `k`, `Dropout`'s `p`) by position. Bare steps:
-/// `relu gelu silu sigmoid tanh flatten`.
+/// `relu gelu silu sigmoid tanh flatten`, `to_sequence` (`[B, C, H, W]` →
+/// `[B, H·W, C]`: feature maps as tokens) and `mean_pool` (`[B, T, C]` → `[B, C]`).
 ///
 /// The macro computes every shape (with the runtime's window formula), checks every
 /// layer, and emits `struct Name<D = Cpu, E = f32>` with one typed public field per

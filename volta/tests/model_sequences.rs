@@ -51,6 +51,20 @@ model! {
     }
 }
 
+model! {
+    /// A vision transformer's shapes: 2×2 patches of 4×4 images as 4 tokens, a
+    /// block over a length known at compile time, the mean over the tokens.
+    pub struct TinyVit for (B, 2, 4, 4) -> (B, 3) {
+        patches: Conv2d<8, kernel = 2, stride = 2>,
+        to_sequence,
+        pos: PositionalEmbedding<4>,
+        block: TransformerBlock<2, causal = false>,
+        proj: Linear<6>,
+        mean_pool,
+        head: Linear<3>,
+    }
+}
+
 type Ids = Tensor<(usize, usize), Cpu, u32>;
 
 #[test]
@@ -195,6 +209,50 @@ fn a_tied_head_reads_the_token_table() {
     let first = before.item();
     Adam::new(1e-2).step(&mut model, &before.backward());
     assert!(loss(&model).item() < first);
+}
+
+#[test]
+fn a_vision_transformer_reads_patches_as_a_sequence() {
+    let model = TinyVit::<Cpu>::new(&mut Rng::seed(8));
+    let x = Tensor::<(Const<2>, Const<2>, Const<4>, Const<4>)>::randn(&mut Rng::seed(9));
+    let y = model.forward(&x);
+    // By hand: the feature maps [2, 8, 2, 2] as sequences [2, 4, 8] (position
+    // p = 2·row + column), then the layers, then the mean over the 4 positions.
+    let maps: Tensor<(Const<2>, Const<8>, Const<2>, Const<2>)> = model.patches.forward(&x);
+    let maps = maps.to_vec();
+    let seq: Vec<f32> = (0..2 * 4 * 8)
+        .map(|i| {
+            let (b, p, c) = (i / 32, i / 8 % 4, i % 8);
+            maps[b * 32 + c * 4 + p]
+        })
+        .collect();
+    let seq = Tensor::<(Const<2>, Const<4>, Const<8>)>::from_vec(seq).unwrap();
+    let h = model
+        .block
+        .forward(&model.pos.try_forward(&seq, 0).unwrap());
+    let h = model
+        .proj
+        .forward(&h.reshape_to((8, Const::<8>)).unwrap())
+        .to_vec();
+    let mean: Vec<f32> = (0..2 * 6)
+        .map(|i| (0..4).map(|p| h[(i / 6 * 4 + p) * 6 + i % 6]).sum::<f32>() / 4.0)
+        .collect();
+    let want = model
+        .head
+        .forward(&Tensor::<(Const<2>, Const<6>)>::from_vec(mean).unwrap());
+    for (a, b) in y.to_vec().iter().zip(want.to_vec()) {
+        assert!(
+            (a - b).abs() < 1e-5,
+            "{:?} vs {:?}",
+            y.to_vec(),
+            want.to_vec()
+        );
+    }
+    let shown = model.summary().to_string();
+    assert!(
+        shown.contains("[B, 4, 8]") && shown.contains("[B, 6]"),
+        "{shown}"
+    );
 }
 
 #[test]

@@ -62,4 +62,27 @@ model! {
     }
 }
 
+model! {
+    /// `to_sequence` reads feature maps; `mean_pool` pools sequences.
+    pub struct K for (B, 16) -> (B, 16) {
+        to_sequence,
+    }
+}
+
+model! {
+    pub struct L for (B, 4, 4, 4) -> (B, 4) {
+        conv: Conv2d<4, kernel = 1>,
+        mean_pool,
+    }
+}
+
+model! {
+    /// A length known at compile time is checked against the positions at once.
+    pub struct M for (B, 1, 8, 8) -> (B, 16, 4) {
+        patches: Conv2d<4, kernel = 2, stride = 2>,
+        to_sequence,
+        pos: PositionalEmbedding<8>,
+    }
+}
+
 fn main() {}

@@ -118,7 +118,16 @@ pub const BUILT_IN: &[&str] = &[
 ];
 
 /// The stateless steps written as a bare name.
-pub const FUNCTIONS: &[&str] = &["relu", "gelu", "silu", "sigmoid", "tanh", "flatten"];
+pub const FUNCTIONS: &[&str] = &[
+    "relu",
+    "gelu",
+    "silu",
+    "sigmoid",
+    "tanh",
+    "flatten",
+    "to_sequence",
+    "mean_pool",
+];
 
 impl Parse for ModelDef {
     fn parse(input: ParseStream) -> syn::Result<Self> {

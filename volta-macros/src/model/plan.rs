@@ -151,6 +151,8 @@ fn function(f: &Ident, state: &State, batch: &Ident) -> syn::Result<Planned> {
             ));
         }
         "flatten" => flatten(state, batch),
+        "to_sequence" => to_sequence(f, state, batch)?,
+        "mean_pool" => mean_pool(f, state, batch)?,
         "relu" | "gelu" | "silu" | "sigmoid" | "tanh" => {
             (quote_spanned!(f.span()=> let x = x.#f();), state.clone())
         }
@@ -183,9 +185,10 @@ fn near_built_in(kind: &str) -> Option<&'static str> {
 
 /// `apply` (an expression of `rows`, `(B·T, c)`) at each position of a sequence
 /// `(B, T, c)`, giving `(B, T, o)`.
-fn per_position(batch: &Ident, c: usize, o: usize, apply: TokenStream) -> TokenStream {
+fn per_position(batch: &Ident, t: &Dim, c: usize, o: usize, apply: TokenStream) -> TokenStream {
+    let t = t.ty();
     quote! {
-        let x: ::volta::Tensor<(#batch, usize, ::volta::Const<#o>), D, E> = {
+        let x: ::volta::Tensor<(#batch, #t, ::volta::Const<#o>), D, E> = {
             let (n, t) = (x.dims()[0], x.dims()[1]);
             // Not `[n * t, c]`: with every token at one span, clippy reads `*t` as
             // a dereference after a missing comma.
@@ -199,6 +202,54 @@ fn per_position(batch: &Ident, c: usize, o: usize, apply: TokenStream) -> TokenS
                 .expect("model!: rows back into a sequence")
         };
     }
+}
+
+/// `(B, C, H, W) → (B, H·W, C)`: a feature map as a sequence of its positions
+/// (a vision transformer's patches after their convolution).
+fn to_sequence(f: &Ident, state: &State, batch: &Ident) -> syn::Result<(TokenStream, State)> {
+    let Some([c, h, w]) = known_lits(state)
+        .filter(|_| !state.has_run_dims())
+        .and_then(|d| <[usize; 3]>::try_from(d).ok())
+    else {
+        return Err(syn::Error::new_spanned(
+            f,
+            format!(
+                "to_sequence takes images [B, C, H, W] known at compile time, but {} reaches it",
+                state.show(batch)
+            ),
+        ));
+    };
+    let t = h * w;
+    let forward = quote! {
+        let x: ::volta::Tensor<(#batch, ::volta::Const<#t>, ::volta::Const<#c>), D, E> = {
+            let n = x.dims()[0];
+            let seq = x.raw().reshape(&[n, #c, #t]).permute(&[0, 2, 1]);
+            ::volta::Tensor::try_from_raw(seq).expect("model!: C×H×W is H·W positions of C")
+        };
+    };
+    Ok((forward, State::Known(vec![Dim::Lit(t), Dim::Lit(c)])))
+}
+
+/// `(B, T, C) → (B, C)`: the mean over the positions (a classifier's pooling, as
+/// `x.mean(dim=1)`).
+fn mean_pool(f: &Ident, state: &State, batch: &Ident) -> syn::Result<(TokenStream, State)> {
+    let Some((_, c)) = state.sequence() else {
+        return Err(syn::Error::new_spanned(
+            f,
+            format!(
+                "mean_pool takes sequences [B, T, C], but {} reaches it",
+                state.show(batch)
+            ),
+        ));
+    };
+    let forward = quote! {
+        let x: ::volta::Tensor<(#batch, ::volta::Const<#c>), D, E> = {
+            let n = x.dims()[0];
+            let mean = x.raw().mean_axis(1).reshape(&[n, #c]);
+            ::volta::Tensor::try_from_raw(mean).expect("model!: the mean over T keeps C")
+        };
+    };
+    Ok((forward, State::Known(vec![Dim::Lit(c)])))
 }
 
 /// `(B, …) → (B, product)`.
@@ -314,17 +365,16 @@ impl Planner<'_> {
         Ok(one)
     }
 
-    /// `(T, C)` of a sequence `[B, T, C]` reaching the layer (`T` known at run time).
+    /// `(T, C)` of a sequence `[B, T, C]` reaching the layer (`T` known at run time,
+    /// or a number: a vision transformer's patches).
     fn sequence(&self) -> syn::Result<(Dim, usize)> {
-        match &self.state {
-            State::Known(d) if d.len() == 2 && d[0].is_run() && d[1].lit().is_some() => {
-                Ok((d[0].clone(), d[1].lit().expect("checked")))
-            }
-            other => Err(self.err(format!(
-                "{} takes sequences [B, T, C] (`T` known at run time, e.g. `(B, T, 64)` in the \
-                 block's input), but {} reaches it",
+        match self.state.sequence() {
+            Some(seq) => Ok(seq),
+            None => Err(self.err(format!(
+                "{} takes sequences [B, T, C] (`T` a name in the block's input, as in \
+                 `(B, T, 64)`, or a number after `to_sequence`), but {} reaches it",
                 self.spec.kind,
-                other.show(self.site.batch)
+                self.state.show(self.site.batch)
             ))),
         }
     }
@@ -381,11 +431,21 @@ impl Planner<'_> {
             }
             "PositionalEmbedding" => {
                 let args = Args::take(self.spec, &[], &["max_positions"])?;
-                let (_, c) = self.sequence()?;
+                let (t, c) = self.sequence()?;
                 let max = match args.positional[..] {
                     [m] => m.int()?,
                     _ => return Err(self.err("PositionalEmbedding<max_positions>")),
                 };
+                // A length known now is checked now; one known at run time, when
+                // the tensor arrives (`try_forward`'s error).
+                if let Some(len) = t.lit()
+                    && len > max
+                {
+                    return Err(self.err(format!(
+                        "PositionalEmbedding<{max}> holds {max} positions, but {} reaches it",
+                        self.state.show(b)
+                    )));
+                }
                 self.fallible = true;
                 self.cached = Some((quote!(let x = self.#name.try_forward(&x, start)?;), 0));
                 (
@@ -480,7 +540,7 @@ impl Planner<'_> {
                 )
             }
             "Tied" => return self.tied(name),
-            "Linear" if self.state.has_run_dims() => {
+            "Linear" if self.state.sequence().is_some() => {
                 let args = Args::take(self.spec, &["bias"], &["in_features", "out_features"])?;
                 let init = if args.bool("bias", true)? {
                     quote!(::volta::nn::Linear::new(rng))
@@ -500,7 +560,7 @@ impl Planner<'_> {
                     }
                     _ => return Err(self.err("Linear<out> or Linear<in, out>")),
                 };
-                let forward = per_position(b, c, o, quote!(self.#name.forward(&rows)));
+                let forward = per_position(b, &t, c, o, quote!(self.#name.forward(&rows)));
                 (
                     quote!(::volta::nn::Linear<#c, #o, D, E>),
                     init,
@@ -769,6 +829,7 @@ impl Planner<'_> {
         }
         let forward = per_position(
             self.site.batch,
+            &t,
             c,
             v,
             quote!(rows.matmul(&self.#table.weight.t())),

@@ -139,6 +139,16 @@ impl State {
             State::Opaque(t) => quote!(<#t as ::volta::shape::PrependDim<#batch>>::Output),
         }
     }
+    /// `(T, C)` when this is a sequence `[B, T, C]`: `T` known at run time or a
+    /// number, `C` a number.
+    pub fn sequence(&self) -> Option<(Dim, usize)> {
+        match self {
+            State::Known(d) if d.len() == 2 && (d[0].is_run() || d[0].lit().is_some()) => {
+                Some((d[0].clone(), d[1].lit()?))
+            }
+            _ => None,
+        }
+    }
     /// Whether a dim is known only at run time (a sequence length).
     pub fn has_run_dims(&self) -> bool {
         matches!(self, State::Known(d) if d.iter().any(Dim::is_run))
