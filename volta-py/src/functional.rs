@@ -1,5 +1,5 @@
 //! `volta.functional`: the layers' computations on run-time shapes (convolution,
-//! pooling, norms, embedding, dropout, losses). Each checks its arguments, then
+//! pooling, norms, embedding, dropout, losses, attention). Each checks its arguments, then
 //! calls `volta::nn::functional` or a `RawTensor` op — the code the typed layers run.
 use crate::errors::{self, Kind, guard};
 use crate::tensor::data::{Data, map, zip};
@@ -663,6 +663,59 @@ pub fn linear(
     Ok(Tensor::result(y))
 }
 
+/// The fused attention of `query (B, H, L, E)` over `key` and `value (B, Hkv, S, E)`
+/// (`H` a multiple of `Hkv`), scaled by `1/√E`: the flash-attention kernels the
+/// typed layers run, forward and backward, which never store the `L × S` weights.
+/// With `causal_start`, query `i` sees the keys up to `causal_start + i`; with
+/// `dropout_p`, the weights are dropped from volta's seeded generator
+/// (`manual_seed`). `volta.functional.scaled_dot_product_attention` is the
+/// PyTorch-shaped entry.
+#[pyfunction]
+#[pyo3(signature = (query, key, value, causal_start=None, dropout_p=0.0))]
+pub fn attention(
+    query: &Bound<'_, Tensor>,
+    key: &Bound<'_, Tensor>,
+    value: &Bound<'_, Tensor>,
+    causal_start: Option<usize>,
+    dropout_p: f64,
+) -> PyResult<Tensor> {
+    if !(0.0..=1.0).contains(&dropout_p) {
+        return Err(PyValueError::new_err(format!(
+            "attention: dropout_p must be in [0, 1], got {dropout_p}"
+        )));
+    }
+    let (q, k, v) = (query.get().data(), key.get().data(), value.get().data());
+    let (qd, kd) = (q.dims(), k.dims());
+    let fits = qd.len() == 4
+        && kd.len() == 4
+        && v.dims() == kd
+        && qd[0] == kd[0]
+        && kd[1] > 0
+        && qd[1].is_multiple_of(kd[1])
+        && qd[3] == kd[3]
+        && kd[2] > 0;
+    if !fits {
+        return Err(errors::error(
+            Kind::Shape,
+            format!(
+                "attention: query {qd:?} does not fit key {kd:?} and value {:?} (expected \
+                 (B, H, L, E) and (B, Hkv, S, E), H a multiple of Hkv, S > 0)",
+                v.dims()
+            ),
+        ));
+    }
+    let seed = if dropout_p > 0.0 {
+        crate::tensor::create::with_rng(|r| r.next_u64())
+    } else {
+        0
+    };
+    guard(|| {
+        zip!("attention", (&q, &k, &v), |q, k, v| q
+            .attention_with_dropout(k, v, causal_start, dropout_p, seed))
+    })
+    .map(Tensor::result)
+}
+
 /// Registers the functions on `m` (the `volta._volta.functional` submodule).
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for func in [
@@ -679,6 +732,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(mse_loss, m)?,
         wrap_pyfunction!(l1_loss, m)?,
         wrap_pyfunction!(linear, m)?,
+        wrap_pyfunction!(attention, m)?,
     ] {
         m.add_function(func)?;
     }

@@ -252,6 +252,68 @@ def test_dropout(device):
     assert_close(F.dropout(x, 1.0), np.zeros((100, 100)))
 
 
+def np_attention(q, k, v, mask=None, causal=False, scale=None):
+    """softmax(q·kᵀ·scale + mask)·v in float64, key/value heads repeated for groups."""
+    group = q.shape[-3] // k.shape[-3] if q.ndim >= 3 else 1
+    if group > 1:
+        k, v = np.repeat(k, group, axis=-3), np.repeat(v, group, axis=-3)
+    scores = q @ np.swapaxes(k, -1, -2) * (scale if scale is not None else 1 / np.sqrt(q.shape[-1]))
+    if causal:
+        mask = np.tril(np.ones(scores.shape[-2:], dtype=bool))
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf) if mask.dtype == bool else scores + mask
+    w = np.exp(scores - scores.max(-1, keepdims=True))
+    return (w / w.sum(-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize(
+    "q, k, kwargs",
+    [
+        ((2, 3, 5, 8), (2, 3, 7, 8), {}),
+        ((2, 3, 5, 8), (2, 3, 5, 8), {"is_causal": True}),
+        ((2, 3, 4, 8), (2, 3, 6, 8), {"is_causal": True}),  # fewer queries: top-left, as PyTorch
+        ((2, 3, 6, 8), (2, 3, 4, 8), {"is_causal": True}),  # more queries than keys
+        ((1, 4, 5, 8), (1, 2, 5, 8), {"enable_gqa": True, "scale": 0.2}),
+        ((3, 1, 2, 4, 8), (3, 1, 2, 4, 8), {}),  # more leading dims
+        ((5, 8), (7, 8), {"is_causal": True}),
+    ],
+)
+def test_scaled_dot_product_attention_against_numpy(q, k, kwargs, device, rng):
+    qa, ka, va = rng.standard_normal(q), rng.standard_normal(k), rng.standard_normal(k)
+    t = lambda a: volta.tensor(a, device=device)  # noqa: E731
+    out = F.scaled_dot_product_attention(t(qa), t(ka), t(va), **kwargs)
+    want = np_attention(qa, ka, va, causal=kwargs.get("is_causal", False), scale=kwargs.get("scale"))
+    assert_close(out, want, rtol=1e-4, atol=1e-5)
+
+
+def test_scaled_dot_product_attention_masks_and_errors(device, rng):
+    q, k, v = rng.standard_normal((2, 2, 3, 4)), rng.standard_normal((2, 2, 5, 4)), rng.standard_normal((2, 2, 5, 6))
+    t = lambda a: volta.tensor(a, device=device)  # noqa: E731
+    keep = rng.random((3, 5)) < 0.7
+    keep[:, 0] = True  # every query sees a key
+    assert_close(F.scaled_dot_product_attention(t(q), t(k), t(v), keep), np_attention(q, k, v, keep), rtol=1e-4, atol=1e-5)
+    bias = rng.standard_normal((2, 1, 3, 5))
+    assert_close(F.scaled_dot_product_attention(t(q), t(k), t(v), t(bias)), np_attention(q, k, v, bias), rtol=1e-4, atol=1e-5)
+    sdpa = F.scaled_dot_product_attention
+    with pytest.raises(volta.ShapeError, match=r"enable_gqa"):
+        sdpa(t(q), t(k[:, :1]), t(v[:, :1]))
+    with pytest.raises(volta.ShapeError, match=r"\(2, 2, 3, 4\).*\(2, 2, 5, 3\)"):
+        sdpa(t(q), t(k[..., :3]), t(v))
+    with pytest.raises(volta.ShapeError, match=r"same rank"):
+        sdpa(t(q), t(k[0]), t(v[0]))
+    with pytest.raises(ValueError, match=r"not both"):
+        sdpa(t(q), t(k), t(v), keep, is_causal=True)
+    with pytest.raises(ValueError, match=r"dropout_p"):
+        sdpa(t(q), t(k), t(v[..., :4]), dropout_p=1.5)
+    # Dropout is seeded, and drawn whenever dropout_p > 0, as PyTorch.
+    v4 = t(v[..., :4])
+    volta.manual_seed(5)
+    a = arr(sdpa(t(q), t(k), v4, dropout_p=0.5))
+    volta.manual_seed(5)
+    np.testing.assert_array_equal(arr(sdpa(t(q), t(k), v4, dropout_p=0.5)), a)
+    assert not np.allclose(a, arr(sdpa(t(q), t(k), v4)))
+
+
 # ---- functional: gradients, and the GPU against the CPU -------------------------------
 
 
@@ -271,6 +333,11 @@ def inputs(*makers):
 def _dropout(x):
     volta.manual_seed(11)  # the same mask on every call
     return F.dropout(x, 0.4)
+
+
+def _sdpa_dropout(q, k, v):
+    volta.manual_seed(12)  # the same mask on every call
+    return F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
 
 
 FUNCTIONAL_CASES = [
@@ -301,6 +368,12 @@ FUNCTIONAL_CASES = [
     ("linear", lambda x, w, b: F.linear(x, w, b), inputs(normal(2, 5, 3), normal(4, 3), normal(4))),
     ("linear(1-D, no bias)", lambda x, w: F.linear(x, w), inputs(normal(3), normal(4, 3))),
     ("dropout", _dropout, inputs(normal(4, 5))),
+    ("sdpa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), inputs(normal(2, 2, 3, 4), normal(2, 2, 5, 4), normal(2, 2, 5, 4))),
+    ("sdpa(causal,gqa,scale)", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3, enable_gqa=True), inputs(normal(1, 4, 5, 4), normal(1, 2, 5, 4), normal(1, 2, 5, 4))),
+    ("sdpa(causal,3 of 5 keys,3-D)", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), inputs(normal(2, 3, 4), normal(2, 5, 4), normal(2, 5, 4))),
+    ("sdpa(dropout)", _sdpa_dropout, inputs(normal(1, 2, 4, 4), normal(1, 2, 6, 4), normal(1, 2, 6, 4))),
+    ("sdpa(bool mask,gqa,value width 3)", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, np.arange(5) % 2 == 0, enable_gqa=True), inputs(normal(1, 2, 3, 4), normal(1, 1, 5, 4), normal(1, 1, 5, 3))),
+    ("sdpa(float mask)", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, np.linspace(-1, 1, 15).reshape(3, 5)), inputs(normal(2, 3, 4), normal(2, 5, 4), normal(2, 5, 4))),
     ("conv net", lambda x, w, lw: F.linear(F.max_pool2d(F.conv2d(x, w, padding=1).relu(), 2).flatten(1), lw), inputs(normal(2, 1, 4, 4), normal(2, 1, 3, 3), normal(3, 8))),
 ]
 FUNCTIONAL_IDS = [c[0] for c in FUNCTIONAL_CASES]

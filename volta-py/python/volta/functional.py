@@ -5,8 +5,13 @@ Each is the run-time-shaped entry to the same Rust code the typed layers run
 ``volta.ShapeError`` naming both shapes.
 """
 
+import math
 from typing import TYPE_CHECKING, Optional, Sequence, Union
 
+import numpy
+
+from volta import _volta
+from volta import errors as _errors
 from volta._volta import Tensor
 from volta._volta import functional as _native
 
@@ -99,6 +104,16 @@ if TYPE_CHECKING:
     def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
         """``input @ weight.T + bias`` with ``weight (out, in)``, ``bias (out,)``."""
 
+    def attention(
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        causal_start: Optional[int] = None,
+        dropout_p: float = 0.0,
+    ) -> Tensor:
+        """The fused attention of ``query (B, H, L, E)`` over ``key``, ``value (B, Hkv,
+        S, E)``, scaled by 1/sqrt(E) (see ``scaled_dot_product_attention``)."""
+
 else:
     conv2d = _native.conv2d
     max_pool2d = _native.max_pool2d
@@ -113,6 +128,107 @@ else:
     mse_loss = _native.mse_loss
     l1_loss = _native.l1_loss
     linear = _native.linear
+    attention = _native.attention
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Optional[Union[Tensor, "ArrayLike"]] = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: Optional[float] = None,
+    enable_gqa: bool = False,
+) -> Tensor:
+    """``softmax(query @ key.T * scale + mask) @ value``, as PyTorch's
+    ``F.scaled_dot_product_attention``, over ``query (..., H, L, E)``, ``key
+    (..., Hkv, S, E)`` and ``value (..., Hkv, S, Ev)``.
+
+    Without ``attn_mask`` and with ``Ev == E`` it runs volta's fused kernels (flash
+    attention, forward and backward, which never store the ``L × S`` weights);
+    otherwise it composes products and a softmax, as PyTorch's math backend.
+
+    - ``is_causal``: query ``i`` sees keys ``0..i`` (PyTorch's alignment).
+    - ``attn_mask``: a boolean numpy array or list (``True`` takes part) or float
+      values added to the scores, broadcast to ``(..., L, S)``.
+    - ``dropout_p``: drops weights whenever it is above 0, as PyTorch (pass
+      ``dropout_p if self.training else 0.0`` from a module), from volta's seeded
+      generator.
+    - ``scale``: instead of ``1/sqrt(E)``.
+    - ``enable_gqa``: ``key`` and ``value`` may have fewer heads (dim -3), which
+      ``H`` is a multiple of.
+    """
+    q, k, v = query.shape, key.shape, value.shape
+    if len(q) < 2 or len(k) != len(q) or len(v) != len(q):
+        raise _errors.ShapeError(
+            f"scaled_dot_product_attention: query {q}, key {k} and value {v} must have "
+            "the same rank, at least 2"
+        )
+    heads = len(q) >= 3
+    lead_q, lead_k = q[: -3 if heads else -2], k[: -3 if heads else -2]
+    hq, hk = (q[-3], k[-3]) if heads else (1, 1)
+    fits = (
+        lead_q == lead_k
+        and k[:-1] == v[:-1]
+        and q[-1] == k[-1]
+        and (hq == hk or (enable_gqa and hk > 0 and hq % hk == 0))
+    )
+    if not fits:
+        gqa = "" if enable_gqa else " (fewer key heads need enable_gqa=True)"
+        raise _errors.ShapeError(
+            f"scaled_dot_product_attention: query {q} does not fit key {k} and value {v}: "
+            f"expected (..., H, L, E), (..., Hkv, S, E) and (..., Hkv, S, Ev){gqa}"
+        )
+    if attn_mask is not None and is_causal:
+        raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal, not both")
+    (l, e), s = q[-2:], k[-2]
+    if scale is not None:
+        query = query * (scale * math.sqrt(e))
+    if attn_mask is None and v[-1] == e and s > 0:
+        batch = math.prod(lead_q)
+        out = attention(
+            query.reshape(batch, hq, l, e),
+            key.reshape(batch, hk, s, e),
+            value.reshape(batch, hk, s, e),
+            0 if is_causal else None,
+            dropout_p,
+        )
+        return out.reshape(*q)
+    return _composed_attention(query, key, value, attn_mask, dropout_p, is_causal, hq // hk)
+
+
+def _composed_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Optional[Union[Tensor, "ArrayLike"]],
+    dropout_p: float,
+    is_causal: bool,
+    group: int,
+) -> Tensor:
+    """Attention by products and a softmax (the weights stored), for what the fused
+    kernels do not take: a mask, or values of another width."""
+    if group > 1:
+        # Each key/value head serves `group` query heads.
+        def repeat(t: Tensor) -> Tensor:
+            *lead, h, n, d = t.shape
+            return t.unsqueeze(-3).expand(*lead, h, group, n, d).reshape(*lead, h * group, n, d)
+
+        key, value = repeat(key), repeat(value)
+    l, s = query.shape[-2], key.shape[-2]
+    scores = (query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.shape[-1]))
+    if is_causal:
+        attn_mask = numpy.tril(numpy.ones((l, s), dtype=bool))
+    if attn_mask is not None:
+        if not isinstance(attn_mask, Tensor) and numpy.asarray(attn_mask).dtype == bool:
+            scores = _volta.where(numpy.asarray(attn_mask), scores, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = scores.softmax(-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p)
+    return weights @ value
 
 
 def relu(x: Tensor) -> Tensor:
@@ -167,6 +283,7 @@ __all__ = [
     "nll_loss",
     "relu",
     "rms_norm",
+    "scaled_dot_product_attention",
     "sigmoid",
     "silu",
     "softmax",
