@@ -280,3 +280,61 @@ fn embedding_matches_the_cpu() {
         &gg.get(&gpu.weight).unwrap().to_vec(),
     );
 }
+
+model! {
+    /// Patches as tokens, as a vision transformer reads them.
+    pub struct PatchNet for (B, 2, 4, 4) -> (B, 3) {
+        patches: Conv2d<8, kernel = 2, stride = 2>,
+        to_sequence,
+        pos: PositionalEmbedding<4>,
+        block: TransformerBlock<2, causal = false>,
+        mean_pool,
+        head: Linear<3>,
+    }
+}
+
+model! {
+    /// A GPT without biases whose head reads the token table.
+    pub struct TiedGpt for (B, T) -> (B, T, 11) {
+        wte: Embedding<11, 16>,
+        h: [TransformerBlock<2, ff = 32, bias = false>; 1],
+        ln_f: LayerNorm<bias = false>,
+        lm_head: Tied<wte>,
+    }
+}
+
+/// Forward values and every parameter's gradient of `cpu` and `gpu` (the same
+/// model moved), for outputs `yc` and `yg`.
+fn model_parity<S: Shape, M: Module<Cpu, f32>, G: Module<Gpu, f32>>(
+    what: &str,
+    (cpu, yc): (&mut M, Tensor<S>),
+    (gpu, yg): (&mut G, Tensor<S, Gpu>),
+) {
+    close(&format!("{what} forward"), &yc.to_vec(), &yg.to_vec());
+    let (gc, gg) = (weighted(&yc).backward(), weighted(&yg).backward());
+    for ((name, c), (_, g)) in param_grads(cpu, &gc).iter().zip(param_grads(gpu, &gg)) {
+        assert!(!c.is_empty(), "{what}: {name} got no gradient");
+        close(&format!("{what} d{name}"), c, &g);
+    }
+}
+
+#[test]
+fn sequence_models_match_the_cpu() {
+    let _g = lock();
+    let mut rng = Rng::seed(4);
+    let mut vit = PatchNet::<Cpu>::new(&mut rng);
+    let mut vit_gpu = vit.to::<Gpu>();
+    let x = Tensor::<Rank4<2, 2, 4, 4>>::randn(&mut rng);
+    let (yc, yg) = (vit.forward(&x), vit_gpu.forward(&x.to::<Gpu>()));
+    model_parity("patches", (&mut vit, yc), (&mut vit_gpu, yg));
+
+    let mut gpt = TiedGpt::<Cpu>::new(&mut rng);
+    let mut gpt_gpu = gpt.to::<Gpu>();
+    let ids = Tensor::<(usize, usize), Cpu, u32>::from_vec_shaped(
+        vec![0, 10, 3, 3, 7, 1, 2, 9, 4, 4],
+        (2, 5),
+    )
+    .unwrap();
+    let (yc, yg) = (gpt.forward(&ids), gpt_gpu.forward(&ids.to::<Gpu>()));
+    model_parity("tied gpt", (&mut gpt, yc), (&mut gpt_gpu, yg));
+}
