@@ -69,15 +69,19 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `AvgPool2d<…>` (stride defaults to `k`; the windows must tile the input);
 /// `GlobalAvgPool2d`; `BatchNorm2d<eps, momentum>`; `LayerNorm<eps, bias>` and
 /// `RmsNorm<eps>` (over the last axis); `Dropout<p>`; `Flatten`; `Relu`, `Gelu`,
-/// `Silu`, `Sigmoid`, `Tanh`. Over sequences `(B, T, C)`, `T` a name for a dim known
-/// at run time or a number (after `to_sequence`): `Embedding<vocabulary, width>`
-/// (first, reading token ids `(B, T)`),
-/// `PositionalEmbedding<max_positions>`, `MultiHeadAttention<heads, kv_heads, causal,
-/// rope, bias>`, `TransformerBlock<heads, ff, kv_heads, causal, rope, rms, swiglu,
-/// dropout, bias>` (`[TransformerBlock<…>; n]`: `n` blocks), `Linear` at each
-/// position, and `Tied<wte>`: logits against the table of the block's `Embedding`
-/// `wte` (weight tying, as GPT-2's head; no weights of its own). `bias = false`
-/// leaves a layer's biases out (nanoGPT's `bias = False`, Llama's layers). Any other type is a nested model (a `model!` struct,
+/// `Silu`, `Sigmoid`, `Tanh`.
+///
+/// Over sequences `(B, T, C)`, `T` a name for a dim known at run time or a number
+/// (after `to_sequence`): `Embedding<vocabulary, width>` (first, reading token ids
+/// `(B, T)`), `PositionalEmbedding<max_positions>`, `MultiHeadAttention<heads,
+/// kv_heads, causal, rope, bias, dropout>`, `TransformerBlock<heads, ff, kv_heads,
+/// causal, rope, rms, swiglu, dropout, bias>` (`[TransformerBlock<…>; n]`: `n`
+/// blocks), `Linear` at each position, and `Tied<wte>`: logits against the table of
+/// the block's `Embedding` `wte` (weight tying, as GPT-2's head; no weights of its
+/// own). `bias = false` leaves a layer's biases out (nanoGPT's `bias = False`,
+/// Llama's layers).
+///
+/// Any other type is a nested model (a `model!` struct,
 /// or `Residual<M>` of one, written without `<D, E>`: it gets the outer model's),
 /// checked against the shapes it declares. An option is given once, by name or (the
 /// pools' `k`, `Dropout`'s `p`) by position. Bare steps:

@@ -33,7 +33,7 @@ model! {
     pub struct BiasFreeGpt for (B, T) -> (B, T, 16) {
         wte: Embedding<16, 32>,
         wpe: PositionalEmbedding<8>,
-        attn: MultiHeadAttention<4, bias = false>,
+        attn: MultiHeadAttention<4, bias = false, dropout = 0.1>,
         h: [TransformerBlock<4, ff = 64, bias = false>; 2],
         ln_f: LayerNorm<bias = false>,
         lm_head: Linear<16, bias = false>,
@@ -145,6 +145,8 @@ fn the_summary_reads_like_pytorchs() {
 #[test]
 fn bias_false_leaves_every_bias_out() {
     let mut model = BiasFreeGpt::<Cpu>::new(&mut Rng::seed(5));
+    assert_eq!(model.attn.attn_dropout.p(), 0.1);
+    model.eval(); // the loss below without dropout's noise
     let names: Vec<String> = model.named_params().into_iter().map(|(n, _)| n).collect();
     assert!(names.iter().all(|n| n.ends_with(".weight")), "{names:?}");
     let attention = 32 * 96 + 32 * 32;

@@ -379,6 +379,15 @@ impl Planner<'_> {
         }
     }
 
+    /// The option `name`, a probability (0 when not given).
+    fn probability(&self, args: &Args, name: &str) -> syn::Result<f64> {
+        let p = args.float(name, 0.0)?;
+        if !(0.0..=1.0).contains(&p) {
+            return Err(self.err(format!("{name} must be in [0, 1], got {p}")));
+        }
+        Ok(p)
+    }
+
     /// The attention layers' checks: heads that split the width and group over
     /// the key/value heads, an even head width for RoPE.
     fn heads(&self, c: usize, heads: usize, kv: usize, rope: bool) -> syn::Result<()> {
@@ -458,7 +467,7 @@ impl Planner<'_> {
             "MultiHeadAttention" => {
                 let args = Args::take(
                     self.spec,
-                    &["heads", "kv_heads", "causal", "rope", "bias"],
+                    &["heads", "kv_heads", "causal", "rope", "bias", "dropout"],
                     &["heads"],
                 )?;
                 let (_, c) = self.sequence()?;
@@ -466,6 +475,7 @@ impl Planner<'_> {
                 let kv = args.int("kv_heads", heads)?;
                 let (causal, rope) = (args.bool("causal", true)?, args.bool("rope", false)?);
                 let bias = args.bool("bias", true)?;
+                let dropout = self.probability(&args, "dropout")?;
                 self.heads(c, heads, kv, rope)?;
                 self.cached = Some((
                     quote!(let x = self.#name.forward_cached(
@@ -485,6 +495,9 @@ impl Planner<'_> {
                         if !#bias {
                             layer = layer.without_bias();
                         }
+                        if #dropout > 0.0 {
+                            layer = layer.with_dropout(#dropout, rng);
+                        }
                         layer
                     }),
                     quote!(let x = self.#name.forward(&x);),
@@ -502,11 +515,8 @@ impl Planner<'_> {
                 let ff = args.int("ff", 4 * c)?;
                 let (causal, rope) = (args.bool("causal", true)?, args.bool("rope", false)?);
                 let (rms, swiglu) = (args.bool("rms", false)?, args.bool("swiglu", false)?);
-                let dropout = args.float("dropout", 0.0)?;
+                let dropout = self.probability(&args, "dropout")?;
                 let bias = args.bool("bias", true)?;
-                if !(0.0..=1.0).contains(&dropout) {
-                    return Err(self.err(format!("dropout must be in [0, 1], got {dropout}")));
-                }
                 self.heads(c, heads, kv, rope)?;
                 self.cached = Some((
                     quote!(let x = self.#name.forward_cached(
