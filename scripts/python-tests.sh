@@ -23,17 +23,17 @@ fi
 [ "${1:-}" = "--setup-only" ] && exit 0
 
 # The module, and the Rust programs the tests compare with (the language-model
-# example, the main job), built as one workspace build with the
+# and GPT examples, the main job), built as one workspace build with the
 # features the test command's native tests were built with (VOLTA_TEST_FEATURES,
-# set by scripts/test.sh), so that after them nothing but these three is compiled.
+# set by scripts/test.sh), so that after them nothing but these four is compiled.
 # (Other features, `maturin develop` or `cargo build -p …` would resolve other
 # features and rebuild volta and everything above it: minutes on 2 cores.) Built
 # before the venv is active: pyo3's build script reruns when VIRTUAL_ENV changes.
 deactivate
 # `--tests` keeps the dev-dependencies' features in the resolution (the native
-# tests' build is then fresh); only `generate` is needed as a program: the
+# tests' build is then fresh); only `generate` and `gpt` are needed as programs: the
 # examples' test builds are not it, and building all of them costs minutes.
-cargo build -q --workspace --lib --bins --example generate --tests \
+cargo build -q --workspace --lib --bins --example generate --example gpt --tests \
     ${VOLTA_TEST_FEATURES:+--features "$VOLTA_TEST_FEATURES"}
 source "$venv/bin/activate"
 
@@ -46,6 +46,7 @@ site=$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$PWD/volta-py/python" > "$site/volta-dev.pth"
 
 export VOLTA_GENERATE_EXAMPLE="$PWD/target/debug/examples/generate"
+export VOLTA_GPT_EXAMPLE="$PWD/target/debug/examples/gpt"
 export VOLTA_TRAIN_BIN="$PWD/target/debug/volta-train"
 
 python -m pytest -q volta-py/tests "$@"
