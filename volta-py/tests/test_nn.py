@@ -286,6 +286,14 @@ def test_scaled_dot_product_attention_against_numpy(q, k, kwargs, device, rng):
     assert_close(out, want, rtol=1e-4, atol=1e-5)
 
 
+def test_functional_is_also_under_nn_as_in_pytorch():
+    import volta.nn.functional as NF
+
+    assert NF.scaled_dot_product_attention is F.scaled_dot_product_attention
+    assert volta.nn.functional.cross_entropy is F.cross_entropy
+    assert sorted(NF.__all__) == sorted(F.__all__)
+
+
 def test_scaled_dot_product_attention_masks_and_errors(device, rng):
     q, k, v = rng.standard_normal((2, 2, 3, 4)), rng.standard_normal((2, 2, 5, 4)), rng.standard_normal((2, 2, 5, 6))
     t = lambda a: volta.tensor(a, device=device)  # noqa: E731

@@ -6,8 +6,8 @@ from Python's ``random`` exactly as micrograd's are), and PyTorch-style layers o
 here is the PyTorch-style base; micrograd's own is ``volta.nn.micrograd.Module``.
 """
 
-from volta.nn import modules, utils
+from volta.nn import functional, modules, utils
 from volta.nn.micrograd import MLP, Layer, Neuron
 from volta.nn.modules import *  # noqa: F403  (the layers, listed in modules.__all__)
 
-__all__ = ["Neuron", "Layer", "MLP", "utils", *modules.__all__]
+__all__ = ["Neuron", "Layer", "MLP", "functional", "utils", *modules.__all__]
