@@ -286,6 +286,89 @@ def test_scaled_dot_product_attention_against_numpy(q, k, kwargs, device, rng):
     assert_close(out, want, rtol=1e-4, atol=1e-5)
 
 
+def np_multihead(mha, query, key, value, key_padding_mask=None, attn_mask=None):
+    """PyTorch's nn.MultiheadAttention in float64 numpy: (output, head-averaged weights)."""
+    W, b = arr(mha.in_proj_weight), arr(mha.in_proj_bias)
+    Wo, bo = arr(mha.out_proj.weight), arr(mha.out_proj.bias)
+    e, h = mha.embed_dim, mha.num_heads
+    if not mha.batch_first:
+        query, key, value = (np.swapaxes(x, 0, 1) for x in (query, key, value))
+    n, l, _ = query.shape
+    s = key.shape[1]
+    q, k, v = (
+        (x @ W[i * e : (i + 1) * e].T + b[i * e : (i + 1) * e]).reshape(n, -1, h, e // h).transpose(0, 2, 1, 3)
+        for i, x in enumerate((query, key, value))
+    )
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(e // h)
+    if attn_mask is not None:
+        scores = np.where(attn_mask, -np.inf, scores) if attn_mask.dtype == bool else scores + attn_mask
+    if key_padding_mask is not None:
+        scores = np.where(key_padding_mask[:, None, None, :], -np.inf, scores)
+    w = np.exp(scores - scores.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    out = (w @ v).transpose(0, 2, 1, 3).reshape(n, l, e) @ Wo.T + bo
+    if not mha.batch_first:
+        out = np.swapaxes(out, 0, 1)
+    return out, w.mean(1)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_against_numpy(batch_first, device, rng):
+    volta.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2, batch_first=batch_first).to(device)
+    assert [name for name, _ in mha.named_parameters()] == ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
+    # Biases start at zero, as PyTorch's: give them values to check.
+    with volta.no_grad():
+        mha.in_proj_bias.copy_(volta.tensor(rng.standard_normal(24), device=device, dtype="float32"))
+        mha.out_proj.bias.copy_(volta.tensor(rng.standard_normal(8), device=device, dtype="float32"))
+    n, l, s = 3, 4, 5
+    shape = (lambda t: (n, t, 8)) if batch_first else (lambda t: (t, n, 8))
+    query, key, value = rng.standard_normal(shape(l)), rng.standard_normal(shape(s)), rng.standard_normal(shape(s))
+    t = lambda a: volta.tensor(a, device=device, dtype="float32")  # noqa: E731
+    tol = {"rtol": 1e-4, "atol": 1e-5}
+    out, weights = mha(t(query), t(key), t(value))
+    want, want_w = np_multihead(mha, query, key, value)
+    assert_close(out, want, **tol)
+    assert_close(weights, want_w, **tol)
+    # The fused path (no weights) computes the same output.
+    out, none = mha(t(query), t(key), t(value), need_weights=False)
+    assert none is None
+    assert_close(out, want, **tol)
+    # Masks: True is "not attended" here, as PyTorch's MultiheadAttention has it.
+    padding = np.zeros((n, s), dtype=bool)
+    padding[0, 3:] = True
+    causal = np.triu(np.ones((l, s), dtype=bool), 1)
+    want, want_w = np_multihead(mha, query, key, value, padding, causal)
+    for need in (True, False):
+        out, weights = mha(t(query), t(key), t(value), key_padding_mask=padding, attn_mask=causal, need_weights=need)
+        assert_close(out, want, **tol)
+        if need:
+            assert_close(weights, want_w, **tol)
+    _, weights = mha(t(query), t(key), t(value), attn_mask=causal, average_attn_weights=False)
+    assert weights.shape == (n, 2, l, s)
+    # Unbatched input.
+    one = lambda a: a[:, 0] if not batch_first else a[0]  # noqa: E731
+    out, weights = mha(t(one(query)), t(one(key)), t(one(value)))
+    want, want_w = np_multihead(mha, query, key, value)
+    assert_close(out, one(want), **tol)
+    assert_close(weights, want_w[0], **tol)
+
+
+def test_multihead_attention_trains_and_rejects_bad_input(rng):
+    mha = nn.MultiheadAttention(8, 4, dropout=0.1, bias=False, batch_first=True)
+    assert [name for name, _ in mha.named_parameters()] == ["in_proj_weight", "out_proj.weight"]
+    x = volta.tensor(rng.standard_normal((2, 5, 8)), dtype="float32")
+    out, _ = mha(x, x, x, need_weights=False)
+    out.sum().backward()
+    assert mha.in_proj_weight.grad is not None and mha.out_proj.weight.grad is not None
+    with pytest.raises(ValueError, match="multiple of num_heads"):
+        nn.MultiheadAttention(10, 3)
+    with pytest.raises(volta.ShapeError, match=r"\(2, 5, 8\).*\(2, 5, 6\)"):
+        mha(x, x, volta.tensor(rng.standard_normal((2, 5, 6)), dtype="float32"))
+    with pytest.raises(ValueError, match="is_causal"):
+        mha(x, x, x, is_causal=True)
+
+
 def test_functional_is_also_under_nn_as_in_pytorch():
     import volta.nn.functional as NF
 

@@ -13,6 +13,8 @@ import math
 from collections import OrderedDict
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
+
 import volta
 import volta.functional as F
 from volta import Tensor
@@ -230,6 +232,121 @@ class Linear(Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class MultiheadAttention(Module):
+    """PyTorch's ``nn.MultiheadAttention``: ``num_heads`` heads over ``embed_dim``
+    features, with PyTorch's parameters (``in_proj_weight (3E, E)``, ``in_proj_bias``,
+    ``out_proj``), initialisation and masks.
+
+    ``forward(query, key, value)`` takes ``(L, N, E)`` (``(N, L, E)`` with
+    ``batch_first``, or unbatched ``(L, E)``) and returns ``(output, weights)``. With
+    ``need_weights=False`` and no mask it runs volta's fused attention; the weights,
+    averaged over the heads unless ``average_attn_weights=False``, need them stored.
+    A boolean ``key_padding_mask (N, S)`` or ``attn_mask (L, S)`` / ``(N·H, L, S)``
+    marks with ``True`` what may *not* be attended (PyTorch's convention here); float
+    masks are added to the scores.
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        batch_first: bool = False,
+        device: _DeviceLike = None,
+        dtype: Optional[str] = None,
+    ) -> None:
+        super().__init__()
+        if num_heads <= 0 or embed_dim % num_heads:
+            raise ValueError(f"MultiheadAttention: embed_dim {embed_dim} must be a multiple of num_heads {num_heads}")
+        if not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"MultiheadAttention: dropout must be in [0, 1], got {dropout}")
+        self.embed_dim, self.num_heads, self.dropout, self.batch_first = embed_dim, num_heads, dropout, batch_first
+        # PyTorch's: Xavier-uniform projections, zero biases.
+        self.in_proj_weight = _uniform((3 * embed_dim, embed_dim), math.sqrt(6.0 / (4 * embed_dim)), device, dtype)
+        self.in_proj_bias = volta.zeros(3 * embed_dim, device=device, dtype=dtype, requires_grad=True) if bias else None
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        if bias:
+            self.out_proj.bias = volta.zeros(embed_dim, device=device, dtype=dtype, requires_grad=True)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        key_padding_mask: Optional[Any] = None,
+        need_weights: bool = True,
+        attn_mask: Optional[Any] = None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        if is_causal and attn_mask is None:
+            raise ValueError("MultiheadAttention: is_causal is a hint about attn_mask; give the causal attn_mask too")
+        unbatched = query.ndim == 2
+        if unbatched:
+            query, key, value = (t.unsqueeze(1 if not self.batch_first else 0) for t in (query, key, value))
+        if not self.batch_first:
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        n, l, e = query.shape
+        s, h = key.shape[1], self.num_heads
+        if e != self.embed_dim or key.shape[0] != n or value.shape[:2] != key.shape[:2] or key.shape[2] != e or value.shape[2] != e:
+            raise ShapeError(
+                f"MultiheadAttention: query {tuple(query.shape)}, key {tuple(key.shape)} and value "
+                f"{tuple(value.shape)} (batch first) do not fit embed_dim {self.embed_dim}"
+            )
+        w, b = self.in_proj_weight, self.in_proj_bias
+        q, k, v = (
+            F.linear(x, w[i * e : (i + 1) * e], None if b is None else b[i * e : (i + 1) * e])
+            .reshape(n, -1, h, e // h)
+            .transpose(1, 2)
+            for i, x in enumerate((query, key, value))
+        )
+        mask = self._mask(key_padding_mask, attn_mask, n, l, s)
+        p = self.dropout if self.training else 0.0
+        weights: Optional[Tensor] = None
+        if need_weights:
+            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(e // h))
+            weights = (scores if mask is None else scores + mask).softmax(-1)
+            if p > 0.0:
+                weights = F.dropout(weights, p)
+            out = weights @ v
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
+        out = self.out_proj(out.transpose(1, 2).reshape(n, l, e))
+        if not self.batch_first:
+            out = out.transpose(0, 1)
+        if weights is not None and average_attn_weights:
+            weights = weights.mean(1)
+        if unbatched:
+            out = out.squeeze(1 if not self.batch_first else 0)
+            weights = None if weights is None else weights.squeeze(0)
+        return out, weights
+
+    def _mask(self, key_padding_mask: Optional[Any], attn_mask: Optional[Any], n: int, l: int, s: int) -> Optional[Tensor]:
+        """Both masks as one float mask ``(N, H, L, S)`` (or broadcastable) added to the
+        scores: ``True`` (not attended) becomes ``-inf``."""
+
+        def additive(m: Any) -> np.ndarray:
+            a = m.numpy() if isinstance(m, Tensor) else np.asarray(m)
+            return np.where(a, -np.inf, 0.0) if a.dtype == bool else a.astype(np.float64)
+
+        total: Optional[np.ndarray] = None
+        if attn_mask is not None:
+            a = additive(attn_mask)
+            if a.ndim == 3:  # (N·H, L, S)
+                a = a.reshape(n, self.num_heads, l, s)
+            total = a
+        if key_padding_mask is not None:
+            k = additive(key_padding_mask).reshape(-1, 1, 1, s)
+            total = k if total is None else total + k
+        if total is None:
+            return None
+        return volta.tensor(total, device=self.in_proj_weight.device, dtype=self.in_proj_weight.dtype)
+
+    def extra_repr(self) -> str:
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}, batch_first={self.batch_first}"
 
 
 def _pair(v: Union[int, Sequence[int]]) -> Tuple[int, int]:
@@ -518,6 +635,7 @@ __all__ = [
     "LayerNorm",
     "RMSNorm",
     "Embedding",
+    "MultiheadAttention",
     "Dropout",
     "ReLU",
     "GELU",
