@@ -369,6 +369,76 @@ def test_multihead_attention_trains_and_rejects_bad_input(rng):
         mha(x, x, x, is_causal=True)
 
 
+def np_last_norm(x, w, b, eps=1e-5):
+    """LayerNorm over the last axis, in numpy."""
+    mu = x.mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + eps) * w + b
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_encoder_layer_against_numpy(norm_first, device, rng):
+    volta.manual_seed(1)
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True, norm_first=norm_first).to(device)
+    layer.eval()  # dropout off
+    names = [n for n, _ in layer.named_parameters()]
+    assert names[:4] == ["self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight", "self_attn.out_proj.bias"]
+    assert names[4:] == ["linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias", "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"]
+    x = rng.standard_normal((2, 5, 8))
+    out = layer(volta.tensor(x, device=device, dtype="float32"))
+    p = {n: arr(t) for n, t in layer.named_parameters()}
+
+    def attend(y):
+        return np_multihead(layer.self_attn, y, y, y)[0]
+
+    def feed(y):
+        return np.maximum(y @ p["linear1.weight"].T + p["linear1.bias"], 0) @ p["linear2.weight"].T + p["linear2.bias"]
+
+    def norm(y, i):
+        return np_last_norm(y, p[f"norm{i}.weight"], p[f"norm{i}.bias"])
+
+    if norm_first:
+        y = x + attend(norm(x, 1))
+        want = y + feed(norm(y, 2))
+    else:
+        y = norm(x + attend(x), 1)
+        want = norm(y + feed(y), 2)
+    assert_close(out, want, rtol=1e-4, atol=1e-5)
+
+
+def test_transformer_encoder_copies_its_layer(rng):
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0)
+    encoder = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8))
+    names = [n for n, _ in encoder.named_parameters()]
+    assert "layers.1.self_attn.in_proj_weight" in names and names[-1] == "norm.bias"
+    first, second = encoder.layers[0], encoder.layers[1]
+    # Copies in memory of their own, trainable, each starting as the layer given.
+    np.testing.assert_array_equal(arr(first.linear1.weight), arr(layer.linear1.weight))
+    assert first.linear1.weight.requires_grad and first.linear1.weight is not layer.linear1.weight
+    with volta.no_grad():
+        first.linear1.weight.fill_(0.0)
+    assert np.abs(arr(second.linear1.weight)).sum() > 0 and np.abs(arr(layer.linear1.weight)).sum() > 0
+    x = volta.tensor(rng.standard_normal((5, 2, 8)), dtype="float32")
+    mask = np.triu(np.ones((5, 5), dtype=bool), 1)
+    want = encoder.norm(second(first(x, mask), mask))
+    assert_close(encoder(x, mask), arr(want), rtol=1e-6, atol=1e-6)
+    encoder(x, mask, is_causal=True).sum().backward()
+    assert all(t.grad is not None for _, t in encoder.named_parameters())
+    with pytest.raises(ValueError, match="activation"):
+        nn.TransformerEncoderLayer(8, 2, activation="tanh")
+
+
+def test_a_deep_copy_of_a_tensor_has_its_own_memory(device):
+    import copy
+
+    t = volta.ones(3, device=device, requires_grad=True)
+    c = copy.deepcopy(t)
+    assert c.requires_grad and c.is_leaf
+    with volta.no_grad():
+        c.fill_(2.0)
+    assert_close(t, np.ones(3))
+    assert not copy.deepcopy(volta.ones(2)).requires_grad
+
+
 def test_functional_is_also_under_nn_as_in_pytorch():
     import volta.nn.functional as NF
 

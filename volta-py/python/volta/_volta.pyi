@@ -248,6 +248,8 @@ class Tensor:
         """The same values without history."""
     def clone(self) -> Tensor:
         """A copy that gradients flow through."""
+    def __deepcopy__(self, _memo: Any, /) -> Tensor:
+        """A copy in memory of its own, a leaf that requires grad as this one does."""
     def zero_grad(self) -> None:
         """Clears the gradient (`.grad = None`)."""
 

@@ -421,6 +421,15 @@ impl Tensor {
         })
     }
 
+    /// A copy in memory of its own, a leaf that requires grad as this one does
+    /// (`copy.deepcopy`, as a module's parameters are copied in PyTorch; the
+    /// gradient is not copied).
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        let d = untrack(&self.data());
+        let copy = guard(|| Ok(map!(&d, t => ops::scalar(t, BinaryOp::Mul, 1.0))))?;
+        Ok(Tensor::leaf(copy, self.data().is_tracked()))
+    }
+
     /// Clears the gradient (`.grad = None`).
     fn zero_grad(&self) {
         self.set_grad_data(None);

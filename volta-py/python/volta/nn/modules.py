@@ -9,6 +9,7 @@ the Rust side's checkpoints and with PyTorch's. Each layer's ``forward`` calls
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import OrderedDict
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
@@ -349,6 +350,74 @@ class MultiheadAttention(Module):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}, batch_first={self.batch_first}"
 
 
+class TransformerEncoderLayer(Module):
+    """PyTorch's ``nn.TransformerEncoderLayer``: self-attention, then a feed-forward
+    branch of ``dim_feedforward`` features, each with dropout and a residual; the
+    norms after each (``norm_first=False``, PyTorch's default) or before. Parameter
+    names as PyTorch's (``self_attn.in_proj_weight``, ``linear1``, ``norm1``, …)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        nhead: int,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: Union[str, Any] = "relu",
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        device: _DeviceLike = None,
+        dtype: Optional[str] = None,
+    ) -> None:
+        super().__init__()
+        if isinstance(activation, str):
+            if activation not in ("relu", "gelu"):
+                raise ValueError(f"TransformerEncoderLayer: activation is 'relu', 'gelu' or a function, got {activation!r}")
+            activation = F.relu if activation == "relu" else F.gelu
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, device, dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias, device, dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias, device, dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.activation = activation
+
+    def forward(self, src: Tensor, src_mask: Optional[Any] = None, src_key_padding_mask: Optional[Any] = None, is_causal: bool = False) -> Tensor:
+        def attend(x: Tensor) -> Tensor:
+            y, _ = self.self_attn(x, x, x, src_key_padding_mask, need_weights=False, attn_mask=src_mask, is_causal=is_causal)
+            return self.dropout1(y)  # type: ignore[no-any-return]
+
+        def feed(x: Tensor) -> Tensor:
+            return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))  # type: ignore[no-any-return]
+
+        x = src
+        if self.norm_first:
+            x = x + attend(self.norm1(x))
+            return x + feed(self.norm2(x))
+        x = self.norm1(x + attend(x))
+        return self.norm2(x + feed(x))  # type: ignore[no-any-return]
+
+
+class TransformerEncoder(Module):
+    """``num_layers`` copies of ``encoder_layer`` (``layers.0``, …), then ``norm`` if
+    given, as PyTorch's ``nn.TransformerEncoder``."""
+
+    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: Optional[Module] = None) -> None:
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.num_layers, self.norm = num_layers, norm
+
+    def forward(self, src: Tensor, mask: Optional[Any] = None, src_key_padding_mask: Optional[Any] = None, is_causal: bool = False) -> Tensor:
+        x = src
+        for layer in self.layers:
+            x = layer(x, mask, src_key_padding_mask, is_causal)
+        return x if self.norm is None else self.norm(x)
+
+
 def _pair(v: Union[int, Sequence[int]]) -> Tuple[int, int]:
     if isinstance(v, int):
         return (v, v)
@@ -636,6 +705,8 @@ __all__ = [
     "RMSNorm",
     "Embedding",
     "MultiheadAttention",
+    "TransformerEncoderLayer",
+    "TransformerEncoder",
     "Dropout",
     "ReLU",
     "GELU",
