@@ -155,10 +155,13 @@ def train(
         loss_sum = 0.0
         for s in range(steps):
             step = (epoch - 1) * steps + s
-            # One epoch of linear warm-up, then a cosine to zero (the Rust example's).
-            warm = min(1.0, (step + 1) / steps)
+            # One epoch of linear warm-up, then half a cosine to 0 (Rust's CosineWarmup).
+            if step < steps:
+                rate = lr * step / steps
+            else:
+                rate = lr * (1 + math.cos(math.pi * (step - steps) / max(total - steps, 1))) / 2
             for group in opt.param_groups:
-                group["lr"] = lr * warm * 0.5 * (1 + math.cos(math.pi * step / total))
+                group["lr"] = rate
             seqs = train_seqs[order[s * batch : (s + 1) * batch]]
             loss = F.cross_entropy(sum_logits(model, seqs, digits), seqs[:, 2 * digits :].reshape(-1))
             opt.zero_grad()
