@@ -49,13 +49,11 @@ impl<const I: usize, const O: usize, D: Backend<E>, E: Float> Linear<I, O, D, E>
     }
 
     /// A layer without a bias, `y = x · Wᵀ` (PyTorch's `bias=False`; Llama's
-    /// projections): the weight initialised as [`Linear::new`] does.
+    /// projections): the weight [`Linear::new`] draws.
     pub fn without_bias(rng: &mut Rng) -> Self {
-        let bound = 1.0 / (I as f64).sqrt();
-        let (lo, hi) = (E::from_f64(-bound), E::from_f64(bound));
         Linear {
-            weight: Tensor::uniform(lo, hi, rng).requires_grad(),
             bias: None,
+            ..Self::new(rng)
         }
     }
 

@@ -45,9 +45,8 @@ impl<const N: usize, D: Backend<E>, E: Float> LayerNorm<N, D, E> {
     /// `γ = 1`, `ε = 1e-5`.
     pub fn without_bias() -> Self {
         LayerNorm {
-            weight: Tensor::ones().requires_grad(),
             bias: None,
-            eps: 1e-5,
+            ..Self::new()
         }
     }
     /// With another `ε`.
