@@ -241,9 +241,9 @@ class MultiheadAttention(Module):
     ``out_proj``), initialisation and masks.
 
     ``forward(query, key, value)`` takes ``(L, N, E)`` (``(N, L, E)`` with
-    ``batch_first``, or unbatched ``(L, E)``) and returns ``(output, weights)``. With
-    ``need_weights=False`` and no mask it runs volta's fused attention; the weights,
-    averaged over the heads unless ``average_attn_weights=False``, need them stored.
+    ``batch_first``, or unbatched ``(L, E)``) and returns ``(output, weights)``: the
+    weights averaged over the heads unless ``average_attn_weights=False``, which stores
+    them. With ``need_weights=False`` and no mask it runs volta's fused attention.
     A boolean ``key_padding_mask (N, S)`` or ``attn_mask (L, S)`` / ``(N·H, L, S)``
     marks with ``True`` what may *not* be attended (PyTorch's convention here); float
     masks are added to the scores.
