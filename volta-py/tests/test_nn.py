@@ -7,6 +7,7 @@ rules; and a small conv net trained on both devices.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 
 import numpy as np
@@ -403,6 +404,40 @@ def test_transformer_encoder_layer_against_numpy(norm_first, device, rng):
         y = norm(x + attend(x), 1)
         want = norm(y + feed(y), 2)
     assert_close(out, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_decoder_layer_against_numpy(norm_first, device, rng):
+    volta.manual_seed(2)
+    layer = nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, norm_first=norm_first, activation="gelu").to(device)
+    layer.eval()
+    names = [n for n, _ in layer.named_parameters()]
+    assert names[4:8] == ["multihead_attn.in_proj_weight", "multihead_attn.in_proj_bias", "multihead_attn.out_proj.weight", "multihead_attn.out_proj.bias"]
+    assert names[-2:] == ["norm3.weight", "norm3.bias"]
+    tgt, memory = rng.standard_normal((4, 2, 8)), rng.standard_normal((6, 2, 8))  # (T, N, E), (S, N, E)
+    causal = np.triu(np.ones((4, 4), dtype=bool), 1)
+    t = lambda a: volta.tensor(a, device=device, dtype="float32")  # noqa: E731
+    out = layer(t(tgt), t(memory), tgt_mask=causal, tgt_is_causal=True)
+    p = {n: arr(v) for n, v in layer.named_parameters()}
+    erf = np.vectorize(math.erf)
+
+    def feed(y):
+        h = y @ p["linear1.weight"].T + p["linear1.bias"]
+        return (0.5 * h * (1 + erf(h / np.sqrt(2)))) @ p["linear2.weight"].T + p["linear2.bias"]
+
+    branches = [
+        lambda y: np_multihead(layer.self_attn, y, y, y, attn_mask=causal)[0],
+        lambda y: np_multihead(layer.multihead_attn, y, memory, memory)[0],
+        feed,
+    ]
+    x = tgt
+    for i, branch in enumerate(branches, 1):
+        norm = lambda y: np_last_norm(y, p[f"norm{i}.weight"], p[f"norm{i}.bias"])  # noqa: E731
+        x = x + branch(norm(x)) if norm_first else norm(x + branch(x))
+    assert_close(out, x, rtol=1e-4, atol=1e-5)
+    decoder = nn.TransformerDecoder(layer, 2)
+    first, second = decoder.layers[0], decoder.layers[1]
+    assert_close(decoder(t(tgt), t(memory)), arr(second(first(t(tgt), t(memory)), t(memory))), rtol=1e-6, atol=1e-6)
 
 
 def test_transformer_encoder_copies_its_layer(rng):

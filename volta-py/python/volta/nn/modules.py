@@ -350,7 +350,37 @@ class MultiheadAttention(Module):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}, batch_first={self.batch_first}"
 
 
-class TransformerEncoderLayer(Module):
+def _activation(layer: str, activation: Union[str, Any]) -> Any:
+    """``"relu"``, ``"gelu"`` or a function, as PyTorch's transformer layers take it."""
+    if not isinstance(activation, str):
+        return activation
+    if activation not in ("relu", "gelu"):
+        raise ValueError(f"{layer}: activation is 'relu', 'gelu' or a function, got {activation!r}")
+    return F.relu if activation == "relu" else F.gelu
+
+
+def _residual(x: Tensor, branch: Any, norm: Module, norm_first: bool) -> Tensor:
+    """``x + branch(norm(x))`` (pre-norm), or ``norm(x + branch(x))`` (post-norm)."""
+    if norm_first:
+        return x + branch(norm(x))  # type: ignore[no-any-return]
+    return norm(x + branch(x))  # type: ignore[no-any-return]
+
+
+class _TransformerLayer(Module):
+    """What PyTorch's encoder and decoder layers share: the feed-forward branch
+    (``linear1``, ``dropout``, ``linear2``) and the norm placement."""
+
+    def _feed_forward(self, d_model: int, dim_feedforward: int, dropout: float, activation: Union[str, Any], bias: bool, device: _DeviceLike, dtype: Optional[str]) -> None:
+        self.linear1 = Linear(d_model, dim_feedforward, bias, device, dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias, device, dtype)
+        self.activation = _activation(type(self).__name__, activation)
+
+    def _feed(self, x: Tensor) -> Tensor:
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))  # type: ignore[no-any-return]
+
+
+class TransformerEncoderLayer(_TransformerLayer):
     """PyTorch's ``nn.TransformerEncoderLayer``: self-attention, then a feed-forward
     branch of ``dim_feedforward`` features, each with dropout and a residual; the
     norms after each (``norm_first=False``, PyTorch's default) or before. Parameter
@@ -371,35 +401,79 @@ class TransformerEncoderLayer(Module):
         dtype: Optional[str] = None,
     ) -> None:
         super().__init__()
-        if isinstance(activation, str):
-            if activation not in ("relu", "gelu"):
-                raise ValueError(f"TransformerEncoderLayer: activation is 'relu', 'gelu' or a function, got {activation!r}")
-            activation = F.relu if activation == "relu" else F.gelu
         self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, device, dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias, device, dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias, device, dtype)
+        self._feed_forward(d_model, dim_feedforward, dropout, activation, bias, device, dtype)
         self.norm_first = norm_first
         self.norm1 = LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
         self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        self.activation = activation
 
     def forward(self, src: Tensor, src_mask: Optional[Any] = None, src_key_padding_mask: Optional[Any] = None, is_causal: bool = False) -> Tensor:
         def attend(x: Tensor) -> Tensor:
             y, _ = self.self_attn(x, x, x, src_key_padding_mask, need_weights=False, attn_mask=src_mask, is_causal=is_causal)
             return self.dropout1(y)  # type: ignore[no-any-return]
 
-        def feed(x: Tensor) -> Tensor:
-            return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))  # type: ignore[no-any-return]
+        x = _residual(src, attend, self.norm1, self.norm_first)
+        return _residual(x, lambda y: self.dropout2(self._feed(y)), self.norm2, self.norm_first)
 
-        x = src
-        if self.norm_first:
-            x = x + attend(self.norm1(x))
-            return x + feed(self.norm2(x))
-        x = self.norm1(x + attend(x))
-        return self.norm2(x + feed(x))  # type: ignore[no-any-return]
+
+class TransformerDecoderLayer(_TransformerLayer):
+    """PyTorch's ``nn.TransformerDecoderLayer``: self-attention over the target, then
+    attention over ``memory`` (the encoder's output), then the feed-forward branch,
+    each with dropout, a residual and a norm (after, or before with ``norm_first``).
+    Parameter names as PyTorch's (``self_attn``, ``multihead_attn``, ``norm3``, …)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        nhead: int,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: Union[str, Any] = "relu",
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        device: _DeviceLike = None,
+        dtype: Optional[str] = None,
+    ) -> None:
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, device, dtype)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, device, dtype)
+        self._feed_forward(d_model, dim_feedforward, dropout, activation, bias, device, dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
+        self.norm3 = LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+
+    def forward(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        tgt_mask: Optional[Any] = None,
+        memory_mask: Optional[Any] = None,
+        tgt_key_padding_mask: Optional[Any] = None,
+        memory_key_padding_mask: Optional[Any] = None,
+        tgt_is_causal: bool = False,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
+        def attend(x: Tensor) -> Tensor:
+            y, _ = self.self_attn(x, x, x, tgt_key_padding_mask, need_weights=False, attn_mask=tgt_mask, is_causal=tgt_is_causal)
+            return self.dropout1(y)  # type: ignore[no-any-return]
+
+        def recall(x: Tensor) -> Tensor:
+            y, _ = self.multihead_attn(
+                x, memory, memory, memory_key_padding_mask, need_weights=False, attn_mask=memory_mask, is_causal=memory_is_causal
+            )
+            return self.dropout2(y)  # type: ignore[no-any-return]
+
+        x = _residual(tgt, attend, self.norm1, self.norm_first)
+        x = _residual(x, recall, self.norm2, self.norm_first)
+        return _residual(x, lambda y: self.dropout3(self._feed(y)), self.norm3, self.norm_first)
 
 
 class TransformerEncoder(Module):
@@ -415,6 +489,32 @@ class TransformerEncoder(Module):
         x = src
         for layer in self.layers:
             x = layer(x, mask, src_key_padding_mask, is_causal)
+        return x if self.norm is None else self.norm(x)
+
+
+class TransformerDecoder(Module):
+    """``num_layers`` copies of ``decoder_layer`` (``layers.0``, …), each reading
+    ``memory``, then ``norm`` if given, as PyTorch's ``nn.TransformerDecoder``."""
+
+    def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm: Optional[Module] = None) -> None:
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.num_layers, self.norm = num_layers, norm
+
+    def forward(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        tgt_mask: Optional[Any] = None,
+        memory_mask: Optional[Any] = None,
+        tgt_key_padding_mask: Optional[Any] = None,
+        memory_key_padding_mask: Optional[Any] = None,
+        tgt_is_causal: bool = False,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
+        x = tgt
+        for layer in self.layers:
+            x = layer(x, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask, tgt_is_causal, memory_is_causal)
         return x if self.norm is None else self.norm(x)
 
 
@@ -707,6 +807,8 @@ __all__ = [
     "MultiheadAttention",
     "TransformerEncoderLayer",
     "TransformerEncoder",
+    "TransformerDecoderLayer",
+    "TransformerDecoder",
     "Dropout",
     "ReLU",
     "GELU",
