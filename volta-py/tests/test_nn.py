@@ -440,6 +440,26 @@ def test_transformer_decoder_layer_against_numpy(norm_first, device, rng):
     assert_close(decoder(t(tgt), t(memory)), arr(second(first(t(tgt), t(memory)), t(memory))), rtol=1e-6, atol=1e-6)
 
 
+def test_transformer_is_an_encoder_and_a_decoder(rng):
+    volta.manual_seed(3)
+    model = nn.Transformer(8, 2, num_encoder_layers=2, num_decoder_layers=1, dim_feedforward=16, dropout=0.0, batch_first=True)
+    names = [n for n, _ in model.named_parameters()]
+    assert names[0] == "encoder.layers.0.self_attn.in_proj_weight"
+    assert "encoder.norm.weight" in names and names[-1] == "decoder.norm.bias"
+    # Xavier-uniform weight matrices, as PyTorch's.
+    w = arr(model.encoder.layers[1].linear1.weight)
+    assert np.abs(w).max() <= math.sqrt(6 / (16 + 8)) and np.abs(w).max() > 0.5 * math.sqrt(6 / 24)
+    src = volta.tensor(rng.standard_normal((2, 5, 8)), dtype="float32")
+    tgt = volta.tensor(rng.standard_normal((2, 3, 8)), dtype="float32")
+    mask = nn.Transformer.generate_square_subsequent_mask(3)
+    assert_close(mask, np.triu(np.full((3, 3), -np.inf), 1))
+    out = model(src, tgt, tgt_mask=mask, tgt_is_causal=True)
+    memory = model.encoder(src)
+    assert_close(out, arr(model.decoder(tgt, memory, mask)), rtol=1e-6, atol=1e-6)
+    out.sum().backward()
+    assert all(p.grad is not None for _, p in model.named_parameters())
+
+
 def test_transformer_encoder_copies_its_layer(rng):
     layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0)
     encoder = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8))

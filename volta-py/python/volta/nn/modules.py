@@ -518,6 +518,70 @@ class TransformerDecoder(Module):
         return x if self.norm is None else self.norm(x)
 
 
+class Transformer(Module):
+    """PyTorch's ``nn.Transformer``: an encoder of ``num_encoder_layers`` layers and a
+    decoder of ``num_decoder_layers`` that reads its output, each ending in a
+    LayerNorm (``encoder.norm``, ``decoder.norm``). As PyTorch's, every weight matrix
+    starts Xavier-uniform."""
+
+    def __init__(
+        self,
+        d_model: int = 512,
+        nhead: int = 8,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: Union[str, Any] = "relu",
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        device: _DeviceLike = None,
+        dtype: Optional[str] = None,
+    ) -> None:
+        super().__init__()
+        layer = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first, bias, device, dtype)
+
+        def norm() -> LayerNorm:
+            return LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
+
+        self.encoder = TransformerEncoder(TransformerEncoderLayer(*layer), num_encoder_layers, norm())
+        self.decoder = TransformerDecoder(TransformerDecoderLayer(*layer), num_decoder_layers, norm())
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+        with volta.no_grad():
+            for _, p in self.named_parameters():
+                if p.ndim > 1:
+                    bound = math.sqrt(6.0 / (p.shape[0] + p.shape[1]))
+                    p.copy_(volta.uniform(tuple(p.shape), -bound, bound, device=p.device, dtype=p.dtype))
+
+    def forward(
+        self,
+        src: Tensor,
+        tgt: Tensor,
+        src_mask: Optional[Any] = None,
+        tgt_mask: Optional[Any] = None,
+        memory_mask: Optional[Any] = None,
+        src_key_padding_mask: Optional[Any] = None,
+        tgt_key_padding_mask: Optional[Any] = None,
+        memory_key_padding_mask: Optional[Any] = None,
+        src_is_causal: bool = False,
+        tgt_is_causal: bool = False,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
+        memory = self.encoder(src, src_mask, src_key_padding_mask, src_is_causal)
+        return self.decoder(  # type: ignore[no-any-return]
+            tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask, tgt_is_causal, memory_is_causal
+        )
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device: _DeviceLike = None, dtype: Optional[str] = None) -> Tensor:
+        """The causal mask of ``sz`` positions as floats: 0 on and below the diagonal,
+        ``-inf`` above (what ``attn_mask`` adds to the scores)."""
+        mask = np.triu(np.full((sz, sz), -np.inf), 1)
+        return volta.tensor(mask, device=device, dtype=dtype or "float32")
+
+
 def _pair(v: Union[int, Sequence[int]]) -> Tuple[int, int]:
     if isinstance(v, int):
         return (v, v)
@@ -809,6 +873,7 @@ __all__ = [
     "TransformerEncoder",
     "TransformerDecoderLayer",
     "TransformerDecoder",
+    "Transformer",
     "Dropout",
     "ReLU",
     "GELU",
