@@ -12,8 +12,10 @@ use volta_kernels::BinaryOp;
 /// A sequence `(B, T, C)`.
 type Sequence<B, T, const C: usize, D, E> = Tensor<(B, T, Const<C>), D, E>;
 
-/// A table of `MAX_T` learned position vectors of width `C` (drawn from
-/// N(0, 0.02²) as in GPT-2), added to sequences `(B, T, C)` with `T ≤ MAX_T`.
+/// A table of `MAX_T` learned position vectors of width `C` (drawn from N(0, 1), as
+/// [`Embedding`](crate::nn::Embedding)'s tokens and PyTorch's `nn.Embedding`: on the
+/// tokens' scale, positions are not drowned by them), added to sequences `(B, T, C)`
+/// with `T ≤ MAX_T`.
 /// A longer sequence is a [`ShapeError`] from [`try_forward`](Self::try_forward).
 ///
 /// ```
@@ -39,13 +41,10 @@ pub struct PositionalEmbedding<
 impl<const MAX_T: usize, const C: usize, D: Backend<E>, E: Float>
     PositionalEmbedding<MAX_T, C, D, E>
 {
-    /// A table drawn from N(0, 0.02²).
+    /// A table drawn from N(0, 1).
     pub fn new(rng: &mut Rng) -> Self {
         PositionalEmbedding {
-            weight: Tensor::<Rank2<MAX_T, C>, D, E>::randn(rng)
-                .mul_scalar(E::from_f64(0.02))
-                .detach()
-                .requires_grad(),
+            weight: Tensor::<Rank2<MAX_T, C>, D, E>::randn(rng).requires_grad(),
         }
     }
 
