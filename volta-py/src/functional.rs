@@ -426,9 +426,15 @@ fn ids(op: &str, t: &Data, limit: usize) -> PyResult<Vec<u32>> {
 }
 
 /// Rows `input` (integer ids, any shape) of `weight (V, M)`: result shape
-/// `input.shape + (M,)`.
+/// `input.shape + (M,)`. Positions holding `padding_idx` (negative: from the end)
+/// pass no gradient to its row, as PyTorch's.
 #[pyfunction]
-pub fn embedding(input: &Bound<'_, PyAny>, weight: &Bound<'_, Tensor>) -> PyResult<Tensor> {
+#[pyo3(signature = (input, weight, padding_idx=None))]
+pub fn embedding(
+    input: &Bound<'_, PyAny>,
+    weight: &Bound<'_, Tensor>,
+    padding_idx: Option<isize>,
+) -> PyResult<Tensor> {
     let w = weight.get().data();
     if w.dims().len() != 2 {
         return Err(errors::error(
@@ -444,12 +450,41 @@ pub fn embedding(input: &Bound<'_, PyAny>, weight: &Bound<'_, Tensor>) -> PyResu
         Some(crate::tensor::data::DType::F64),
         crate::device::Where::Cpu,
     )?;
-    let ids = ids("embedding", &idx, w.dims()[0])?;
+    let rows = w.dims()[0];
+    let pad = match padding_idx {
+        None => None,
+        Some(p) if (-(rows as isize)..rows as isize).contains(&p) => {
+            Some(p.rem_euclid(rows as isize) as u32)
+        }
+        Some(p) => {
+            return Err(PyValueError::new_err(format!(
+                "embedding: padding_idx {p} is out of range for {rows} rows"
+            )));
+        }
+    };
+    let ids = ids("embedding", &idx, rows)?;
     let mut dims = idx.dims().to_vec();
     dims.push(w.dims()[1]);
     let n = ids.len();
-    guard(|| Ok(map!(&w, t => t.index_select(&ops::indices(t, ids.clone(), &[n])).reshape(&dims))))
-        .map(Tensor::result)
+    // 1 where a position takes part in its row's gradient, 0 at `padding_idx`.
+    let keep: Option<Vec<f64>> =
+        pad.map(|p| ids.iter().map(|&i| f64::from(u8::from(i != p))).collect());
+    let mut keep_dims = idx.dims().to_vec();
+    keep_dims.push(1);
+    guard(|| {
+        Ok(map!(&w, t => {
+            let out = t.index_select(&ops::indices(t, ids.clone(), &[n])).reshape(&dims);
+            match &keep {
+                None => out,
+                // The padding positions' values, through no gradient.
+                Some(keep) => {
+                    let keep = ops::values_like(t, keep, &keep_dims);
+                    volta::RawTensor::select(&ops::broadcast_to(&keep, &dims), &out, &out.detach())
+                }
+            }
+        }))
+    })
+    .map(Tensor::result)
 }
 
 /// Zeroes each element with probability `p` and scales the rest by `1/(1 − p)` when

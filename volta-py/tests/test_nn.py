@@ -192,6 +192,27 @@ def test_batch_norm_against_numpy(device, rng):
     assert_close(F.batch_norm(t(x), None, None, None, t(b), training=True), np_batch_norm_train(x, None, b), rtol=tol, atol=tol)
 
 
+def test_embedding_padding_rows_get_no_gradient(device):
+    emb = nn.Embedding(5, 3, padding_idx=-1).to(device)  # row 4
+    assert emb.padding_idx == 4 and "padding_idx=4" in repr(emb)
+    np.testing.assert_array_equal(arr(emb.weight)[4], np.zeros(3))
+    ids = np.array([[0, 4, 2], [4, 4, 1]])
+    out = emb(ids)
+    assert_close(out, arr(emb.weight)[ids], atol=1e-6)
+    (out * volta.tensor(np.arange(18.0).reshape(2, 3, 3), device=device, dtype="float32")).sum().backward()
+    grad = arr(emb.weight.grad)
+    np.testing.assert_array_equal(grad[4], np.zeros(3))
+    assert_close(grad[2], np.arange(6.0, 9.0))
+    # F.embedding takes it too; without it the padding row is trained as any other.
+    w = volta.tensor(np.ones((5, 3)), device=device, dtype="float32", requires_grad=True)
+    F.embedding(ids, w).sum().backward()
+    assert_close(arr(w.grad)[4], np.full(3, 3.0))
+    with pytest.raises(ValueError, match="padding_idx 5"):
+        F.embedding(ids, w, padding_idx=5)
+    with pytest.raises(ValueError, match="padding_idx -6"):
+        nn.Embedding(5, 3, padding_idx=-6)
+
+
 def test_embedding_against_numpy(device, rng):
     w = rng.standard_normal((5, 3))
     ids = np.array([[0, 4, 4], [2, 1, 0]])

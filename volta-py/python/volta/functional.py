@@ -81,8 +81,10 @@ if TYPE_CHECKING:
     ) -> Tensor:
         """Per-channel batch normalisation of ``(N, C, H, W)`` (PyTorch's ``F.batch_norm``)."""
 
-    def embedding(input: _Target, weight: Tensor) -> Tensor:
-        """Rows ``input`` (integer ids, any shape) of ``weight (V, M)``: shape ``input.shape + (M,)``."""
+    def embedding(input: _Target, weight: Tensor, padding_idx: Optional[int] = None) -> Tensor:
+        """Rows ``input`` (integer ids, any shape) of ``weight (V, M)``: shape
+        ``input.shape + (M,)``. Positions holding ``padding_idx`` (negative: from the
+        end) give its row no gradient, as PyTorch's."""
 
     def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
         """Zeroes each element with probability ``p`` (scaling the rest) when ``training``."""

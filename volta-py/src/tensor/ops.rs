@@ -143,6 +143,15 @@ pub fn full_like<D: Backend<E>, E: Float>(t: &RawTensor<D, E>, value: f64) -> Ra
     RawTensor::full_like_dims(t.dims(), E::from_f64(value))
 }
 
+/// `values` as a tensor of dims `dims` on `like`'s device, in its element type.
+pub fn values_like<D: Backend<E>, E: Float>(
+    _like: &RawTensor<D, E>,
+    values: &[f64],
+    dims: &[usize],
+) -> RawTensor<D, E> {
+    RawTensor::from_vec(values.iter().map(|&v| E::from_f64(v)).collect(), dims)
+}
+
 /// `u32` indices on `t`'s device (gather, embedding lookups, targets).
 pub fn indices<D: Backend<E>, E: Float>(
     _like: &RawTensor<D, E>,

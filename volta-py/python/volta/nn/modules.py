@@ -699,18 +699,36 @@ class RMSNorm(Module):
 
 
 class Embedding(Module):
-    """A table of ``num_embeddings`` rows of ``embedding_dim``, looked up by integer ids."""
+    """A table of ``num_embeddings`` rows of ``embedding_dim``, looked up by integer ids.
+    With ``padding_idx``, that row starts at zero and gets no gradient (PyTorch's)."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, device: _DeviceLike = None, dtype: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: Optional[int] = None,
+        device: _DeviceLike = None,
+        dtype: Optional[str] = None,
+    ) -> None:
         super().__init__()
-        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight = volta.randn(num_embeddings, embedding_dim, device=device, dtype=dtype, requires_grad=True)
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range for {num_embeddings} rows")
+            padding_idx %= num_embeddings
+        self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
+        weight = volta.randn(num_embeddings, embedding_dim, device=device, dtype=dtype)
+        if padding_idx is not None:
+            keep = np.ones((num_embeddings, 1))
+            keep[padding_idx] = 0.0
+            weight = weight * volta.tensor(keep, device=weight.device, dtype=weight.dtype)
+        self.weight = Parameter(weight)
 
     def forward(self, ids: Any) -> Tensor:
-        return F.embedding(ids, self.weight)
+        return F.embedding(ids, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
 
 
 class Dropout(Module):
