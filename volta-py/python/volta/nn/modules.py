@@ -367,24 +367,12 @@ def _residual(x: Tensor, branch: Any, norm: Module, norm_first: bool) -> Tensor:
 
 
 class _TransformerLayer(Module):
-    """What PyTorch's encoder and decoder layers share: the feed-forward branch
-    (``linear1``, ``dropout``, ``linear2``) and the norm placement."""
+    """What PyTorch's encoder and decoder layers share: their arguments, and their
+    modules in PyTorch's order (``self_attn``, the decoder's ``multihead_attn``,
+    ``linear1``, ``dropout``, ``linear2``, then a norm and a dropout per branch)."""
 
-    def _feed_forward(self, d_model: int, dim_feedforward: int, dropout: float, activation: Union[str, Any], bias: bool, device: _DeviceLike, dtype: Optional[str]) -> None:
-        self.linear1 = Linear(d_model, dim_feedforward, bias, device, dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias, device, dtype)
-        self.activation = _activation(type(self).__name__, activation)
-
-    def _feed(self, x: Tensor) -> Tensor:
-        return self.linear2(self.dropout(self.activation(self.linear1(x))))  # type: ignore[no-any-return]
-
-
-class TransformerEncoderLayer(_TransformerLayer):
-    """PyTorch's ``nn.TransformerEncoderLayer``: self-attention, then a feed-forward
-    branch of ``dim_feedforward`` features, each with dropout and a residual; the
-    norms after each (``norm_first=False``, PyTorch's default) or before. Parameter
-    names as PyTorch's (``self_attn.in_proj_weight``, ``linear1``, ``norm1``, …)."""
+    #: Whether the layer also attends over the encoder's output (the decoder).
+    _cross = False
 
     def __init__(
         self,
@@ -402,12 +390,28 @@ class TransformerEncoderLayer(_TransformerLayer):
     ) -> None:
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, device, dtype)
-        self._feed_forward(d_model, dim_feedforward, dropout, activation, bias, device, dtype)
+        if self._cross:
+            self.multihead_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, device, dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias, device, dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias, device, dtype)
+        self.activation = _activation(type(self).__name__, activation)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
+        branches = 3 if self._cross else 2
+        for i in range(1, branches + 1):
+            setattr(self, f"norm{i}", LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype))
+        for i in range(1, branches + 1):
+            setattr(self, f"dropout{i}", Dropout(dropout))
+
+    def _feed(self, x: Tensor) -> Tensor:
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))  # type: ignore[no-any-return]
+
+
+class TransformerEncoderLayer(_TransformerLayer):
+    """PyTorch's ``nn.TransformerEncoderLayer``: self-attention, then a feed-forward
+    branch of ``dim_feedforward`` features, each with dropout and a residual; the
+    norms after each (``norm_first=False``, PyTorch's default) or before. Parameter
+    names as PyTorch's (``self_attn.in_proj_weight``, ``linear1``, ``norm1``, …)."""
 
     def forward(self, src: Tensor, src_mask: Optional[Any] = None, src_key_padding_mask: Optional[Any] = None, is_causal: bool = False) -> Tensor:
         def attend(x: Tensor) -> Tensor:
@@ -424,31 +428,7 @@ class TransformerDecoderLayer(_TransformerLayer):
     each with dropout, a residual and a norm (after, or before with ``norm_first``).
     Parameter names as PyTorch's (``self_attn``, ``multihead_attn``, ``norm3``, …)."""
 
-    def __init__(
-        self,
-        d_model: int,
-        nhead: int,
-        dim_feedforward: int = 2048,
-        dropout: float = 0.1,
-        activation: Union[str, Any] = "relu",
-        layer_norm_eps: float = 1e-5,
-        batch_first: bool = False,
-        norm_first: bool = False,
-        bias: bool = True,
-        device: _DeviceLike = None,
-        dtype: Optional[str] = None,
-    ) -> None:
-        super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, device, dtype)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, device, dtype)
-        self._feed_forward(d_model, dim_feedforward, dropout, activation, bias, device, dtype)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
-        self.norm3 = LayerNorm(d_model, layer_norm_eps, bias=bias, device=device, dtype=dtype)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
+    _cross = True
 
     def forward(
         self,
