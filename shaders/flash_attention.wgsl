@@ -12,7 +12,8 @@
 //                where the adapter adds f32 atomically, dq too (dq_tile, in
 //                flash_attention_atomic.wgsl), so that backward_q is not run.
 // In the two-launch backward every output row has one owner, so no atomics.
-// Causal tiles above the diagonal are skipped.
+// Causal tiles above the diagonal are skipped, and so are the tiles outside a
+// batch element's range of keys (padding). A row that sees no key gives zeros.
 //
 // Workgroup memory: the P region (a 64×32 or 32×64 tile of probabilities or
 // score gradients, 512 vec4s), then the X region (the rest), which holds the
@@ -33,7 +34,9 @@
 //    [34..37] the (b, h, t) strides of the forward's output and of dq,
 //    [37..40] those of dk, [40..43] those of dv (features contiguous: each
 //    result is laid out as `packed_like` its operand), [43] the first feature
-//    of the slice of the head this launch writes (0 unless D > DP).
+//    of the slice of the head this launch writes (0 unless D > DP),
+//    [44 + 2b], [45 + 2b]: the keys [lo, hi) that batch element b's queries
+//    see (0 and S without padding).
 // Outputs: forward out0 [B, H, T, D] and out1 the lse [B, H, T] (contiguous);
 // backward_q out0 dq; backward_kv out0 dk and out1 dv [B, Hkv, S, D] (and,
 // in the one-launch backward, dq_sum at binding 9).
@@ -215,28 +218,41 @@ fn query_block(x: u32) -> u32 {
     return x * 64u;
 }
 
-// How many keys (from key 0) query row t sees.
-fn visible(t: u32) -> u32 {
-    if (p[6] == 0u) {
-        return p[4];
+// The first key that the queries of batch element b see.
+fn first_key(b: u32) -> u32 {
+    return p[44u + 2u * b];
+}
+
+// The end of the keys that query row t of batch element b sees: they are
+// first_key(b)..visible(b, t), none where that is empty.
+fn visible(b: u32, t: u32) -> u32 {
+    var end = p[45u + 2u * b];
+    if (p[6] != 0u) {
+        end = min(p[7] + t + 1u, end);
     }
-    return min(p[7] + t + 1u, p[4]);
+    return end;
 }
 
-// How many keys query rows t0..t0 + n see together: those of the last live row.
-fn keys_of_block(t0: u32, n: u32) -> u32 {
-    return visible(min(t0 + n, p[3]) - 1u);
+// The end of the keys that query rows t0..t0 + n see together: those of the
+// last live row.
+fn keys_of_block(b: u32, t0: u32, n: u32) -> u32 {
+    return visible(b, min(t0 + n, p[3]) - 1u);
 }
 
-// How many keys each of rows t0..t0 + 4 sees (0 past T).
-fn visible4(t0: u32) -> vec4<u32> {
+// The end of the keys that each of rows t0..t0 + 4 sees (0 past T).
+fn visible4(b: u32, t0: u32) -> vec4<u32> {
     var n = vec4<u32>(0u);
     for (var i = 0u; i < 4u; i++) {
         if (t0 + i < p[3]) {
-            n[i] = visible(t0 + i);
+            n[i] = visible(b, t0 + i);
         }
     }
     return n;
+}
+
+// Whether key j is one that a row whose keys end at `end` sees.
+fn sees(j: u32, lo: u32, end: u32) -> bool {
+    return j >= lo && j < end;
 }
 
 // Four values of a [B, H, T] row vector (lse, or `second`: delta) from row t0,
@@ -299,14 +315,15 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let kh = head(K, b, hk);
     let vh = head(V, b, hk);
     let row0 = (b * p[1] + h) * p[3];
-    let vis = visible4(r0 + 4u * rg);
+    let lo = first_key(b);
+    let vis = visible4(b, r0 + 4u * rg);
     var o: array<vec4<f32>, ACC>;
     var m = vec4<f32>(LOWEST);
     var l = vec4<f32>(0.0);
     // Qᵀ chunk [DCF][68] then Kᵀ chunk [DCF][36], in floats from the X region.
     let kt = 4u * XB + DCF * 68u;
-    let kend = keys_of_block(r0, 64u);
-    for (var j0 = 0u; j0 < kend; j0 += 32u) {
+    let kend = keys_of_block(b, r0, 64u);
+    for (var j0 = lo / 32u * 32u; j0 < kend; j0 += 32u) {
         var s: array<vec4<f32>, 4>;
         for (var c0 = 0u; c0 < D; c0 += DCF) {
             workgroupBarrier();
@@ -318,7 +335,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         var part = vec4<f32>(LOWEST);
         for (var i = 0u; i < 4u; i++) {
             for (var e = 0u; e < 4u; e++) {
-                if (j0 + 4u * kg + e < vis[i]) {
+                if (sees(j0 + 4u * kg + e, lo, vis[i])) {
                     s[i][e] *= scale;
                 } else {
                     s[i][e] = LOWEST;
@@ -339,7 +356,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         var pt: array<vec4<f32>, 4>;
         for (var i = 0u; i < 4u; i++) {
             for (var e = 0u; e < 4u; e++) {
-                if (j0 + 4u * kg + e < vis[i]) {
+                if (sees(j0 + 4u * kg + e, lo, vis[i])) {
                     pt[e][i] = exp(s[i][e] - m[i]);
                 } else {
                     pt[e][i] = 0.0;
@@ -374,13 +391,16 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     for (var gi = 0u; gi < 8u; gi++) {
         total += sm[XB + gi * 16u + rg];
     }
-    store(false, &o, 34u, b, h, r0 + 4u * rg, p[3], kg, 1.0 / total);
+    // A row that sees no key has no weight: zeros, and a log-sum-exp of 0
+    // that the backward does not read.
+    let none = total == vec4<f32>(0.0);
+    store(false, &o, 34u, b, h, r0 + 4u * rg, p[3], kg, select(1.0 / total, vec4<f32>(0.0), none));
     // The row's log-sum-exp, written by the launch of the first slice only.
     if (kg == 0u && first_feature() == 0u) {
         for (var i = 0u; i < 4u; i++) {
             let t = r0 + 4u * rg + i;
             if (t < p[3]) {
-                out1[row0 + t] = T(m[i] + log(total[i]));
+                out1[row0 + t] = T(select(m[i] + log(total[i]), 0.0, none[i]));
             }
         }
     }
@@ -401,7 +421,8 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     let vh = head(V, b, hk);
     let gh = head(G, b, h);
     let row0 = (b * p[1] + h) * p[3];
-    let vis = visible4(r0 + 4u * rg);
+    let lo = first_key(b);
+    let vis = visible4(b, r0 + 4u * rg);
     let lse = per_row(false, row0, r0 + 4u * rg);
     let dl = per_row(true, row0, r0 + 4u * rg);
     var dq: array<vec4<f32>, ACC>;
@@ -409,8 +430,8 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     let kt = 4u * XB + DCB * 68u;
     let gt = kt + DCB * 36u;
     let vt = gt + DCB * 68u;
-    let kend = keys_of_block(r0, 64u);
-    for (var j0 = 0u; j0 < kend; j0 += 32u) {
+    let kend = keys_of_block(b, r0, 64u);
+    for (var j0 = lo / 32u * 32u; j0 < kend; j0 += 32u) {
         var s: array<vec4<f32>, 4>;
         var dp: array<vec4<f32>, 4>;
         for (var c0 = 0u; c0 < D; c0 += DCB) {
@@ -428,7 +449,7 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
         var dst: array<vec4<f32>, 4>;
         for (var i = 0u; i < 4u; i++) {
             for (var e = 0u; e < 4u; e++) {
-                if (j0 + 4u * kg + e < vis[i]) {
+                if (sees(j0 + 4u * kg + e, lo, vis[i])) {
                     dst[e][i] = exp(s[i][e] * scale - lse[i]) * (dp[i][e] * f[e][i] - dl[i]) * scale;
                 } else {
                     dst[e][i] = 0.0;
@@ -470,6 +491,12 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     if (p[6] != 0u && j0 > p[7]) {
         t_first = (j0 - p[7]) / 32u * 32u;
     }
+    // A block of keys outside the batch element's range (padding) has no
+    // gradient: no query row sees it.
+    let lo = first_key(b);
+    if (j0 + 64u <= lo || j0 >= p[45u + 2u * b]) {
+        t_first = p[3];
+    }
     for (var gi = 0u; gi < group; gi++) {
         let h = hk * group + gi;
         let qh = head(Q, b, h);
@@ -488,7 +515,7 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
                 scores(&s, XB, 9u, rg, kt / 4u, 17u, kg, DCB);
                 scores(&dp, gt / 4u, 9u, rg, vt / 4u, 17u, kg, DCB);
             }
-            let vis = visible4(t0 + 4u * rg);
+            let vis = visible4(b, t0 + 4u * rg);
             let lse = per_row(false, row0, t0 + 4u * rg);
             let dl = per_row(true, row0, t0 + 4u * rg);
             // Dropout: dv takes the kept weights, dS the kept part of dO·vᵀ.
@@ -499,7 +526,7 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
                 var fi = vec4<f32>(0.0);
                 for (var e = 0u; e < 4u; e++) {
                     fi[e] = f[e][i];
-                    if (j0 + 4u * kg + e < vis[i]) {
+                    if (sees(j0 + 4u * kg + e, lo, vis[i])) {
                         pr[i][e] = exp(s[i][e] * scale - lse[i]);
                     } else {
                         pr[i][e] = 0.0;

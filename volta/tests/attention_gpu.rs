@@ -1,11 +1,11 @@
 //! Fused attention on `Gpu` against `Cpu`: the output and the gradients of
 //! queries, keys and values, over lengths that are not a multiple of the kernels'
 //! tiles (and 1), grouped heads, head widths 6 to 320 (past one launch's 256),
-//! dropout on the weights, causal at an offset and not causal, strided queries (a
-//! permuted `[B, T, H, d]` store). Small shapes: CI runs this on lavapipe.
+//! dropout on the weights, causal at an offset and not causal, padded batches,
+//! strided queries (a permuted `[B, T, H, d]` store). Small shapes: CI runs this on lavapipe.
 #![cfg(feature = "gpu")]
 
-use volta::backend::Backend;
+use volta::backend::{AttentionSpec, Backend};
 use volta::prelude::*;
 use volta::{Gradients, RawTensor};
 use volta_kernels::{BinaryOp, ReduceOp};
@@ -25,6 +25,8 @@ struct Case {
     s: usize,
     d: usize,
     causal: Option<usize>,
+    /// Each batch element's keys (padding).
+    keys: Option<Vec<std::ops::Range<usize>>>,
 }
 
 /// The output and the gradients of `Σ out·w` for `(q_store, k, v)`, with
@@ -39,7 +41,13 @@ fn run<D: Backend<f32>>(c: &Case, p: f64) -> (Vec<f32>, [Vec<f32>; 3]) {
         leaf(&[c.b, c.hkv, c.s, c.d], 3),
     );
     let q = q_store.permute(&[0, 2, 1, 3]);
-    let out = q.attention_with_dropout(&k, &v, c.causal, p, 11);
+    let spec = AttentionSpec {
+        dropout: p,
+        seed: 11,
+        keys: c.keys.clone().map(Into::into),
+        ..AttentionSpec::new(1.0 / (c.d as f64).sqrt(), c.causal)
+    };
+    let out = q.attention_with(&k, &v, spec);
     let w = RawTensor::<D, f32>::from_vec(values(out.layout().numel(), 4), out.dims());
     let got = out.to_vec();
     let grads: Gradients<D> = out
@@ -74,6 +82,7 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
             s: 9,
             d: 6,
             causal: None,
+            keys: None,
         },
         Case {
             b: 1,
@@ -83,6 +92,7 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
             s: 1,
             d: 8,
             causal: Some(0),
+            keys: None,
         },
         Case {
             b: 2,
@@ -92,6 +102,7 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
             s: 70,
             d: 16,
             causal: Some(0),
+            keys: None,
         },
         Case {
             b: 1,
@@ -101,6 +112,7 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
             s: 67,
             d: 32,
             causal: Some(62),
+            keys: None,
         },
         Case {
             b: 2,
@@ -110,6 +122,7 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
             s: 129,
             d: 64,
             causal: None,
+            keys: None,
         },
         Case {
             b: 1,
@@ -119,6 +132,7 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
             s: 131,
             d: 12,
             causal: Some(0),
+            keys: None,
         },
         // Wide heads: a row of 128 (and 256) floats in workgroup memory, fewer
         // rows per pass, each thread holding four (eight) vec4 columns.
@@ -130,6 +144,7 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
             s: 40,
             d: 80,
             causal: Some(0),
+            keys: None,
         },
         Case {
             b: 1,
@@ -139,6 +154,7 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
             s: 23,
             d: 200,
             causal: None,
+            keys: None,
         },
         // Wider than one launch's 256 features: a launch per slice of the
         // head, each computing the scores over all of it. (A wide head read as
@@ -152,6 +168,30 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
             s: 20,
             d: 320,
             causal: Some(0),
+            keys: None,
+        },
+        // Padded batches: left padding under a causal mask (the first rows see
+        // no key), a batch element that is all padding, and blocks of keys
+        // that no query sees.
+        Case {
+            b: 3,
+            h: 2,
+            hkv: 1,
+            t: 70,
+            s: 70,
+            d: 16,
+            causal: Some(0),
+            keys: Some(vec![0..70, 5..40, 66..70]),
+        },
+        Case {
+            b: 2,
+            h: 2,
+            hkv: 2,
+            t: 33,
+            s: 129,
+            d: 64,
+            causal: None,
+            keys: Some(vec![0..0, 64..129]),
         },
     ];
     // The default plan (the backward in chunks of 16 features), then the
@@ -171,9 +211,9 @@ fn fused_attention_and_its_gradients_match_the_cpu() {
         Gpu::set_attention_workgroup_bytes(cap);
         Gpu::set_deterministic(deterministic);
         let what = format!(
-            "B {} H {} Hkv {} T {} S {} d {} causal {:?}, workgroup memory {cap:?}, dropout {p}, \
-             deterministic {deterministic}",
-            c.b, c.h, c.hkv, c.t, c.s, c.d, c.causal
+            "B {} H {} Hkv {} T {} S {} d {} causal {:?} keys {:?}, workgroup memory {cap:?}, \
+             dropout {p}, deterministic {deterministic}",
+            c.b, c.h, c.hkv, c.t, c.s, c.d, c.causal, c.keys
         );
         let (cpu_out, cpu_grads) = run::<Cpu>(c, p);
         let (gpu_out, gpu_grads) = run::<Gpu>(c, p);

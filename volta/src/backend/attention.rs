@@ -1,17 +1,25 @@
-//! What a fused attention kernel computes: the scale, the causal mask and dropout
-//! on the attention weights, shared by the forward and the backward kernels of
-//! every device.
+//! What a fused attention kernel computes: the scale, the mask (causal, and each
+//! batch element's range of keys) and dropout on the attention weights, shared
+//! by the forward and the backward kernels of every device.
 use crate::random::uniform_hash;
+use std::ops::Range;
+use std::sync::Arc;
 
 /// The parameters of [`Backend::attention`](super::Backend::attention) and its
-/// backward: `dropout(softmax(scale·q·kᵀ + mask))·v`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// backward: `dropout(softmax(scale·q·kᵀ + mask))·v`. A query row that sees no
+/// key gives zeros (and passes no gradient), as PyTorch's
+/// `scaled_dot_product_attention`.
+#[derive(Clone, Debug, PartialEq)]
 pub struct AttentionSpec {
     /// Multiplies each score `q·k` (usually `1/√d`).
     pub scale: f64,
     /// `Some(start)`: causal, query row `t` sits at position `start + t` and sees
     /// keys `0..=start + t`; `None`: every query sees every key.
     pub causal: Option<usize>,
+    /// `Some(ranges)`: the queries of batch element `b` see only the keys in
+    /// `ranges[b]` (the rest is padding), within the causal bound; `None`:
+    /// every key. One range per batch element, each inside `0..S`.
+    pub keys: Option<Arc<[Range<usize>]>>,
     /// The probability that an attention weight is zeroed (the others are scaled
     /// so that each weight keeps its expectation), as PyTorch's
     /// `scaled_dot_product_attention(dropout_p=p)`; 0: none. It is applied to
@@ -28,6 +36,7 @@ impl AttentionSpec {
         AttentionSpec {
             scale,
             causal,
+            keys: None,
             dropout: 0.0,
             seed: 0,
         }
@@ -78,11 +87,20 @@ impl AttentionSpec {
         }
     }
 
-    /// How many keys (from key 0) query row `t` sees among `s`.
-    pub fn visible(&self, t: usize, s: usize) -> usize {
-        match self.causal {
+    /// The keys that query row `t` of batch element `b` sees among `s`: a range
+    /// of its batch element's keys, cut at the causal bound (empty when the
+    /// row sees none).
+    pub fn visible(&self, b: usize, t: usize, s: usize) -> Range<usize> {
+        let end = match self.causal {
             Some(start) => (start + t + 1).min(s),
             None => s,
+        };
+        match &self.keys {
+            Some(ranges) => {
+                let r = &ranges[b];
+                r.start..end.min(r.end).max(r.start)
+            }
+            None => 0..end,
         }
     }
 }

@@ -196,7 +196,8 @@ pub trait Backend<E: Float>: Device + Memory<E> {
     /// [`packed_like`]`(q)` (heads split off a projection
     /// come back in its order), and each query row's log-sum-exp of its scaled,
     /// masked scores `[B, H, T]` (the backward's softmax statistics, contiguous),
-    /// without storing the `T×S` scores. Every row sees at least key 0.
+    /// without storing the `T×S` scores. A row that sees no key gives zeros and a
+    /// log-sum-exp of `+∞` (so that the backward finds its weights zero).
     fn attention(
         q: View<Self, E>,
         k: View<Self, E>,

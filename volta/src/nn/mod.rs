@@ -24,7 +24,7 @@ mod model;
 mod module;
 mod summary;
 
-pub use crate::ops::attention::{attention, causal_attention};
+pub use crate::ops::attention::{attention, causal_attention, padded_attention};
 pub use kv_store::KvStore;
 pub use layers::*;
 pub use model::{Forward, Model, Residual, ResidualShape};

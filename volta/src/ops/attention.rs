@@ -7,8 +7,9 @@ use crate::autograd::Op;
 use crate::backend::{AttentionSpec, Backend};
 use crate::dtype::Float;
 use crate::layout::Layout;
-use crate::shape::Dim;
+use crate::shape::{Dim, ShapeError};
 use crate::tensor::{RawTensor, Tensor};
+use std::ops::Range;
 
 impl<D: Backend<E>, E: Float> RawTensor<D, E> {
     /// `softmax(q·kᵀ/√d + mask)·v` for queries `self` `[B, H, T, d]` and keys and
@@ -42,6 +43,44 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
         p: f64,
         seed: u64,
     ) -> Self {
+        let d = self.dims().last().copied().unwrap_or(1);
+        self.attention_with(
+            k,
+            v,
+            AttentionSpec {
+                dropout: p,
+                seed,
+                ..AttentionSpec::new(1.0 / (d as f64).sqrt(), causal)
+            },
+        )
+    }
+
+    /// Fused attention as `spec` says: its scale, its causal mask, each batch
+    /// element's range of keys (padding: `spec.keys`) and its dropout. A query
+    /// row that sees no key gives zeros and passes no gradient, as PyTorch's
+    /// `scaled_dot_product_attention`.
+    ///
+    /// ```
+    /// use volta::backend::AttentionSpec;
+    /// use volta::tensor::RawTensor;
+    /// let q = RawTensor::<volta::Cpu, f32>::from_vec(vec![1.0; 2 * 4], &[2, 1, 1, 4]);
+    /// let v = RawTensor::from_vec((0..2 * 3 * 4).map(|i| i as f32).collect(), &[2, 1, 3, 4]);
+    /// // The first batch element sees its keys 0 and 1, the second its key 2.
+    /// let spec = AttentionSpec {
+    ///     keys: Some(vec![0..2, 2..3].into()),
+    ///     ..AttentionSpec::new(0.5, None)
+    /// };
+    /// let out = q.attention_with(&q.expand(&[2, 1, 3, 4]), &v, spec).to_vec();
+    /// assert_eq!(out, [2.0, 3.0, 4.0, 5.0, 20.0, 21.0, 22.0, 23.0]);
+    /// ```
+    ///
+    /// # Panics
+    /// As [`attention`](Self::attention); when the dropout probability is
+    /// outside `[0, 1]`; when `spec.keys` does not hold one range per batch
+    /// element, each inside `0..S`.
+    #[track_caller]
+    pub fn attention_with(&self, k: &Self, v: &Self, spec: AttentionSpec) -> Self {
+        let p = spec.dropout;
         assert!(
             (0.0..=1.0).contains(&p),
             "attention: the dropout probability must be in [0, 1], got {p}"
@@ -61,11 +100,11 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
              (expected [B, H, T, d] and [B, Hkv, S, d] with H a multiple of Hkv and S > 0)",
             v.dims()
         );
-        let spec = AttentionSpec {
-            dropout: p,
-            seed,
-            ..AttentionSpec::new(1.0 / (q_dims[3] as f64).sqrt(), causal)
-        };
+        if let Some(ranges) = &spec.keys
+            && let Err(e) = check_key_ranges(ranges, q_dims[0], k_dims[2])
+        {
+            panic!("attention: {e}");
+        }
         let (out, lse) = D::attention(self.view(), k.view(), v.view(), &spec);
         let lse = RawTensor::leaf(lse, Layout::contiguous(&q_dims[..3]));
         Self::from_op(
@@ -175,16 +214,97 @@ where
     q.map_raw(|r| r.causal_attention(k.raw(), v.raw(), start))
 }
 
+/// [`attention`] over a padded batch: the queries of batch element `b` see only
+/// the keys in `keys[b]` (its tokens; the rest is padding), and, with `causal`,
+/// none after their own position (the queries being the last `T` of the `S`
+/// positions). A query that sees no key (a padding row under `causal`) gives
+/// zeros and passes no gradient, as PyTorch's `scaled_dot_product_attention`.
+/// The mask is a range per batch element, not a `T×S` matrix: the fused kernels
+/// skip the tiles outside it, so neither pass stores a score.
+///
+/// ```
+/// use volta::prelude::*;
+/// use volta::nn::padded_attention;
+/// let q = Tensor::<Rank4<2, 1, 3, 4>>::ones();
+/// let v = Tensor::<Rank4<2, 1, 3, 4>>::from_vec((0..24).map(|i| i as f32).collect()).unwrap();
+/// // Two sequences right-padded to 3 tokens: of lengths 3 and 1.
+/// let out = padded_attention(&q, &q, &v, false, &[0..3, 0..1]).unwrap();
+/// assert_eq!(out.to_vec()[12..16], [12.0, 13.0, 14.0, 15.0]);
+/// assert!(padded_attention(&q, &q, &v, false, &[0..3]).is_err());
+/// ```
+///
+/// # Errors
+/// [`ShapeError::KeyRanges`] unless `keys` holds one range per batch element,
+/// each inside `0..S`.
+///
+/// # Panics
+/// As [`attention`].
+#[track_caller]
+pub fn padded_attention<B, H, T, Hd, Hkv, S, D, E>(
+    q: &Tensor<(B, H, T, Hd), D, E>,
+    k: &Tensor<(B, Hkv, S, Hd), D, E>,
+    v: &Tensor<(B, Hkv, S, Hd), D, E>,
+    causal: bool,
+    keys: &[Range<usize>],
+) -> Result<Tensor<(B, H, T, Hd), D, E>, ShapeError>
+where
+    B: Dim,
+    H: Dim,
+    T: Dim,
+    Hd: Dim,
+    Hkv: Dim,
+    S: Dim,
+    D: Backend<E>,
+    E: Float,
+{
+    let (b, t, s, d) = (
+        q.raw().dims()[0],
+        q.raw().dims()[2],
+        k.raw().dims()[2],
+        q.raw().dims()[3],
+    );
+    check_key_ranges(keys, b, s)?;
+    let start = causal.then(|| {
+        assert!(
+            s >= t,
+            "attention: causal attention of {t} queries over {s} keys (the queries are the \
+             last positions, so S >= T)"
+        );
+        s - t
+    });
+    let spec = AttentionSpec {
+        keys: Some(keys.into()),
+        ..AttentionSpec::new(1.0 / (d as f64).sqrt(), start)
+    };
+    Ok(q.map_raw(|r| r.attention_with(k.raw(), v.raw(), spec)))
+}
+
+/// One range of keys per batch element, each inside `0..keys`.
+pub(crate) fn check_key_ranges(
+    ranges: &[Range<usize>],
+    batch: usize,
+    keys: usize,
+) -> Result<(), ShapeError> {
+    let fits = ranges.len() == batch && ranges.iter().all(|r| r.start <= r.end && r.end <= keys);
+    if fits {
+        return Ok(());
+    }
+    Err(ShapeError::KeyRanges {
+        batch,
+        keys,
+        found: ranges.to_vec(),
+    })
+}
+
 /// The composed reference: matmul, masked softmax, the dropout mask of the fused
-/// op materialised, matmul (it stores the scores).
+/// op materialised (and zeros for the rows that see no key), matmul (it stores
+/// the scores).
 #[cfg(test)]
-pub(crate) fn composed_with_dropout<D: Backend<E>, E: Float>(
+pub(crate) fn composed<D: Backend<E>, E: Float>(
     q: &RawTensor<D, E>,
     k: &RawTensor<D, E>,
     v: &RawTensor<D, E>,
-    causal: Option<usize>,
-    p: f64,
-    seed: u64,
+    spec: &AttentionSpec,
 ) -> RawTensor<D, E> {
     use volta_kernels::BinaryOp;
     let [b, h, t, d] = [q.dims()[0], q.dims()[1], q.dims()[2], q.dims()[3]];
@@ -193,17 +313,13 @@ pub(crate) fn composed_with_dropout<D: Backend<E>, E: Float>(
     let q = q.reshape(&[b, hkv, group * t, d]);
     let scores = q
         .matmul(&k.transpose_last())
-        .scalar(BinaryOp::Mul, E::from_f64(1.0 / (d as f64).sqrt()));
-    let spec = AttentionSpec {
-        dropout: p,
-        seed,
-        ..AttentionSpec::new(1.0, causal)
-    };
-    let mask: Vec<E> = (0..group * t)
+        .scalar(BinaryOp::Mul, E::from_f64(spec.scale));
+    // A row that sees no key takes no mask (a finite softmax), then weight 0.
+    let mask: Vec<E> = (0..b * group * t)
         .flat_map(|row| {
-            let visible = spec.visible(row % t, s);
+            let visible = spec.visible(row / (group * t), row % t, s);
             (0..s).map(move |key| {
-                E::from_f64(if key < visible {
+                E::from_f64(if visible.is_empty() || visible.contains(&key) {
                     0.0
                 } else {
                     f64::NEG_INFINITY
@@ -211,12 +327,16 @@ pub(crate) fn composed_with_dropout<D: Backend<E>, E: Float>(
             })
         })
         .collect();
-    let mask = RawTensor::from_vec(mask, &[1, 1, group * t, s]).expand(scores.dims());
+    let mask = RawTensor::from_vec(mask, &[b, 1, group * t, s]).expand(scores.dims());
     let weights = scores.binary(BinaryOp::Add, &mask).softmax(3);
     // Score row (b·H + h)·T + t sits at [b, h / group, (h % group)·T + t] here:
     // in the same order as the flat index over [b, h, t].
     let keep: Vec<E> = (0..b * h * t * s)
-        .map(|i| E::from_f64(spec.keep(i / s, i % s)))
+        .map(|i| {
+            let (row, key) = (i / s, i % s);
+            let seen = !spec.visible(row / (h * t), row % t, s).is_empty();
+            E::from_f64(if seen { spec.keep(row, key) } else { 0.0 })
+        })
         .collect();
     let keep = RawTensor::from_vec(keep, &[b, hkv, group * t, s]);
     weights
@@ -304,21 +424,29 @@ mod tests {
 
     /// The fused op against the composed reference, forward and every gradient, in
     /// f64: grouped heads, a ragged length, strided queries (a permuted
-    /// `[B, T, H, d]` store), causal at an offset and not causal, without and
-    /// with dropout on the weights (the reference multiplies by the mask).
+    /// `[B, T, H, d]` store), causal at an offset and not causal, padded batches
+    /// (left and right, with rows and a whole batch element that see no key),
+    /// without and with dropout on the weights (the reference multiplies by the
+    /// mask).
     #[test]
     fn fused_forward_and_gradients_match_the_composed_ops() {
-        use super::composed_with_dropout;
+        use super::composed;
         use crate::autograd::Gradients;
+        use crate::backend::AttentionSpec;
         let shapes = [
-            (2, 4, 2, 5, 5, 8, Some(0)),
-            (1, 3, 1, 3, 7, 4, Some(4)),
-            (2, 2, 2, 4, 6, 3, None),
-            (1, 1, 1, 1, 1, 2, Some(0)),
+            (2, 4, 2, 5, 5, 8, Some(0), None),
+            (1, 3, 1, 3, 7, 4, Some(4), None),
+            (2, 2, 2, 4, 6, 3, None, None),
+            (1, 1, 1, 1, 1, 2, Some(0), None),
+            // Left padding under a causal mask: batch 0's first query sees nothing.
+            (2, 4, 2, 5, 5, 8, Some(0), Some(vec![1..5, 0..3])),
+            (1, 3, 1, 3, 7, 4, Some(4), Some(vec![0..5])),
+            // Batch 1 is all padding.
+            (2, 2, 2, 4, 6, 3, None, Some(vec![2..6, 0..0])),
         ];
-        for ((b, h, hkv, t, s, d, causal), p) in shapes
+        for ((b, h, hkv, t, s, d, causal, keys), p) in shapes
             .iter()
-            .flat_map(|&shape| [0.0, 0.3].map(|p| (shape, p)))
+            .flat_map(|shape| [0.0, 0.3].map(|p| (shape.clone(), p)))
         {
             let leaf = |dims: &[usize], seed| {
                 RawTensor::<Cpu, f64>::from_vec(values(dims.iter().product(), seed), dims)
@@ -335,8 +463,14 @@ mod tests {
                     .reduce_all(volta_kernels::ReduceOp::Sum);
                 (values, total.backward())
             };
-            let (fused, fg) = loss(q.attention_with_dropout(&k, &v, causal, p, 7));
-            let (reference, rg) = loss(composed_with_dropout(&q, &k, &v, causal, p, 7));
+            let spec = AttentionSpec {
+                dropout: p,
+                seed: 7,
+                keys: keys.map(Into::into),
+                ..AttentionSpec::new(1.0 / (d as f64).sqrt(), causal)
+            };
+            let (fused, fg) = loss(q.attention_with(&k, &v, spec.clone()));
+            let (reference, rg) = loss(composed(&q, &k, &v, &spec));
             let close = |a: &[f64], b: &[f64], what: &str| {
                 assert_eq!(a.len(), b.len());
                 for (i, (x, y)) in a.iter().zip(b).enumerate() {
@@ -369,7 +503,10 @@ mod tests {
         let dropped = (0..n).filter(|&i| spec.keep(i / 64, i % 64) == 0.0).count();
         assert!((900..1150).contains(&dropped), "{dropped} of {n} dropped");
         assert!((0..n).all(|i| [0.0, 1.0 / 0.75].contains(&spec.keep(i / 64, i % 64))));
-        let other = AttentionSpec { seed: 4, ..spec };
+        let other = AttentionSpec {
+            seed: 4,
+            ..spec.clone()
+        };
         assert!((0..n).any(|i| spec.keep(i / 64, i % 64) != other.keep(i / 64, i % 64)));
         let ones = RawTensor::<Cpu, f64>::from_vec(vec![1.0; 2 * 3 * 4], &[1, 2, 3, 4]);
         let out = ones.attention_with_dropout(&ones, &ones, Some(0), 1.0, 5);

@@ -20,6 +20,16 @@ pub enum ShapeError {
         /// Elements the buffer holds.
         found: usize,
     },
+    /// An attention mask's ranges of keys (padding) do not fit the batch: it
+    /// needs one range per batch element, each inside `0..keys`.
+    KeyRanges {
+        /// Batch elements.
+        batch: usize,
+        /// Keys per batch element.
+        keys: usize,
+        /// The ranges that were given.
+        found: Vec<std::ops::Range<usize>>,
+    },
 }
 
 impl fmt::Display for ShapeError {
@@ -34,6 +44,11 @@ impl fmt::Display for ShapeError {
             ShapeError::DataLength { expected, found } => write!(
                 f,
                 "data length mismatch: the shape holds {expected} elements but {found} were given"
+            ),
+            ShapeError::KeyRanges { batch, keys, found } => write!(
+                f,
+                "key ranges mismatch: a batch of {batch} over {keys} keys needs one range of \
+                 keys per batch element, each inside 0..{keys}, but the ranges are {found:?}"
             ),
         }
     }

@@ -86,19 +86,24 @@ pub(crate) fn attention<E: Float>(
         let (keys, values) = (&k[kv * s * d..][..s * d], &v[kv * s * d..][..s * d]);
         let mut scores = vec![E::Acc::ZERO; s];
         for ti in 0..t {
-            let visible = spec.visible(ti, s);
+            let visible = spec.visible(bh / n.heads, ti, s);
+            if visible.is_empty() {
+                // No key: zeros (already there), and weights that are all zero.
+                lse[ti] = E::Acc::from_f64(f64::INFINITY);
+                continue;
+            }
             let qrow = &q[(bh * t + ti) * d..][..d];
             let mut max = E::Acc::NEG_INFINITY;
-            for (j, score) in scores[..visible].iter_mut().enumerate() {
-                *score = dot(qrow, &keys[j * d..][..d]) * scale;
-                if *score > max {
-                    max = *score;
+            for j in visible.clone() {
+                scores[j] = dot(qrow, &keys[j * d..][..d]) * scale;
+                if scores[j] > max {
+                    max = scores[j];
                 }
             }
             let row = &mut out[ti * d..][..d];
             let mut z = E::Acc::ZERO;
-            for (j, &score) in scores[..visible].iter().enumerate() {
-                let p = (score - max).exp();
+            for j in visible {
+                let p = (scores[j] - max).exp();
                 // The sum normalises the weights before dropout, as PyTorch's.
                 z = z + p;
                 let kept = p * E::Acc::from_f64(spec.keep(bh * t + ti, j));
@@ -153,7 +158,7 @@ pub(crate) fn attention_backward<E: Float>(
                 let row = bh * t + ti;
                 let (qrow, grow) = (&q[row * d..][..d], &g[row * d..][..d]);
                 let dq_row = &mut dq[(gi * t + ti) * d..][..d];
-                for j in 0..spec.visible(ti, s) {
+                for j in spec.visible(kv / n.kv_heads, ti, s) {
                     let (krow, vrow) = (&keys[j * d..][..d], &values[j * d..][..d]);
                     let p = (dot(qrow, krow) * scale - lse[row]).exp();
                     let keep = E::Acc::from_f64(spec.keep(row, j));

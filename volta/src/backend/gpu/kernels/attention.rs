@@ -219,6 +219,9 @@ fn padded(d: usize) -> usize {
     d.min(FEATURE_SLICE).next_power_of_two().max(32)
 }
 
+/// Where the parameter block holds the first feature of a launch's slice.
+const FIRST_FEATURE: usize = 43;
+
 /// The parameter block (see the shader's header).
 fn params(
     n: &AttentionDims,
@@ -248,7 +251,13 @@ fn params(
         p.extend(r.strides[..3].iter().map(|&s| u(s)));
     }
     // The first feature of the slice a launch writes (see `run`).
+    debug_assert_eq!(p.len(), FIRST_FEATURE);
     p.push(0);
+    // Each batch element's keys (all of them without padding).
+    for b in 0..n.batch {
+        let keys = spec.keys.as_ref().map_or(0..n.keys, |k| k[b].clone());
+        p.extend([u(keys.start), u(keys.end)]);
+    }
     p
 }
 
@@ -292,7 +301,7 @@ fn run(
     }
     let mut sliced = params.to_vec();
     for first in (0..d).step_by(FEATURE_SLICE) {
-        *sliced.last_mut().expect("the slice's first feature") = u(first);
+        sliced[FIRST_FEATURE] = u(first);
         launch(rt, &kern, &sliced, buffers, grid);
     }
 }
@@ -322,7 +331,7 @@ pub(crate) fn forward(
     let packed = packed_like(q.1);
     let p = params(&n, spec, [q, k, v, q], [0, 0], [&packed; 3]);
     let buffers = [q.0, k.0, v.0, q.0, q.0, q.0, &out, &lse];
-    if on_tensor_cores(rt, elem, &n, half, &[q, k, v]) {
+    if on_tensor_cores(rt, elem, &n, spec, half, &[q, k, v]) {
         let d = n.head_dim;
         let kern = kernel(
             rt,
@@ -360,15 +369,18 @@ pub(crate) fn forward(
 
 /// Whether attention over `views` runs on cooperative matrices: `half` (f16
 /// products allowed), an adapter with tensor cores, f32 operands that read as
-/// vec4s, and a head width the kernels take.
+/// vec4s, a head width the kernels take, and no padding (those kernels mask
+/// causally only; a padded batch runs on the f32 tiles).
 fn on_tensor_cores(
     rt: &Runtime,
     elem: Elem,
     n: &AttentionDims,
+    spec: &AttentionSpec,
     half: bool,
     views: &[Operand],
 ) -> bool {
     half && rt.gpu.info.tensor_cores
+        && spec.keys.is_none()
         && elem == Elem::F32
         && attention_coop::fits(n.head_dim)
         && views.iter().all(|o| attention_coop::loads_as_vectors(o.1))
@@ -393,7 +405,7 @@ pub(crate) fn backward(
     let d = n.head_dim;
     let q_len = n.batch * n.heads * n.queries * d;
     let kv_len = n.batch * n.kv_heads * n.keys * d;
-    let tensor_cores = on_tensor_cores(rt, elem, &n, half, &[q, k, v, g]);
+    let tensor_cores = on_tensor_cores(rt, elem, &n, spec, half, &[q, k, v, g]);
     // dq added atomically by the launch that computes dk and dv (on tensor
     // cores or not).
     let one_launch = elem == Elem::F32
