@@ -214,6 +214,9 @@ where
     q.map_raw(|r| r.causal_attention(k.raw(), v.raw(), start))
 }
 
+/// Queries or outputs `[B, H, T, d]`.
+type Heads<B, H, T, Hd, D, E> = Tensor<(B, H, T, Hd), D, E>;
+
 /// [`attention`] over a padded batch: the queries of batch element `b` see only
 /// the keys in `keys[b]` (its tokens; the rest is padding), and, with `causal`,
 /// none after their own position (the queries being the last `T` of the `S`
@@ -246,7 +249,7 @@ pub fn padded_attention<B, H, T, Hd, Hkv, S, D, E>(
     v: &Tensor<(B, Hkv, S, Hd), D, E>,
     causal: bool,
     keys: &[Range<usize>],
-) -> Result<Tensor<(B, H, T, Hd), D, E>, ShapeError>
+) -> Result<Heads<B, H, T, Hd, D, E>, ShapeError>
 where
     B: Dim,
     H: Dim,
@@ -440,7 +443,16 @@ mod tests {
             (1, 1, 1, 1, 1, 2, Some(0), None),
             // Left padding under a causal mask: batch 0's first query sees nothing.
             (2, 4, 2, 5, 5, 8, Some(0), Some(vec![1..5, 0..3])),
-            (1, 3, 1, 3, 7, 4, Some(4), Some(vec![0..5])),
+            (
+                1,
+                3,
+                1,
+                3,
+                7,
+                4,
+                Some(4),
+                Some(std::iter::once(0..5).collect()),
+            ),
             // Batch 1 is all padding.
             (2, 2, 2, 4, 6, 3, None, Some(vec![2..6, 0..0])),
         ];
