@@ -2,13 +2,16 @@
 //! op: one projection to queries, keys and values, optional RoPE, causal or not,
 //! grouped key/value heads, and an output projection. Parameter names follow
 //! nanoGPT (`c_attn`, `c_proj`), so a PyTorch user recognises a checkpoint.
-use crate::backend::Backend;
+use super::Sequence;
 use crate::backend::cpu::Cpu;
+use crate::backend::{AttentionSpec, Backend};
 use crate::dtype::Float;
 use crate::nn::{Dropout, KvStore, Linear, Module, ToDevice, Visitor};
+use crate::ops::attention::check_key_ranges;
 use crate::random::Rng;
-use crate::shape::{Const, Dim};
+use crate::shape::{Const, Dim, ShapeError};
 use crate::tensor::{RawTensor, Tensor};
+use std::ops::Range;
 use volta_kernels::BinaryOp;
 
 /// Multi-head self-attention of width `C` with `HEADS` query heads sharing
@@ -230,7 +233,42 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
         &self,
         x: &Tensor<(B, T, Const<C>), D, E>,
     ) -> Tensor<(B, T, Const<C>), D, E> {
-        x.map_raw(|r| self.attend(r, None))
+        x.map_raw(|r| self.attend(r, None, None))
+    }
+
+    /// Attends over a padded batch `x` `(B, T, C)`: the positions of batch
+    /// element `b` attend only to its keys `keys[b]` (e.g. `0..len` for a
+    /// sequence right-padded from `len`), as PyTorch's `key_padding_mask`; a
+    /// position that sees no key (left padding under a causal mask) gives
+    /// zeros. The fused kernels skip the padding rather than masking a `T×T`
+    /// matrix. RoPE rotates by the position in `x`.
+    ///
+    /// ```
+    /// use volta::prelude::*;
+    /// use volta::nn::MultiHeadAttention;
+    /// let mut rng = Rng::seed(0);
+    /// let attn = MultiHeadAttention::<8, 2>::new(&mut rng).bidirectional();
+    /// let x = Tensor::<(Const<2>, usize, Const<8>)>::randn_shaped((Const, 4, Const), &mut rng);
+    /// // The second sequence is 2 tokens long: its padding does not change them.
+    /// let y = attn.forward_padded(&x, &[0..4, 0..2]).unwrap();
+    /// let short = x.raw().narrow(0, 1, 1).narrow(1, 0, 2);
+    /// let alone = Tensor::<(Const<1>, usize, Const<8>)>::try_from_raw(short).unwrap();
+    /// let want = attn.forward(&alone).to_vec();
+    /// let got = &y.to_vec()[32..48];
+    /// assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-5));
+    /// ```
+    ///
+    /// # Errors
+    /// [`ShapeError::KeyRanges`] unless `keys` holds one range per batch
+    /// element, each inside `0..T`.
+    #[track_caller]
+    pub fn forward_padded<B: Dim, T: Dim>(
+        &self,
+        x: &Tensor<(B, T, Const<C>), D, E>,
+        keys: &[Range<usize>],
+    ) -> Result<Sequence<B, T, C, D, E>, ShapeError> {
+        check_key_ranges(keys, x.dims()[0], x.dims()[1])?;
+        Ok(x.map_raw(|r| self.attend(r, None, Some(keys))))
     }
 
     /// Attends over the cached positions and `x`'s, which are appended to
@@ -242,14 +280,17 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
         x: &Tensor<(B, T, Const<C>), D, E>,
         cache: &mut AttentionCache<D, E>,
     ) -> Tensor<(B, T, Const<C>), D, E> {
-        x.map_raw(|r| self.attend(r, Some(cache)))
+        x.map_raw(|r| self.attend(r, Some(cache), None))
     }
 
+    /// Attention over `x`, after the positions in `cache` where given, each
+    /// batch element over its `keys` where given.
     #[track_caller]
     fn attend(
         &self,
         x: &RawTensor<D, E>,
         cache: Option<&mut AttentionCache<D, E>>,
+        keys: Option<&[Range<usize>]>,
     ) -> RawTensor<D, E> {
         let (b, t) = (x.dims()[0], x.dims()[1]);
         let (hd, kv) = (Self::HEAD_DIM, KV_HEADS * Self::HEAD_DIM);
@@ -288,12 +329,18 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
         if let Some(cache) = cache {
             (k, v) = cache.append(&k, &v);
         }
-        let (p, seed) = self
+        let (dropout, seed) = self
             .attn_dropout
             .next_seed()
             .map_or((0.0, 0), |seed| (self.attn_dropout.p(), seed));
+        let spec = AttentionSpec {
+            dropout,
+            seed,
+            keys: keys.map(Into::into),
+            ..AttentionSpec::new(1.0 / (hd as f64).sqrt(), self.causal.then_some(start))
+        };
         let y = q
-            .attention_with_dropout(&k, &v, self.causal.then_some(start), p, seed)
+            .attention_with(&k, &v, spec)
             .permute(&[0, 2, 1, 3])
             .reshape(&[b * t, C]);
         let proj = Tensor::<(usize, Const<C>), D, E>::try_from_raw(y)

@@ -27,3 +27,7 @@ pub use transformer::{
     BlockNorm, BlockOptions, FeedForward, FeedForwardKind, NormKind, TransformerBlock,
 };
 pub use volta_kernels::{Window2d, WindowError};
+
+/// A sequence `(B, T, C)`, as the sequence layers take and return it.
+type Sequence<B, T, const C: usize, D, E> =
+    crate::tensor::Tensor<(B, T, crate::shape::Const<C>), D, E>;

@@ -1,5 +1,6 @@
 //! Learned absolute positions (GPT-2's `wpe`): row `p` of a table is added to the
 //! features of the token at position `p`.
+use super::Sequence;
 use crate::backend::Backend;
 use crate::backend::cpu::Cpu;
 use crate::dtype::Float;
@@ -8,9 +9,6 @@ use crate::random::Rng;
 use crate::shape::{Const, Dim, Rank2, ShapeError};
 use crate::tensor::Tensor;
 use volta_kernels::BinaryOp;
-
-/// A sequence `(B, T, C)`.
-type Sequence<B, T, const C: usize, D, E> = Tensor<(B, T, Const<C>), D, E>;
 
 /// A table of `MAX_T` learned position vectors of width `C` (drawn from N(0, 1), as
 /// [`Embedding`](crate::nn::Embedding)'s tokens and PyTorch's `nn.Embedding`: on the

@@ -4,14 +4,17 @@
 //! [`BlockOptions`]; parameter names follow nanoGPT (`ln_1`, `attn`, `ln_2`,
 //! `mlp.c_fc`, `mlp.c_proj`) and Hugging Face's Llama for SwiGLU
 //! (`mlp.gate_proj`, `mlp.up_proj`, `mlp.down_proj`).
+use super::Sequence;
 use super::attention::{AttentionCache, MultiHeadAttention};
 use crate::backend::Backend;
 use crate::backend::cpu::Cpu;
 use crate::dtype::Float;
 use crate::nn::{Dropout, LayerNorm, Linear, Module, RmsNorm, ToDevice, Visitor};
+use crate::ops::attention::check_key_ranges;
 use crate::random::Rng;
-use crate::shape::{Const, Dim};
+use crate::shape::{Const, Dim, ShapeError};
 use crate::tensor::Tensor;
+use std::ops::Range;
 use volta_kernels::{BinaryOp, UnaryOp};
 
 /// Which normalisation a block applies before each branch.
@@ -227,7 +230,24 @@ where
         &self,
         x: &Tensor<(B, T, Const<C>), D, E>,
     ) -> Tensor<(B, T, Const<C>), D, E> {
-        self.run(x, None)
+        self.run(x, Attend::All)
+    }
+
+    /// [`forward`](Self::forward) over a padded batch: the positions of batch
+    /// element `b` attend only to its keys `keys[b]` (see
+    /// [`MultiHeadAttention::forward_padded`]).
+    ///
+    /// # Errors
+    /// [`ShapeError::KeyRanges`] unless `keys` holds one range per batch
+    /// element, each inside `0..T`.
+    #[track_caller]
+    pub fn forward_padded<B: Dim, T: Dim>(
+        &self,
+        x: &Tensor<(B, T, Const<C>), D, E>,
+        keys: &[Range<usize>],
+    ) -> Result<Sequence<B, T, C, D, E>, ShapeError> {
+        check_key_ranges(keys, x.dims()[0], x.dims()[1])?;
+        Ok(self.run(x, Attend::Padded(keys)))
     }
 
     /// [`forward`](Self::forward) over the positions in `cache` and then `x`'s
@@ -238,19 +258,23 @@ where
         x: &Tensor<(B, T, Const<C>), D, E>,
         cache: &mut AttentionCache<D, E>,
     ) -> Tensor<(B, T, Const<C>), D, E> {
-        self.run(x, Some(cache))
+        self.run(x, Attend::Cached(cache))
     }
 
     #[track_caller]
     fn run<B: Dim, T: Dim>(
         &self,
         x: &Tensor<(B, T, Const<C>), D, E>,
-        cache: Option<&mut AttentionCache<D, E>>,
+        attend: Attend<'_, D, E>,
     ) -> Tensor<(B, T, Const<C>), D, E> {
         let normed = self.ln_1.forward(x);
-        let attended = match cache {
-            Some(c) => self.attn.forward_cached(&normed, c),
-            None => self.attn.forward(&normed),
+        let attended = match attend {
+            Attend::All => self.attn.forward(&normed),
+            Attend::Cached(c) => self.attn.forward_cached(&normed, c),
+            Attend::Padded(keys) => self
+                .attn
+                .forward_padded(&normed, keys)
+                .expect("the key ranges were checked"),
         };
         let x = residual(x, &self.dropout.forward(&attended));
         let (b, t) = (x.dims()[0], x.dims()[1]);
@@ -263,6 +287,16 @@ where
         );
         residual(&x, &self.dropout.forward(&fed))
     }
+}
+
+/// What a block's attention sees.
+enum Attend<'a, D: Backend<E>, E: Float> {
+    /// The whole sequence.
+    All,
+    /// The cached positions, then the sequence's.
+    Cached(&'a mut AttentionCache<D, E>),
+    /// Each batch element's range of keys.
+    Padded(&'a [Range<usize>]),
 }
 
 /// A projection with or without its bias.
@@ -425,6 +459,57 @@ mod tests {
         assert_ne!(a, b, "each call draws a new mask");
         Module::<Cpu, f64>::eval(&mut block);
         assert_eq!(block.attn.forward(&x).to_vec(), want);
+    }
+
+    /// A padded batch: each sequence's own positions come out as they do alone
+    /// (right padding, bidirectional; left padding, causal), and a loss over
+    /// those positions passes no gradient to the padding. The ranges must fit.
+    #[test]
+    fn padded_sequences_match_each_sequence_alone() {
+        let mut rng = Rng::seed(11);
+        for causal in [false, true] {
+            let options = BlockOptions {
+                causal,
+                ..BlockOptions::default()
+            };
+            let block = TransformerBlock::<8, 4, 16, 2, Cpu, f64>::with_options(options, &mut rng);
+            let t = 5;
+            let x =
+                Tensor::<Seq, Cpu, f64>::randn_shaped((Const, t, Const), &mut rng).requires_grad();
+            // Batch 0 is 5 tokens long; batch 1 holds 3, after (causal: before)
+            // its padding.
+            let own = if causal { 2..5 } else { 0..3 };
+            let y = block.forward_padded(&x, &[0..t, own.clone()]).unwrap();
+            let alone = |b: usize, r: std::ops::Range<usize>| {
+                let raw = x.raw().narrow(0, b, 1).narrow(1, r.start, r.len());
+                let one = Tensor::<(Const<1>, usize, Const<8>), Cpu, f64>::try_from_raw(raw);
+                block.forward(&one.unwrap()).to_vec()
+            };
+            let rows = |b: usize, r: std::ops::Range<usize>| {
+                y.to_vec()[(b * t + r.start) * 8..(b * t + r.end) * 8].to_vec()
+            };
+            for (b, r) in [(0, 0..t), (1, own.clone())] {
+                let (got, want) = (rows(b, r.clone()), alone(b, r));
+                assert!(got.iter().zip(&want).all(|(a, w)| (a - w).abs() < 1e-12));
+            }
+            // The loss reads batch 1's own positions only.
+            let mut w = vec![0.0; 2 * t * 8];
+            w[(t + own.start) * 8..(t + own.end) * 8].fill(1.0);
+            let w = crate::tensor::RawTensor::<Cpu, f64>::from_vec(w, y.dims());
+            let loss = y.raw().binary(BinaryOp::Mul, &w).reduce_all(ReduceOp::Sum);
+            let gx = loss.backward().get(&x).expect("x is used").to_vec();
+            for pos in (0..t).filter(|p| !own.contains(p)) {
+                let g = &gx[(t + pos) * 8..][..8];
+                assert!(g.iter().all(|&v| v == 0.0), "padding {pos} got {g:?}");
+            }
+            assert!(gx[(t + own.start) * 8..][..8].iter().any(|&v| v != 0.0));
+            let err = block.forward_padded(&x, &[0..t]).unwrap_err();
+            assert!(
+                err.to_string().contains("a batch of 2 over 5 keys"),
+                "{err}"
+            );
+            assert!(block.forward_padded(&x, &[0..t, 2..6]).is_err());
+        }
     }
 
     /// Finite differences of the weighted output against the gradient of the input
