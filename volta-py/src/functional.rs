@@ -7,6 +7,7 @@ use crate::tensor::{Tensor, ops};
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use volta::Window2d;
+use volta::backend::AttentionSpec;
 use volta::nn::functional as f;
 use volta_kernels::{BinaryOp, ReduceOp};
 
@@ -699,24 +700,36 @@ pub fn linear(
 }
 
 /// The fused attention of `query (B, H, L, E)` over `key` and `value (B, Hkv, S, E)`
-/// (`H` a multiple of `Hkv`), scaled by `1/√E`: the flash-attention kernels the
-/// typed layers run, forward and backward, which never store the `L × S` weights.
-/// With `causal_start`, query `i` sees the keys up to `causal_start + i`; with
-/// `dropout_p`, the weights are dropped from volta's seeded generator
-/// (`manual_seed`). `volta.functional.scaled_dot_product_attention` is the
-/// PyTorch-shaped entry.
+/// (`H` a multiple of `Hkv`), scaled by `scale` (default `1/√E`): the
+/// flash-attention kernels the typed layers run, forward and backward, which never
+/// store the `L × S` weights. With `causal_start`, query `i` sees the keys up to
+/// `causal_start + i`; with `key_ranges` (one `(start, end)` per batch element),
+/// the queries of batch element `b` see only its keys `start..end` (padding); a
+/// query that sees no key gives zeros. With `dropout_p`, the weights are dropped
+/// from volta's seeded generator (`manual_seed`).
+/// `volta.functional.scaled_dot_product_attention` is the PyTorch-shaped entry.
 #[pyfunction]
-#[pyo3(signature = (query, key, value, causal_start=None, dropout_p=0.0))]
+#[pyo3(signature = (query, key, value, causal_start=None, dropout_p=0.0, key_ranges=None, scale=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn attention(
     query: &Bound<'_, Tensor>,
     key: &Bound<'_, Tensor>,
     value: &Bound<'_, Tensor>,
     causal_start: Option<usize>,
     dropout_p: f64,
+    key_ranges: Option<Vec<(usize, usize)>>,
+    scale: Option<f64>,
 ) -> PyResult<Tensor> {
     if !(0.0..=1.0).contains(&dropout_p) {
         return Err(PyValueError::new_err(format!(
             "attention: dropout_p must be in [0, 1], got {dropout_p}"
+        )));
+    }
+    if let Some(scale) = scale
+        && !scale.is_finite()
+    {
+        return Err(PyValueError::new_err(format!(
+            "attention: scale must be finite, got {scale}"
         )));
     }
     let (q, k, v) = (query.get().data(), key.get().data(), value.get().data());
@@ -739,14 +752,38 @@ pub fn attention(
             ),
         ));
     }
+    let keys: Option<Vec<std::ops::Range<usize>>> =
+        key_ranges.map(|r| r.into_iter().map(|(a, b)| a..b).collect());
+    if let Some(keys) = &keys {
+        let fit = keys.len() == qd[0] && keys.iter().all(|r| r.start <= r.end && r.end <= kd[2]);
+        if !fit {
+            return Err(errors::error(
+                Kind::Shape,
+                format!(
+                    "attention: key_ranges {keys:?} do not fit a batch of {} over {} keys (one \
+                     (start, end) per batch element, 0 <= start <= end <= {})",
+                    qd[0], kd[2], kd[2]
+                ),
+            ));
+        }
+    }
     let seed = if dropout_p > 0.0 {
         crate::tensor::create::with_rng(|r| r.next_u64())
     } else {
         0
     };
+    let spec = AttentionSpec {
+        dropout: dropout_p,
+        seed,
+        keys: keys.map(Into::into),
+        ..AttentionSpec::new(scale.unwrap_or(1.0 / (qd[3] as f64).sqrt()), causal_start)
+    };
     guard(|| {
-        zip!("attention", (&q, &k, &v), |q, k, v| q
-            .attention_with_dropout(k, v, causal_start, dropout_p, seed))
+        zip!("attention", (&q, &k, &v), |q, k, v| q.attention_with(
+            k,
+            v,
+            spec.clone()
+        ))
     })
     .map(Tensor::result)
 }

@@ -275,7 +275,8 @@ def test_dropout(device):
 
 
 def np_attention(q, k, v, mask=None, causal=False, scale=None):
-    """softmax(q·kᵀ·scale + mask)·v in float64, key/value heads repeated for groups."""
+    """softmax(q·kᵀ·scale + mask)·v in float64, key/value heads repeated for groups;
+    a row that sees no key gives zeros (PyTorch's ``_safe_softmax``)."""
     group = q.shape[-3] // k.shape[-3] if q.ndim >= 3 else 1
     if group > 1:
         k, v = np.repeat(k, group, axis=-3), np.repeat(v, group, axis=-3)
@@ -284,8 +285,10 @@ def np_attention(q, k, v, mask=None, causal=False, scale=None):
         mask = np.tril(np.ones(scores.shape[-2:], dtype=bool))
     if mask is not None:
         scores = np.where(mask, scores, -np.inf) if mask.dtype == bool else scores + mask
+    dead = np.isneginf(scores).all(-1, keepdims=True)
+    scores = np.where(dead, 0.0, scores)
     w = np.exp(scores - scores.max(-1, keepdims=True))
-    return (w / w.sum(-1, keepdims=True)) @ v
+    return np.where(dead, 0.0, w / w.sum(-1, keepdims=True)) @ v
 
 
 @pytest.mark.parametrize(
@@ -551,6 +554,56 @@ def test_scaled_dot_product_attention_masks_and_errors(device, rng):
     assert not np.allclose(a, arr(sdpa(t(q), t(k), v4)))
 
 
+def test_masks_that_hide_padding_run_fused_as_key_ranges():
+    pad = F._padding
+    keys = np.ones((3, 1, 1, 6), dtype=bool)
+    keys[1, ..., 4:] = False  # right padding
+    keys[2, ..., :2] = False  # left padding
+    assert pad(keys, (3, 2, 5, 6)) == (False, [(0, 6), (0, 4), (2, 6)])
+    additive = np.where(keys, 0.0, -np.inf)  # as MultiheadAttention builds it
+    assert pad(additive, (3, 2, 5, 6)) == (False, [(0, 6), (0, 4), (2, 6)])
+    causal = np.tril(np.ones((5, 6), dtype=bool))
+    assert pad(causal & keys, (3, 2, 5, 6)) == (True, [(0, 5), (0, 4), (2, 5)])
+    assert pad(causal, (3, 2, 5, 6)) == (True, [(0, 5)] * 3)  # one mask for the batch
+    assert pad(np.ones(6, dtype=bool), (2, 1, 3, 6)) == (False, [(0, 6)] * 2)
+    assert pad(np.zeros((3, 1, 1, 6), dtype=bool), (3, 2, 5, 6)) == (False, [(0, 0)] * 3)
+    # Others compose: a hole, a mask per head, per query, other values, a Tensor.
+    holes = keys.copy()
+    holes[0, ..., 3] = False
+    assert pad(holes, (3, 2, 5, 6)) is None
+    per_head = np.ones((3, 2, 1, 6), dtype=bool)
+    per_head[0, 1, 0, 5] = False
+    assert pad(per_head, (3, 2, 5, 6)) is None
+    assert pad(np.triu(np.ones((5, 6), dtype=bool)), (3, 2, 5, 6)) is None
+    assert pad(np.full((1, 6), 0.5), (3, 2, 5, 6)) is None
+    assert pad(volta.tensor(np.zeros(6)), (3, 2, 5, 6)) is None
+    assert pad(np.ones((2, 6), dtype=bool), (3, 2, 5, 6)) is None  # does not broadcast
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_scaled_dot_product_attention_over_padded_batches(fused, device, rng):
+    q, k, v = rng.standard_normal((3, 2, 5, 4)), rng.standard_normal((3, 2, 5, 4)), rng.standard_normal((3, 2, 5, 4))
+    if not fused:
+        v = rng.standard_normal((3, 2, 5, 3))  # values of another width compose
+    t = lambda a: volta.tensor(a, device=device, requires_grad=True)  # noqa: E731
+    keys = np.ones((3, 1, 1, 5), dtype=bool)
+    keys[1, ..., 3:] = False
+    keys[2, ..., :3] = False  # left padding: under the causal mask, rows 0-2 see nothing
+    for mask in (keys, np.where(keys, 0.0, -np.inf), keys & np.tril(np.ones((5, 5), dtype=bool))):
+        want = np_attention(q, k, v, mask if mask.dtype == bool else mask)
+        tq, tk, tv = t(q), t(k), t(v)
+        out = F.scaled_dot_product_attention(tq, tk, tv, mask)
+        assert_close(out, want, rtol=1e-4, atol=1e-5)
+        out.sum().backward()
+        for x in (tq, tk, tv):
+            assert np.isfinite(arr(x.grad)).all()
+        # Padding passes no gradient: batch 1's keys 3 and 4 are never seen.
+        np.testing.assert_array_equal(arr(tk.grad)[1, :, 3:], 0.0)
+    # Rows that see no key are zeros, not NaN (PyTorch's _safe_softmax).
+    last = keys & np.tril(np.ones((5, 5), dtype=bool))
+    np.testing.assert_array_equal(arr(F.scaled_dot_product_attention(t(q), t(k), t(v), last))[2, :, :3], 0.0)
+
+
 # ---- functional: gradients, and the GPU against the CPU -------------------------------
 
 
@@ -576,6 +629,10 @@ def _sdpa_dropout(q, k, v):
     volta.manual_seed(12)  # the same mask on every call
     return F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
 
+
+# Keys 0-6, 0-3 and 2-6 of three batch elements (padding), as a mask.
+PADDED = np.arange(6)[None, None, None, :] < np.array([6, 3, 6])[:, None, None, None]
+PADDED[2, ..., :2] = False
 
 FUNCTIONAL_CASES = [
     ("conv2d", lambda x, w, b: F.conv2d(x, w, b), inputs(normal(2, 2, 5, 4), normal(3, 2, 3, 2), normal(3))),
@@ -611,6 +668,7 @@ FUNCTIONAL_CASES = [
     ("sdpa(dropout)", _sdpa_dropout, inputs(normal(1, 2, 4, 4), normal(1, 2, 6, 4), normal(1, 2, 6, 4))),
     ("sdpa(bool mask,gqa,value width 3)", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, np.arange(5) % 2 == 0, enable_gqa=True), inputs(normal(1, 2, 3, 4), normal(1, 1, 5, 4), normal(1, 1, 5, 3))),
     ("sdpa(float mask)", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, np.linspace(-1, 1, 15).reshape(3, 5)), inputs(normal(2, 3, 4), normal(2, 5, 4), normal(2, 5, 4))),
+    ("sdpa(padding,causal,scale)", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, PADDED & np.tril(np.ones((4, 6), dtype=bool)), scale=0.4), inputs(normal(3, 2, 4, 4), normal(3, 2, 6, 4), normal(3, 2, 6, 4))),
     ("conv net", lambda x, w, lw: F.linear(F.max_pool2d(F.conv2d(x, w, padding=1).relu(), 2).flatten(1), lw), inputs(normal(2, 1, 4, 4), normal(2, 1, 3, 3), normal(3, 8))),
 ]
 FUNCTIONAL_IDS = [c[0] for c in FUNCTIONAL_CASES]

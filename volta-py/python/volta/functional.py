@@ -6,7 +6,7 @@ Each is the run-time-shaped entry to the same Rust code the typed layers run
 """
 
 import math
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
@@ -112,9 +112,12 @@ if TYPE_CHECKING:
         value: Tensor,
         causal_start: Optional[int] = None,
         dropout_p: float = 0.0,
+        key_ranges: Optional[Sequence[Tuple[int, int]]] = None,
+        scale: Optional[float] = None,
     ) -> Tensor:
         """The fused attention of ``query (B, H, L, E)`` over ``key``, ``value (B, Hkv,
-        S, E)``, scaled by 1/sqrt(E) (see ``scaled_dot_product_attention``)."""
+        S, E)``, scaled by ``scale`` (1/sqrt(E)); ``key_ranges``: the keys ``(start,
+        end)`` each batch element sees (see ``scaled_dot_product_attention``)."""
 
 else:
     conv2d = _native.conv2d
@@ -147,9 +150,13 @@ def scaled_dot_product_attention(
     ``F.scaled_dot_product_attention``, over ``query (..., H, L, E)``, ``key
     (..., Hkv, S, E)`` and ``value (..., Hkv, S, Ev)``.
 
-    Without ``attn_mask`` and with ``Ev == E`` it runs volta's fused kernels (flash
-    attention, forward and backward, which never store the ``L × S`` weights);
-    otherwise it composes products and a softmax, as PyTorch's math backend.
+    With ``Ev == E`` it runs volta's fused kernels (flash attention, forward and
+    backward, which never store the ``L × S`` weights) without ``attn_mask``, or
+    with one that only hides padding: a boolean or ``0``/``-inf`` numpy mask under
+    which each batch element sees one run of keys (``key_padding_mask``, left or
+    right padding), alone or within the causal triangle. Other masks compose
+    products and a softmax, as PyTorch's math backend. A query that sees no key
+    gives zeros, as PyTorch's.
 
     - ``is_causal``: query ``i`` sees keys ``0..i`` (PyTorch's alignment).
     - ``attn_mask``: a boolean numpy array or list (``True`` takes part) or float
@@ -185,19 +192,78 @@ def scaled_dot_product_attention(
     if attn_mask is not None and is_causal:
         raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal, not both")
     (l, e), s = q[-2:], k[-2]
-    if scale is not None:
-        query = query * (scale * math.sqrt(e))
-    if attn_mask is None and v[-1] == e and s > 0:
-        batch = math.prod(lead_q)
+    batch = math.prod(lead_q)
+    padding = None if attn_mask is None else _padding(attn_mask, (*lead_q, hq, l, s))
+    if (attn_mask is None or padding is not None) and v[-1] == e and s > 0:
+        causal, ranges = padding if padding is not None else (is_causal, None)
         out = attention(
             query.reshape(batch, hq, l, e),
             key.reshape(batch, hk, s, e),
             value.reshape(batch, hk, s, e),
-            0 if is_causal else None,
+            0 if causal else None,
             dropout_p,
+            ranges,
+            scale,
         )
         return out.reshape(*q)
+    if scale is not None:
+        query = query * (scale * math.sqrt(e))
     return _composed_attention(query, key, value, attn_mask, dropout_p, is_causal, hq // hk)
+
+
+def _padding(attn_mask: Any, shape: Tuple[int, ...]) -> Optional[Tuple[bool, List[Tuple[int, int]]]]:
+    """What a numpy mask broadcast to ``shape (..., H, L, S)`` amounts to when the
+    fused kernels can take it: ``(causal, ranges)``, where the queries of batch
+    element ``b`` (the dims before ``H``, flattened) see its keys ``ranges[b]``,
+    within the causal triangle if ``causal``; ``None`` for any other mask (per head,
+    per query, holes, other values, a volta Tensor)."""
+    if isinstance(attn_mask, Tensor):
+        return None
+    a = numpy.asarray(attn_mask)
+    if a.dtype == bool:
+        allowed = a
+    elif a.dtype.kind == "f" and numpy.isin(a, (0.0, -numpy.inf)).all():
+        allowed = a == 0.0
+    else:
+        return None
+    *lead, h, l, s = shape
+    if allowed.ndim > len(shape):
+        return None
+    allowed = allowed.reshape((1,) * (len(shape) - allowed.ndim) + allowed.shape)
+    # The same for every head.
+    if allowed.shape[-3] > 1:
+        if not (allowed == allowed[..., :1, :, :]).all():
+            return None
+        allowed = allowed[..., :1, :, :]
+    # One mask for the whole batch is read once.
+    shared = all(n == 1 for n in allowed.shape[:-3])
+    try:
+        target = (1,) * len(lead) if shared else tuple(lead)
+        allowed = numpy.broadcast_to(allowed, (*target, 1, allowed.shape[-2], s))
+        numpy.broadcast_shapes(allowed.shape[-2:], (l, s))
+    except ValueError:
+        return None
+    rows = allowed.reshape(-1, allowed.shape[-2], s)
+    ranges = []
+    seen = numpy.asarray(rows.any(axis=1))
+    for keys in seen:
+        at = numpy.flatnonzero(keys)
+        lo, hi = (int(at[0]), int(at[-1]) + 1) if at.size else (0, 0)
+        if not keys[lo:hi].all():
+            return None
+        ranges.append((lo, hi))
+    if rows.shape[1] > 1:
+        j = numpy.arange(s)
+        inside = numpy.array([(lo <= j) & (j < hi) for lo, hi in ranges]).reshape(-1, 1, s)
+        if numpy.array_equal(rows, numpy.broadcast_to(inside, rows.shape)):
+            causal = False
+        elif numpy.array_equal(rows, inside & (j[None, :] <= numpy.arange(l)[:, None])):
+            causal = True
+        else:
+            return None
+    else:
+        causal = False
+    return causal, ranges * math.prod(lead) if shared else ranges
 
 
 def _composed_attention(
@@ -222,12 +288,25 @@ def _composed_attention(
     scores = (query @ key.transpose(-2, -1)) * (1.0 / math.sqrt(query.shape[-1]))
     if is_causal:
         attn_mask = numpy.tril(numpy.ones((l, s), dtype=bool))
+    dead: Optional[numpy.ndarray] = None
     if attn_mask is not None:
-        if not isinstance(attn_mask, Tensor) and numpy.asarray(attn_mask).dtype == bool:
-            scores = _volta.where(numpy.asarray(attn_mask), scores, float("-inf"))
-        else:
+        values = attn_mask.numpy() if isinstance(attn_mask, Tensor) else numpy.asarray(attn_mask)
+        boolean = values.dtype == bool and not isinstance(attn_mask, Tensor)
+        # The rows that see no key: a softmax of nothing, zeros as PyTorch's.
+        seen = values if boolean else values > -numpy.inf
+        unseen = ~numpy.asarray(numpy.broadcast_to(seen, numpy.broadcast_shapes(seen.shape, (l, s))).any(-1, keepdims=True))
+        dead = unseen if unseen.any() else None
+        if boolean:
+            scores = _volta.where(values if dead is None else numpy.logical_or(values, dead), scores, float("-inf"))
+        elif dead is None:
             scores = scores + attn_mask
+        elif isinstance(attn_mask, Tensor):
+            scores = scores + _volta.where(dead, 0.0, attn_mask)
+        else:
+            scores = scores + numpy.where(dead, 0.0, values)
     weights = scores.softmax(-1)
+    if dead is not None:
+        weights = _volta.where(dead, 0.0, weights)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return weights @ value

@@ -243,10 +243,12 @@ class MultiheadAttention(Module):
     ``forward(query, key, value)`` takes ``(L, N, E)`` (``(N, L, E)`` with
     ``batch_first``, or unbatched ``(L, E)``) and returns ``(output, weights)``: the
     weights averaged over the heads unless ``average_attn_weights=False``, which stores
-    them. With ``need_weights=False`` and no mask it runs volta's fused attention.
-    A boolean ``key_padding_mask (N, S)`` or ``attn_mask (L, S)`` / ``(N·H, L, S)``
-    marks with ``True`` what may *not* be attended (PyTorch's convention here); float
-    masks are added to the scores.
+    them. With ``need_weights=False`` it runs volta's fused attention, masked by
+    a ``key_padding_mask`` and a causal ``attn_mask`` too (see
+    ``F.scaled_dot_product_attention`` for the masks it takes). A boolean
+    ``key_padding_mask (N, S)`` or ``attn_mask (L, S)`` / ``(N·H, L, S)`` marks with
+    ``True`` what may *not* be attended (PyTorch's convention here); float masks are
+    added to the scores.
     """
 
     def __init__(
@@ -309,7 +311,9 @@ class MultiheadAttention(Module):
         weights: Optional[Tensor] = None
         if need_weights:
             scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(e // h))
-            weights = (scores if mask is None else scores + mask).softmax(-1)
+            if mask is not None:
+                scores = scores + volta.tensor(mask, device=self.in_proj_weight.device, dtype=self.in_proj_weight.dtype)
+            weights = scores.softmax(-1)
             if p > 0.0:
                 weights = F.dropout(weights, p)
             out = weights @ v
@@ -325,9 +329,11 @@ class MultiheadAttention(Module):
             weights = None if weights is None else weights.squeeze(0)
         return out, weights
 
-    def _mask(self, key_padding_mask: Optional[Any], attn_mask: Optional[Any], n: int, l: int, s: int) -> Optional[Tensor]:
+    def _mask(self, key_padding_mask: Optional[Any], attn_mask: Optional[Any], n: int, l: int, s: int) -> Optional[np.ndarray]:
         """Both masks as one float mask ``(N, H, L, S)`` (or broadcastable) added to the
-        scores: ``True`` (not attended) becomes ``-inf``."""
+        scores: ``True`` (not attended) becomes ``-inf``. A numpy array, which
+        ``F.scaled_dot_product_attention`` reads to run the fused kernels when it
+        only hides padding or is causal."""
 
         def additive(m: Any) -> np.ndarray:
             a = m.numpy() if isinstance(m, Tensor) else np.asarray(m)
@@ -342,9 +348,7 @@ class MultiheadAttention(Module):
         if key_padding_mask is not None:
             k = additive(key_padding_mask).reshape(-1, 1, 1, s)
             total = k if total is None else total + k
-        if total is None:
-            return None
-        return volta.tensor(total, device=self.in_proj_weight.device, dtype=self.in_proj_weight.dtype)
+        return total
 
     def extra_repr(self) -> str:
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}, batch_first={self.batch_first}"
