@@ -303,6 +303,16 @@ model! {
     }
 }
 
+model! {
+    /// A classifier of token sequences, for padded batches.
+    pub struct Classifier for (B, T) -> (B, 3) {
+        wte: Embedding<11, 8>,
+        block: TransformerBlock<2, causal = false>,
+        mean_pool,
+        head: Linear<3>,
+    }
+}
+
 /// Forward values and every parameter's gradient of `cpu` and `gpu` (the same
 /// model moved), for outputs `yc` and `yg`.
 fn model_parity<S: Shape, M: Module<Cpu, f32>, G: Module<Gpu, f32>>(
@@ -337,4 +347,27 @@ fn sequence_models_match_the_cpu() {
     .unwrap();
     let (yc, yg) = (gpt.forward(&ids), gpt_gpu.forward(&ids.to::<Gpu>()));
     model_parity("tied gpt", (&mut gpt, yc), (&mut gpt_gpu, yg));
+
+    // Padded batches: on the left under a causal mask (the first positions see
+    // no key), on the right with the mean over each sequence's tokens.
+    let left = [0..5, 2..5];
+    let (yc, yg) = (
+        gpt.try_forward_padded(&ids, &left).unwrap(),
+        gpt_gpu.try_forward_padded(&ids.to::<Gpu>(), &left).unwrap(),
+    );
+    model_parity("tied gpt, padded", (&mut gpt, yc), (&mut gpt_gpu, yg));
+    let mut classifier = Classifier::<Cpu>::new(&mut rng);
+    let mut classifier_gpu = classifier.to::<Gpu>();
+    let right = [0..5, 0..3];
+    let (yc, yg) = (
+        classifier.try_forward_padded(&ids, &right).unwrap(),
+        classifier_gpu
+            .try_forward_padded(&ids.to::<Gpu>(), &right)
+            .unwrap(),
+    );
+    model_parity(
+        "classifier, padded",
+        (&mut classifier, yc),
+        (&mut classifier_gpu, yg),
+    );
 }

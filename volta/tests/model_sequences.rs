@@ -1,6 +1,7 @@
 //! `model!` over sequences: token ids through `Embedding`, a run-time length `T`,
 //! learned positions checked against their table, repeated transformer blocks,
-//! `Linear` per position, a summary that counts like PyTorch, and training.
+//! `Linear` per position, a summary that counts like PyTorch, padded batches, and
+//! training.
 use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
 
@@ -60,6 +61,18 @@ model! {
         pos: PositionalEmbedding<4>,
         block: TransformerBlock<2, causal = false>,
         proj: Linear<6>,
+        mean_pool,
+        head: Linear<3>,
+    }
+}
+
+model! {
+    /// A text classifier: 2 encoder blocks, the mean over the tokens, 3 classes.
+    pub struct TextClassifier for (B, T) -> (B, 3) {
+        wte: Embedding<16, 24>,
+        wpe: PositionalEmbedding<8>,
+        blocks: [TransformerBlock<4, causal = false>; 2],
+        attn: MultiHeadAttention<4, causal = false>,
         mean_pool,
         head: Linear<3>,
     }
@@ -296,4 +309,65 @@ fn cached_steps_continue_the_sequence() {
     // Past the table of 8 positions, the cached pass errors as the plain one does.
     let more = Ids::from_vec_shaped(vec![0, 0, 0], (1, 3)).unwrap();
     assert!(model.try_forward_cached(&more, &mut caches).is_err());
+}
+
+/// A padded batch through `model!`: each sequence's logits are those it gets
+/// alone (right padding; the blocks, the attention layer and `mean_pool` see its
+/// own tokens only), the padding gets no gradient, and ranges that do not fit
+/// are a typed error. Causal models take padding on the left.
+#[test]
+fn padded_batches_give_each_sequence_its_own_result() {
+    let mut rng = Rng::seed(5);
+    let model = TextClassifier::<Cpu>::new(&mut rng);
+    let ids = Ids::from_vec_shaped(vec![1, 2, 3, 4, 5, 6, 7, 0, 0, 0], (2, 5)).unwrap();
+    let logits = model.try_forward_padded(&ids, &[0..5, 0..2]).unwrap();
+    let alone = |v: Vec<u32>| {
+        let n = v.len();
+        model
+            .forward(&Ids::from_vec_shaped(v, (1, n)).unwrap())
+            .to_vec()
+    };
+    let (got, first, second) = (
+        logits.to_vec(),
+        alone(vec![1, 2, 3, 4, 5]),
+        alone(vec![6, 7]),
+    );
+    for (a, b) in got.iter().zip(first.iter().chain(&second)) {
+        assert!((a - b).abs() < 1e-5, "{got:?} vs {first:?} {second:?}");
+    }
+    // Without the ranges the padding changes the second sequence's logits.
+    let plain = model.forward(&ids).to_vec();
+    assert!((plain[3] - got[3]).abs() > 1e-4);
+    // The loss passes no gradient to the padding's embeddings: token 0 pads.
+    let targets = Tensor::<(usize,), Cpu, u32>::from_vec_shaped(vec![2, 1], (2,)).unwrap();
+    let grads = cross_entropy(&logits, &targets).backward();
+    let table = grads
+        .get(&model.wte.weight)
+        .expect("the table is used")
+        .to_vec();
+    assert!(
+        table[..24].iter().all(|&g| g == 0.0),
+        "the padding token got a gradient"
+    );
+    assert!(table[24..48].iter().any(|&g| g != 0.0));
+    let err = model.try_forward_padded(&ids, &[0..5, 0..6]).unwrap_err();
+    assert!(
+        err.to_string().contains("a batch of 2 over 5 keys"),
+        "{err}"
+    );
+
+    // A causal model, padded on the left: the last position's logits are those
+    // of the sequence alone at its last position, positions counting from the
+    // row's start.
+    let gpt = TinyGpt::<Cpu>::new(&mut rng);
+    let padded = Ids::from_vec_shaped(vec![0, 0, 6, 7, 8], (1, 5)).unwrap();
+    let got = gpt.try_forward_padded(&padded, &[2..5]).unwrap().to_vec();
+    let plain = gpt.forward(&padded).to_vec();
+    assert!(got[..2 * 16].iter().all(|&x| x.is_finite()));
+    assert!(
+        got[4 * 16..]
+            .iter()
+            .zip(&plain[4 * 16..])
+            .any(|(a, b)| (a - b).abs() > 1e-4)
+    );
 }

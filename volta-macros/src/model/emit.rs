@@ -159,6 +159,36 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
     } else {
         TokenStream::new()
     };
+    // Padded batches: the same steps, attention and pooling over each sequence's
+    // own positions.
+    let padded_fn = if slots > 0 {
+        let steps = plan
+            .steps
+            .iter()
+            .map(|s| s.padded.as_ref().unwrap_or(&s.forward));
+        quote! {
+            /// The forward pass over a padded batch: sequence `b` holds its
+            /// tokens at positions `keys[b]` (e.g. `0..len` when padded on the
+            /// right), which are all that its attention layers see and its
+            /// `mean_pool` averages; a position that sees no key comes out of
+            /// attention as zeros. Positions count from the start of the row.
+            /// Errors when `keys` is not one range of `0..T` per sequence, or
+            /// where [`try_forward`](Self::try_forward) does.
+            #[allow(unused_variables)]
+            pub fn try_forward_padded<#batch: ::volta::Dim>(
+                &self,
+                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, #in_elem>,
+                keys: &[::std::ops::Range<usize>],
+            ) -> ::std::result::Result<::volta::Tensor<(#batch, #(#out_dims),*), D, E>, ::volta::shape::ShapeError> {
+                let x = x.clone();
+                #(#steps)*
+                #result
+                Ok(x)
+            }
+        }
+    } else {
+        TokenStream::new()
+    };
     // A model over run-time dims or token ids is not a layer of another model.
     let nestable = !plan.ids && !plan.input.has_run_dims() && !plan.output.has_run_dims();
     let nesting = if nestable {
@@ -212,6 +242,7 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
             #forward_fns
 
             #cached_fns
+            #padded_fn
 
             /// One row per layer with its output shape and parameter count.
             pub fn summary(&self) -> ::volta::nn::Summary {

@@ -31,6 +31,9 @@ pub struct Planned {
     /// how many caches it takes.
     pub cached: Option<TokenStream>,
     pub caches: usize,
+    /// The step over a padded batch (each sequence's positions `keys[b]`), where
+    /// it differs from `forward`: attention and pooling over positions.
+    pub padded: Option<TokenStream>,
 }
 
 /// The result of planning: steps, checks for rustc, the final state.
@@ -85,6 +88,7 @@ pub fn plan(def: &ModelDef) -> syn::Result<Plan> {
                     first: i == 0,
                     fallible: false,
                     cached: None,
+                    padded: None,
                 };
                 let planned = planner.repeated(name)?;
                 fallible |= planner.fallible;
@@ -140,6 +144,7 @@ pub fn plan(def: &ModelDef) -> syn::Result<Plan> {
 /// A stateless step written as a bare name.
 fn function(f: &Ident, state: &State, batch: &Ident) -> syn::Result<Planned> {
     let name = f.to_string();
+    let mut padded = None;
     let (forward, output) = match name.as_str() {
         "flatten" if state.has_run_dims() => {
             return Err(syn::Error::new_spanned(
@@ -152,7 +157,11 @@ fn function(f: &Ident, state: &State, batch: &Ident) -> syn::Result<Planned> {
         }
         "flatten" => flatten(state, batch),
         "to_sequence" => to_sequence(f, state, batch)?,
-        "mean_pool" => mean_pool(f, state, batch)?,
+        "mean_pool" => {
+            let (forward, output) = mean_pool(f, state, batch)?;
+            padded = Some(quote!(let x = ::volta::nn::padded_mean_pool(&x, keys)?;));
+            (forward, output)
+        }
         "relu" | "gelu" | "silu" | "sigmoid" | "tanh" => {
             (quote_spanned!(f.span()=> let x = x.#f();), state.clone())
         }
@@ -174,6 +183,7 @@ fn function(f: &Ident, state: &State, batch: &Ident) -> syn::Result<Planned> {
         output,
         cached: None,
         caches: 0,
+        padded,
     })
 }
 
@@ -289,6 +299,8 @@ struct Planner<'a> {
     /// The layer's step over a KV cache and the caches it takes (see
     /// [`Planned::cached`]), when it differs from its plain step.
     cached: Option<(TokenStream, usize)>,
+    /// The layer's step over a padded batch (see [`Planned::padded`]).
+    padded: Option<TokenStream>,
 }
 
 impl Planner<'_> {
@@ -361,6 +373,9 @@ impl Planner<'_> {
             });
         ));
         one.caches = n;
+        one.padded = Some(quote!(
+            let x = self.#name.iter().try_fold(x, |x, layer| layer.forward_padded(&x, keys))?;
+        ));
         debug_assert_eq!(before, one.output.show(self.site.batch));
         Ok(one)
     }
@@ -409,6 +424,19 @@ impl Planner<'_> {
             )));
         }
         Ok(())
+    }
+
+    /// An attention layer's steps over a KV cache (a cache of its own) and
+    /// over a padded batch.
+    fn attends(&mut self, name: &Ident) {
+        self.cached = Some((
+            quote!(let x = self.#name.forward_cached(
+                &x,
+                slots.next().expect("model!: one cache per attention layer"),
+            );),
+            1,
+        ));
+        self.padded = Some(quote!(let x = self.#name.forward_padded(&x, keys)?;));
     }
 
     fn layer(&mut self, name: &Ident) -> syn::Result<Planned> {
@@ -477,13 +505,7 @@ impl Planner<'_> {
                 let bias = args.bool("bias", true)?;
                 let dropout = self.probability(&args, "dropout")?;
                 self.heads(c, heads, kv, rope)?;
-                self.cached = Some((
-                    quote!(let x = self.#name.forward_cached(
-                        &x,
-                        slots.next().expect("model!: one cache per attention layer"),
-                    );),
-                    1,
-                ));
+                self.attends(name);
                 (
                     quote!(::volta::nn::MultiHeadAttention<#c, #heads, #kv, D, E>),
                     quote!({
@@ -518,13 +540,7 @@ impl Planner<'_> {
                 let dropout = self.probability(&args, "dropout")?;
                 let bias = args.bool("bias", true)?;
                 self.heads(c, heads, kv, rope)?;
-                self.cached = Some((
-                    quote!(let x = self.#name.forward_cached(
-                        &x,
-                        slots.next().expect("model!: one cache per attention layer"),
-                    );),
-                    1,
-                ));
+                self.attends(name);
                 let norm = if rms { quote!(Rms) } else { quote!(Layer) };
                 let ffk = if swiglu { quote!(SwiGlu) } else { quote!(Gelu) };
                 let rope = if rope {
@@ -801,6 +817,7 @@ impl Planner<'_> {
             Some((c, n)) => (Some(quote!(#prelude #c)), n),
             None => (None, 0),
         };
+        let padded = self.padded.take().map(|p| quote!(#prelude #p));
         Ok(Planned {
             field: Some((name.clone(), ty, init)),
             forward: quote!(#prelude #forward),
@@ -809,6 +826,7 @@ impl Planner<'_> {
             output,
             cached,
             caches,
+            padded,
         })
     }
 
@@ -852,6 +870,7 @@ impl Planner<'_> {
             output: State::Known(vec![t, Dim::Lit(v)]),
             cached: None,
             caches: 0,
+            padded: None,
         })
     }
 
@@ -958,6 +977,7 @@ impl Planner<'_> {
             output: State::Opaque(quote!(<#ty as ::volta::nn::Model>::Output)),
             cached: None,
             caches: 0,
+            padded: None,
         })
     }
 }

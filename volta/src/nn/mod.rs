@@ -22,6 +22,7 @@ pub mod loss;
 pub mod metrics;
 mod model;
 mod module;
+mod padding;
 mod summary;
 
 pub use crate::ops::attention::{attention, causal_attention, padded_attention};
@@ -29,4 +30,5 @@ pub use kv_store::KvStore;
 pub use layers::*;
 pub use model::{Forward, Model, Residual, ResidualShape};
 pub use module::{Entry, Module, Param, ToDevice, Visitor};
+pub use padding::padded_mean_pool;
 pub use summary::{Summary, SummaryRow, sample_shape};
