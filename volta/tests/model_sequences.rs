@@ -316,6 +316,8 @@ fn cached_steps_continue_the_sequence() {
 /// own tokens only), the padding gets no gradient, and ranges that do not fit
 /// are a typed error. Causal models take padding on the left.
 #[test]
+// One range per batch element: `[a..b]` is a batch of one.
+#[allow(clippy::single_range_in_vec_init)]
 fn padded_batches_give_each_sequence_its_own_result() {
     let mut rng = Rng::seed(5);
     let model = TextClassifier::<Cpu>::new(&mut rng);

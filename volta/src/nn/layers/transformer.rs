@@ -465,6 +465,8 @@ mod tests {
     /// (right padding, bidirectional; left padding, causal), and a loss over
     /// those positions passes no gradient to the padding. The ranges must fit.
     #[test]
+    // One range per batch element: `[a..b]` is a batch of one.
+    #[allow(clippy::single_range_in_vec_init)]
     fn padded_sequences_match_each_sequence_alone() {
         let mut rng = Rng::seed(11);
         for causal in [false, true] {
