@@ -455,6 +455,10 @@ mod tests {
             ),
             // Batch 1 is all padding.
             (2, 2, 2, 4, 6, 3, None, Some(vec![2..6, 0..0])),
+            // Several tiles of rows and keys (the CPU's are 64 by 128), causal at
+            // an offset, padding that starts and ends inside tiles.
+            (1, 2, 1, 70, 200, 5, Some(130), None),
+            (2, 2, 1, 70, 150, 4, None, Some(vec![3..140, 100..150])),
         ];
         for ((b, h, hkv, t, s, d, causal, keys), p) in shapes
             .iter()
