@@ -163,7 +163,7 @@ pub(crate) fn attention<E: Float>(
         let b = bh / n.heads;
         let kv = b * n.kv_heads + (bh % n.heads) / n.group();
         let (keys, values) = (&k[kv * s * d..][..s * d], &v[kv * s * d..][..s * d]);
-        let mut scores = vec![E::Acc::ZERO; BQ * BK];
+        let mut scores = [E::Acc::ZERO; BQ * BK];
         let (mut max, mut sum) = ([E::Acc::ZERO; BQ], [E::Acc::ZERO; BQ]);
         for t0 in (0..t).step_by(BQ) {
             let rows = BQ.min(t - t0);
