@@ -62,76 +62,113 @@ macro_rules! float_impl {
             const ONE: Self = 1.0;
             const NEG_INFINITY: Self = $t::NEG_INFINITY;
             const INFINITY: Self = $t::INFINITY;
+            #[inline]
             fn from_f64(v: f64) -> Self {
                 v as $t
             }
+            #[inline]
             fn to_f64(self) -> f64 {
                 self as f64
             }
+            #[inline]
             fn exp(self) -> Self {
                 $t::exp(self)
             }
+            #[inline]
             fn ln(self) -> Self {
                 $t::ln(self)
             }
+            #[inline]
             fn exp2(self) -> Self {
                 $t::exp2(self)
             }
+            #[inline]
             fn log2(self) -> Self {
                 $t::log2(self)
             }
+            #[inline]
             fn sqrt(self) -> Self {
                 $t::sqrt(self)
             }
+            #[inline]
             fn tanh(self) -> Self {
                 $t::tanh(self)
             }
+            #[inline]
             fn sin(self) -> Self {
                 $t::sin(self)
             }
+            #[inline]
             fn cos(self) -> Self {
                 $t::cos(self)
             }
+            #[inline]
             fn abs(self) -> Self {
                 $t::abs(self)
             }
+            #[inline]
             fn floor(self) -> Self {
                 $t::floor(self)
             }
+            #[inline]
             fn powf(self, e: Self) -> Self {
                 $t::powf(self, e)
             }
+            #[inline]
             fn erf(self) -> Self {
-                $erf(self as f64) as $t
+                $erf(self)
             }
         }
     };
 }
-// f32 uses the same fit as the WGSL `volta_erf`, so CPU and GPU agree; f64 (gradient
-// checks, science) needs full precision: the fit's derivative is off by ~1e-6.
-float_impl!(f32, erf_f64);
+// f32 uses the same fit as the WGSL `volta_erf`, in f32 as the GPU computes it, so
+// CPU and GPU agree; f64 (gradient checks, science) needs full precision: the fit's
+// derivative is off by ~1e-6.
+float_impl!(f32, erf_f32);
 float_impl!(f64, libm::erf);
 
-/// erf with |error| < 1.2e-7 (Numerical Recipes' erfc Chebyshev fit), enough for f32
-/// GELU; the same fit as the GPU's `volta_erf`. Near 0 the fit's error (it gives
-/// erf(0) = −3e-8) swamps erf itself, so |x| < 1e-3 takes the series
-/// 2/√π·(x − x³/3), exact to f32 there: erf stays odd with erf(0) = 0, as on the GPU.
-fn erf_f64(x: f64) -> f64 {
+/// erf within 4e-7 (Numerical Recipes' erfc Chebyshev fit, itself within 1.2e-7,
+/// evaluated in f32), enough for f32 GELU; the same fit as the GPU's `volta_erf`.
+/// Near 0 the fit's error (it gives erf(0) = −3e-8) swamps erf itself, so
+/// |x| < 1e-3 takes the series 2/√π·(x − x³/3), exact to f32 there: erf stays odd
+/// with erf(0) = 0, as on the GPU. Branch-free, with its own `exp`, so that a loop of GELUs vectorises (as libm's
+/// `exp`, a call, does not).
+#[inline(always)]
+fn erf_f32(x: f32) -> f32 {
     let z = x.abs();
-    if z < 1e-3 {
-        return x * std::f64::consts::FRAC_2_SQRT_PI * (1.0 - x * x / 3.0);
-    }
     let t = 1.0 / (1.0 + 0.5 * z);
-    let poly = -z * z - 1.265_512_23
-        + t * (1.000_023_68
+    let poly = -z * z - 1.265_512_2
+        + t * (1.000_023_7
             + t * (0.374_091_96
                 + t * (0.096_784_18
                     + t * (-0.186_288_06
                         + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
-    let r = 1.0 - t * poly.exp();
-    if x >= 0.0 { r } else { -r }
+                            + t * (-1.135_204
+                                + t * (1.488_515_9 + t * (-0.822_152_2 + t * 0.170_872_77))))))));
+    let r = 1.0 - t * exp_f32(poly);
+    let fit = if x >= 0.0 { r } else { -r };
+    let series = x * (std::f32::consts::FRAC_2_SQRT_PI * (1.0 - x * x / 3.0));
+    if z < 1e-3 { series } else { fit }
+}
+
+/// `eˣ` for `x ≤ 0` within 2 ulp (Cephes' `expf`: `x = n·ln 2 + r`, a degree-6
+/// polynomial in `r`, `2ⁿ` from the exponent bits), inline and branch-free; below
+/// −87 (where `eˣ` leaves the normal floats) it gives `e⁻⁸⁷`.
+#[inline(always)]
+fn exp_f32(x: f32) -> f32 {
+    let x = x.clamp(-87.0, 0.0);
+    // Rounded to the nearest (x ≤ 0) by a truncating conversion, which
+    // vectorises (`round` is a libm call).
+    let n = ((x * std::f32::consts::LOG2_E - 0.5) as i32) as f32;
+    let r = x - n * 0.693_359_4 + n * 2.121_944_4e-4;
+    let p = 1.987_569_1e-4;
+    let p = p * r + 1.398_199_9e-3;
+    let p = p * r + 8.333_452e-3;
+    let p = p * r + 4.166_579_6e-2;
+    let p = p * r + 1.666_666_5e-1;
+    let p = p * r + 0.5;
+    let p = p * r * r + r + 1.0;
+    p * f32::from_bits(((n as i32 + 127) as u32) << 23)
 }
 
 /// `f16` through `f32`: each function converts its operands to `f32`, computes there
@@ -190,4 +227,29 @@ impl Float for half::f16 {
 #[inline]
 fn via_f32(x: half::f16, f: impl Fn(f32) -> f32) -> half::f16 {
     half::f16::from_f32(f(x.to_f32()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The f32 erf against libm's f64 one over [−6, 6] (and exactly odd, 0 at 0),
+    /// and its exp against f64's over [−87, 0].
+    #[test]
+    fn f32_erf_and_its_exp_are_accurate() {
+        for i in -60_000..=60_000 {
+            let x = i as f32 * 1e-4;
+            let err = (erf_f32(x) as f64 - libm::erf(x as f64)).abs();
+            assert!(err < 4e-7, "erf({x}) is off by {err}");
+            assert_eq!(erf_f32(-x), -erf_f32(x));
+        }
+        assert_eq!(erf_f32(0.0), 0.0);
+        assert_eq!((erf_f32(40.0), erf_f32(-40.0)), (1.0, -1.0));
+        for i in 0..=870_000 {
+            let x = -(i as f32) * 1e-4;
+            let want = (x as f64).exp();
+            let rel = ((exp_f32(x) as f64 - want) / want).abs();
+            assert!(rel < 2.5e-7, "exp({x}) is off by {rel} of itself");
+        }
+    }
 }

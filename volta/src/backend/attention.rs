@@ -65,6 +65,26 @@ impl AttentionSpec {
         }
     }
 
+    /// [`keep`](Self::keep) of each key in `keys` for score row `row`, in
+    /// order, as `f(key, factor)`: the same factors, one draw per pair of keys
+    /// (a CPU kernel's inner loop).
+    pub(crate) fn keep_each(&self, row: usize, keys: Range<usize>, mut f: impl FnMut(usize, f64)) {
+        let (threshold, scale) = (self.drop_threshold(), self.keep_scale());
+        if threshold == 0 {
+            keys.for_each(|key| f(key, 1.0));
+            return;
+        }
+        let mut drawn = (usize::MAX, 0);
+        for key in keys {
+            if drawn.0 != key >> 1 {
+                let block = (((key >> 1) as u64) << 32) | (row >> 1) as u64;
+                drawn = (key >> 1, uniform_hash(self.seed, block));
+            }
+            let byte = (drawn.1 >> (8 * (2 * (row & 1) + (key & 1)))) & 0xff;
+            f(key, if byte >= threshold { scale } else { 0.0 });
+        }
+    }
+
     /// The byte below which a weight drops: `p` in 256ths, rounded, at least 1
     /// when `p > 0` (0: no dropout; 256: every weight drops).
     pub fn drop_threshold(&self) -> u32 {
@@ -225,6 +245,24 @@ pub fn heads_of_one_projection(views: [&crate::layout::Layout; 3]) -> bool {
 mod tests {
     use super::{AttentionSpec, heads_of_one_projection, packed_like};
     use crate::layout::Layout;
+
+    /// `keep_each` gives `keep`'s factors, from odd and even keys, at every `p`.
+    #[test]
+    fn keep_each_gives_keeps_factors() {
+        for p in [0.0, 0.2, 1.0] {
+            let spec = AttentionSpec {
+                dropout: p,
+                seed: 5,
+                ..AttentionSpec::new(1.0, None)
+            };
+            for (row, keys) in [(0, 0..9), (3, 1..8), (6, 5..5), (7, 2..3)] {
+                let mut got = Vec::new();
+                spec.keep_each(row, keys.clone(), |key, f| got.push((key, f)));
+                let want: Vec<_> = keys.map(|key| (key, spec.keep(row, key))).collect();
+                assert_eq!(got, want, "p {p} row {row}");
+            }
+        }
+    }
 
     /// Dropout takes `p` to the nearest 256th (at least one when positive), a
     /// kept weight's factor keeps every weight's expectation at 1, and the four

@@ -191,15 +191,16 @@ pub(crate) fn attention<E: Float>(
                     }
                     let corr = (max[r] - top).exp();
                     let mut z = E::Acc::ZERO;
-                    for (jj, x) in row.iter_mut().enumerate().take(live.end).skip(live.start) {
-                        let p = (*x - top).exp();
-                        // The sum normalises the weights before dropout, as PyTorch's.
-                        z = z + p;
-                        *x = if spec.dropout > 0.0 {
-                            p * E::Acc::from_f64(spec.keep(bh * t + t0 + r, j0 + jj))
-                        } else {
-                            p
-                        };
+                    for x in &mut row[live.clone()] {
+                        *x = (*x - top).exp();
+                        z = z + *x;
+                    }
+                    // The sum normalises the weights before dropout, as PyTorch's.
+                    if spec.dropout > 0.0 {
+                        let keys = j0 + live.start..j0 + live.end;
+                        spec.keep_each(bh * t + t0 + r, keys, |j, keep| {
+                            row[j - j0] = row[j - j0] * E::Acc::from_f64(keep);
+                        });
                     }
                     row[..live.start].fill(E::Acc::ZERO);
                     row[live.end..].fill(E::Acc::ZERO);
@@ -300,16 +301,13 @@ pub(crate) fn attention_backward<E: Float>(
                         let row = bh * t + t0 + r;
                         let live = within(&seen[r], j0, cols);
                         let (p, ds) = (&mut p[r * cols..][..cols], &mut ds[r * cols..][..cols]);
-                        for jj in live.clone() {
+                        let keys = j0 + live.start..j0 + live.end;
+                        spec.keep_each(row, keys, |j, keep| {
+                            let (jj, keep) = (j - j0, E::Acc::from_f64(keep));
                             let w = (p[jj] * scale - lse[row]).exp();
-                            let keep = if spec.dropout > 0.0 {
-                                E::Acc::from_f64(spec.keep(row, j0 + jj))
-                            } else {
-                                E::Acc::ONE
-                            };
                             ds[jj] = w * (keep * ds[jj] - delta[row]) * scale;
                             p[jj] = w * keep;
-                        }
+                        });
                         for x in [&mut *p, &mut *ds] {
                             x[..live.start].fill(E::Acc::ZERO);
                             x[live.end..].fill(E::Acc::ZERO);
