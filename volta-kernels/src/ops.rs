@@ -38,11 +38,13 @@ pub enum UnaryOp {
     Floor,
     /// the error function erf x
     Erf,
+    /// Φ(x) + x·φ(x): GELU's derivative, so that its backward is one op
+    GeluGrad,
 }
 
 impl UnaryOp {
     /// Every unary op, for tests and code generators.
-    pub const ALL: [UnaryOp; 17] = [
+    pub const ALL: [UnaryOp; 18] = [
         UnaryOp::Neg,
         UnaryOp::Exp,
         UnaryOp::Log,
@@ -60,6 +62,7 @@ impl UnaryOp {
         UnaryOp::Silu,
         UnaryOp::Floor,
         UnaryOp::Erf,
+        UnaryOp::GeluGrad,
     ];
 
     /// Applies the op to one value.
@@ -92,6 +95,13 @@ impl UnaryOp {
             UnaryOp::Silu => x / (T::ONE + (-x).exp()),
             UnaryOp::Floor => x.floor(),
             UnaryOp::Erf => x.erf(),
+            UnaryOp::GeluGrad => {
+                let half = T::from_f64(0.5);
+                let cdf =
+                    half * (T::ONE + (x * T::from_f64(std::f64::consts::FRAC_1_SQRT_2)).erf());
+                let pdf = (-half * x * x).exp() * T::from_f64(0.398_942_280_401_432_7);
+                cdf + x * pdf
+            }
         }
     }
 
@@ -115,6 +125,10 @@ impl UnaryOp {
             UnaryOp::Silu => format!("({x} / (1.0 + exp(-{x})))"),
             UnaryOp::Floor => format!("floor({x})"),
             UnaryOp::Erf => format!("volta_erf({x})"),
+            UnaryOp::GeluGrad => format!(
+                "(0.5 * (1.0 + volta_erf({x} * 0.70710678118654752)) \
+                 + {x} * exp(-0.5 * {x} * {x}) * 0.39894228040143268)"
+            ),
         }
     }
 }

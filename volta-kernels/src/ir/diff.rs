@@ -107,7 +107,7 @@ fn local_grads(g: &mut Graph, id: NodeId, adj: NodeId) -> Vec<(NodeId, NodeId)> 
 
 /// d op(x) / dx, where `y` is the node `op(x)` itself (reused where it helps).
 pub fn unary_derivative(g: &mut Graph, op: UnaryOp, x: NodeId, y: NodeId) -> NodeId {
-    use std::f32::consts::{FRAC_1_SQRT_2, LN_2, PI};
+    use std::f32::consts::{LN_2, PI};
     let one = g.lit(1.0);
     let zero = g.lit(0.0);
     match op {
@@ -146,18 +146,17 @@ pub fn unary_derivative(g: &mut Graph, op: UnaryOp, x: NodeId, y: NodeId) -> Nod
             let neg = g.binary(BinaryOp::Lt, x, zero);
             g.sub(pos, neg)
         }
-        UnaryOp::Gelu => {
-            // Φ(x) + x·φ(x)
-            let scaled = g.scale(x, FRAC_1_SQRT_2);
-            let erf = g.unary(UnaryOp::Erf, scaled);
-            let one_plus = g.add(one, erf);
-            let cdf = g.scale(one_plus, 0.5);
+        // Φ(x) + x·φ(x)
+        UnaryOp::Gelu => g.unary(UnaryOp::GeluGrad, x),
+        UnaryOp::GeluGrad => {
+            // φ(x)·(2 − x²)
             let xx = g.mul(x, x);
             let e = g.scale(xx, -0.5);
             let exp = g.unary(UnaryOp::Exp, e);
             let pdf = g.scale(exp, 1.0 / (2.0 * PI).sqrt());
-            let x_pdf = g.mul(x, pdf);
-            g.add(cdf, x_pdf)
+            let two = g.add(one, one);
+            let factor = g.sub(two, xx);
+            g.mul(pdf, factor)
         }
         UnaryOp::Silu => {
             // σ(x)·(1 + x·(1 − σ(x)))

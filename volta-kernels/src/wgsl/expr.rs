@@ -177,7 +177,7 @@ impl Expr {
     pub fn uses_erf(&self) -> bool {
         self.fold(false, &|u, e| {
             u || match e {
-                Expr::Unary(UnaryOp::Erf | UnaryOp::Gelu, _) => true,
+                Expr::Unary(UnaryOp::Erf | UnaryOp::Gelu | UnaryOp::GeluGrad, _) => true,
                 Expr::Call { kernel, .. } => kernel_modules(&[*kernel]).contains("volta_erf("),
                 _ => false,
             }

@@ -576,18 +576,16 @@ fn unary_grad<D: Backend<E>, E: Float>(
         UnaryOp::Abs => x
             .scalar(BinaryOp::Gt, E::ZERO)
             .binary(BinaryOp::Sub, &x.scalar(BinaryOp::Lt, E::ZERO)),
-        UnaryOp::Gelu => {
-            // Φ(x) + x·φ(x)
-            let cdf = x
-                .scalar(BinaryOp::Mul, c(std::f64::consts::FRAC_1_SQRT_2))
-                .unary(UnaryOp::Erf)
-                .scalar(BinaryOp::Add, E::ONE)
-                .scalar(BinaryOp::Mul, c(0.5));
-            let pdf = mul(x, x)
+        // Φ(x) + x·φ(x), one op (one pass on the CPU)
+        UnaryOp::Gelu => x.unary(UnaryOp::GeluGrad),
+        UnaryOp::GeluGrad => {
+            // φ(x)·(2 − x²)
+            let xx = mul(x, x);
+            let pdf = xx
                 .scalar(BinaryOp::Mul, c(-0.5))
                 .unary(UnaryOp::Exp)
                 .scalar(BinaryOp::Mul, c(1.0 / (2.0 * std::f64::consts::PI).sqrt()));
-            cdf.binary(BinaryOp::Add, &mul(x, &pdf))
+            mul(&pdf, &xx.unary(UnaryOp::Neg).scalar(BinaryOp::Add, c(2.0)))
         }
         UnaryOp::Silu => {
             // σ(x)·(1 + x·(1 − σ(x)))

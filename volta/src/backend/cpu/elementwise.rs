@@ -75,7 +75,7 @@ fn zip<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout), f: impl Fn(E, E) -> E +
 /// `E::Acc` (`f32` for `f16`) and rounds once.
 macro_rules! with_unary_fn {
     ($op:expr, |$f:ident| $body:expr) => {
-        with_unary_fn!(@arms $op, $f, $body, [Neg, Exp, Log, Exp2, Log2, Sqrt, Recip, Relu, Sigmoid, Tanh, Sin, Cos, Abs, Gelu, Silu, Floor, Erf])
+        with_unary_fn!(@arms $op, $f, $body, [Neg, Exp, Log, Exp2, Log2, Sqrt, Recip, Relu, Sigmoid, Tanh, Sin, Cos, Abs, Gelu, Silu, Floor, Erf, GeluGrad])
     };
     (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
         match $op { $(UnaryOp::$v => { let $f = |x: E| E::from_acc(UnaryOp::$v.eval(x.to_acc())); $body })* }
