@@ -17,7 +17,7 @@ pub(crate) fn strided_to_vec<E: Copy>(data: &[E], layout: &Layout) -> Vec<E> {
 
 /// Copies the view `src` into the region `dst_region` of `dst` (equal dims).
 fn copy_into<E: Copy>(src: &[E], src_layout: &Layout, dst: &mut [E], dst_region: &Layout) {
-    let (s, d) = (Rows::of(src_layout), Rows::of(dst_region));
+    let [s, d] = Rows::of_all([src_layout, dst_region]);
     for (&ss, &ds) in s.starts.iter().zip(&d.starts) {
         for j in 0..s.len {
             dst[ds + j * d.stride] = src[ss + j * s.stride];

@@ -49,7 +49,7 @@ fn zip<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout), f: impl Fn(E, E) -> E +
         }
         return out;
     }
-    let (ra, rb) = (Rows::of(a.1), Rows::of(b.1));
+    let [ra, rb] = Rows::of_all([a.1, b.1]);
     if ra.len == 0 {
         return out;
     }
@@ -109,7 +109,7 @@ pub(crate) fn select<E: Float>(
     a: (&[E], &Layout),
     b: (&[E], &Layout),
 ) -> Vec<E> {
-    let (rc, ra, rb) = (Rows::of(cond.1), Rows::of(a.1), Rows::of(b.1));
+    let [rc, ra, rb] = Rows::of_all([cond.1, a.1, b.1]);
     let mut out = Vec::with_capacity(a.1.numel());
     for ((&sc, &sa), &sb) in rc.starts.iter().zip(&ra.starts).zip(&rb.starts) {
         out.extend((0..ra.len).map(|j| {
