@@ -52,22 +52,14 @@ impl AttentionSpec {
     /// weights, the backward pass finds them again without storing a mask, and
     /// a kernel draws once per four weights rather than once per weight.
     pub fn keep(&self, row: usize, key: usize) -> f64 {
-        let threshold = self.drop_threshold();
-        if threshold == 0 {
-            return 1.0;
-        }
-        let block = (((key >> 1) as u64) << 32) | (row >> 1) as u64;
-        let byte = (uniform_hash(self.seed, block) >> (8 * (2 * (row & 1) + (key & 1)))) & 0xff;
-        if byte >= threshold {
-            self.keep_scale()
-        } else {
-            0.0
-        }
+        let mut factor = 1.0;
+        self.keep_each(row, key..key + 1, |_, f| factor = f);
+        factor
     }
 
     /// [`keep`](Self::keep) of each key in `keys` for score row `row`, in
-    /// order, as `f(key, factor)`: the same factors, one draw per pair of keys
-    /// (a CPU kernel's inner loop).
+    /// order, as `f(key, factor)`, one draw per pair of keys (a CPU kernel's
+    /// inner loop).
     pub(crate) fn keep_each(&self, row: usize, keys: Range<usize>, mut f: impl FnMut(usize, f64)) {
         let (threshold, scale) = (self.drop_threshold(), self.keep_scale());
         if threshold == 0 {

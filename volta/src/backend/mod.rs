@@ -197,7 +197,8 @@ pub trait Backend<E: Float>: Device + Memory<E> {
     /// come back in its order), and each query row's log-sum-exp of its scaled,
     /// masked scores `[B, H, T]` (the backward's softmax statistics, contiguous),
     /// without storing the `T×S` scores. A row that sees no key gives zeros and a
-    /// log-sum-exp of `+∞` (so that the backward finds its weights zero).
+    /// log-sum-exp of 0, which the backward does not read (it finds the row's
+    /// keys hidden too).
     fn attention(
         q: View<Self, E>,
         k: View<Self, E>,
