@@ -170,14 +170,7 @@ where
     E: Float,
 {
     let (t, s) = (q.raw().dims()[2], k.raw().dims()[2]);
-    let start = causal.then(|| {
-        assert!(
-            s >= t,
-            "attention: causal attention of {t} queries over {s} keys (the queries are the \
-             last positions, so S >= T)"
-        );
-        s - t
-    });
+    let start = causal_start(causal, t, s);
     q.map_raw(|r| r.attention(k.raw(), v.raw(), start))
 }
 
@@ -267,19 +260,26 @@ where
         q.raw().dims()[3],
     );
     check_key_ranges(keys, b, s)?;
-    let start = causal.then(|| {
+    let start = causal_start(causal, t, s);
+    let spec = AttentionSpec {
+        keys: Some(keys.into()),
+        ..AttentionSpec::new(1.0 / (d as f64).sqrt(), start)
+    };
+    Ok(q.map_raw(|r| r.attention_with(k.raw(), v.raw(), spec)))
+}
+
+/// Where causal queries start, the `t` queries being the last of `s` positions
+/// (`None`: not causal).
+#[track_caller]
+fn causal_start(causal: bool, t: usize, s: usize) -> Option<usize> {
+    causal.then(|| {
         assert!(
             s >= t,
             "attention: causal attention of {t} queries over {s} keys (the queries are the \
              last positions, so S >= T)"
         );
         s - t
-    });
-    let spec = AttentionSpec {
-        keys: Some(keys.into()),
-        ..AttentionSpec::new(1.0 / (d as f64).sqrt(), start)
-    };
-    Ok(q.map_raw(|r| r.attention_with(k.raw(), v.raw(), spec)))
+    })
 }
 
 /// One range of keys per batch element, each inside `0..keys`.
