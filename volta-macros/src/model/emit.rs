@@ -72,6 +72,10 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
     let result = &plan.result;
     // Token ids in (an `Embedding` first), else values of the model's float type.
     let in_elem = if plan.ids { quote!(u32) } else { quote!(E) };
+    // The forward passes' input, output and fallible output types.
+    let input = quote!(::volta::Tensor<(#batch, #(#in_dims),*), D, #in_elem>);
+    let output = quote!(::volta::Tensor<(#batch, #(#out_dims),*), D, E>);
+    let fallible = quote!(::std::result::Result<#output, ::volta::shape::ShapeError>);
     let forward_fns = if plan.fallible {
         quote! {
             /// The forward pass, or the error of a sequence the model cannot take
@@ -79,8 +83,8 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
             #[doc = #shapes_doc]
             pub fn try_forward<#batch: ::volta::Dim>(
                 &self,
-                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, #in_elem>,
-            ) -> ::std::result::Result<::volta::Tensor<(#batch, #(#out_dims),*), D, E>, ::volta::shape::ShapeError> {
+                x: &#input,
+            ) -> #fallible {
                 let x = x.clone();
                 #(#forward)*
                 #result
@@ -95,8 +99,8 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
             #[track_caller]
             pub fn forward<#batch: ::volta::Dim>(
                 &self,
-                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, #in_elem>,
-            ) -> ::volta::Tensor<(#batch, #(#out_dims),*), D, E> {
+                x: &#input,
+            ) -> #output {
                 self.try_forward(x).unwrap_or_else(|e| panic!("{}: {e}", #name_str))
             }
         }
@@ -106,8 +110,8 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
             #[doc = #shapes_doc]
             pub fn forward<#batch: ::volta::Dim>(
                 &self,
-                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, #in_elem>,
-            ) -> ::volta::Tensor<(#batch, #(#out_dims),*), D, E> {
+                x: &#input,
+            ) -> #output {
                 let x = x.clone();
                 #(#forward)*
                 #result
@@ -139,9 +143,9 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
             #[allow(unused_variables, unused_mut)]
             pub fn try_forward_cached<#batch: ::volta::Dim>(
                 &self,
-                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, #in_elem>,
+                x: &#input,
                 caches: &mut [::volta::nn::AttentionCache<D, E>],
-            ) -> ::std::result::Result<::volta::Tensor<(#batch, #(#out_dims),*), D, E>, ::volta::shape::ShapeError> {
+            ) -> #fallible {
                 assert_eq!(
                     caches.len(),
                     #slots,
@@ -174,12 +178,11 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
             /// attention as zeros. Positions count from the start of the row.
             /// Errors when `keys` is not one range of `0..T` per sequence, or
             /// where [`try_forward`](Self::try_forward) does.
-            #[allow(unused_variables)]
             pub fn try_forward_padded<#batch: ::volta::Dim>(
                 &self,
-                x: &::volta::Tensor<(#batch, #(#in_dims),*), D, #in_elem>,
+                x: &#input,
                 keys: &[::std::ops::Range<usize>],
-            ) -> ::std::result::Result<::volta::Tensor<(#batch, #(#out_dims),*), D, E>, ::volta::shape::ShapeError> {
+            ) -> #fallible {
                 let x = x.clone();
                 #(#steps)*
                 #result
@@ -208,7 +211,7 @@ pub fn emit(def: &ModelDef, plan: &Plan) -> TokenStream {
             fn forward(
                 &self,
                 x: &::volta::Tensor<(#batch, #(#in_dims),*), D, E>,
-            ) -> ::volta::Tensor<(#batch, #(#out_dims),*), D, E> {
+            ) -> #output {
                 #name::forward(self, x)
             }
         }
