@@ -56,7 +56,7 @@ pub trait Float:
 }
 
 macro_rules! float_impl {
-    ($t:ident, $erf:path) => {
+    ($t:ident, $exp:path, $erf:path) => {
         impl Float for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -70,9 +70,11 @@ macro_rules! float_impl {
             fn to_f64(self) -> f64 {
                 self as f64
             }
-            #[inline]
+            // Always inlined, so that a loop of an op built on them (GELU's
+            // gradient holds both) still vectorises.
+            #[inline(always)]
             fn exp(self) -> Self {
-                $t::exp(self)
+                $exp(self)
             }
             #[inline]
             fn ln(self) -> Self {
@@ -114,18 +116,19 @@ macro_rules! float_impl {
             fn powf(self, e: Self) -> Self {
                 $t::powf(self, e)
             }
-            #[inline]
+            #[inline(always)]
             fn erf(self) -> Self {
                 $erf(self)
             }
         }
     };
 }
-// f32 uses the same fit as the WGSL `volta_erf`, in f32 as the GPU computes it, so
-// CPU and GPU agree; f64 (gradient checks, science) needs full precision: the fit's
-// derivative is off by ~1e-6.
-float_impl!(f32, erf_f32);
-float_impl!(f64, libm::erf);
+// f32 uses the same erf fit as the WGSL `volta_erf`, in f32 as the GPU computes it,
+// so CPU and GPU agree, and an `exp` that vectorises (within 2 ulp, as GPUs' `exp`);
+// f64 (gradient checks, science) needs full precision: the fit's derivative is off
+// by ~1e-6.
+float_impl!(f32, exp_f32, erf_f32);
+float_impl!(f64, f64::exp, libm::erf);
 
 /// erf within 4e-7 (Numerical Recipes' erfc Chebyshev fit, itself within 1.2e-7,
 /// evaluated in f32), enough for f32 GELU; the same fit as the GPU's `volta_erf`.
@@ -151,15 +154,22 @@ fn erf_f32(x: f32) -> f32 {
     if z < 1e-3 { series } else { fit }
 }
 
-/// `eˣ` for `x ≤ 0` within 2 ulp (Cephes' `expf`: `x = n·ln 2 + r`, a degree-6
-/// polynomial in `r`, `2ⁿ` from the exponent bits), inline and branch-free; below
-/// −87 (where `eˣ` leaves the normal floats) it gives `e⁻⁸⁷`.
+/// `eˣ` within 2 ulp of the normal results (Cephes' `expf`: `x = n·ln 2 + r`, a
+/// degree-6 polynomial in `r`, `2ⁿ` from exponent bits), inline and branch-free, so
+/// that loops of it vectorise (libm's `expf` is a call). `2ⁿ` is applied as two
+/// factors, so that results past the normal floats come out as subnormals, 0 and
+/// ∞; NaN gives NaN.
 #[inline(always)]
 fn exp_f32(x: f32) -> f32 {
-    let x = x.clamp(-87.0, 0.0);
-    // Rounded to the nearest (x ≤ 0) by a truncating conversion, which
-    // vectorises (`round` is a libm call).
-    let n = ((x * std::f32::consts::LOG2_E - 0.5) as i32) as f32;
+    // Above 88.8 the result overflows to ∞ either way, below −104 it rounds to 0.
+    let x = x.clamp(-104.0, 88.8);
+    // n = round(x·log₂e) by adding 1.5·2²³: the sum's low mantissa bits hold n,
+    // read back as an integer without a float-to-int conversion (Rust's saturating
+    // `as i32` does not vectorise; `round` is a libm call).
+    const SHIFT: f32 = 12_582_912.0;
+    let shifted = x * std::f32::consts::LOG2_E + SHIFT;
+    let n = shifted - SHIFT;
+    let n_int = (shifted.to_bits() as i32).wrapping_sub(SHIFT.to_bits() as i32);
     let r = x - n * 0.693_359_4 + n * 2.121_944_4e-4;
     let p = 1.987_569_1e-4;
     let p = p * r + 1.398_199_9e-3;
@@ -168,7 +178,10 @@ fn exp_f32(x: f32) -> f32 {
     let p = p * r + 1.666_666_5e-1;
     let p = p * r + 0.5;
     let p = p * r * r + r + 1.0;
-    p * f32::from_bits(((n as i32 + 127) as u32) << 23)
+    // n lies in [−150, 128]; its halves in [−75, 64] make normal powers of two.
+    let pow2 = |k: i32| f32::from_bits((k.wrapping_add(127) as u32) << 23);
+    let half = n_int >> 1;
+    p * pow2(half) * pow2(n_int - half)
 }
 
 /// `f16` through `f32`: each function converts its operands to `f32`, computes there
@@ -233,8 +246,7 @@ fn via_f32(x: half::f16, f: impl Fn(f32) -> f32) -> half::f16 {
 mod tests {
     use super::*;
 
-    /// The f32 erf against libm's f64 one over [−6, 6] (and exactly odd, 0 at 0),
-    /// and its exp against f64's over [−87, 0].
+    /// The f32 erf against libm's f64 one over [−6, 6] (and exactly odd, 0 at 0).
     #[test]
     fn f32_erf_and_its_exp_are_accurate() {
         for i in -60_000..=60_000 {
@@ -245,11 +257,31 @@ mod tests {
         }
         assert_eq!(erf_f32(0.0), 0.0);
         assert_eq!((erf_f32(40.0), erf_f32(-40.0)), (1.0, -1.0));
-        for i in 0..=870_000 {
-            let x = -(i as f32) * 1e-4;
-            let want = (x as f64).exp();
-            let rel = ((exp_f32(x) as f64 - want) / want).abs();
-            assert!(rel < 2.5e-7, "exp({x}) is off by {rel} of itself");
+    }
+
+    /// The f32 exp against f64's: within 2.5e-7 of itself where the result is a
+    /// normal float, within a subnormal step below, and ∞, 0 and NaN at the ends.
+    #[test]
+    fn f32_exp_is_accurate_over_the_whole_range() {
+        for i in -1_040_000..=887_200 {
+            let x = i as f32 * 1e-4;
+            let (got, want) = (exp_f32(x) as f64, (x as f64).exp());
+            if want >= f32::MIN_POSITIVE as f64 {
+                let rel = ((got - want) / want).abs();
+                assert!(rel < 2.5e-7, "exp({x}) is off by {rel} of itself");
+            } else {
+                let step = f32::from_bits(1) as f64;
+                assert!(
+                    (got - want).abs() <= 2.0 * step,
+                    "exp({x}) = {got}, not {want}"
+                );
+            }
         }
+        assert_eq!(exp_f32(0.0), 1.0);
+        assert_eq!(exp_f32(88.8), f32::INFINITY);
+        assert_eq!(exp_f32(f32::INFINITY), f32::INFINITY);
+        assert_eq!(exp_f32(-105.0), 0.0);
+        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
+        assert!(exp_f32(f32::NAN).is_nan());
     }
 }

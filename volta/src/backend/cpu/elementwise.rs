@@ -2,6 +2,7 @@
 //! body is a monomorphised, vectorisable closure.
 use super::PARALLEL_THRESHOLD;
 use super::rows::{Rows, contiguous_slice};
+use super::simd::{map_into, zip_into};
 use crate::dtype::Float;
 use crate::layout::Layout;
 use rayon::prelude::*;
@@ -13,12 +14,13 @@ const CHUNK: usize = 1 << 13;
 fn map<E: Float>(data: &[E], layout: &Layout, f: impl Fn(E) -> E + Sync) -> Vec<E> {
     if let Some(src) = contiguous_slice(data, layout) {
         let mut out = vec![E::ZERO; src.len()];
+        let body = |(o, s): (&mut [E], &[E])| map_into(o, s, &f);
         if src.len() >= PARALLEL_THRESHOLD {
             out.par_chunks_mut(CHUNK)
                 .zip(src.par_chunks(CHUNK))
-                .for_each(|(o, s)| o.iter_mut().zip(s).for_each(|(o, &x)| *o = f(x)));
+                .for_each(body);
         } else {
-            out.iter_mut().zip(src).for_each(|(o, &x)| *o = f(x));
+            body((&mut out, src));
         }
         return out;
     }
@@ -35,11 +37,7 @@ fn zip<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout), f: impl Fn(E, E) -> E +
     let n = a.1.numel();
     let mut out = vec![E::ZERO; n];
     if let (Some(x), Some(y)) = (contiguous_slice(a.0, a.1), contiguous_slice(b.0, b.1)) {
-        let body = |(o, (x, y)): (&mut [E], (&[E], &[E]))| {
-            o.iter_mut()
-                .zip(x.iter().zip(y))
-                .for_each(|(o, (&x, &y))| *o = f(x, y))
-        };
+        let body = |(o, (x, y)): (&mut [E], (&[E], &[E]))| zip_into(o, x, y, &f);
         if n >= PARALLEL_THRESHOLD {
             out.par_chunks_mut(CHUNK)
                 .zip(x.par_chunks(CHUNK).zip(y.par_chunks(CHUNK)))
@@ -72,13 +70,20 @@ fn zip<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout), f: impl Fn(E, E) -> E +
 
 /// Binds `$f` to the scalar function of `op` (a constant in each arm, so the loop
 /// body is specialised per op) and evaluates `$body`. The function computes in
-/// `E::Acc` (`f32` for `f16`) and rounds once.
+/// `E::Acc` (`f32` for `f16`) and rounds once. It and the closures that call it are
+/// always inlined: a large body (GELU's gradient) would otherwise be called once per
+/// element, and the loop would not vectorise.
 macro_rules! with_unary_fn {
     ($op:expr, |$f:ident| $body:expr) => {
         with_unary_fn!(@arms $op, $f, $body, [Neg, Exp, Log, Exp2, Log2, Sqrt, Recip, Relu, Sigmoid, Tanh, Sin, Cos, Abs, Gelu, Silu, Floor, Erf, GeluGrad])
     };
     (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
-        match $op { $(UnaryOp::$v => { let $f = |x: E| E::from_acc(UnaryOp::$v.eval(x.to_acc())); $body })* }
+        match $op { $(UnaryOp::$v => {
+            #[inline(always)]
+            fn op<E: Float>(x: E) -> E { E::from_acc(UnaryOp::$v.eval(x.to_acc())) }
+            let $f = op::<E>;
+            $body
+        })* }
     };
 }
 
@@ -87,20 +92,40 @@ macro_rules! with_binary_fn {
         with_binary_fn!(@arms $op, $f, $body, [Add, Sub, Mul, Div, Max, Min, Mod, Pow, Lt, Le, Gt, Ge, Eq, Ne])
     };
     (@arms $op:expr, $f:ident, $body:expr, [$($v:ident),*]) => {
-        match $op { $(BinaryOp::$v => { let $f = |a: E, b: E| E::from_acc(BinaryOp::$v.eval(a.to_acc(), b.to_acc())); $body })* }
+        match $op { $(BinaryOp::$v => {
+            #[inline(always)]
+            fn op<E: Float>(a: E, b: E) -> E { E::from_acc(BinaryOp::$v.eval(a.to_acc(), b.to_acc())) }
+            let $f = op::<E>;
+            $body
+        })* }
     };
 }
 
 pub(crate) fn unary<E: Float>(op: UnaryOp, data: &[E], layout: &Layout) -> Vec<E> {
-    with_unary_fn!(op, |f| map(data, layout, f))
+    with_unary_fn!(op, |f| map(
+        data,
+        layout,
+        #[inline(always)]
+        |x| f(x)
+    ))
 }
 
 pub(crate) fn binary<E: Float>(op: BinaryOp, a: (&[E], &Layout), b: (&[E], &Layout)) -> Vec<E> {
-    with_binary_fn!(op, |f| zip(a, b, f))
+    with_binary_fn!(op, |f| zip(
+        a,
+        b,
+        #[inline(always)]
+        |x, y| f(x, y)
+    ))
 }
 
 pub(crate) fn binary_scalar<E: Float>(op: BinaryOp, data: &[E], layout: &Layout, c: E) -> Vec<E> {
-    with_binary_fn!(op, |f| map(data, layout, move |x| f(x, c)))
+    with_binary_fn!(op, |f| map(
+        data,
+        layout,
+        #[inline(always)]
+        move |x| f(x, c)
+    ))
 }
 
 /// `cond != 0 ? a : b` over three views with equal dims.

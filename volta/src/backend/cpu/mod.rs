@@ -16,6 +16,7 @@ mod quantized;
 mod recover;
 mod reduce;
 mod rows;
+mod simd;
 mod softmax;
 mod window;
 
