@@ -4,6 +4,7 @@
 use crate::random::uniform_hash;
 use std::ops::Range;
 use std::sync::Arc;
+use volta_kernels::Float;
 
 /// The parameters of [`Backend::attention`](super::Backend::attention) and its
 /// backward: `dropout(softmax(scale·q·kᵀ + mask))·v`. A query row that sees no
@@ -52,28 +53,27 @@ impl AttentionSpec {
     /// weights, the backward pass finds them again without storing a mask, and
     /// a kernel draws once per four weights rather than once per weight.
     pub fn keep(&self, row: usize, key: usize) -> f64 {
-        let mut factor = 1.0;
-        self.keep_each(row, key..key + 1, |_, f| factor = f);
-        factor
+        let mut factor = [0.0];
+        self.keep_factors(row, key..key + 1, &mut factor);
+        factor[0]
     }
 
-    /// [`keep`](Self::keep) of each key in `keys` for score row `row`, in
-    /// order, as `f(key, factor)`, one draw per pair of keys (a CPU kernel's
-    /// inner loop).
-    pub(crate) fn keep_each(&self, row: usize, keys: Range<usize>, mut f: impl FnMut(usize, f64)) {
+    /// [`keep`](Self::keep) of each key in `keys` for score row `row`, written
+    /// in order to `factors` (one per key): a CPU kernel's inner loop. Each key
+    /// draws its pair's number again, which costs less than a branch per pair
+    /// once the loop runs in vector lanes.
+    #[inline(always)]
+    pub(crate) fn keep_factors<T: Float>(&self, row: usize, keys: Range<usize>, factors: &mut [T]) {
         let (threshold, scale) = (self.drop_threshold(), self.keep_scale());
         if threshold == 0 {
-            keys.for_each(|key| f(key, 1.0));
+            factors.fill(T::ONE);
             return;
         }
-        let mut drawn = (usize::MAX, 0);
-        for key in keys {
-            if drawn.0 != key >> 1 {
-                let block = (((key >> 1) as u64) << 32) | (row >> 1) as u64;
-                drawn = (key >> 1, uniform_hash(self.seed, block));
-            }
-            let byte = (drawn.1 >> (8 * (2 * (row & 1) + (key & 1)))) & 0xff;
-            f(key, if byte >= threshold { scale } else { 0.0 });
+        let (kept, row_block, row_byte) = (T::from_f64(scale), (row >> 1) as u64, 2 * (row & 1));
+        for (key, factor) in keys.zip(factors) {
+            let block = (((key >> 1) as u64) << 32) | row_block;
+            let byte = (uniform_hash(self.seed, block) >> (8 * (row_byte + (key & 1)))) & 0xff;
+            *factor = if byte >= threshold { kept } else { T::ZERO };
         }
     }
 
@@ -238,19 +238,36 @@ mod tests {
     use super::{AttentionSpec, heads_of_one_projection, packed_like};
     use crate::layout::Layout;
 
-    /// `keep_each` gives `keep`'s factors, from odd and even keys, at every `p`.
+    /// `keep_factors` gives each key the factor of its byte of its pair's draw,
+    /// from odd and even keys and rows, at every `p`.
     #[test]
-    fn keep_each_gives_keeps_factors() {
+    fn keep_factors_gives_each_key_its_byte() {
         for p in [0.0, 0.2, 1.0] {
             let spec = AttentionSpec {
                 dropout: p,
                 seed: 5,
                 ..AttentionSpec::new(1.0, None)
             };
+            let (threshold, scale) = (spec.drop_threshold(), spec.keep_scale());
             for (row, keys) in [(0, 0..9), (3, 1..8), (6, 5..5), (7, 2..3)] {
-                let mut got = Vec::new();
-                spec.keep_each(row, keys.clone(), |key, f| got.push((key, f)));
-                let want: Vec<_> = keys.map(|key| (key, spec.keep(row, key))).collect();
+                let mut got = vec![f32::NAN; keys.len()];
+                spec.keep_factors(row, keys.clone(), &mut got);
+                let want: Vec<f32> = keys
+                    .map(|key| {
+                        let draw = crate::random::uniform_hash(
+                            5,
+                            ((key as u64 >> 1) << 32) | (row as u64 >> 1),
+                        );
+                        let byte = (draw >> (8 * (2 * (row & 1) + (key & 1)))) & 0xff;
+                        if threshold > 0 && byte < threshold {
+                            0.0
+                        } else if threshold > 0 {
+                            scale as f32
+                        } else {
+                            1.0
+                        }
+                    })
+                    .collect();
                 assert_eq!(got, want, "p {p} row {row}");
             }
         }

@@ -8,6 +8,7 @@
 //! [`keep`](AttentionSpec::keep) rule in both passes.
 use super::PARALLEL_THRESHOLD;
 use super::copy::strided_to_vec;
+use super::simd::{sum, vectorized};
 use crate::backend::{AttentionDims, AttentionSpec, packed_like};
 use crate::dtype::{Float, ScalarMath};
 use crate::layout::Layout;
@@ -164,62 +165,75 @@ pub(crate) fn attention<E: Float>(
         let kv = b * n.kv_heads + (bh % n.heads) / n.group();
         let (keys, values) = (&k[kv * s * d..][..s * d], &v[kv * s * d..][..s * d]);
         let mut scores = [E::Acc::ZERO; BQ * BK];
-        let (mut max, mut sum) = ([E::Acc::ZERO; BQ], [E::Acc::ZERO; BQ]);
+        let (mut max, mut sum_of) = ([E::Acc::ZERO; BQ], [E::Acc::ZERO; BQ]);
+        let mut factors = [E::Acc::ZERO; BK];
         for t0 in (0..t).step_by(BQ) {
             let rows = BQ.min(t - t0);
             let seen: Vec<_> = (t0..t0 + rows).map(|ti| spec.visible(b, ti, s)).collect();
             let (first, end) = key_span(&seen);
             let acc = &mut out[t0 * d..(t0 + rows) * d];
             max[..rows].fill(E::Acc::NEG_INFINITY);
-            sum[..rows].fill(E::Acc::ZERO);
+            sum_of[..rows].fill(E::Acc::ZERO);
             for j0 in (first..end).step_by(BK) {
                 let cols = BK.min(end - j0);
                 let tile = &mut scores[..rows * cols];
                 let queries = Mat::rows(&q, bh * t + t0, rows, d);
                 product(tile, queries, Mat::rows(keys, j0, cols, d).t(), false);
-                for (r, row) in tile.chunks_mut(cols).enumerate() {
-                    let live = within(&seen[r], j0, cols);
-                    if live.is_empty() {
-                        // None of this row's keys in the tile: no weight.
-                        row.fill(E::Acc::ZERO);
-                        continue;
-                    }
-                    let mut top = max[r];
-                    for x in &mut row[live.clone()] {
-                        *x = *x * scale;
-                        top = if *x > top { *x } else { top };
-                    }
-                    let corr = (max[r] - top).exp();
-                    let mut z = E::Acc::ZERO;
-                    for x in &mut row[live.clone()] {
-                        *x = (*x - top).exp();
-                        z = z + *x;
-                    }
-                    // The sum normalises the weights before dropout, as PyTorch's.
-                    if spec.dropout > 0.0 {
-                        let keys = j0 + live.start..j0 + live.end;
-                        spec.keep_each(bh * t + t0 + r, keys, |j, keep| {
-                            row[j - j0] = row[j - j0] * E::Acc::from_f64(keep);
-                        });
-                    }
-                    row[..live.start].fill(E::Acc::ZERO);
-                    row[live.end..].fill(E::Acc::ZERO);
-                    sum[r] = sum[r] * corr + z;
-                    max[r] = top;
-                    acc[r * d..][..d].iter_mut().for_each(|o| *o = *o * corr);
-                }
+                // The row loops below run in the CPU's widest vectors (`exp` inlined).
+                vectorized(
+                    #[inline(always)]
+                    || {
+                        for (r, row) in tile.chunks_mut(cols).enumerate() {
+                            let live = within(&seen[r], j0, cols);
+                            if live.is_empty() {
+                                // None of this row's keys in the tile: no weight.
+                                row.fill(E::Acc::ZERO);
+                                continue;
+                            }
+                            let weights = &mut row[live.clone()];
+                            let mut top = max[r];
+                            for x in weights.iter_mut() {
+                                *x = *x * scale;
+                                top = if *x > top { *x } else { top };
+                            }
+                            let corr = (max[r] - top).exp();
+                            for x in weights.iter_mut() {
+                                *x = (*x - top).exp();
+                            }
+                            let z = sum(weights);
+                            // The sum normalises the weights before dropout, as PyTorch's.
+                            if spec.dropout > 0.0 {
+                                let factors = &mut factors[..weights.len()];
+                                let keys = j0 + live.start..j0 + live.end;
+                                spec.keep_factors(bh * t + t0 + r, keys, factors);
+                                for (x, &f) in weights.iter_mut().zip(&*factors) {
+                                    *x = *x * f;
+                                }
+                            }
+                            row[..live.start].fill(E::Acc::ZERO);
+                            row[live.end..].fill(E::Acc::ZERO);
+                            sum_of[r] = sum_of[r] * corr + z;
+                            max[r] = top;
+                            for o in &mut acc[r * d..][..d] {
+                                *o = *o * corr;
+                            }
+                        }
+                    },
+                );
                 let weights = Mat::rows(&*tile, 0, rows, cols);
                 product(acc, weights, Mat::rows(values, j0, cols, d), true);
             }
             for r in 0..rows {
                 // A row that sees no key: zeros, and a log-sum-exp of 0 that the
                 // backward does not read.
-                if sum[r] == E::Acc::ZERO {
+                if sum_of[r] == E::Acc::ZERO {
                     lse[t0 + r] = E::Acc::ZERO;
                     continue;
                 }
-                acc[r * d..][..d].iter_mut().for_each(|o| *o = *o / sum[r]);
-                lse[t0 + r] = max[r] + sum[r].ln();
+                acc[r * d..][..d]
+                    .iter_mut()
+                    .for_each(|o| *o = *o / sum_of[r]);
+                lse[t0 + r] = max[r] + sum_of[r].ln();
             }
         }
     });
@@ -280,6 +294,7 @@ pub(crate) fn attention_backward<E: Float>(
         let (keys, values) = (&k[kv * s * d..][..s * d], &v[kv * s * d..][..s * d]);
         let first_head = b * n.heads + (kv % n.kv_heads) * group;
         let (mut weights, mut grads) = (vec![E::Acc::ZERO; BQ * BK], vec![E::Acc::ZERO; BQ * BK]);
+        let mut factors = [E::Acc::ZERO; BK];
         for gi in 0..group {
             let bh = first_head + gi;
             for t0 in (0..t).step_by(BQ) {
@@ -297,22 +312,33 @@ pub(crate) fn attention_backward<E: Float>(
                         (Mat::rows(keys, j0, cols, d), Mat::rows(values, j0, cols, d));
                     product(p, queries, krows.t(), false);
                     product(ds, dout, vrows.t(), false);
-                    for r in 0..rows {
-                        let row = bh * t + t0 + r;
-                        let live = within(&seen[r], j0, cols);
-                        let (p, ds) = (&mut p[r * cols..][..cols], &mut ds[r * cols..][..cols]);
-                        let keys = j0 + live.start..j0 + live.end;
-                        spec.keep_each(row, keys, |j, keep| {
-                            let (jj, keep) = (j - j0, E::Acc::from_f64(keep));
-                            let w = (p[jj] * scale - lse[row]).exp();
-                            ds[jj] = w * (keep * ds[jj] - delta[row]) * scale;
-                            p[jj] = w * keep;
-                        });
-                        for x in [&mut *p, &mut *ds] {
-                            x[..live.start].fill(E::Acc::ZERO);
-                            x[live.end..].fill(E::Acc::ZERO);
-                        }
-                    }
+                    vectorized(
+                        #[inline(always)]
+                        || {
+                            for r in 0..rows {
+                                let row = bh * t + t0 + r;
+                                let live = within(&seen[r], j0, cols);
+                                let (p, ds) =
+                                    (&mut p[r * cols..][..cols], &mut ds[r * cols..][..cols]);
+                                let factors = &mut factors[..live.len()];
+                                let keys = j0 + live.start..j0 + live.end;
+                                spec.keep_factors(row, keys, factors);
+                                let (lse, delta) = (lse[row], delta[row]);
+                                let live_grads = ds[live.clone()].iter_mut();
+                                for ((p, ds), &keep) in
+                                    p[live.clone()].iter_mut().zip(live_grads).zip(&*factors)
+                                {
+                                    let w = (*p * scale - lse).exp();
+                                    *ds = w * (keep * *ds - delta) * scale;
+                                    *p = w * keep;
+                                }
+                                for x in [&mut *p, &mut *ds] {
+                                    x[..live.start].fill(E::Acc::ZERO);
+                                    x[live.end..].fill(E::Acc::ZERO);
+                                }
+                            }
+                        },
+                    );
                     let (p, ds) = (
                         Mat::rows(&*p, 0, rows, cols),
                         Mat::rows(&*ds, 0, rows, cols),

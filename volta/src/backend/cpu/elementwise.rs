@@ -2,7 +2,7 @@
 //! body is a monomorphised, vectorisable closure.
 use super::PARALLEL_THRESHOLD;
 use super::rows::{Rows, contiguous_slice};
-use super::simd::{map_into, zip_into};
+use super::simd::vectorized;
 use crate::dtype::Float;
 use crate::layout::Layout;
 use rayon::prelude::*;
@@ -14,7 +14,16 @@ const CHUNK: usize = 1 << 13;
 fn map<E: Float>(data: &[E], layout: &Layout, f: impl Fn(E) -> E + Sync) -> Vec<E> {
     if let Some(src) = contiguous_slice(data, layout) {
         let mut out = vec![E::ZERO; src.len()];
-        let body = |(o, s): (&mut [E], &[E])| map_into(o, s, &f);
+        let body = |(o, s): (&mut [E], &[E])| {
+            vectorized(
+                #[inline(always)]
+                || {
+                    for (o, &x) in o.iter_mut().zip(s) {
+                        *o = f(x);
+                    }
+                },
+            )
+        };
         if src.len() >= PARALLEL_THRESHOLD {
             out.par_chunks_mut(CHUNK)
                 .zip(src.par_chunks(CHUNK))
@@ -37,7 +46,16 @@ fn zip<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout), f: impl Fn(E, E) -> E +
     let n = a.1.numel();
     let mut out = vec![E::ZERO; n];
     if let (Some(x), Some(y)) = (contiguous_slice(a.0, a.1), contiguous_slice(b.0, b.1)) {
-        let body = |(o, (x, y)): (&mut [E], (&[E], &[E]))| zip_into(o, x, y, &f);
+        let body = |(o, (x, y)): (&mut [E], (&[E], &[E]))| {
+            vectorized(
+                #[inline(always)]
+                || {
+                    for (o, (&x, &y)) in o.iter_mut().zip(x.iter().zip(y)) {
+                        *o = f(x, y);
+                    }
+                },
+            )
+        };
         if n >= PARALLEL_THRESHOLD {
             out.par_chunks_mut(CHUNK)
                 .zip(x.par_chunks(CHUNK).zip(y.par_chunks(CHUNK)))
