@@ -4,6 +4,7 @@
 use super::PARALLEL_THRESHOLD;
 use super::copy::strided_to_vec;
 use super::rows::contiguous_slice;
+use super::simd::vectorized;
 use crate::dtype::{Float, ScalarMath};
 use crate::layout::Layout;
 use rayon::prelude::*;
@@ -22,6 +23,12 @@ pub(crate) fn softmax<E: Float>(data: &[E], layout: &Layout, axis: usize, log: b
     // One (outer) block holds `inner` interleaved rows of length `n`; each row is
     // computed in `E::Acc` (`f32` for `f16`) and rounded once.
     let block = |b: &mut [E]| {
+        if inner == 1 {
+            return vectorized(
+                #[inline(always)]
+                || contiguous_row(b, log),
+            );
+        }
         for i in 0..inner {
             let at = |k: usize| i + k * inner;
             let get = |b: &[E], k: usize| b[at(k)].to_acc();
@@ -43,4 +50,43 @@ pub(crate) fn softmax<E: Float>(data: &[E], layout: &Layout, axis: usize, log: b
         out.chunks_mut(n * inner).for_each(block);
     }
     out
+}
+
+/// One contiguous row, in eight lanes (a single running max or sum is a chain the
+/// compiler may not reorder), so that it vectorises.
+#[inline(always)]
+fn contiguous_row<E: Float>(row: &mut [E], log: bool) {
+    let chunks = row.chunks_exact(8);
+    let tail = chunks.remainder();
+    let larger = |m: E::Acc, v: E::Acc| if v > m { v } else { m };
+    let mut lanes = [E::Acc::NEG_INFINITY; 8];
+    for chunk in chunks.clone() {
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane = larger(*lane, x.to_acc());
+        }
+    }
+    let m = lanes
+        .into_iter()
+        .chain(tail.iter().map(|x| x.to_acc()))
+        .fold(E::Acc::NEG_INFINITY, larger);
+    let mut lanes = [E::Acc::ZERO; 8];
+    for chunk in chunks {
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane = *lane + (x.to_acc() - m).exp();
+        }
+    }
+    let z = lanes
+        .into_iter()
+        .chain(tail.iter().map(|x| (x.to_acc() - m).exp()))
+        .fold(E::Acc::ZERO, |z, v| z + v);
+    if log {
+        let lz = z.ln();
+        for x in row.iter_mut() {
+            *x = E::from_acc(x.to_acc() - m - lz);
+        }
+    } else {
+        for x in row.iter_mut() {
+            *x = E::from_acc((x.to_acc() - m).exp() / z);
+        }
+    }
 }
