@@ -71,6 +71,7 @@ impl Rng {
 }
 
 /// lowbias32 (Chris Wellons' integer hash): a bijection of `u32` with good avalanche.
+#[inline(always)]
 const fn mix(mut h: u32) -> u32 {
     h ^= h >> 16;
     h = h.wrapping_mul(0x7feb_352d);
@@ -84,6 +85,7 @@ const fn mix(mut h: u32) -> u32 {
 /// random bits that depend only on `(seed, index)`, from integer operations that the
 /// GPU kernels (`shaders/counter_hash.wgsl`) repeat exactly. The seed's halves make two
 /// keys; three rounds of mixing fold the index in.
+#[inline(always)]
 pub const fn uniform_hash(seed: u64, index: u64) -> u32 {
     let (i0, i1) = (index as u32, (index >> 32) as u32);
     let [k0, k1] = stream_keys(seed);
@@ -94,6 +96,7 @@ pub const fn uniform_hash(seed: u64, index: u64) -> u32 {
 
 /// The two keys [`uniform_hash`] derives from the seed's halves (kernels that
 /// hash many elements take them precomputed).
+#[inline(always)]
 pub(crate) const fn stream_keys(seed: u64) -> [u32; 2] {
     let k0 = mix(seed as u32 ^ 0x9e37_79b9);
     [k0, mix((seed >> 32) as u32 ^ k0 ^ 0x7f4a_7c15)]
@@ -101,6 +104,7 @@ pub(crate) const fn stream_keys(seed: u64) -> [u32; 2] {
 
 /// Element `index` of the stream `seed` of [`Backend::uniform`](crate::Backend::uniform):
 /// the top 24 bits of [`uniform_hash`] scaled into `[0, 1)`, exact in `f32`.
+#[inline(always)]
 pub fn uniform_at(seed: u64, index: u64) -> f32 {
     (uniform_hash(seed, index) >> 8) as f32 * (1.0 / (1u32 << 24) as f32)
 }

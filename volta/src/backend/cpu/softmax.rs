@@ -2,6 +2,7 @@
 //! (outer, n, inner): each row is read three times (max, sum, write), as the GPU
 //! kernel does.
 use super::PARALLEL_THRESHOLD;
+use super::cache;
 use super::copy::strided_to_vec;
 use super::rows::contiguous_slice;
 use super::simd::vectorized;
@@ -11,7 +12,7 @@ use rayon::prelude::*;
 
 pub(crate) fn softmax<E: Float>(data: &[E], layout: &Layout, axis: usize, log: bool) -> Vec<E> {
     let mut out = match contiguous_slice(data, layout) {
-        Some(s) => s.to_vec(),
+        Some(s) => cache::copied(s),
         None => strided_to_vec(data, layout),
     };
     let dims = &layout.dims;
