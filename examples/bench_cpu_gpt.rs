@@ -12,7 +12,7 @@ use std::time::Instant;
 use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
 use volta_examples::cli::positive;
-use volta_examples::gpt::{CharGpt, Ids};
+use volta_examples::gpt::{CharGpt, Ids, benchmark_batch};
 
 /// Times nanoGPT's shakespeare-char training step on the CPU.
 #[derive(Debug, Parser)]
@@ -32,12 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = Rng::seed(0);
     let mut model = CharGpt::<Cpu>::new(&mut rng);
     let mut opt = Adam::<Cpu>::adamw(6e-4, 0.1);
-    // The peer's tokens: i * 7919 mod 256 over rows of t + 1.
-    let data: Vec<u32> = (0..batch * (t + 1))
-        .map(|i| (i * 7919 % 256) as u32)
-        .collect();
-    let x: Vec<u32> = data.chunks(t + 1).flat_map(|c| c[..t].to_vec()).collect();
-    let y: Vec<u32> = data.chunks(t + 1).flat_map(|c| c[1..].to_vec()).collect();
+    let (x, y) = benchmark_batch(batch, t);
     let x = Ids::<Cpu>::from_vec_shaped(x, (batch, t))?;
     let y = Tensor::<(usize,), Cpu, u32>::from_vec_shaped(y, (batch * t,))?;
     let mut step = || -> Result<f32, ShapeError> {

@@ -18,7 +18,7 @@ use volta::backend::gpu::MatmulPrecision;
 use volta::kernel::BinaryOp;
 use volta::nn::loss::cross_entropy;
 use volta::prelude::*;
-use volta_examples::gpt::{CharGpt, Ids};
+use volta_examples::gpt::{CharGpt, Ids, benchmark_batch};
 
 /// The transformer benchmark (fused attention, its memory, the GPT training step).
 #[derive(Debug, Parser)]
@@ -272,11 +272,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let mut opt = Adam::<Gpu>::adamw(6e-4, 0.1);
         let t = 256;
-        let data: Vec<u32> = (0..batch * (t + 1))
-            .map(|i| (i * 7919 % 256) as u32)
-            .collect();
-        let x: Vec<u32> = data.chunks(t + 1).flat_map(|c| c[..t].to_vec()).collect();
-        let y: Vec<u32> = data.chunks(t + 1).flat_map(|c| c[1..].to_vec()).collect();
+        let (x, y) = benchmark_batch(batch, t);
         let x = Ids::<Gpu>::from_vec_shaped(x, (batch, t))?;
         let y = Tensor::<(usize,), Gpu, u32>::from_vec_shaped(y, (batch * t,))?;
         let mut step = || {

@@ -30,3 +30,15 @@ model! {
 
 /// Token ids: a batch of sequences.
 pub type Ids<D> = Tensor<(usize, usize), D, u32>;
+
+/// The benchmarks' batch of `batch` sequences of `t` byte tokens (`i·7919 mod 256`
+/// over rows of `t + 1`, as the PyTorch peers make it): the inputs, and the next
+/// token of each as its target.
+pub fn benchmark_batch(batch: usize, t: usize) -> (Vec<u32>, Vec<u32>) {
+    let data: Vec<u32> = (0..batch * (t + 1))
+        .map(|i| (i * 7919 % 256) as u32)
+        .collect();
+    let inputs = data.chunks(t + 1).flat_map(|c| c[..t].to_vec()).collect();
+    let targets = data.chunks(t + 1).flat_map(|c| c[1..].to_vec()).collect();
+    (inputs, targets)
+}
