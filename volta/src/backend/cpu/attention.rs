@@ -7,7 +7,6 @@
 //! tasks write the same row. Dropout on the weights follows the spec's
 //! [`keep`](AttentionSpec::keep) rule in both passes.
 use super::PARALLEL_THRESHOLD;
-use super::cache;
 use super::copy::strided_to_vec;
 use super::simd::{sum, vectorized};
 use crate::backend::{AttentionDims, AttentionSpec, packed_like};
@@ -155,8 +154,8 @@ pub(crate) fn attention<E: Float>(
     let q_layout = *q.1;
     let (q, k, v) = (widen(q), widen(k), widen(v));
     let scale = E::Acc::from_f64(spec.scale);
-    let mut out = cache::filled(n.batch * n.heads * t * d, E::Acc::ZERO);
-    let mut lse = cache::filled(n.batch * n.heads * t, E::Acc::ZERO);
+    let mut out = vec![E::Acc::ZERO; n.batch * n.heads * t * d];
+    let mut lse = vec![E::Acc::ZERO; n.batch * n.heads * t];
     if out.is_empty() {
         return (laid_out::<E>(out, &q_layout), narrow::<E>(lse));
     }
@@ -278,8 +277,8 @@ pub(crate) fn attention_backward<E: Float>(
     let (q, k, v, g) = (widen(q), widen(k), widen(v), widen(dout));
     let (lse, delta) = (widen(lse), widen(delta));
     let scale = E::Acc::from_f64(spec.scale);
-    let mut dq = cache::filled(n.batch * n.heads * t * d, E::Acc::ZERO);
-    let mut dk = cache::filled(n.batch * n.kv_heads * s * d, E::Acc::ZERO);
+    let mut dq = vec![E::Acc::ZERO; n.batch * n.heads * t * d];
+    let mut dk = vec![E::Acc::ZERO; n.batch * n.kv_heads * s * d];
     let mut dv = dk.clone();
     if dq.is_empty() || dk.is_empty() {
         return (narrow::<E>(dq), narrow::<E>(dk), narrow::<E>(dv));

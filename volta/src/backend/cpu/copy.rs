@@ -1,15 +1,14 @@
 //! Copies between strided views: reading back, making contiguous, pad, concat.
-use super::cache;
 use super::rows::{Rows, contiguous_slice};
 use crate::layout::Layout;
 
 /// The elements of a view, row-major.
-pub(crate) fn strided_to_vec<E: Copy + Send + 'static>(data: &[E], layout: &Layout) -> Vec<E> {
+pub(crate) fn strided_to_vec<E: Copy>(data: &[E], layout: &Layout) -> Vec<E> {
     if let Some(s) = contiguous_slice(data, layout) {
-        return cache::copied(s);
+        return s.to_vec();
     }
     let rows = Rows::of(layout);
-    let mut out = cache::with_capacity(layout.numel());
+    let mut out = Vec::with_capacity(layout.numel());
     for &start in &rows.starts {
         out.extend((0..rows.len).map(|j| data[start + j * rows.stride]));
     }
@@ -26,7 +25,7 @@ fn copy_into<E: Copy>(src: &[E], src_layout: &Layout, dst: &mut [E], dst_region:
     }
 }
 
-pub(crate) fn pad<E: Copy + Send + 'static>(
+pub(crate) fn pad<E: Copy>(
     data: &[E],
     layout: &Layout,
     pads: &[(usize, usize)],
@@ -39,7 +38,7 @@ pub(crate) fn pad<E: Copy + Send + 'static>(
         .map(|(d, (b, a))| d + b + a)
         .collect();
     let out_layout = Layout::contiguous(&dims);
-    let mut out = cache::filled(out_layout.numel(), value);
+    let mut out = vec![value; out_layout.numel()];
     let offset = pads
         .iter()
         .zip(out_layout.strides.iter())
@@ -54,14 +53,11 @@ pub(crate) fn pad<E: Copy + Send + 'static>(
     out
 }
 
-pub(crate) fn cat<E: Copy + Default + Send + 'static>(
-    parts: &[(&[E], &Layout)],
-    axis: usize,
-) -> Vec<E> {
+pub(crate) fn cat<E: Copy + Default>(parts: &[(&[E], &Layout)], axis: usize) -> Vec<E> {
     let mut dims = parts[0].1.dims;
     dims[axis] = parts.iter().map(|(_, l)| l.dims[axis]).sum();
     let out_layout = Layout::contiguous(&dims);
-    let mut out = cache::filled(out_layout.numel(), E::default());
+    let mut out = vec![E::default(); out_layout.numel()];
     let mut start = 0;
     for (data, layout) in parts {
         let region = Layout {

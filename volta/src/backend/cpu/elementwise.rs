@@ -1,7 +1,6 @@
 //! Elementwise kernels. Each op is dispatched once, outside the loop, so every loop
 //! body is a monomorphised, vectorisable closure.
 use super::PARALLEL_THRESHOLD;
-use super::cache;
 use super::rows::{Rows, contiguous_slice};
 use super::simd::vectorized;
 use crate::dtype::Float;
@@ -14,7 +13,7 @@ const CHUNK: usize = 1 << 13;
 /// Applies `f` to every element of a view.
 fn map<E: Float>(data: &[E], layout: &Layout, f: impl Fn(E) -> E + Sync) -> Vec<E> {
     if let Some(src) = contiguous_slice(data, layout) {
-        let mut out = cache::filled(src.len(), E::ZERO);
+        let mut out = vec![E::ZERO; src.len()];
         let body = |(o, s): (&mut [E], &[E])| {
             vectorized(
                 #[inline(always)]
@@ -35,7 +34,7 @@ fn map<E: Float>(data: &[E], layout: &Layout, f: impl Fn(E) -> E + Sync) -> Vec<
         return out;
     }
     let rows = Rows::of(layout);
-    let mut out = cache::with_capacity(layout.numel());
+    let mut out = Vec::with_capacity(layout.numel());
     for &start in &rows.starts {
         out.extend((0..rows.len).map(|j| f(data[start + j * rows.stride])));
     }
@@ -45,7 +44,7 @@ fn map<E: Float>(data: &[E], layout: &Layout, f: impl Fn(E) -> E + Sync) -> Vec<
 /// Applies `f` to every pair of elements of two views with equal dims.
 fn zip<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout), f: impl Fn(E, E) -> E + Sync) -> Vec<E> {
     let n = a.1.numel();
-    let mut out = cache::filled(n, E::ZERO);
+    let mut out = vec![E::ZERO; n];
     if let (Some(x), Some(y)) = (contiguous_slice(a.0, a.1), contiguous_slice(b.0, b.1)) {
         let body = |(o, (x, y)): (&mut [E], (&[E], &[E]))| {
             vectorized(
@@ -164,7 +163,7 @@ pub(crate) fn select<E: Float>(
     b: (&[E], &Layout),
 ) -> Vec<E> {
     let [rc, ra, rb] = Rows::of_all([cond.1, a.1, b.1]);
-    let mut out = cache::with_capacity(a.1.numel());
+    let mut out = Vec::with_capacity(a.1.numel());
     for ((&sc, &sa), &sb) in rc.starts.iter().zip(&ra.starts).zip(&rb.starts) {
         out.extend((0..ra.len).map(|j| {
             if cond.0[sc + j * rc.stride] != E::ZERO {

@@ -345,7 +345,7 @@ pub(crate) fn attend(
     qkv: (&[f32], &Layout),
     rope: (&[f32], &Layout),
     rows: &Rows,
-    cache: &mut Arc<super::CpuBuffer<f32>>,
+    cache: &mut Arc<Vec<f32>>,
     s: &AttnShape,
 ) -> Vec<f32> {
     kv_write(qkv, rope, rows, &mut Arc::make_mut(cache)[..], s);

@@ -1,6 +1,5 @@
 //! Batched matrix product through the `gemm` crate (AVX2/AVX-512/NEON kernels,
 //! rayon-parallel), reading strided operands without copies.
-use super::cache;
 use super::copy::strided_to_vec;
 use crate::dtype::Float;
 use crate::layout::Layout;
@@ -34,7 +33,7 @@ pub(crate) fn matmul<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout)) -> Vec<E>
     }
     let (la, lb) = (a.1, b.1);
     let (batch, m, k, n) = (la.dims[0], la.dims[1], la.dims[2], lb.dims[2]);
-    let mut out = cache::filled(batch * m * n, E::ZERO);
+    let mut out = vec![E::ZERO; batch * m * n];
     if m * n == 0 {
         return out;
     }

@@ -1,8 +1,7 @@
-//! The CPU device: buffers are `Arc<CpuBuffer<E>>` (a `Vec` whose memory is reused), kernels are strided loops (rayon
+//! The CPU device: buffers are `Arc<Vec<E>>`, kernels are strided loops (rayon
 //! above a size threshold) and a tuned GEMM.
 
 mod attention;
-mod cache;
 mod copy;
 mod elementwise;
 mod index;
@@ -28,7 +27,6 @@ use super::{
 };
 use crate::dtype::{Element, Float};
 use crate::layout::Layout;
-pub use cache::CpuBuffer;
 pub use quantized::CpuQuantized;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -41,43 +39,24 @@ pub struct Cpu;
 /// Work below this many elements runs on one thread (threads cost ~µs to wake).
 pub(crate) const PARALLEL_THRESHOLD: usize = 1 << 15;
 
-/// A CPU buffer holding `data`.
-fn buffer<E: Element>(data: Vec<E>) -> Arc<CpuBuffer<E>> {
-    Arc::new(CpuBuffer::from(data))
-}
-
-impl Cpu {
-    /// Frees the large buffers that dropped tensors left for reuse (the CPU keeps
-    /// up to 1 GiB of them, so that a training step's allocations find memory
-    /// already mapped), as [`Gpu::empty_cache`](crate::Gpu::empty_cache) does on the GPU.
-    pub fn empty_cache() {
-        cache::empty();
-    }
-
-    /// The bytes of the buffers held for reuse (see [`Cpu::empty_cache`]).
-    pub fn cached_bytes() -> usize {
-        cache::cached_bytes()
-    }
-}
-
 impl Device for Cpu {
     const NAME: &'static str = "Cpu";
 }
 
 impl<E: Element> Memory<E> for Cpu {
-    type Buffer = Arc<CpuBuffer<E>>;
+    type Buffer = Arc<Vec<E>>;
     fn from_vec(data: Vec<E>) -> Self::Buffer {
-        buffer(data)
+        Arc::new(data)
     }
     fn full(len: usize, value: E) -> Self::Buffer {
-        buffer(cache::filled(len, value))
+        Arc::new(vec![value; len])
     }
     type Error = std::convert::Infallible;
     fn try_to_vec(buf: &Self::Buffer, layout: &Layout) -> Result<Vec<E>, Self::Error> {
         Ok(copy::strided_to_vec(buf, layout))
     }
     fn contiguous(buf: &Self::Buffer, layout: &Layout) -> Self::Buffer {
-        buffer(copy::strided_to_vec(buf, layout))
+        Arc::new(copy::strided_to_vec(buf, layout))
     }
     fn same_memory(a: &Self::Buffer, b: &Self::Buffer) -> bool {
         Arc::ptr_eq(a, b)
@@ -86,29 +65,29 @@ impl<E: Element> Memory<E> for Cpu {
 
 impl<E: Float> Backend<E> for Cpu {
     fn unary(op: UnaryOp, x: View<Self, E>) -> Buf<Self, E> {
-        buffer(elementwise::unary(op, x.0, x.1))
+        Arc::new(elementwise::unary(op, x.0, x.1))
     }
     fn binary(op: BinaryOp, a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E> {
-        buffer(elementwise::binary(op, (a.0, a.1), (b.0, b.1)))
+        Arc::new(elementwise::binary(op, (a.0, a.1), (b.0, b.1)))
     }
     fn binary_scalar(op: BinaryOp, x: View<Self, E>, scalar: E) -> Buf<Self, E> {
-        buffer(elementwise::binary_scalar(op, x.0, x.1, scalar))
+        Arc::new(elementwise::binary_scalar(op, x.0, x.1, scalar))
     }
     fn reduce(op: ReduceOp, x: View<Self, E>, axis: usize) -> Buf<Self, E> {
-        buffer(reduce::reduce(op, x.0, x.1, axis))
+        Arc::new(reduce::reduce(op, x.0, x.1, axis))
     }
     fn softmax(x: View<Self, E>, axis: usize, log: bool) -> Buf<Self, E> {
-        buffer(softmax::softmax(x.0, x.1, axis, log))
+        Arc::new(softmax::softmax(x.0, x.1, axis, log))
     }
     fn matmul(a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E> {
-        buffer(matmul::matmul((a.0, a.1), (b.0, b.1)))
+        Arc::new(matmul::matmul((a.0, a.1), (b.0, b.1)))
     }
     fn pad(x: View<Self, E>, pads: &[(usize, usize)], value: E) -> Buf<Self, E> {
-        buffer(copy::pad(x.0, x.1, pads, value))
+        Arc::new(copy::pad(x.0, x.1, pads, value))
     }
     fn cat(parts: &[View<Self, E>], axis: usize) -> Buf<Self, E> {
         let parts: Vec<(&[E], &Layout)> = parts.iter().map(|(b, l)| (b.as_slice(), *l)).collect();
-        buffer(copy::cat(&parts, axis))
+        Arc::new(copy::cat(&parts, axis))
     }
     fn write_into(buf: &mut Buf<Self, E>, dst: &Layout, src: View<Self, E>) {
         let values = copy::strided_to_vec(src.0, src.1);
@@ -118,14 +97,14 @@ impl<E: Float> Backend<E> for Cpu {
         }
     }
     fn select(cond: View<Self, E>, a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E> {
-        buffer(elementwise::select(
+        Arc::new(elementwise::select(
             (cond.0, cond.1),
             (a.0, a.1),
             (b.0, b.1),
         ))
     }
     fn gather(x: View<Self, E>, axis: usize, idx: View<Self, u32>) -> Buf<Self, E> {
-        buffer(index::gather(x.0, x.1, axis, idx.0, idx.1))
+        Arc::new(index::gather(x.0, x.1, axis, idx.0, idx.1))
     }
     fn scatter_add(
         dims: &[usize],
@@ -133,16 +112,16 @@ impl<E: Float> Backend<E> for Cpu {
         idx: View<Self, u32>,
         src: View<Self, E>,
     ) -> Buf<Self, E> {
-        buffer(index::scatter_add(dims, axis, idx.0, idx.1, src.0, src.1))
+        Arc::new(index::scatter_add(dims, axis, idx.0, idx.1, src.0, src.1))
     }
     fn unfold2d(x: View<Self, E>, win: &Window2d, pad_value: E) -> Buf<Self, E> {
-        buffer(window::unfold2d(x.0, x.1, win, pad_value))
+        Arc::new(window::unfold2d(x.0, x.1, win, pad_value))
     }
     fn fold2d(cols: View<Self, E>, win: &Window2d, input_hw: [usize; 2]) -> Buf<Self, E> {
-        buffer(window::fold2d(cols.0, cols.1, win, input_hw))
+        Arc::new(window::fold2d(cols.0, cols.1, win, input_hw))
     }
     fn normalize(x: View<Self, E>, axis: usize, center: bool, eps: E) -> Buf<Self, E> {
-        buffer(normalize::normalize(x.0, x.1, axis, center, eps))
+        Arc::new(normalize::normalize(x.0, x.1, axis, center, eps))
     }
     fn normalize_grad(
         x: View<Self, E>,
@@ -151,7 +130,7 @@ impl<E: Float> Backend<E> for Cpu {
         center: bool,
         eps: E,
     ) -> Buf<Self, E> {
-        buffer(normalize::normalize_grad(
+        Arc::new(normalize::normalize_grad(
             (x.0, x.1),
             (g.0, g.1),
             axis,
@@ -162,7 +141,7 @@ impl<E: Float> Backend<E> for Cpu {
     fn uniform(len: usize, seed: u64) -> Buf<Self, E> {
         // Chunks of 8192 draws, each in the CPU's widest vectors (the hash inlined).
         const CHUNK: usize = 1 << 13;
-        let mut out = cache::filled(len, E::ZERO);
+        let mut out = vec![E::ZERO; len];
         let fill = |(c, chunk): (usize, &mut [E])| {
             simd::vectorized(
                 #[inline(always)]
@@ -179,7 +158,7 @@ impl<E: Float> Backend<E> for Cpu {
         } else {
             out.chunks_mut(CHUNK).enumerate().for_each(fill);
         }
-        buffer(out)
+        Arc::new(out)
     }
     fn attention(
         q: View<Self, E>,
@@ -188,7 +167,7 @@ impl<E: Float> Backend<E> for Cpu {
         spec: &AttentionSpec,
     ) -> (Buf<Self, E>, Buf<Self, E>) {
         let (out, lse) = attention::attention((q.0, q.1), (k.0, k.1), (v.0, v.1), spec);
-        (buffer(out), buffer(lse))
+        (Arc::new(out), Arc::new(lse))
     }
     fn attention_backward(
         q: View<Self, E>,
@@ -210,9 +189,9 @@ impl<E: Float> Backend<E> for Cpu {
         );
         let packed = |l: &Layout| crate::backend::packed_like(l);
         [
-            (buffer(dq), packed(q.1)),
-            (buffer(dk), packed(k.1)),
-            (buffer(dv), packed(v.1)),
+            (Arc::new(dq), packed(q.1)),
+            (Arc::new(dk), packed(k.1)),
+            (Arc::new(dv), packed(v.1)),
         ]
     }
     fn adam_step(
@@ -224,7 +203,7 @@ impl<E: Float> Backend<E> for Cpu {
         let moments = moments.map(|(m, v)| ((&m.0[..], m.1), (&v.0[..], v.1)));
         let k = hyper.constants::<E::Acc>();
         let (p, m, v) = optim::adam_step((p.0, p.1), (g.0, g.1), moments, &k);
-        (buffer(p), buffer(m), buffer(v))
+        (Arc::new(p), Arc::new(m), Arc::new(v))
     }
     fn sgd_step(
         p: View<Self, E>,
@@ -234,7 +213,7 @@ impl<E: Float> Backend<E> for Cpu {
     ) -> (Buf<Self, E>, Option<Buf<Self, E>>) {
         let buf = momentum_buffer.map(|b| (&b.0[..], b.1));
         let (p, b) = optim::sgd_step((p.0, p.1), (g.0, g.1), buf, &hyper.constants::<E::Acc>());
-        (buffer(p), b.map(buffer))
+        (Arc::new(p), b.map(Arc::new))
     }
 }
 
@@ -249,7 +228,7 @@ impl<A: Float, B: Float> super::Cast<A, B> for Cpu {
                 .map(convert)
                 .collect(),
         };
-        buffer(data)
+        Arc::new(data)
     }
 }
 
@@ -262,7 +241,7 @@ impl KernelBackend for Cpu {
     ) -> Buf<Self, f32> {
         let views: Vec<(&[f32], &Layout)> =
             tensors.iter().map(|(b, l)| (b.as_slice(), *l)).collect();
-        buffer(kernel::call_kernel(def, partial, &views, scalars))
+        Arc::new(kernel::call_kernel(def, partial, &views, scalars))
     }
 }
 
@@ -276,12 +255,12 @@ impl InferenceBackend for Cpu {
         shape: &QShape,
         ids: View<Self, u32>,
     ) -> Buf<Self, f32> {
-        buffer(infer::dequantize_rows(w, shape, (ids.0, ids.1)))
+        Arc::new(infer::dequantize_rows(w, shape, (ids.0, ids.1)))
     }
     fn dequantize(w: &Self::Quantized, shape: &QShape) -> Buf<Self, f32> {
         let ids: Vec<u32> = (0..shape.rows as u32).collect();
         let layout = Layout::contiguous(&[shape.rows]);
-        buffer(infer::dequantize_rows(w, shape, (&ids, &layout)))
+        Arc::new(infer::dequantize_rows(w, shape, (&ids, &layout)))
     }
     fn qmatmul(
         x: View<Self, f32>,
@@ -291,7 +270,7 @@ impl InferenceBackend for Cpu {
     ) -> Buf<Self, f32> {
         let norm = fusion.norm.map(|(v, eps)| ((&v.0[..], v.1), eps));
         let add = fusion.add.map(|v| (&v.0[..], v.1));
-        buffer(infer::qmatmul(
+        Arc::new(infer::qmatmul(
             (x.0, x.1),
             w,
             shape,
@@ -311,7 +290,7 @@ impl InferenceBackend for Cpu {
     ) -> Buf<Self, f32> {
         let rows = infer::Rows::of((&pos.0[..], pos.1), qkv.1.dims[0]);
         let (qkv, rope) = ((&qkv.0[..], qkv.1), (&rope.0[..], rope.1));
-        buffer(infer::attend(qkv, rope, &rows, cache, shape))
+        Arc::new(infer::attend(qkv, rope, &rows, cache, shape))
     }
 }
 

@@ -3,7 +3,6 @@
 //! mean squared deviation), as the GPU kernel computes them, then a pass writing;
 //! and its gradient, with the statistics recomputed the same way.
 use super::PARALLEL_THRESHOLD;
-use super::cache;
 use super::copy::strided_to_vec;
 use crate::dtype::{Float, ScalarMath};
 use crate::layout::Layout;
@@ -75,7 +74,7 @@ pub(crate) fn normalize_grad<E: Float>(
     let dims = &x_layout.dims;
     let n = dims[axis];
     let inner: usize = dims[axis + 1..].iter().product();
-    let mut out = cache::filled(x.len(), E::ZERO);
+    let mut out = vec![E::ZERO; x.len()];
     if n == 0 || inner == 0 || out.is_empty() {
         return out;
     }

@@ -2,7 +2,6 @@
 //! above the size threshold; each element depends only on its own inputs, so the
 //! result does not depend on the split).
 use super::PARALLEL_THRESHOLD;
-use super::cache;
 use super::copy::strided_to_vec;
 use super::rows::contiguous_slice;
 use crate::backend::optim::{AdamConstants, SgdConstants};
@@ -30,8 +29,7 @@ fn chunks3<E: Float>(
     n: usize,
     f: impl Fn(usize, &mut [E], &mut [E], &mut [E]) + Sync,
 ) -> (Vec<E>, Vec<E>, Vec<E>) {
-    let zeros = || cache::filled(n, E::ZERO);
-    let (mut a, mut b, mut c) = (zeros(), zeros(), zeros());
+    let (mut a, mut b, mut c) = (vec![E::ZERO; n], vec![E::ZERO; n], vec![E::ZERO; n]);
     if n >= PARALLEL_THRESHOLD {
         a.par_chunks_mut(CHUNK)
             .zip(b.par_chunks_mut(CHUNK))
@@ -77,9 +75,9 @@ pub(crate) fn sgd_step<E: Float>(
     let (p, g) = (elements(p.0, p.1), elements(g.0, g.1));
     let buf = buf.map(|b| elements(b.0, b.1));
     let momentum = k.momentum.is_some();
-    let mut po = cache::filled(n, E::ZERO);
+    let mut po = vec![E::ZERO; n];
     let mut bo = if momentum {
-        cache::filled(n, E::ZERO)
+        vec![E::ZERO; n]
     } else {
         Vec::new()
     };

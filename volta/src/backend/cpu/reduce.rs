@@ -1,6 +1,5 @@
 //! Reduction along one axis, viewing the (contiguous) input as (outer, n, inner).
 use super::PARALLEL_THRESHOLD;
-use super::cache;
 use super::copy::strided_to_vec;
 use super::rows::contiguous_slice;
 use crate::dtype::Float;
@@ -43,9 +42,9 @@ pub(crate) fn reduce<E: Float>(op: ReduceOp, data: &[E], layout: &Layout, axis: 
         };
     }
     if n == 0 {
-        return cache::filled(outer * inner, E::from_acc(id));
+        return vec![E::from_acc(id); outer * inner];
     }
-    let mut acc = cache::filled(outer * inner, id);
+    let mut acc = vec![id; outer * inner];
     let block = |(o, src): (&mut [E::Acc], &[E])| {
         for r in src.chunks(inner) {
             o.iter_mut()

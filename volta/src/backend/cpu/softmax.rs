@@ -2,7 +2,6 @@
 //! (outer, n, inner): each row is read three times (max, sum, write), as the GPU
 //! kernel does.
 use super::PARALLEL_THRESHOLD;
-use super::cache;
 use super::copy::strided_to_vec;
 use super::rows::contiguous_slice;
 use super::simd::vectorized;
@@ -12,7 +11,7 @@ use rayon::prelude::*;
 
 pub(crate) fn softmax<E: Float>(data: &[E], layout: &Layout, axis: usize, log: bool) -> Vec<E> {
     let mut out = match contiguous_slice(data, layout) {
-        Some(s) => cache::copied(s),
+        Some(s) => s.to_vec(),
         None => strided_to_vec(data, layout),
     };
     let dims = &layout.dims;
