@@ -60,8 +60,8 @@ impl AttentionSpec {
 
     /// [`keep`](Self::keep) of each key in `keys` for score row `row`, written
     /// in order to `factors` (one per key): a CPU kernel's inner loop. Each key
-    /// draws its pair's number again, which costs less than a branch per pair
-    /// once the loop runs in vector lanes.
+    /// draws its pair's number again, so that the loop has no branch and runs in
+    /// vector lanes.
     #[inline(always)]
     pub(crate) fn keep_factors<T: Float>(&self, row: usize, keys: Range<usize>, factors: &mut [T]) {
         let (threshold, scale) = (self.drop_threshold(), self.keep_scale());
