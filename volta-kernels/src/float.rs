@@ -189,7 +189,7 @@ fn exp_f32(x: f32) -> f32 {
 }
 
 /// `f16` through `f32`: each function converts its operands to `f32`, computes there
-/// (with `f32`'s erf fit) and rounds the result once, as a GPU kernel that loads `f16`
+/// (with `f32`'s `exp` and erf fit) and rounds the result once, as a GPU kernel that loads `f16`
 /// and computes in `f32` does. `half`'s operators (`+`, `*`, …) do the same.
 impl Float for half::f16 {
     const ZERO: Self = half::f16::ZERO;
@@ -203,7 +203,7 @@ impl Float for half::f16 {
         half::f16::to_f64(self)
     }
     fn exp(self) -> Self {
-        via_f32(self, f32::exp)
+        via_f32(self, <f32 as Float>::exp)
     }
     fn ln(self) -> Self {
         via_f32(self, f32::ln)
