@@ -9,6 +9,7 @@
 use super::PARALLEL_THRESHOLD;
 use super::copy::strided_to_vec;
 use super::simd::{sum, vectorized};
+use super::zeros_to_add_into;
 use crate::backend::{AttentionDims, AttentionSpec, packed_like};
 use crate::dtype::{Float, ScalarMath};
 use crate::layout::Layout;
@@ -154,7 +155,7 @@ pub(crate) fn attention<E: Float>(
     let q_layout = *q.1;
     let (q, k, v) = (widen(q), widen(k), widen(v));
     let scale = E::Acc::from_f64(spec.scale);
-    let mut out = vec![E::Acc::ZERO; n.batch * n.heads * t * d];
+    let mut out = zeros_to_add_into::<E::Acc>(n.batch * n.heads * t * d);
     let mut lse = vec![E::Acc::ZERO; n.batch * n.heads * t];
     if out.is_empty() {
         return (laid_out::<E>(out, &q_layout), narrow::<E>(lse));
@@ -277,8 +278,8 @@ pub(crate) fn attention_backward<E: Float>(
     let (q, k, v, g) = (widen(q), widen(k), widen(v), widen(dout));
     let (lse, delta) = (widen(lse), widen(delta));
     let scale = E::Acc::from_f64(spec.scale);
-    let mut dq = vec![E::Acc::ZERO; n.batch * n.heads * t * d];
-    let mut dk = vec![E::Acc::ZERO; n.batch * n.kv_heads * s * d];
+    let mut dq = zeros_to_add_into::<E::Acc>(n.batch * n.heads * t * d);
+    let mut dk = zeros_to_add_into::<E::Acc>(n.batch * n.kv_heads * s * d);
     let mut dv = dk.clone();
     if dq.is_empty() || dk.is_empty() {
         return (narrow::<E>(dq), narrow::<E>(dk), narrow::<E>(dv));

@@ -1,5 +1,5 @@
 //! Gather along an axis and its adjoint, scatter-add.
-use crate::dtype::{Float, ScalarMath};
+use crate::dtype::Float;
 use crate::layout::Layout;
 
 /// Offsets into `x` of every output position, leaving out the axis being indexed.
@@ -45,7 +45,7 @@ pub(crate) fn scatter_add<E: Float>(
 ) -> Vec<E> {
     let out_layout = Layout::contiguous(dims);
     // Sums in `E::Acc` (`f32` for `f16`), rounded once.
-    let mut out = vec![E::Acc::ZERO; out_layout.numel()];
+    let mut out = super::zeros_to_add_into::<E::Acc>(out_layout.numel());
     let base = base_layout(&li.dims, &out_layout, axis);
     let (n, step) = (dims[axis], out_layout.strides[axis]);
     for ((b, io), so) in base.offsets().zip(li.offsets()).zip(ls.offsets()) {

@@ -39,6 +39,16 @@ pub struct Cpu;
 /// Work below this many elements runs on one thread (threads cost ~µs to wake).
 pub(crate) const PARALLEL_THRESHOLD: usize = 1 << 15;
 
+/// `len` zeros to add into, written now. `vec![0.0; len]` leaves a large
+/// buffer's pages unmapped (calloc); the first `+=` then reads the kernel's
+/// shared zero page and its write copies it, a second fault that flushes the
+/// page from every thread's TLB. Writing the zeros first faults each page once.
+pub(crate) fn zeros_to_add_into<A: Copy + Default>(len: usize) -> Vec<A> {
+    let mut out = Vec::with_capacity(len);
+    out.resize(len, A::default());
+    out
+}
+
 impl Device for Cpu {
     const NAME: &'static str = "Cpu";
 }

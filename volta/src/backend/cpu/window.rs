@@ -1,7 +1,7 @@
 //! Sliding windows over the last two axes of (N, C, H, W) tensors: im2col
 //! (`unfold2d`) and its adjoint col2im (`fold2d`).
 use super::PARALLEL_THRESHOLD;
-use crate::dtype::{Float, ScalarMath};
+use crate::dtype::Float;
 use crate::layout::Layout;
 use rayon::prelude::*;
 use volta_kernels::Window2d;
@@ -67,7 +67,7 @@ pub(crate) fn fold2d<E: Float>(
     ];
     let s = &l.strides;
     // Sums in `E::Acc` (`f32` for `f16`), rounded once.
-    let mut out = vec![E::Acc::ZERO; n * c * h * w];
+    let mut out = super::zeros_to_add_into::<E::Acc>(n * c * h * w);
     if out.is_empty() {
         return Vec::new();
     }
