@@ -72,6 +72,11 @@ struct Args {
     /// dropout mask costs the attention kernels.
     #[arg(long)]
     attention_dropout: Option<f64>,
+    /// Left padding in the attention rows: every other batch element's keys
+    /// start at this key (`AttentionSpec::keys`), as in a padded batch of
+    /// prompts; none by default.
+    #[arg(long)]
+    padding: Option<usize>,
 }
 
 /// `BxT` as `(B, T)`.
@@ -123,11 +128,16 @@ fn attention_step(
     k: &RawTensor<Gpu, f32>,
     v: &RawTensor<Gpu, f32>,
     w: &RawTensor<Gpu, f32>,
-    dropout: f64,
+    (dropout, keys): (f64, Option<&[std::ops::Range<usize>]>),
 ) {
-    let out = q
-        .attention_with_dropout(k, v, Some(0), dropout, 11)
-        .binary(BinaryOp::Mul, w);
+    let d = q.dims()[3];
+    let spec = volta::backend::AttentionSpec {
+        dropout,
+        seed: 11,
+        keys: keys.map(Into::into),
+        ..volta::backend::AttentionSpec::new(1.0 / (d as f64).sqrt(), Some(0))
+    };
+    let out = q.attention_with(k, v, spec).binary(BinaryOp::Mul, w);
     let out = Tensor::<(usize, usize, usize, usize), Gpu>::try_from_raw(out).expect("rank 4");
     let grads = out.sum_all().backward();
     drop(grads);
@@ -167,19 +177,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (false, false, None) => &[(8, 1024), (2, 4096)],
     };
     let dropout = args.attention_dropout.unwrap_or(0.0);
-    let tag = if dropout > 0.0 {
+    let mut tag = if dropout > 0.0 {
         format!("_dropout{dropout}")
     } else {
         String::new()
     };
+    if let Some(first) = args.padding {
+        tag += &format!("_padded{first}");
+    }
     for &(b, t) in lengths {
+        let keys: Option<Vec<_>> = args.padding.map(|first| {
+            (0..b)
+                .map(|i| if i % 2 == 1 { first.min(t)..t } else { 0..t })
+                .collect()
+        });
+        let step = (dropout, keys.as_deref());
         let (q, k, v) = (
             leaf(&[b, h, t, d], 1),
             leaf(&[b, h, t, d], 2),
             leaf(&[b, h, t, d], 3),
         );
         let w = RawTensor::uniform(&[b, h, t, d], 4);
-        let s = time(10, || attention_step(&q, &k, &v, &w, dropout));
+        let s = time(10, || attention_step(&q, &k, &v, &w, step));
         // Causal: half the scores; forward 2 products, backward 5 (FLOPs as
         // FlashAttention-2 counts them: 4·B·H·T²·d forward, 2.5× that backward, halved).
         let flops = 3.5 * 4.0 * (b * h * t * t * d) as f64 / 2.0;
@@ -190,14 +209,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             flops / s / 1e12
         );
         if std::env::var_os("VOLTA_BENCH_KERNELS").is_some()
-            && let Ok(((), profile)) = Gpu::profile(|| attention_step(&q, &k, &v, &w, dropout))
+            && let Ok(((), profile)) = Gpu::profile(|| attention_step(&q, &k, &v, &w, step))
         {
             print_kernels(&profile);
         }
         // The same in half precision: every product on tensor cores where the
         // adapter has them (against SDPA's f16 flash kernel).
         Gpu::set_matmul_precision(MatmulPrecision::Half);
-        let s = time(10, || attention_step(&q, &k, &v, &w, dropout));
+        let s = time(10, || attention_step(&q, &k, &v, &w, step));
         println!(
             "{:40} {:10.3} ms {:8.2} TFLOP/s",
             format!("attention_fwd_bwd_half_B{b}_T{t}{tag}"),
@@ -205,7 +224,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             flops / s / 1e12
         );
         if std::env::var_os("VOLTA_BENCH_KERNELS").is_some()
-            && let Ok(((), profile)) = Gpu::profile(|| attention_step(&q, &k, &v, &w, dropout))
+            && let Ok(((), profile)) = Gpu::profile(|| attention_step(&q, &k, &v, &w, step))
         {
             print_kernels(&profile);
         }
@@ -249,7 +268,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             leaf(&[1, h, t, d], 3),
         );
         let w = RawTensor::uniform(&[1, h, t, d], 4);
-        attention_step(&q, &k, &v, &w, dropout);
+        attention_step(&q, &k, &v, &w, (dropout, None));
         Gpu::sync()?;
         let held = Gpu::memory().reserved_bytes - base;
         println!(

@@ -66,10 +66,11 @@ fn operands<D: volta::backend::Backend<E>, E: volta::dtype::Float>(
 fn rel_error(x: &[f32], reference: &[f32]) -> f32 {
     assert_eq!(x.len(), reference.len());
     let scale = reference.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let err = x
-        .iter()
-        .zip(reference)
-        .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+    let err = x.iter().zip(reference).fold(0f32, |m, (x, y)| {
+        // `max` passes over NaN: a NaN result is an infinite error.
+        let d = (x - y).abs();
+        if d.is_nan() { f32::INFINITY } else { m.max(d) }
+    });
     err / scale
 }
 
@@ -118,8 +119,9 @@ fn tensor_core_products_match_the_cpu_within_f16_error() {
 /// 64-row tiles, keys that start mid-tile, dropout on the weights (the devices
 /// drop the same ones), the backward in one launch (dq added atomically) and in
 /// two, and keys that grow along the sequence (each tile's scores pass the
-/// maximum so far, so the forward rescales its output). Without tensor cores it
-/// is the f32 kernels.
+/// maximum so far, so the forward rescales its output), and padded batches
+/// (rows that see no key give zeros). Without tensor cores it is the f32
+/// kernels.
 #[test]
 fn attention_in_half_precision_matches_the_cpu() {
     use volta::Gradients;
@@ -130,6 +132,7 @@ fn attention_in_half_precision_matches_the_cpu() {
     fn run<D: Backend<f32>>(
         dims: [[usize; 4]; 2],
         causal: Option<usize>,
+        keys: Option<Vec<std::ops::Range<usize>>>,
         p: f64,
         growing: bool,
     ) -> [Vec<f32>; 4] {
@@ -159,7 +162,13 @@ fn attention_in_half_precision_matches_the_cpu() {
             leaf(dims[1], 2, kf),
             leaf(dims[1], 3, None),
         );
-        let out = q.attention_with_dropout(&k, &v, causal, p, 5);
+        let spec = volta::backend::AttentionSpec {
+            dropout: p,
+            seed: 5,
+            keys: keys.map(Into::into),
+            ..volta::backend::AttentionSpec::new(1.0 / (dims[0][3] as f64).sqrt(), causal)
+        };
+        let out = q.attention_with(&k, &v, spec);
         let w = RawTensor::<D, f32>::from_vec(values(out.layout().numel(), 4), out.dims());
         let got = out.to_vec();
         let grads: Gradients<D> = out
@@ -173,26 +182,31 @@ fn attention_in_half_precision_matches_the_cpu() {
     // `f32` atomically, one that adds dq atomically.
     for deterministic in [false, true] {
         Gpu::set_deterministic(deterministic);
+        // Padded batches (each batch element's range of keys): left padding
+        // under a causal mask, whose first rows see no key, and a batch element
+        // that is all padding beside one whose keys start past a tile.
         let cases = [
-            (64, 100, Some(0), false),
-            (32, 70, None, false),
-            (16, 130, Some(5), false),
-            (64, 200, Some(0), true),
+            (64, 100, Some(0), None, false),
+            (32, 70, None, None, false),
+            (16, 130, Some(5), None, false),
+            (64, 200, Some(0), None, true),
+            (64, 150, Some(0), Some(vec![0..150, 70..150]), false),
+            (32, 140, None, Some(vec![0..0, 66..131]), false),
         ];
-        for (d, t, causal, growing) in cases {
+        for (d, t, causal, keys, growing) in cases {
             for p in [0.0, 0.2] {
                 let (b, h, hkv) = (2, 4, 2);
                 let s = if causal == Some(5) { t + 5 } else { t };
                 let dims = [[b, h, t, d], [b, hkv, s, d]];
-                let want = run::<Cpu>(dims, causal, p, growing);
+                let want = run::<Cpu>(dims, causal, keys.clone(), p, growing);
                 Gpu::set_matmul_precision(MatmulPrecision::Half);
-                let got = run::<Gpu>(dims, causal, p, growing);
+                let got = run::<Gpu>(dims, causal, keys.clone(), p, growing);
                 Gpu::set_matmul_precision(MatmulPrecision::Full);
                 for (what, (g, w)) in ["out", "dq", "dk", "dv"].iter().zip(got.iter().zip(&want)) {
                     let err = rel_error(g, w);
                     assert!(
                         err < 1e-2,
-                        "d {d}, T {t}, {causal:?}, dropout {p}, growing keys {growing}, \
+                        "d {d}, T {t}, {causal:?}, keys {keys:?}, dropout {p}, growing keys {growing}, \
                          deterministic {deterministic}: {what} error {err}"
                     );
                 }

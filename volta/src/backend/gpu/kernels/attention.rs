@@ -331,7 +331,7 @@ pub(crate) fn forward(
     let packed = packed_like(q.1);
     let p = params(&n, spec, [q, k, v, q], [0, 0], [&packed; 3]);
     let buffers = [q.0, k.0, v.0, q.0, q.0, q.0, &out, &lse];
-    if on_tensor_cores(rt, elem, &n, spec, half, &[q, k, v]) {
+    if on_tensor_cores(rt, elem, &n, half, &[q, k, v]) {
         let d = n.head_dim;
         let kern = kernel(
             rt,
@@ -369,18 +369,15 @@ pub(crate) fn forward(
 
 /// Whether attention over `views` runs on cooperative matrices: `half` (f16
 /// products allowed), an adapter with tensor cores, f32 operands that read as
-/// vec4s, a head width the kernels take, and no padding (those kernels mask
-/// causally only; a padded batch runs on the f32 tiles).
+/// vec4s, and a head width the kernels take.
 fn on_tensor_cores(
     rt: &Runtime,
     elem: Elem,
     n: &AttentionDims,
-    spec: &AttentionSpec,
     half: bool,
     views: &[Operand],
 ) -> bool {
     half && rt.gpu.info.tensor_cores
-        && spec.keys.is_none()
         && elem == Elem::F32
         && attention_coop::fits(n.head_dim)
         && views.iter().all(|o| attention_coop::loads_as_vectors(o.1))
@@ -405,7 +402,7 @@ pub(crate) fn backward(
     let d = n.head_dim;
     let q_len = n.batch * n.heads * n.queries * d;
     let kv_len = n.batch * n.kv_heads * n.keys * d;
-    let tensor_cores = on_tensor_cores(rt, elem, &n, spec, half, &[q, k, v, g]);
+    let tensor_cores = on_tensor_cores(rt, elem, &n, half, &[q, k, v, g]);
     // dq added atomically by the launch that computes dk and dv (on tensor
     // cores or not).
     let one_launch = elem == Elem::F32

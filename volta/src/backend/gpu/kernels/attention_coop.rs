@@ -16,7 +16,8 @@
 //! features, held in registers). A row's probabilities are taken against a maximum that moves
 //! only when a tile's scores pass it by [`RESCALE_AT`]; only then do the
 //! accumulators go through workgroup memory to be rescaled. Causal tiles past
-//! the block's last row are skipped. Parameters and bindings are the SIMT kernel's
+//! the block's last row are skipped, and so are the tiles outside a batch
+//! element's range of keys (padding). Parameters and bindings are the SIMT kernel's
 //! (`shaders/flash_attention.wgsl`), so the backward pass reads its
 //! log-sum-exp.
 use std::fmt::Write;
@@ -148,12 +149,20 @@ fn head(which: u32, b: u32, h: u32) -> vec3<u32> {{
     return vec3<u32>(p[s] + b * p[s + 1u] + h * p[s + 2u], p[s + 3u], p[s + 4u]);
 }}
 
-// How many keys (from key 0) query row t sees.
-fn visible(t: u32) -> u32 {{
-    if (p[6] == 0u) {{
-        return p[4];
+// The first key that the queries of batch element b see (p[44 + 2b]).
+fn first_key(b: u32) -> u32 {{
+    return p[44u + 2u * b];
+}}
+
+// The end of the keys that query row t of batch element b sees: they are
+// first_key(b)..visible(b, t), none where that is empty (padding, p[45 + 2b],
+// cut at the causal bound).
+fn visible(b: u32, t: u32) -> u32 {{
+    var end = p[45u + 2u * b];
+    if (p[6] != 0u) {{
+        end = min(p[7] + t + 1u, end);
     }}
-    return min(p[7] + t + 1u, p[4]);
+    return end;
 }}
 "
     )
@@ -320,7 +329,7 @@ pub(crate) fn source(d: usize, prefetch: bool) -> String {
         prefetch,
         &[("k", "kh", "p[4]"), ("v", "vh", "p[4]")],
         "",
-        ("0u", "j0", "kend"),
+        ("jlo", "j0", "kend"),
     );
     let mut w = header(d);
     writeln!(
@@ -347,7 +356,10 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
     let r = lane / 2u;
     let hf = lane % 2u;
     let t = r0 + sg * 16u + r;
-    let vis = select(0u, visible(t), t < p[3]);
+    let vis = select(0u, visible(b, t), t < p[3]);
+    // Padding: the keys before lo are not seen; tiles start at jlo.
+    let lo = first_key(b);
+    let jlo = lo / {rows}u * {rows}u;
     let kh = head(1u, b, hk);
     let vh = head(2u, b, hk);
 {first}    workgroupBarrier();",
@@ -357,7 +369,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
             // The queries and the first tile of keys and values load together
             // (the forward 1-3% faster, H200).
             "    { let xq = fetch_q(head(0u, b, h), r0, p[3], li);
-      let xk = fetch_k(kh, 0u, p[4], li); let xv = fetch_v(vh, 0u, p[4], li);
+      let xk = fetch_k(kh, jlo, p[4], li); let xv = fetch_v(vh, jlo, p[4], li);
       put_q(xq, li); put_k(xk, li); put_v(xv, li); }\n"
         },
         kv = ROWS * dp4,
@@ -388,14 +400,14 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         "    var m = LOWEST;
     var l = 0.0;
     let last = min(r0 + {rows}u, p[3]) - 1u;
-    let kend = visible(last);
+    let kend = visible(b, last);
     // The lane's 32 scores: eight vec4s from chunk r on (rows of SP floats: the
     // 32 lanes' reads spread over the banks); its probabilities' vec4s in QP;
     // its half of its output row in Ss.
     let srow = (sg * {srow}u + r * {SP}u + hf * 32u) / 4u;
     let prow = (sg * 16u + r) * {p4}u + hf * 8u;
     let orow = (sg * {od}u + r * {dp}u + hf * {half}u) / 4u;
-{init}    for (var j0 = 0u; j0 < kend; j0 += {rows}u) {{
+{init}    for (var j0 = jlo; j0 < kend; j0 += {rows}u) {{
 {stage}{next}",
         rows = ROWS,
         srow = 16 * SP,
@@ -405,7 +417,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         stage = if prefetch {
             format!("        workgroupBarrier();\n{put}        workgroupBarrier();\n")
         } else {
-            format!("        if (j0 > 0u) {{\n        workgroupBarrier();\n{put}        workgroupBarrier();\n        }}\n")
+            format!("        if (j0 > jlo) {{\n        workgroupBarrier();\n{put}        workgroupBarrier();\n        }}\n")
         },
     )
     .unwrap();
@@ -454,7 +466,8 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
             let q4 = (c + r) % 8u;
             let x = Ss[srow + q4] * scale;
             for (var i = 0u; i < 4u; i++) {{
-                if (j0 + hf * 32u + 4u * q4 + i < vis) {{
+                let j = j0 + hf * 32u + 4u * q4 + i;
+                if (j >= lo && j < vis) {{
                     sr[c][i] = x[i];
                     tmax = max(tmax, x[i]);
                 }} else {{
@@ -551,7 +564,9 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         "    workgroupBarrier();
     // A row at a time, consecutive lanes on consecutive features (each store
     // of the subgroup one row's contiguous memory); lane 2·rr holds row rr's sum.
-    let inv = 1.0 / l;
+    // A row that sees no key (padding) has no weight: zeros, and a
+    // log-sum-exp of 0 that the backward does not read.
+    let inv = select(1.0 / l, 0.0, l == 0.0);
     for (var rr = 0u; rr < 16u; rr++) {{
         let row_inv = subgroupShuffle(inv, 2u * rr);
         let tr = r0 + sg * 16u + rr;
@@ -563,7 +578,7 @@ fn forward(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_inde
         }}
     }}
     if (t < p[3] && hf == 0u) {{
-        out1[row0 + t] = m + log(l);
+        out1[row0 + t] = select(m + log(l), 0.0, l == 0.0);
     }}
 }}",
         od = 16 * (d + 4),

@@ -203,7 +203,7 @@ fn backward_q(w: &mut String, d: usize, dp4: usize, p4: usize, prefetch: bool) {
         prefetch,
         &[("k", "kh", "p[4]"), ("v", "vh", "p[4]")],
         "_q",
-        ("0u", "j0", "kend"),
+        ("jlo", "j0", "kend"),
     );
     writeln!(
         w,
@@ -221,7 +221,10 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     let hf = lane % 2u;
     let t = r0 + sg * 16u + r;
     let live = t < p[3];
-    let vis = select(0u, visible(t), live);
+    let vis = select(0u, visible(b, t), live);
+    // Padding: the keys before lo are not seen; tiles start at jlo.
+    let lo = first_key(b);
+    let jlo = lo / {rows}u * {rows}u;
     var lse = 0.0;
     var dl = 0.0;
     if (live) {{
@@ -239,12 +242,12 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
     declare(w, "    ", "dq", split(d));
     writeln!(
         w,
-        "    let kend = visible(min(r0 + {rows}u, p[3]) - 1u);
+        "    let kend = visible(b, min(r0 + {rows}u, p[3]) - 1u);
     let kh = head(1u, b, hk);
     let vh = head(2u, b, hk);
 {init}    let srow = (sg * {srow}u + r * {SP}u + hf * 32u) / 4u;
     let prow = (sg * 16u + r) * {p4}u + hf * 8u;
-    for (var j0 = 0u; j0 < kend; j0 += {rows}u) {{
+    for (var j0 = jlo; j0 < kend; j0 += {rows}u) {{
         workgroupBarrier();
 {put}        workgroupBarrier();
 {next}",
@@ -262,7 +265,8 @@ fn backward_q(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_i
             let q4 = (c + r) % 8u;
             let x = Ss[srow + q4];
             for (var i = 0u; i < 4u; i++) {
-                if (j0 + hf * 32u + 4u * q4 + i < vis) {
+                let j = j0 + hf * 32u + 4u * q4 + i;
+                if (j >= lo && j < vis) {
                     pr[c][i] = exp(x[i] * scale - lse);
                 } else {
                     pr[c][i] = 0.0;
@@ -326,7 +330,8 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     let key = j0 + sg * 16u + r;
     // The first query row that sees this key (causal), and a kept weight's
     // factor (1 without dropout).
-    let key_live = key < p[4];
+    // A key outside its batch element's range (padding) is seen by no row.
+    let key_live = key < p[4] && key >= first_key(b) && key < p[45u + 2u * b];
     var t_sees = 0u;
     if (p[6] != 0u && key > p[7]) {{
         t_sees = key - p[7];
@@ -369,6 +374,10 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     var t_first = 0u;
     if (p[6] != 0u && j0 > p[7]) {{
         t_first = (j0 - p[7]) / {rows}u * {rows}u;
+    }}
+    // A block of keys outside the batch element's range has no gradient.
+    if (j0 + {rows}u <= first_key(b) || j0 >= p[45u + 2u * b]) {{
+        t_first = p[3];
     }}
     let srow = (sg * {srow}u + r * {SP}u + hf * 32u) / 4u;
     let prow = (sg * 16u + r) * {p4}u + hf * 8u;
