@@ -9,6 +9,13 @@ pub(crate) fn strided_to_vec<E: Copy>(data: &[E], layout: &Layout) -> Vec<E> {
     }
     let rows = Rows::of(layout);
     let mut out = Vec::with_capacity(layout.numel());
+    if rows.stride == 1 {
+        // Contiguous rows (the heads of a permuted view): one copy each.
+        for &start in &rows.starts {
+            out.extend_from_slice(&data[start..start + rows.len]);
+        }
+        return out;
+    }
     for &start in &rows.starts {
         out.extend((0..rows.len).map(|j| data[start + j * rows.stride]));
     }
