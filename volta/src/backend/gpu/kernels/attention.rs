@@ -333,18 +333,23 @@ pub(crate) fn forward(
     let buffers = [q.0, k.0, v.0, q.0, q.0, q.0, &out, &lse];
     if on_tensor_cores(rt, elem, &n, half, &[q, k, v]) {
         let d = n.head_dim;
+        let padded = spec.keys.is_some();
         let kern = kernel(
             rt,
             &Key::Named(
                 "volta flash_attention tensor-core",
-                vec![u(d), u32::from(attention_coop::prefetch())],
+                vec![
+                    u(d),
+                    u32::from(attention_coop::prefetch()),
+                    u32::from(padded),
+                ],
             ),
             Bindings {
                 reads: 6,
                 writes: 2,
             },
             "forward",
-            || attention_coop::source(d, attention_coop::prefetch()),
+            || attention_coop::source(d, attention_coop::prefetch(), padded),
         );
         let grid = [
             u(n.queries.div_ceil(attention_coop::ROWS)),
@@ -448,15 +453,16 @@ pub(crate) fn backward(
         // One generated module, an entry (and a pipeline of its own) per launch;
         // the one-launch backward's module has `backward_kv` alone.
         let prefetch = attention_coop::prefetch();
+        let padded = spec.keys.is_some();
         let kern = |entry, name, atomic_dq: bool| {
             // dq's atomic sum is a third output.
             let writes = if atomic_dq { 3 } else { 2 };
             kernel(
                 rt,
-                &Key::Named(name, vec![u(d), u32::from(prefetch)]),
+                &Key::Named(name, vec![u(d), u32::from(prefetch), u32::from(padded)]),
                 Bindings { reads: 6, writes },
                 entry,
-                || attention_coop_backward::source(d, prefetch, atomic_dq),
+                || attention_coop_backward::source(d, prefetch, atomic_dq, padded),
             )
         };
         let rows = attention_coop::ROWS;

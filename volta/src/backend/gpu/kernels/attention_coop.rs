@@ -124,8 +124,16 @@ pub(crate) fn prefetch() -> bool {
 /// What every entry shares: the extensions, the bindings (the SIMT kernels',
 /// with `q`, `k`, `v` and `g` read as vec4s), the head of an operand and the
 /// keys a row sees. The dropout factors of weights come from [`DROPOUT`],
-/// appended at the end.
-pub(crate) fn header(d: usize) -> String {
+/// appended at the end. With `padded`, each batch element's range of keys
+/// comes from the parameters; without, every batch element's keys are all of
+/// them, constants the compiler folds, so unpadded launches run the kernels
+/// they ran before padding existed.
+pub(crate) fn header(d: usize, padded: bool) -> String {
+    let (first, end) = if padded {
+        ("p[44u + 2u * b]", "p[45u + 2u * b]")
+    } else {
+        ("0u", "p[4]")
+    };
     format!(
         "enable f16;
 enable wgpu_cooperative_matrix;
@@ -149,16 +157,21 @@ fn head(which: u32, b: u32, h: u32) -> vec3<u32> {{
     return vec3<u32>(p[s] + b * p[s + 1u] + h * p[s + 2u], p[s + 3u], p[s + 4u]);
 }}
 
-// The first key that the queries of batch element b see (p[44 + 2b]).
+// Batch element b's keys: first_key(b)..keys_end(b) (padding: p[44 + 2b]
+// and p[45 + 2b]).
 fn first_key(b: u32) -> u32 {{
-    return p[44u + 2u * b];
+    return {first};
+}}
+
+fn keys_end(b: u32) -> u32 {{
+    return {end};
 }}
 
 // The end of the keys that query row t of batch element b sees: they are
-// first_key(b)..visible(b, t), none where that is empty (padding, p[45 + 2b],
-// cut at the causal bound).
+// first_key(b)..visible(b, t) (cut at the causal bound), none where that is
+// empty.
 fn visible(b: u32, t: u32) -> u32 {{
-    var end = p[45u + 2u * b];
+    var end = keys_end(b);
     if (p[6] != 0u) {{
         end = min(p[7] + t + 1u, end);
     }}
@@ -309,14 +322,15 @@ impl Split {
 }
 
 /// The kernel's WGSL for heads of width `d` (see [`fits`]), the next tile
-/// loaded into registers ahead with `prefetch`.
+/// loaded into registers ahead with `prefetch`, over padded batches with
+/// `padded` (see [`header`]).
 ///
 /// The output's rows stay in accumulators across the key tiles, so `P·V` adds
 /// to them in place; a row's probabilities are taken against a maximum that
 /// moves only when a tile's scores exceed it by [`RESCALE_AT`], and only then
 /// (rarely past the first tile: a flag per subgroup says when) do the
 /// accumulators go through workgroup memory to be rescaled.
-pub(crate) fn source(d: usize, prefetch: bool) -> String {
+pub(crate) fn source(d: usize, prefetch: bool, padded: bool) -> String {
     assert!(fits(d), "attention on tensor cores: head width {d}");
     let frags = d / 16;
     // Shared rows in vec4<f16>: the head padded by 8 halves; the P tiles are
@@ -331,7 +345,7 @@ pub(crate) fn source(d: usize, prefetch: bool) -> String {
         "",
         ("jlo", "j0", "kend"),
     );
-    let mut w = header(d);
+    let mut w = header(d, padded);
     writeln!(
         w,
         "var<workgroup> QP: array<vec4<f16>, {qp}>;
@@ -637,11 +651,15 @@ pub(crate) mod tests {
         (64, false),
     ];
 
-    /// Every width the kernel takes, with and without prefetching, translates.
+    /// Every width the kernel takes, with and without prefetching and
+    /// padding, translates.
     #[test]
     fn every_width_validates_and_translates() {
         for (d, prefetch) in WIDTHS {
-            assert_translates(&format!("d {d}"), &source(d, prefetch));
+            for padded in [false, true] {
+                let src = source(d, prefetch, padded);
+                assert_translates(&format!("d {d}, padded {padded}"), &src);
+            }
         }
     }
 }

@@ -31,13 +31,14 @@ use super::attention_coop::SP;
 
 /// The two entries' WGSL for heads of width `d`
 /// ([`attention_coop::fits`](super::attention_coop::fits)); with `atomic_dq`,
-/// `backward_kv` alone, adding dq to binding 9 atomically (it starts at zero).
-pub(crate) fn source(d: usize, prefetch: bool, atomic_dq: bool) -> String {
+/// `backward_kv` alone, adding dq to binding 9 atomically (it starts at zero);
+/// over padded batches with `padded` (see [`header`]).
+pub(crate) fn source(d: usize, prefetch: bool, atomic_dq: bool, padded: bool) -> String {
     assert!(
         super::attention_coop::fits(d),
         "attention on tensor cores: head width {d}"
     );
-    let mut w = header(d);
+    let mut w = header(d, padded);
     let dp4 = (d + 8) / 4;
     let p4 = (ROWS + 8) / 4;
     writeln!(
@@ -331,7 +332,7 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
     // The first query row that sees this key (causal), and a kept weight's
     // factor (1 without dropout).
     // A key outside its batch element's range (padding) is seen by no row.
-    let key_live = key < p[4] && key >= first_key(b) && key < p[45u + 2u * b];
+    let key_live = key < p[4] && key >= first_key(b) && key < keys_end(b);
     var t_sees = 0u;
     if (p[6] != 0u && key > p[7]) {{
         t_sees = key - p[7];
@@ -376,7 +377,7 @@ fn backward_kv(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_
         t_first = (j0 - p[7]) / {rows}u * {rows}u;
     }}
     // A block of keys outside the batch element's range has no gradient.
-    if (j0 + {rows}u <= first_key(b) || j0 >= p[45u + 2u * b]) {{
+    if (j0 + {rows}u <= first_key(b) || j0 >= keys_end(b)) {{
         t_first = p[3];
     }}
     let srow = (sg * {srow}u + r * {SP}u + hf * 32u) / 4u;
@@ -494,15 +495,17 @@ fn add_dq(w: &mut String, keys: &str, d: usize, dp4: usize, p4: usize) {
 mod tests {
     use super::*;
 
-    /// Every width, with and without prefetching and the atomic dq, translates (see
+    /// Every width, with and without prefetching, the atomic dq and padding,
+    /// translates (see
     /// [`assert_translates`](super::super::attention_coop::assert_translates)).
     #[test]
     fn every_width_validates_and_translates() {
         for (d, prefetch) in super::super::attention_coop::tests::WIDTHS {
-            for atomic_dq in [false, true] {
-                let src = source(d, prefetch, atomic_dq);
+            for (atomic_dq, padded) in [(false, false), (true, false), (false, true), (true, true)]
+            {
+                let src = source(d, prefetch, atomic_dq, padded);
                 super::super::attention_coop::assert_translates(
-                    &format!("d {d}, atomic dq {atomic_dq}"),
+                    &format!("d {d}, atomic dq {atomic_dq}, padded {padded}"),
                     &src,
                 );
             }
