@@ -6,32 +6,40 @@ use super::simd::vectorized;
 use crate::dtype::Float;
 use crate::layout::Layout;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 use volta_kernels::{BinaryOp, UnaryOp};
 
 const CHUNK: usize = 1 << 13;
 
+/// A chunk of an output being written (see [`super::filled_by`]).
+type Unwritten<'a, E> = &'a mut [MaybeUninit<E>];
+
 /// Applies `f` to every element of a view.
 fn map<E: Float>(data: &[E], layout: &Layout, f: impl Fn(E) -> E + Sync) -> Vec<E> {
     if let Some(src) = contiguous_slice(data, layout) {
-        let mut out = vec![E::ZERO; src.len()];
-        let body = |(o, s): (&mut [E], &[E])| {
+        let body = |(o, s): (Unwritten<E>, &[E])| {
             vectorized(
                 #[inline(always)]
                 || {
                     for (o, &x) in o.iter_mut().zip(s) {
-                        *o = f(x);
+                        o.write(f(x));
                     }
                 },
             )
         };
-        if src.len() >= PARALLEL_THRESHOLD {
-            out.par_chunks_mut(CHUNK)
-                .zip(src.par_chunks(CHUNK))
-                .for_each(body);
-        } else {
-            body((&mut out, src));
-        }
-        return out;
+        // SAFETY: the chunks of `out` and `src` pair up one to one, and each
+        // body writes every element of its chunk.
+        return unsafe {
+            super::filled_by(src.len(), |out| {
+                if src.len() >= PARALLEL_THRESHOLD {
+                    out.par_chunks_mut(CHUNK)
+                        .zip(src.par_chunks(CHUNK))
+                        .for_each(body);
+                } else {
+                    body((out, src));
+                }
+            })
+        };
     }
     let rows = Rows::of(layout);
     let mut out = Vec::with_capacity(layout.numel());
@@ -44,27 +52,33 @@ fn map<E: Float>(data: &[E], layout: &Layout, f: impl Fn(E) -> E + Sync) -> Vec<
 /// Applies `f` to every pair of elements of two views with equal dims.
 fn zip<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout), f: impl Fn(E, E) -> E + Sync) -> Vec<E> {
     let n = a.1.numel();
-    let mut out = vec![E::ZERO; n];
     if let (Some(x), Some(y)) = (contiguous_slice(a.0, a.1), contiguous_slice(b.0, b.1)) {
-        let body = |(o, (x, y)): (&mut [E], (&[E], &[E]))| {
+        let body = |(o, (x, y)): (Unwritten<E>, (&[E], &[E]))| {
             vectorized(
                 #[inline(always)]
                 || {
                     for (o, (&x, &y)) in o.iter_mut().zip(x.iter().zip(y)) {
-                        *o = f(x, y);
+                        o.write(f(x, y));
                     }
                 },
             )
         };
-        if n >= PARALLEL_THRESHOLD {
-            out.par_chunks_mut(CHUNK)
-                .zip(x.par_chunks(CHUNK).zip(y.par_chunks(CHUNK)))
-                .for_each(body);
-        } else {
-            body((&mut out[..], (x, y)));
-        }
-        return out;
+        assert_eq!((x.len(), y.len()), (n, n), "zip: views of unequal sizes");
+        // SAFETY: `x` and `y` hold `n` elements each (asserted), their chunks
+        // pair up with `out`'s one to one, and each body writes all of its chunk.
+        return unsafe {
+            super::filled_by(n, |out| {
+                if n >= PARALLEL_THRESHOLD {
+                    out.par_chunks_mut(CHUNK)
+                        .zip(x.par_chunks(CHUNK).zip(y.par_chunks(CHUNK)))
+                        .for_each(body);
+                } else {
+                    body((out, (x, y)));
+                }
+            })
+        };
     }
+    let mut out = vec![E::ZERO; n];
     let [ra, rb] = Rows::of_all([a.1, b.1]);
     if ra.len == 0 {
         return out;

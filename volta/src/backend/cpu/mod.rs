@@ -49,6 +49,23 @@ pub(crate) fn zeros_to_add_into<A: Copy + Default>(len: usize) -> Vec<A> {
     out
 }
 
+/// A buffer of `len` values that `write` fills, every element of it, without
+/// zeroing it first (a reused heap block would be cleared by `calloc` only to
+/// be overwritten).
+///
+/// # Safety
+/// `write` must initialise every element of the slice it is given.
+pub(crate) unsafe fn filled_by<E>(
+    len: usize,
+    write: impl FnOnce(&mut [std::mem::MaybeUninit<E>]),
+) -> Vec<E> {
+    let mut out = Vec::with_capacity(len);
+    write(&mut out.spare_capacity_mut()[..len]);
+    // SAFETY: the caller's `write` initialised all `len` elements.
+    unsafe { out.set_len(len) };
+    out
+}
+
 impl Device for Cpu {
     const NAME: &'static str = "Cpu";
 }
