@@ -7,9 +7,9 @@
 //! tasks write the same row. Dropout on the weights follows the spec's
 //! [`keep`](AttentionSpec::keep) rule in both passes.
 use super::PARALLEL_THRESHOLD;
+use super::buffers::zeros_to_add_into;
 use super::copy::strided_to_vec;
 use super::simd::{sum, vectorized};
-use super::zeros_to_add_into;
 use crate::backend::{AttentionDims, AttentionSpec, packed_like};
 use crate::dtype::{Float, ScalarMath};
 use crate::layout::Layout;

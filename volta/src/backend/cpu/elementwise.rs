@@ -11,7 +11,7 @@ use volta_kernels::{BinaryOp, UnaryOp};
 
 const CHUNK: usize = 1 << 13;
 
-/// A chunk of an output being written (see [`super::filled_by`]).
+/// A chunk of an output being written (see [`super::buffers::filled_by`]).
 type Unwritten<'a, E> = &'a mut [MaybeUninit<E>];
 
 /// Applies `f` to every element of a view.
@@ -30,7 +30,7 @@ fn map<E: Float>(data: &[E], layout: &Layout, f: impl Fn(E) -> E + Sync) -> Vec<
         // SAFETY: the chunks of `out` and `src` pair up one to one, and each
         // body writes every element of its chunk.
         return unsafe {
-            super::filled_by(src.len(), |out| {
+            super::buffers::filled_by(src.len(), |out| {
                 if src.len() >= PARALLEL_THRESHOLD {
                     out.par_chunks_mut(CHUNK)
                         .zip(src.par_chunks(CHUNK))
@@ -67,7 +67,7 @@ fn zip<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout), f: impl Fn(E, E) -> E +
         // SAFETY: `x` and `y` hold `n` elements each (asserted), their chunks
         // pair up with `out`'s one to one, and each body writes all of its chunk.
         return unsafe {
-            super::filled_by(n, |out| {
+            super::buffers::filled_by(n, |out| {
                 if n >= PARALLEL_THRESHOLD {
                     out.par_chunks_mut(CHUNK)
                         .zip(x.par_chunks(CHUNK).zip(y.par_chunks(CHUNK)))

@@ -45,7 +45,7 @@ pub(crate) fn scatter_add<E: Float>(
 ) -> Vec<E> {
     let out_layout = Layout::contiguous(dims);
     // Sums in `E::Acc` (`f32` for `f16`), rounded once.
-    let mut out = super::zeros_to_add_into::<E::Acc>(out_layout.numel());
+    let mut out = super::buffers::zeros_to_add_into::<E::Acc>(out_layout.numel());
     let base = base_layout(&li.dims, &out_layout, axis);
     let (n, step) = (dims[axis], out_layout.strides[axis]);
     for ((b, io), so) in base.offsets().zip(li.offsets()).zip(ls.offsets()) {

@@ -67,7 +67,7 @@ pub(crate) fn fold2d<E: Float>(
     ];
     let s = &l.strides;
     // Sums in `E::Acc` (`f32` for `f16`), rounded once.
-    let mut out = super::zeros_to_add_into::<E::Acc>(n * c * h * w);
+    let mut out = super::buffers::zeros_to_add_into::<E::Acc>(n * c * h * w);
     if out.is_empty() {
         return Vec::new();
     }
