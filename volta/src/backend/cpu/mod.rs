@@ -142,24 +142,27 @@ impl<E: Float> Backend<E> for Cpu {
     fn uniform(len: usize, seed: u64) -> Buf<Self, E> {
         // Chunks of 8192 draws, each in the CPU's widest vectors (the hash inlined).
         const CHUNK: usize = 1 << 13;
-        let mut out = vec![E::ZERO; len];
-        let fill = |(c, chunk): (usize, &mut [E])| {
+        let fill = |(c, chunk): (usize, &mut [std::mem::MaybeUninit<E>])| {
             simd::vectorized(
                 #[inline(always)]
                 || {
                     for (j, o) in chunk.iter_mut().enumerate() {
                         let u = crate::random::uniform_at(seed, (c * CHUNK + j) as u64);
-                        *o = E::from_f64(f64::from(u));
+                        o.write(E::from_f64(f64::from(u)));
                     }
                 },
             )
         };
-        if len >= PARALLEL_THRESHOLD {
-            out.par_chunks_mut(CHUNK).enumerate().for_each(fill);
-        } else {
-            out.chunks_mut(CHUNK).enumerate().for_each(fill);
-        }
-        Arc::new(out)
+        // SAFETY: the chunks cover the buffer and each `fill` writes all of its chunk.
+        Arc::new(unsafe {
+            buffers::filled_by(len, |out| {
+                if len >= PARALLEL_THRESHOLD {
+                    out.par_chunks_mut(CHUNK).enumerate().for_each(fill);
+                } else {
+                    out.chunks_mut(CHUNK).enumerate().for_each(fill);
+                }
+            })
+        })
     }
     fn attention(
         q: View<Self, E>,
