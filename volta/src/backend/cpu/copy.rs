@@ -64,6 +64,21 @@ pub(crate) fn cat<E: Copy + Default>(parts: &[(&[E], &Layout)], axis: usize) -> 
     let mut dims = parts[0].1.dims;
     dims[axis] = parts.iter().map(|(_, l)| l.dims[axis]).sum();
     let out_layout = Layout::contiguous(&dims);
+    // Contiguous parts: each outer index appends one block of every part, and
+    // the output is never zeroed only to be overwritten.
+    let blocks: Option<Vec<&[E]>> = parts.iter().map(|&(d, l)| contiguous_slice(d, l)).collect();
+    if let Some(blocks) = blocks {
+        let outer: usize = dims[..axis].iter().product();
+        let inner: usize = dims[axis + 1..].iter().product();
+        let mut out = Vec::with_capacity(out_layout.numel());
+        for i in 0..outer {
+            for (block, (_, l)) in blocks.iter().zip(parts) {
+                let len = l.dims[axis] * inner;
+                out.extend_from_slice(&block[i * len..(i + 1) * len]);
+            }
+        }
+        return out;
+    }
     let mut out = vec![E::default(); out_layout.numel()];
     let mut start = 0;
     for (data, layout) in parts {
@@ -76,4 +91,64 @@ pub(crate) fn cat<E: Copy + Default>(parts: &[(&[E], &Layout)], axis: usize) -> 
         start += layout.dims[axis];
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The concatenation of `parts` (row-major `dims` each) along `axis`, one
+    /// element at a time.
+    fn naive(parts: &[(Vec<f32>, Vec<usize>)], axis: usize) -> Vec<f32> {
+        let outer: usize = parts[0].1[..axis].iter().product();
+        let mut out = Vec::new();
+        for i in 0..outer {
+            for (data, dims) in parts {
+                let len: usize = dims[axis..].iter().product();
+                out.extend_from_slice(&data[i * len..(i + 1) * len]);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn cat_of_contiguous_and_strided_parts_matches_the_naive_order() {
+        for axis in 0..3 {
+            let mut dims_a = vec![2, 3, 4];
+            let mut dims_b = vec![2, 3, 4];
+            dims_a[axis] = 1;
+            dims_b[axis] = 2;
+            let numel = |d: &[usize]| d.iter().product::<usize>();
+            let a: Vec<f32> = (0..numel(&dims_a)).map(|x| x as f32).collect();
+            let b: Vec<f32> = (0..numel(&dims_b)).map(|x| 100.0 + x as f32).collect();
+            let want = naive(
+                &[(a.clone(), dims_a.clone()), (b.clone(), dims_b.clone())],
+                axis,
+            );
+            let (la, lb) = (Layout::contiguous(&dims_a), Layout::contiguous(&dims_b));
+            assert_eq!(
+                cat(&[(&a, &la), (&b, &lb)], axis),
+                want,
+                "contiguous, axis {axis}"
+            );
+            // `b` read through a transposed view of its transpose: strided.
+            let mut t_dims = dims_b.clone();
+            t_dims.swap(1, 2);
+            let mut bt = vec![0.0; b.len()];
+            for i in 0..dims_b[0] {
+                for j in 0..dims_b[1] {
+                    for k in 0..dims_b[2] {
+                        bt[(i * t_dims[1] + k) * t_dims[2] + j] =
+                            b[(i * dims_b[1] + j) * dims_b[2] + k];
+                    }
+                }
+            }
+            let lt = Layout::contiguous(&t_dims).permute(&[0, 2, 1]);
+            assert_eq!(
+                cat(&[(&a, &la), (&bt, &lt)], axis),
+                want,
+                "strided, axis {axis}"
+            );
+        }
+    }
 }

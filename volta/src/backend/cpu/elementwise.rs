@@ -78,26 +78,35 @@ fn zip<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout), f: impl Fn(E, E) -> E +
             })
         };
     }
-    let mut out = vec![E::ZERO; n];
     let [ra, rb] = Rows::of_all([a.1, b.1]);
-    if ra.len == 0 {
-        return out;
+    if ra.len == 0 || n == 0 {
+        return Vec::new();
     }
-    let row = |(o, (&sa, &sb)): (&mut [E], (&usize, &usize))| {
+    assert_eq!(
+        ra.starts.len() * ra.len,
+        n,
+        "zip: rows that do not tile the view"
+    );
+    let row = |(o, (&sa, &sb)): (Unwritten<E>, (&usize, &usize))| {
         for (j, o) in o.iter_mut().enumerate() {
-            *o = f(a.0[sa + j * ra.stride], b.0[sb + j * rb.stride]);
+            o.write(f(a.0[sa + j * ra.stride], b.0[sb + j * rb.stride]));
         }
     };
-    if n >= PARALLEL_THRESHOLD {
-        out.par_chunks_mut(ra.len)
-            .zip(ra.starts.par_iter().zip(rb.starts.par_iter()))
-            .for_each(row);
-    } else {
-        out.chunks_mut(ra.len)
-            .zip(ra.starts.iter().zip(rb.starts.iter()))
-            .for_each(row);
+    // SAFETY: the output's rows (asserted to tile it) pair up with the rows'
+    // starts one to one, and each row writes every element of its chunk.
+    unsafe {
+        super::buffers::filled_by(n, |out| {
+            if n >= PARALLEL_THRESHOLD {
+                out.par_chunks_mut(ra.len)
+                    .zip(ra.starts.par_iter().zip(rb.starts.par_iter()))
+                    .for_each(row);
+            } else {
+                out.chunks_mut(ra.len)
+                    .zip(ra.starts.iter().zip(rb.starts.iter()))
+                    .for_each(row);
+            }
+        })
     }
-    out
 }
 
 /// Binds `$f` to the scalar function of `op` (a constant in each arm, so the loop

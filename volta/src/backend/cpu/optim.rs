@@ -24,23 +24,42 @@ fn elements<'a, E: Float>(data: &'a [E], layout: &Layout) -> Cow<'a, [E]> {
 type In<'a, E> = (&'a [E], &'a Layout);
 
 /// `f(i, out_a, out_b, out_c)` over chunks of three outputs of `n` elements, where
-/// `i` is the chunk's first element.
+/// `i` is the chunk's first element; `f` writes every element of its chunks.
 fn chunks3<E: Float>(
     n: usize,
-    f: impl Fn(usize, &mut [E], &mut [E], &mut [E]) + Sync,
+    f: impl Fn(usize, Unwritten<E>, Unwritten<E>, Unwritten<E>) + Sync,
 ) -> (Vec<E>, Vec<E>, Vec<E>) {
-    let (mut a, mut b, mut c) = (vec![E::ZERO; n], vec![E::ZERO; n], vec![E::ZERO; n]);
+    let (mut a, mut b, mut c) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (sa, sb, sc) = (
+        &mut a.spare_capacity_mut()[..n],
+        &mut b.spare_capacity_mut()[..n],
+        &mut c.spare_capacity_mut()[..n],
+    );
     if n >= PARALLEL_THRESHOLD {
-        a.par_chunks_mut(CHUNK)
-            .zip(b.par_chunks_mut(CHUNK))
-            .zip(c.par_chunks_mut(CHUNK))
+        sa.par_chunks_mut(CHUNK)
+            .zip(sb.par_chunks_mut(CHUNK))
+            .zip(sc.par_chunks_mut(CHUNK))
             .enumerate()
             .for_each(|(k, ((a, b), c))| f(k * CHUNK, a, b, c));
     } else {
-        f(0, &mut a, &mut b, &mut c);
+        f(0, sa, sb, sc);
+    }
+    // SAFETY: the chunks cover all `n` elements of each output, and `f` wrote
+    // every element of each chunk.
+    unsafe {
+        a.set_len(n);
+        b.set_len(n);
+        c.set_len(n);
     }
     (a, b, c)
 }
+
+/// A chunk of an output being written, each element once.
+type Unwritten<'a, E> = &'a mut [std::mem::MaybeUninit<E>];
 
 pub(crate) fn adam_step<E: Float>(
     p: In<E>,
@@ -59,7 +78,9 @@ pub(crate) fn adam_step<E: Float>(
                 .as_ref()
                 .map(|(m, v)| (m[i].to_acc(), v[i].to_acc()));
             let (np, nm, nv) = k.update(p[i].to_acc(), g[i].to_acc(), old);
-            (*po, *mo, *vo) = (E::from_acc(np), E::from_acc(nm), E::from_acc(nv));
+            po.write(E::from_acc(np));
+            mo.write(E::from_acc(nm));
+            vo.write(E::from_acc(nv));
         }
     })
 }
