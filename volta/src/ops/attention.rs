@@ -426,8 +426,8 @@ mod tests {
     }
 
     /// The fused op against the composed reference, forward and every gradient, in
-    /// f64: grouped heads, a ragged length, strided queries (a permuted
-    /// `[B, T, H, d]` store), causal at an offset and not causal, padded batches
+    /// f64: grouped heads, a ragged length, strided queries and keys (permuted
+    /// `[B, T, H, d]` stores), causal at an offset and not causal, padded batches
     /// (left and right, with rows and a whole batch element that see no key),
     /// without and with dropout on the weights (the reference multiplies by the
     /// mask).
@@ -469,8 +469,10 @@ mod tests {
                     .tracked_leaf()
             };
             let q_store = leaf(&[b, t, h, d], 0.0);
-            let (k, v) = (leaf(&[b, hkv, s, d], 1.0), leaf(&[b, hkv, s, d], 2.0));
+            // Keys as a permuted `[B, S, H, d]` store too, values contiguous.
+            let (k_store, v) = (leaf(&[b, s, hkv, d], 1.0), leaf(&[b, hkv, s, d], 2.0));
             let q = q_store.permute(&[0, 2, 1, 3]);
+            let k = k_store.permute(&[0, 2, 1, 3]);
             let w = RawTensor::<Cpu, f64>::from_vec(values(b * h * t * d, 3.0), &[b, h, t, d]);
             let loss = |out: RawTensor<Cpu, f64>| -> (Vec<f64>, Gradients<Cpu, f64>) {
                 let values = out.to_vec();
@@ -494,7 +496,7 @@ mod tests {
                 }
             };
             close(&fused, &reference, "out");
-            for (name, x) in [("dq", &q_store), ("dk", &k), ("dv", &v)] {
+            for (name, x) in [("dq", &q_store), ("dk", &k_store), ("dv", &v)] {
                 let got = fg.get_raw(x.id()).expect("a gradient").to_vec();
                 close(
                     &got,
