@@ -11,6 +11,9 @@ pub(crate) fn zeros_to_add_into<A: Copy + Default>(len: usize) -> Vec<A> {
     out
 }
 
+/// A chunk of an output being written, each element once (see [`filled_by`]).
+pub(crate) type Unwritten<'a, E> = &'a mut [std::mem::MaybeUninit<E>];
+
 /// A buffer of `len` values that `write` fills, every element of it, without
 /// zeroing it first (a reused heap block would be cleared by `calloc` only to
 /// be overwritten).

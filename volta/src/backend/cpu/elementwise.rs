@@ -1,18 +1,15 @@
 //! Elementwise kernels. Each op is dispatched once, outside the loop, so every loop
 //! body is a monomorphised, vectorisable closure.
 use super::PARALLEL_THRESHOLD;
+use super::buffers::Unwritten;
 use super::rows::{Rows, contiguous_slice};
 use super::simd::vectorized;
 use crate::dtype::Float;
 use crate::layout::Layout;
 use rayon::prelude::*;
-use std::mem::MaybeUninit;
 use volta_kernels::{BinaryOp, UnaryOp};
 
 const CHUNK: usize = 1 << 13;
-
-/// A chunk of an output being written (see [`super::buffers::filled_by`]).
-type Unwritten<'a, E> = &'a mut [MaybeUninit<E>];
 
 /// Applies `f` to every element of a view.
 fn map<E: Float>(data: &[E], layout: &Layout, f: impl Fn(E) -> E + Sync) -> Vec<E> {

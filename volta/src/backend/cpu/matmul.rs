@@ -42,7 +42,7 @@ pub(crate) fn matmul<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout)) -> Vec<E>
         Parallelism::None
     };
     let s = |l: &Layout, i: usize| l.strides[i] as isize;
-    let products = |out: &mut [std::mem::MaybeUninit<E>]| {
+    let products = |out: super::buffers::Unwritten<E>| {
         for (i, dst) in out.chunks_mut(m * n).enumerate() {
             let a_start = la.offset + i * la.strides[0];
             let b_start = lb.offset + i * lb.strides[0];
@@ -146,6 +146,9 @@ mod tests {
             } else {
                 Layout::contiguous(&[batch, k, n])
             };
+            // A freed block of NaNs, likely handed out again for the output: an
+            // element left unwritten would show.
+            drop(std::hint::black_box(vec![f32::NAN; batch * m * n]));
             let got = matmul::<f32>((&a, &la), (&b, &lb));
             assert_eq!(got, naive(&a, &la, &b, &lb), "{batch}×{m}×{k}×{n}");
         }

@@ -2,6 +2,7 @@
 //! above the size threshold; each element depends only on its own inputs, so the
 //! result does not depend on the split).
 use super::PARALLEL_THRESHOLD;
+use super::buffers::Unwritten;
 use super::copy::strided_to_vec;
 use super::rows::contiguous_slice;
 use crate::backend::optim::{AdamConstants, SgdConstants};
@@ -57,9 +58,6 @@ fn chunks3<E: Float>(
     }
     (a, b, c)
 }
-
-/// A chunk of an output being written, each element once.
-type Unwritten<'a, E> = &'a mut [std::mem::MaybeUninit<E>];
 
 pub(crate) fn adam_step<E: Float>(
     p: In<E>,
