@@ -84,10 +84,42 @@ fn zip<E: Float>(a: (&[E], &Layout), b: (&[E], &Layout), f: impl Fn(E, E) -> E +
         n,
         "zip: rows that do not tile the view"
     );
+    // Rows that both views walk one element at a time, or one of them not at all
+    // (a broadcast bias, a per-row scale), run in the CPU's widest vectors.
+    let len = ra.len;
     let row = |(o, (&sa, &sb)): (Unwritten<E>, (&usize, &usize))| {
-        for (j, o) in o.iter_mut().enumerate() {
-            o.write(f(a.0[sa + j * ra.stride], b.0[sb + j * rb.stride]));
+        let strided = |o: Unwritten<E>| {
+            for (j, o) in o.iter_mut().enumerate() {
+                o.write(f(a.0[sa + j * ra.stride], b.0[sb + j * rb.stride]));
+            }
+        };
+        if len < 16 {
+            return strided(o);
         }
+        vectorized(
+            #[inline(always)]
+            || match (ra.stride, rb.stride) {
+                (1, 1) => {
+                    let (x, y) = (&a.0[sa..sa + len], &b.0[sb..sb + len]);
+                    for (o, (&x, &y)) in o.iter_mut().zip(x.iter().zip(y)) {
+                        o.write(f(x, y));
+                    }
+                }
+                (1, 0) => {
+                    let y = b.0[sb];
+                    for (o, &x) in o.iter_mut().zip(&a.0[sa..sa + len]) {
+                        o.write(f(x, y));
+                    }
+                }
+                (0, 1) => {
+                    let x = a.0[sa];
+                    for (o, &y) in o.iter_mut().zip(&b.0[sb..sb + len]) {
+                        o.write(f(x, y));
+                    }
+                }
+                _ => strided(o),
+            },
+        )
     };
     // SAFETY: the output's rows (asserted to tile it) pair up with the rows'
     // starts one to one, and each row writes every element of its chunk.
@@ -194,4 +226,57 @@ pub(crate) fn select<E: Float>(
         }));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `f` over two views one element at a time, by their coordinates.
+    fn naive(a: (&[f32], &Layout), b: (&[f32], &Layout), f: impl Fn(f32, f32) -> f32) -> Vec<f32> {
+        let dims = &a.1.dims;
+        let at = |l: &Layout, i: usize| {
+            let (mut rem, mut off) = (i, l.offset);
+            for ax in (0..dims.len()).rev() {
+                off += (rem % dims[ax]) * l.strides[ax];
+                rem /= dims[ax];
+            }
+            off
+        };
+        (0..a.1.numel())
+            .map(|i| f(a.0[at(a.1, i)], b.0[at(b.1, i)]))
+            .collect()
+    }
+
+    /// Strided zips: a broadcast row, a per-row scalar, a transposed view, rows
+    /// long enough for vectors and short ones.
+    #[test]
+    fn strided_zips_match_the_element_by_element_result() {
+        let f = |x: f32, y: f32| x * 2.0 - y;
+        for (rows, cols) in [(5, 40), (7, 3), (40, 17)] {
+            let x: Vec<f32> = (0..rows * cols).map(|i| i as f32 * 0.5).collect();
+            let plain = Layout::contiguous(&[rows, cols]);
+            let row: Vec<f32> = (0..cols).map(|i| 100.0 - i as f32).collect();
+            let per_row: Vec<f32> = (0..rows).map(|i| i as f32 * 3.0).collect();
+            let t: Vec<f32> = (0..rows * cols).map(|i| (i * 7 % 11) as f32).collect();
+            let views = [
+                (row, Layout::contiguous(&[1, cols]).expand(&[rows, cols])),
+                (
+                    per_row,
+                    Layout::contiguous(&[rows, 1]).expand(&[rows, cols]),
+                ),
+                (t, Layout::contiguous(&[cols, rows]).permute(&[1, 0])),
+            ];
+            for (data, layout) in &views {
+                let want = naive((&x, &plain), (data, layout), f);
+                assert_eq!(zip((&x, &plain), (data, layout), f), want, "{rows}×{cols}");
+                let want = naive((data, layout), (&x, &plain), f);
+                assert_eq!(
+                    zip((data, layout), (&x, &plain), f),
+                    want,
+                    "{rows}×{cols}, swapped"
+                );
+            }
+        }
+    }
 }
