@@ -4,9 +4,12 @@
 //! and its gradient, with the statistics recomputed the same way.
 use super::PARALLEL_THRESHOLD;
 use super::copy::strided_to_vec;
+use super::rows::contiguous_slice;
+use super::simd::vectorized;
 use crate::dtype::{Float, ScalarMath};
 use crate::layout::Layout;
 use rayon::prelude::*;
+use std::borrow::Cow;
 
 pub(crate) fn normalize<E: Float>(
     data: &[E],
@@ -26,6 +29,18 @@ pub(crate) fn normalize<E: Float>(
     // One (outer) block holds `inner` interleaved rows of length `n`; each row is
     // computed in `E::Acc` (`f32` for `f16`) and rounded once.
     let block = |b: &mut [E]| {
+        if inner == 1 {
+            // Rows along the innermost axis: slices, summed in vector lanes.
+            return vectorized(
+                #[inline(always)]
+                || {
+                    let (mean, rstd) = row_stats(b, center, eps);
+                    for v in b.iter_mut() {
+                        *v = E::from_acc((v.to_acc() - mean) * rstd);
+                    }
+                },
+            );
+        }
         for i in 0..inner {
             let at = |k: usize| i + k * inner;
             let get = |b: &[E], k: usize| b[at(k)].to_acc();
@@ -41,6 +56,45 @@ pub(crate) fn normalize<E: Float>(
         out.chunks_mut(n * inner).for_each(block);
     }
     out
+}
+
+/// A view's elements in row-major order: itself when contiguous, else a copy.
+fn in_order<'a, E: Copy>(data: &'a [E], layout: &Layout) -> Cow<'a, [E]> {
+    match contiguous_slice(data, layout) {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(strided_to_vec(data, layout)),
+    }
+}
+
+/// `Σ f(k)` for `k < n` in eight running sums, so that it vectorises (one
+/// running sum is a chain the compiler may not reorder).
+#[inline(always)]
+fn lane_sum<A: ScalarMath>(n: usize, f: impl Fn(usize) -> A) -> A {
+    let mut lanes = [A::ZERO; 8];
+    let whole = n - n % 8;
+    for k in (0..whole).step_by(8) {
+        for (j, lane) in lanes.iter_mut().enumerate() {
+            *lane = *lane + f(k + j);
+        }
+    }
+    let tail = (whole..n).fold(A::ZERO, |s, k| s + f(k));
+    lanes.iter().fold(tail, |s, &l| s + l)
+}
+
+/// [`stats`] of one contiguous row, in vector lanes.
+#[inline(always)]
+fn row_stats<E: Float>(x: &[E], center: bool, eps: E::Acc) -> (E::Acc, E::Acc) {
+    let len = E::Acc::from_f64(x.len() as f64);
+    let mean = if center {
+        lane_sum(x.len(), |k| x[k].to_acc()) / len
+    } else {
+        E::Acc::ZERO
+    };
+    let sq = lane_sum(x.len(), |k| {
+        let d = x[k].to_acc() - mean;
+        d * d
+    });
+    (mean, E::Acc::ONE / (sq / len + eps).sqrt())
 }
 
 /// Each row's statistics: its mean (0 for RMS) and `1/√(var + eps)`, the
@@ -69,8 +123,7 @@ pub(crate) fn normalize_grad<E: Float>(
     center: bool,
     eps: E,
 ) -> Vec<E> {
-    let x = strided_to_vec(x, x_layout);
-    let g = strided_to_vec(g, g_layout);
+    let (x, g) = (in_order(x, x_layout), in_order(g, g_layout));
     let dims = &x_layout.dims;
     let n = dims[axis];
     let inner: usize = dims[axis + 1..].iter().product();
@@ -81,6 +134,25 @@ pub(crate) fn normalize_grad<E: Float>(
     let len = E::Acc::from_f64(n as f64);
     let eps = eps.to_acc();
     let block = |(b, (xb, gb)): (&mut [E], (&[E], &[E]))| {
+        if inner == 1 {
+            // Rows along the innermost axis: slices, summed in vector lanes.
+            return vectorized(
+                #[inline(always)]
+                || {
+                    let (mean, rstd) = row_stats(xb, center, eps);
+                    let hat = |k: usize| (xb[k].to_acc() - mean) * rstd;
+                    let g_mean = if center {
+                        lane_sum(n, |k| gb[k].to_acc()) / len
+                    } else {
+                        E::Acc::ZERO
+                    };
+                    let gx_mean = lane_sum(n, |k| gb[k].to_acc() * hat(k)) / len;
+                    for (k, o) in b.iter_mut().enumerate() {
+                        *o = E::from_acc(rstd * (gb[k].to_acc() - g_mean - hat(k) * gx_mean));
+                    }
+                },
+            );
+        }
         for i in 0..inner {
             let at = |k: usize| i + k * inner;
             let xv = |k: usize| xb[at(k)].to_acc();
