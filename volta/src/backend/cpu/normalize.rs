@@ -5,7 +5,7 @@
 use super::PARALLEL_THRESHOLD;
 use super::copy::strided_to_vec;
 use super::rows::contiguous_slice;
-use super::simd::vectorized;
+use super::simd::{sum_of, vectorized};
 use crate::dtype::{Float, ScalarMath};
 use crate::layout::Layout;
 use rayon::prelude::*;
@@ -66,31 +66,16 @@ fn in_order<'a, E: Copy>(data: &'a [E], layout: &Layout) -> Cow<'a, [E]> {
     }
 }
 
-/// `Σ f(k)` for `k < n` in eight running sums, so that it vectorises (one
-/// running sum is a chain the compiler may not reorder).
-#[inline(always)]
-fn lane_sum<A: ScalarMath>(n: usize, f: impl Fn(usize) -> A) -> A {
-    let mut lanes = [A::ZERO; 8];
-    let whole = n - n % 8;
-    for k in (0..whole).step_by(8) {
-        for (j, lane) in lanes.iter_mut().enumerate() {
-            *lane = *lane + f(k + j);
-        }
-    }
-    let tail = (whole..n).fold(A::ZERO, |s, k| s + f(k));
-    lanes.iter().fold(tail, |s, &l| s + l)
-}
-
 /// [`stats`] of one contiguous row, in vector lanes.
 #[inline(always)]
 fn row_stats<E: Float>(x: &[E], center: bool, eps: E::Acc) -> (E::Acc, E::Acc) {
     let len = E::Acc::from_f64(x.len() as f64);
     let mean = if center {
-        lane_sum(x.len(), |k| x[k].to_acc()) / len
+        sum_of(x.len(), |k| x[k].to_acc()) / len
     } else {
         E::Acc::ZERO
     };
-    let sq = lane_sum(x.len(), |k| {
+    let sq = sum_of(x.len(), |k| {
         let d = x[k].to_acc() - mean;
         d * d
     });
@@ -142,11 +127,11 @@ pub(crate) fn normalize_grad<E: Float>(
                     let (mean, rstd) = row_stats(xb, center, eps);
                     let hat = |k: usize| (xb[k].to_acc() - mean) * rstd;
                     let g_mean = if center {
-                        lane_sum(n, |k| gb[k].to_acc()) / len
+                        sum_of(n, |k| gb[k].to_acc()) / len
                     } else {
                         E::Acc::ZERO
                     };
-                    let gx_mean = lane_sum(n, |k| gb[k].to_acc() * hat(k)) / len;
+                    let gx_mean = sum_of(n, |k| gb[k].to_acc() * hat(k)) / len;
                     for (k, o) in b.iter_mut().enumerate() {
                         *o = E::from_acc(rstd * (gb[k].to_acc() - g_mean - hat(k) * gx_mean));
                     }

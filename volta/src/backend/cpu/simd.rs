@@ -21,6 +21,21 @@ pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
     pulp::Arch::new().dispatch(f)
 }
 
+/// `Σ f(k)` for `k < n`, in eight running sums as [`sum`] (`f` reads slices at
+/// `k`: a row's values, or a product of two rows').
+#[inline(always)]
+pub(crate) fn sum_of<A: crate::dtype::ScalarMath>(n: usize, f: impl Fn(usize) -> A) -> A {
+    let mut lanes = [A::ZERO; 8];
+    let whole = n - n % 8;
+    for k in (0..whole).step_by(8) {
+        for (j, lane) in lanes.iter_mut().enumerate() {
+            *lane = *lane + f(k + j);
+        }
+    }
+    let tail = (whole..n).fold(A::ZERO, |s, k| s + f(k));
+    lanes.iter().fold(tail, |s, &l| s + l)
+}
+
 /// The sum of `xs`, in eight running sums so that it vectorises (a single running
 /// sum is a chain the compiler may not reorder).
 #[inline(always)]
