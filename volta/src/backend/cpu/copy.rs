@@ -22,6 +22,15 @@ pub(crate) fn strided_to_vec<E: Copy>(data: &[E], layout: &Layout) -> Vec<E> {
     out
 }
 
+/// The elements of a view as a row-major slice: borrowed when the view is
+/// contiguous, else copied.
+pub(crate) fn elements<'a, E: Copy>(data: &'a [E], layout: &Layout) -> std::borrow::Cow<'a, [E]> {
+    match contiguous_slice(data, layout) {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(strided_to_vec(data, layout)),
+    }
+}
+
 /// Copies the view `src` into the region `dst_region` of `dst` (equal dims).
 fn copy_into<E: Copy>(src: &[E], src_layout: &Layout, dst: &mut [E], dst_region: &Layout) {
     let [s, d] = Rows::of_all([src_layout, dst_region]);

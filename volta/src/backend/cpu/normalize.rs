@@ -3,13 +3,11 @@
 //! mean squared deviation), as the GPU kernel computes them, then a pass writing;
 //! and its gradient, with the statistics recomputed the same way.
 use super::PARALLEL_THRESHOLD;
-use super::copy::strided_to_vec;
-use super::rows::contiguous_slice;
+use super::copy::{elements, strided_to_vec};
 use super::simd::{sum_of, vectorized};
 use crate::dtype::{Float, ScalarMath};
 use crate::layout::Layout;
 use rayon::prelude::*;
-use std::borrow::Cow;
 
 pub(crate) fn normalize<E: Float>(
     data: &[E],
@@ -58,14 +56,6 @@ pub(crate) fn normalize<E: Float>(
     out
 }
 
-/// A view's elements in row-major order: itself when contiguous, else a copy.
-fn in_order<'a, E: Copy>(data: &'a [E], layout: &Layout) -> Cow<'a, [E]> {
-    match contiguous_slice(data, layout) {
-        Some(s) => Cow::Borrowed(s),
-        None => Cow::Owned(strided_to_vec(data, layout)),
-    }
-}
-
 /// [`stats`] of one contiguous row, in vector lanes.
 #[inline(always)]
 fn row_stats<E: Float>(x: &[E], center: bool, eps: E::Acc) -> (E::Acc, E::Acc) {
@@ -108,7 +98,7 @@ pub(crate) fn normalize_grad<E: Float>(
     center: bool,
     eps: E,
 ) -> Vec<E> {
-    let (x, g) = (in_order(x, x_layout), in_order(g, g_layout));
+    let (x, g) = (elements(x, x_layout), elements(g, g_layout));
     let dims = &x_layout.dims;
     let n = dims[axis];
     let inner: usize = dims[axis + 1..].iter().product();

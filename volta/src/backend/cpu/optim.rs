@@ -3,23 +3,13 @@
 //! result does not depend on the split).
 use super::PARALLEL_THRESHOLD;
 use super::buffers::Unwritten;
-use super::copy::strided_to_vec;
-use super::rows::contiguous_slice;
+use super::copy::elements;
 use crate::backend::optim::{AdamConstants, SgdConstants};
 use crate::dtype::Float;
 use crate::layout::Layout;
 use rayon::prelude::*;
-use std::borrow::Cow;
 
 const CHUNK: usize = 1 << 13;
-
-/// The elements of a view as a row-major slice (borrowed when contiguous).
-fn elements<'a, E: Float>(data: &'a [E], layout: &Layout) -> Cow<'a, [E]> {
-    match contiguous_slice(data, layout) {
-        Some(s) => Cow::Borrowed(s),
-        None => Cow::Owned(strided_to_vec(data, layout)),
-    }
-}
 
 /// A view argument: the buffer and its layout.
 type In<'a, E> = (&'a [E], &'a Layout);
