@@ -32,7 +32,7 @@ pub(crate) fn normalize<E: Float>(
             return vectorized(
                 #[inline(always)]
                 || {
-                    let (mean, rstd) = row_stats(b, center, eps);
+                    let (mean, rstd) = stats(|k| b[k].to_acc(), n, center, eps);
                     for v in b.iter_mut() {
                         *v = E::from_acc((v.to_acc() - mean) * rstd);
                     }
@@ -56,34 +56,16 @@ pub(crate) fn normalize<E: Float>(
     out
 }
 
-/// [`stats`] of one contiguous row, in vector lanes.
-#[inline(always)]
-fn row_stats<E: Float>(x: &[E], center: bool, eps: E::Acc) -> (E::Acc, E::Acc) {
-    let len = E::Acc::from_f64(x.len() as f64);
-    let mean = if center {
-        sum_of(x.len(), |k| x[k].to_acc()) / len
-    } else {
-        E::Acc::ZERO
-    };
-    let sq = sum_of(x.len(), |k| {
-        let d = x[k].to_acc() - mean;
-        d * d
-    });
-    (mean, E::Acc::ONE / (sq / len + eps).sqrt())
-}
-
 /// Each row's statistics: its mean (0 for RMS) and `1/√(var + eps)`, the
-/// variance the mean of squared deviations.
+/// variance the mean of squared deviations. Summed in vector lanes ([`sum_of`]), and inlined so that a row's loop
+/// vectorises where it is contiguous.
+#[inline(always)]
 fn stats<A: ScalarMath>(x: impl Fn(usize) -> A, n: usize, center: bool, eps: A) -> (A, A) {
     let len = A::from_f64(n as f64);
-    let mean = if center {
-        (0..n).fold(A::ZERO, |s, k| s + x(k)) / len
-    } else {
-        A::ZERO
-    };
-    let sq = (0..n).fold(A::ZERO, |s, k| {
+    let mean = if center { sum_of(n, &x) / len } else { A::ZERO };
+    let sq = sum_of(n, |k| {
         let d = x(k) - mean;
-        s + d * d
+        d * d
     });
     (mean, A::ONE / (sq / len + eps).sqrt())
 }
@@ -114,7 +96,7 @@ pub(crate) fn normalize_grad<E: Float>(
             return vectorized(
                 #[inline(always)]
                 || {
-                    let (mean, rstd) = row_stats(xb, center, eps);
+                    let (mean, rstd) = stats(|k| xb[k].to_acc(), n, center, eps);
                     let hat = |k: usize| (xb[k].to_acc() - mean) * rstd;
                     let g_mean = if center {
                         sum_of(n, |k| gb[k].to_acc()) / len
@@ -135,11 +117,11 @@ pub(crate) fn normalize_grad<E: Float>(
             let (mean, rstd) = stats(xv, n, center, eps);
             let hat = |k: usize| (xv(k) - mean) * rstd;
             let g_mean = if center {
-                (0..n).fold(E::Acc::ZERO, |s, k| s + gv(k)) / len
+                sum_of(n, gv) / len
             } else {
                 E::Acc::ZERO
             };
-            let gx_mean = (0..n).fold(E::Acc::ZERO, |s, k| s + gv(k) * hat(k)) / len;
+            let gx_mean = sum_of(n, |k| gv(k) * hat(k)) / len;
             for k in 0..n {
                 b[at(k)] = E::from_acc(rstd * (gv(k) - g_mean - hat(k) * gx_mean));
             }
