@@ -63,6 +63,12 @@ pub enum RowVariant {
     /// One thread per row, walking the axis: coalesced when the axis is not the
     /// innermost and there are many rows.
     Serial,
+    /// Like `Serial` for a reduction, four rows per thread: rows that lie side by
+    /// side (the features of a bias gradient, summed over the batch) are read
+    /// as a `vec4` of every input per step, four times the bytes per load.
+    /// Needs rows in fours along the innermost other dim, each input walking
+    /// it contiguously (or not at all) from 16-byte aligned elements.
+    SerialVec4,
     /// One workgroup per row: threads stride over the axis, then a shared-memory
     /// tree.
     Tree,
@@ -74,11 +80,12 @@ pub enum RowVariant {
     /// its `n` `vec4`s of every input in registers, so a row is read from memory
     /// once however many passes the op makes (softmax three, a norm two or three).
     Registers(u32),
-    /// Like `Registers` with a row per subgroup instead of per workgroup: the
-    /// kernel's `lanes` threads hold the row's vec4s, `n` each, and combine
-    /// through shuffles alone (no shared memory, no barrier). Short rows (a
-    /// transformer's features) then keep every thread busy: a workgroup of 256
-    /// threads per 384-element row leaves most of them idle.
+    /// Like `Registers` with a row per subgroup (or part of one) instead of per
+    /// workgroup: the kernel's `lanes` threads hold the row's vec4s, `n` each,
+    /// and combine through shuffles alone (no shared memory, no barrier). Short
+    /// rows (a transformer's features, an attention head's) then keep every
+    /// thread busy: a workgroup of 256 threads per 384-element row leaves most
+    /// of them idle, and a subgroup of 32 per 64-element row half of them.
     Lanes(u32),
 }
 
@@ -105,8 +112,10 @@ pub struct RowKernel {
     pub op: RowOp,
     /// Rank of the tensor (1..=6).
     pub rank: usize,
-    /// Per input: whether it is broadcast along the axis (stride 0). Only the
-    /// `Vec4` variant reads such inputs differently.
+    /// Per input: whether it is broadcast (stride 0) along the dim that the
+    /// `vec4` variants walk four elements at a time: the axis, or for
+    /// [`RowVariant::SerialVec4`] the innermost other dim. Such an input is read
+    /// once per step instead of as a `vec4`.
     pub axis_broadcast: Vec<bool>,
     /// The row's elements, over `Input(i)` and `Scalar(j)`.
     pub expr: Expr,
@@ -134,7 +143,9 @@ pub struct RowKernel {
     /// Threads whose partial results combine through subgroup shuffles before
     /// meeting in shared memory (the adapter's subgroup size, at most 32: one
     /// barrier per reduction instead of a tree's nine), or 0 without subgroup
-    /// operations.
+    /// operations. For [`RowVariant::Lanes`], the threads that share a row: a
+    /// power of two up to the subgroup size, so that a subgroup may take
+    /// several short rows.
     pub lanes: u32,
     /// The inputs drawn from the counter stream instead of loaded; their seeds
     /// among the expression's scalars.
@@ -204,6 +215,7 @@ impl RowKernel {
     pub fn groups(&self, rows: usize) -> usize {
         match self.variant {
             RowVariant::Serial => rows.div_ceil(ROW_WORKGROUP as usize),
+            RowVariant::SerialVec4 => rows.div_ceil(4 * ROW_WORKGROUP as usize),
             RowVariant::Tree | RowVariant::Vec4 | RowVariant::Registers(_) => rows,
             RowVariant::Lanes(_) => rows.div_ceil((ROW_WORKGROUP / self.lanes) as usize),
         }
@@ -235,9 +247,15 @@ impl RowKernel {
             RowVariant::Registers(n) | RowVariant::Lanes(n) => n,
             _ => 0,
         };
-        let serial = self.variant == RowVariant::Serial;
+        // Four rows per thread, side by side.
+        let quads = self.variant == RowVariant::SerialVec4;
+        let serial = quads || self.variant == RowVariant::Serial;
         let rows_out = self.writes_rows();
-        let wide = |i: usize| vec4 && !self.axis_broadcast[i];
+        assert!(
+            !quads || (matches!(self.op, RowOp::Reduce(_)) && self.epilogue.is_none()),
+            "four rows per thread is a plain reduction's variant"
+        );
+        let wide = |i: usize| (vec4 || quads) && !self.axis_broadcast[i];
         assert!(
             self.elem.is_float() && self.out_elem.is_float(),
             "row kernels compute in floats"
@@ -271,7 +289,7 @@ impl RowKernel {
             )
             .unwrap();
         }
-        let dst_ty = if vec4 && rows_out {
+        let dst_ty = if (vec4 && rows_out) || quads {
             format!("vec4<{out_ty}>")
         } else {
             out_ty.to_string()
@@ -282,6 +300,14 @@ impl RowKernel {
             n_in + 1
         )
         .unwrap();
+        if quads {
+            w.push_str(
+                "fn add4(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> { return a + b; }
+fn greater4(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> { return select(a, b, b > a); }
+fn less4(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> { return select(a, b, b < a); }
+",
+            );
+        }
         let wg = ROW_WORKGROUP;
         writeln!(
             w,
@@ -299,7 +325,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         .unwrap();
         // `lt`: the thread's place among the row's threads (their stride).
         let stride = if per_lane { self.lanes } else { wg };
-        if serial {
+        if quads {
+            writeln!(
+                w,
+                "    let o = ((wid.y * nwg.x + wid.x) * {wg}u + li) * 4u;"
+            )
+            .unwrap();
+        } else if serial {
             writeln!(w, "    let o = (wid.y * nwg.x + wid.x) * {wg}u + li;").unwrap();
         } else if per_lane {
             writeln!(
@@ -387,22 +419,54 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     "    var k = 0u;\n    for (; live && k + 4u <= p[1]; k += 4u) {{"
                 )
                 .unwrap();
+                // Input `i` at step `k + u` (`u` empty: step `k`), a `vec4` of
+                // the four rows' elements where it is wide.
+                let load_at = |i: usize, u: &str| {
+                    let at = format!("b{i} + {u} * s{i}");
+                    if wide(i) {
+                        self.load(i, &format!("({at}) / 4u"), true)
+                    } else {
+                        self.load(i, &at, false)
+                    }
+                };
+                // The step's value from `x{i}{suffix}`: the four rows' values as
+                // one `vec4` when the thread takes four.
+                let step = |w: &mut String, prefix: &str, suffix: &str| {
+                    if !quads {
+                        return lower(w, prefix, &|i| format!("x{i}{suffix}"));
+                    }
+                    let lanes: Vec<String> = ["x", "y", "z", "w"]
+                        .iter()
+                        .map(|lane| {
+                            let input = |i: u16| {
+                                let i = i as usize;
+                                if wide(i) {
+                                    format!("x{i}{suffix}.{lane}")
+                                } else {
+                                    format!("x{i}{suffix}")
+                                }
+                            };
+                            lower(w, &format!("{prefix}{lane}_"), &input).0
+                        })
+                        .collect();
+                    (format!("vec4<f32>({})", lanes.join(", ")), String::new())
+                };
                 for u in 0..4 {
                     for i in 0..n_in {
-                        let load = self.load(i, &format!("b{i} + (k + {u}u) * s{i}"), false);
+                        let load = load_at(i, &format!("(k + {u}u)"));
                         writeln!(w, "        let x{i}_{u} = {load};").unwrap();
                     }
                 }
                 let values: Vec<(String, String)> = (0..4)
-                    .map(|u| lower(w, &format!("{pass}u{u}_"), &|i| format!("x{i}_{u}")))
+                    .map(|u| step(w, &format!("{pass}u{u}_"), &format!("_{u}")))
                     .collect();
                 each(w, &values);
                 writeln!(w, "    }}\n    for (; live && k < p[1]; k += 1u) {{").unwrap();
                 for i in 0..n_in {
-                    let load = self.load(i, &format!("b{i} + k * s{i}"), false);
+                    let load = load_at(i, "k");
                     writeln!(w, "        let x{i} = {load};").unwrap();
                 }
-                let value = lower(w, &format!("{pass}_"), &|i| format!("x{i}"));
+                let value = step(w, &format!("{pass}_"), "");
                 each(w, &[value]);
                 writeln!(w, "    }}").unwrap();
                 return;
@@ -480,6 +544,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     identity: &str,
                     combine: &str,
                     f: &dyn Fn(&str, &str) -> String| {
+            // Four rows per thread fold as `vec4`s.
+            let (identity, combine) = if quads {
+                (format!("vec4<f32>({identity})"), format!("{combine}4"))
+            } else {
+                (identity.to_string(), combine.to_string())
+            };
             writeln!(w, "    var {name} = {identity};").unwrap();
             pass(w, name, &|w, v| {
                 let terms: Vec<String> = v.iter().map(|(x, g)| f(x, g)).collect();
@@ -627,8 +697,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     write_row(&mut w, &|_, _| "acc".to_string());
                 } else {
                     let first = if serial { "" } else { " && lt == 0u" };
-                    let acc = self.out_elem.store("acc", false);
-                    writeln!(w, "    if (live{first}) {{ dst[o] = {acc}; }}").unwrap();
+                    let acc = self.out_elem.store("acc", quads);
+                    let at = if quads { "o / 4u" } else { "o" };
+                    writeln!(w, "    if (live{first}) {{ dst[{at}] = {acc}; }}").unwrap();
                 }
             }
             RowOp::Softmax | RowOp::LogSoftmax => {
@@ -810,6 +881,40 @@ mod tests {
     }
 
     #[test]
+    fn four_rows_per_thread_load_vec4s_and_fold_them() {
+        // Input 1 broadcast along the rows (read once per step), input 0 wide;
+        // every reduction, in f32 and f16, and with input 0 drawn.
+        for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+            for (elem, drawn) in [(Elem::F32, false), (Elem::F16, false), (Elem::F32, true)] {
+                let k = RowKernel {
+                    elem,
+                    out_elem: elem,
+                    drawn: if drawn {
+                        crate::wgsl::Draws(vec![(0, 0)])
+                    } else {
+                        Default::default()
+                    },
+                    ..kernel(RowOp::Reduce(op), RowVariant::SerialVec4)
+                };
+                let src = k.source();
+                super::super::assert_valid(&src);
+                assert!(src.contains("li) * 4u;"), "{src}");
+                assert!(src.contains("src1[b1 + (k + 3u) * s1]"), "{src}");
+                if drawn {
+                    assert!(
+                        src.contains("volta_draw4(((b0 + (k + 3u) * s0) / 4u) * 4u"),
+                        "{src}"
+                    );
+                } else {
+                    assert!(src.contains("src0[(b0 + (k + 3u) * s0) / 4u]"), "{src}");
+                }
+                assert!(src.contains("dst[o / 4u] = "), "{src}");
+                assert_eq!(k.groups(4 * 256 + 4), 2);
+            }
+        }
+    }
+
+    #[test]
     fn the_norm_gradient_validates_with_a_second_expression() {
         // x = exp(x0 − x1) (x1 broadcast along the row), g = x0 · x1.
         for center in [true, false] {
@@ -838,17 +943,22 @@ mod tests {
             RowOp::Softmax,
             RowOp::Normalize { center: true },
         ] {
-            for n in [1, 3] {
+            // A row per subgroup of 32, and per half of one.
+            for (n, lanes, groups) in [(1, 32, 38), (3, 32, 38), (1, 16, 19)] {
                 let k = RowKernel {
-                    lanes: 32,
+                    lanes,
                     drawn: Default::default(),
                     ..kernel(op, RowVariant::Lanes(n))
                 };
                 let src = k.source();
                 super::super::assert_valid(&src);
-                assert!(src.contains("li / 32u"), "{src}");
+                assert!(src.contains(&format!("li / {lanes}u")), "{src}");
+                assert!(
+                    src.contains(&format!("o = {}u; o > 0u", lanes / 2)),
+                    "{src}"
+                );
                 assert!(!src.contains("workgroupBarrier"), "{src}");
-                assert_eq!(k.groups(300), 38);
+                assert_eq!(k.groups(300), groups);
             }
         }
     }

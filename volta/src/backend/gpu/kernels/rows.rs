@@ -261,6 +261,27 @@ fn split(
     )
 }
 
+/// Whether a reduction's rows lie side by side in fours, as
+/// [`RowVariant::SerialVec4`] reads them: the innermost dim other than `axis`
+/// holds a multiple of 4 rows, and each input walks it contiguously from
+/// 16-byte aligned elements (every other stride a multiple of 4) or not at all.
+fn side_by_side(inputs: &[Operand], dims: &[usize], axis: usize) -> bool {
+    let Some(inner) = (0..dims.len()).rev().find(|&a| a != axis) else {
+        return false;
+    };
+    dims[inner] >= 4
+        && dims[inner].is_multiple_of(4)
+        && inputs.iter().all(|(_, l)| match l.strides[inner] {
+            0 => true,
+            1 => {
+                l.offset.is_multiple_of(4)
+                    && (0..dims.len())
+                        .all(|a| a == inner || dims[a] == 1 || l.strides[a].is_multiple_of(4))
+            }
+            _ => false,
+        })
+}
+
 /// Records the row kernel writing `out` (contiguous: the reduced dims, or `dims`
 /// for an op that writes rows).
 #[allow(clippy::too_many_arguments)]
@@ -310,19 +331,32 @@ fn record(
         .subgroup_size
         .filter(|&s| s >= 4)
         .map_or(0, |s| s.min(32));
-    // Many short rows (a transformer's features): a row per subgroup.
-    let per_lane = (n as u32).div_ceil(4 * lanes.max(1));
+    // Many short rows (a transformer's features): a row per subgroup, or per
+    // part of one as wide as the row's vec4s (an attention head's 64 elements
+    // take 16 lanes).
+    let row_lanes = lanes.min((n.div_ceil(4) as u32).next_power_of_two().max(8));
+    let per_lane = (n as u32).div_ceil(4 * row_lanes.max(1));
+    let quads = !tree
+        && matches!(op, RowOp::Reduce(_))
+        && epilogue.is_none()
+        && side_by_side(inputs, dims, axis);
     let variant = match (vec4, tree) {
-        (true, _) if lanes >= 8 && per_lane <= 8 && rows >= 256 => RowVariant::Lanes(per_lane),
+        (true, _) if row_lanes >= 8 && per_lane <= 8 && rows >= 256 => RowVariant::Lanes(per_lane),
         (true, _) => RowVariant::vec4_for(n),
         (false, true) => RowVariant::Tree,
+        (false, false) if quads => RowVariant::SerialVec4,
         (false, false) => RowVariant::Serial,
+    };
+    let inner = (0..dims.len()).rev().find(|&a| a != axis);
+    let broadcast = |v: &Operand| match variant {
+        RowVariant::SerialVec4 => inner.is_some_and(|a| v.1.strides[a] == 0),
+        _ => vec4 && axis_stride(v) == 0,
     };
     let (drawn, scalars) = super::draws(inputs, scalars, op.scalars());
     let k = RowKernel {
         op,
         rank: dims.len(),
-        axis_broadcast: inputs.iter().map(|v| vec4 && axis_stride(v) == 0).collect(),
+        axis_broadcast: inputs.iter().map(broadcast).collect(),
         expr,
         grad: grad.cloned(),
         variant,
@@ -330,7 +364,11 @@ fn record(
         out_elem,
         epilogue: epilogue.map(|(e, _)| e.clone()),
         per_row: epilogue.is_some_and(|(_, per_row)| per_row),
-        lanes,
+        lanes: if matches!(variant, RowVariant::Lanes(_)) {
+            row_lanes
+        } else {
+            lanes
+        },
         drawn,
     };
     let params_views: Vec<(usize, &[usize])> = views
