@@ -639,6 +639,69 @@ fn gather_and_index_select() {
 
 /// Many short rows (a transformer's features) run a row per subgroup: sums,
 /// maxima, softmax and layer/RMS norms of a fused expression, with gradients.
+/// Two pre-norm residual blocks (`x + (norm(x)·W)·s`, the scale standing for
+/// dropout): the values and gradients match the CPU's, and the gradient each
+/// residual hands on (its own plus the norm's) is written by the norm
+/// gradient's kernel, once, rather than the norm gradient written alone, read
+/// by the branch, and added to the residual's by a kernel of its own.
+#[test]
+fn residual_gradients_are_written_by_the_norm_gradient() {
+    let _g = lock();
+    struct Blocks;
+    impl Case for Blocks {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let block = |x: &RawTensor<D, f32>, w: &RawTensor<D, f32>| {
+                let branch = x
+                    .normalize(1, true, 1e-5)
+                    .matmul(w)
+                    .scalar(BinaryOp::Mul, 0.5);
+                x.binary(BinaryOp::Add, &branch)
+            };
+            let y = x[0].scalar(BinaryOp::Mul, 1.5);
+            block(&block(&y, &x[1]), &x[2])
+        }
+    }
+    let (r, c) = (24, 32);
+    let inputs = [
+        (vec![r, c], Dist::Normal),
+        (vec![c, c], Dist::Normal),
+        (vec![c, c], Dist::Normal),
+    ];
+    check("residual blocks", 31, &inputs, Blocks);
+    let gpu = |n: usize, k: f32| {
+        Tensor::<(usize,), Gpu>::from_vec_shaped(
+            (0..n).map(|i| (i as f32 * k).sin()).collect(),
+            (n,),
+        )
+        .unwrap()
+        .requires_grad()
+    };
+    let leaves = [gpu(r * c, 0.37), gpu(c * c, 0.11), gpu(c * c, 0.23)];
+    let raws: Vec<_> = leaves
+        .iter()
+        .zip(&inputs)
+        .map(|(l, (dims, _))| l.raw().reshape(dims))
+        .collect();
+    // Weighted, so that the last residual's gradient is a buffer (as the
+    // next block's would be), not a constant.
+    let weights = gpu(r * c, 0.71).raw().reshape(&[r, c]).detach();
+    let loss = Blocks
+        .run(&raws)
+        .binary(BinaryOp::Mul, &weights)
+        .reduce_all(ReduceOp::Sum);
+    let loss = Tensor::<(), Gpu>::try_from_raw(loss).unwrap();
+    loss.raw().buffer().realize();
+    let before = Gpu::dispatches_recorded();
+    let grads = loss.backward();
+    for l in &leaves {
+        grads.get(l).unwrap().raw().buffer().realize();
+    }
+    // Nine kernels. Before the residual's gradient was settled when handed on,
+    // ten: the second block's norm gradient alone, then the branch reading it
+    // with the residual's gradient, then their sum for the first block.
+    assert_eq!(Gpu::dispatches_recorded() - before, 9);
+}
+
 #[test]
 fn many_short_rows() {
     let _g = lock();

@@ -173,6 +173,15 @@ fn backward<D: Backend<E>, E: Float>(
                 .as_ref()
                 .map_or_else(Vec::new, |g| input_grads(op, &node, g)),
         };
+        // Handed on whole to several inputs (a residual's add): computed once,
+        // where the device defers it.
+        if let Some(g) = &g {
+            let same =
+                |p: &T<D, E>| <D as crate::backend::Memory<E>>::same_memory(p.buffer(), g.buffer());
+            if passed.iter().filter(|(_, p)| same(p)).count() > 1 {
+                <D as crate::backend::Memory<E>>::settle_gradient(g.buffer());
+            }
+        }
         for (input, grad) in passed {
             // Rules skip untracked inputs: name the input by its place in the op.
             let k = op.inputs().iter().position(|i| i.id() == input.id());

@@ -108,6 +108,12 @@ pub trait Memory<E: Element>: 'static {
     /// expressions), so that the operands it was deferred on can be freed; does not
     /// wait for the device. Nothing to do where every value is computed at once.
     fn compute_deferred(_buf: &Self::Buffer) {}
+    /// A gradient that the backward pass hands on whole to several inputs (a
+    /// residual connection's add): a device that defers computation computes
+    /// it now where the value it defers on would otherwise be computed apart
+    /// and read by each consumer (the GPU's norm gradient plus the residual's,
+    /// one kernel instead of three). Does not wait for the device.
+    fn settle_gradient(_buf: &Self::Buffer) {}
 }
 
 /// The buffer type of device `D` for elements `E`.

@@ -124,6 +124,9 @@ macro_rules! memory {
             fn compute_deferred(buf: &Self::Buffer) {
                 buf.realize();
             }
+            fn settle_gradient(buf: &Self::Buffer) {
+                buf.settle();
+            }
         }
     };
 }

@@ -77,6 +77,19 @@ impl<E> GpuBuffer<E> {
         self.raw();
     }
 
+    /// Records the kernel of a pending value that reads a pending row op no one
+    /// else holds (a norm's gradient plus the residual's): as that row op's
+    /// epilogue, one kernel. Deferred, the value's consumers would each read the
+    /// row op's value and the value's other operands, the row op recorded
+    /// alone, and the value recorded after them for whoever keeps it.
+    pub(crate) fn settle(&self) {
+        if let Data::Pending(p) = &self.data
+            && p.reads_a_lone_row_op()
+        {
+            p.materialise();
+        }
+    }
+
     /// Whether the value is still an unrecorded fused expression.
     pub fn is_pending(&self) -> bool {
         matches!(&self.data, Data::Pending(p) if !p.is_materialised())

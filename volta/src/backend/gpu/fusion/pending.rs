@@ -560,6 +560,18 @@ impl Pending {
         })
     }
 
+    /// Whether this pending elementwise value reads a pending row op that
+    /// nothing else holds, so that recording it now makes them one kernel.
+    pub(crate) fn reads_a_lone_row_op(&self) -> bool {
+        let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+        guard.as_ref().is_some_and(|s| {
+            s.row.is_none()
+                && s.reads
+                    .as_ref()
+                    .is_some_and(|r| !r.value.is_materialised() && Arc::strong_count(&r.value) == 1)
+        })
+    }
+
     /// Whether its kernel has been recorded.
     pub fn is_materialised(&self) -> bool {
         self.done.get().is_some()
