@@ -176,8 +176,9 @@ pub(crate) fn rows(
     out
 }
 
-/// Threads a strided reduction should keep busy: enough loads in flight to
-/// stream memory on a large GPU (about 2,000 threads per core).
+/// Chunks a strided reduction's first pass should keep busy at once (a thread
+/// takes one chunk, or four side by side as `vec4`s): enough loads in flight
+/// to stream memory on a large GPU (about 2,000 per core).
 const SPLIT_THREADS: usize = 1 << 18;
 
 /// The chunk length for a reduction along an axis that some input walks with a

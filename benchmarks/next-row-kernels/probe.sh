@@ -1,0 +1,30 @@
+# A/B of three row-kernel changes in the GPT step, one binary built with
+# knobs.patch applied (`git apply benchmarks/next-row-kernels/knobs.patch`,
+# build bench_transformer and the suite, `git checkout` the two files):
+#   VOLTA_ROW_QUADS=0   column sums read a column a thread (SerialVec4 off)
+#   VOLTA_ROW_NARROW=0  short rows take a whole subgroup (16-lane rows off)
+#   VOLTA_SETTLE=0      a residual's gradient is not settled
+# All three 0 is main before them. Carry .device/{gl,gpu-env.sh,bin}.
+set -u
+source .device/gpu-env.sh >/dev/null
+o=${OUT:-/tmp}
+gunzip -c .device/bin/bench_transformer.gz > ~/bt && chmod +x ~/bt
+gunzip -c .device/bin/test_suite.gz > ~/suite && chmod +x ~/suite
+date -u
+nvidia-smi --query-gpu=name --format=csv,noheader
+for q in 0 1; do
+  VOLTA_SETTLE=$q VOLTA_ROW_QUADS=$q VOLTA_ROW_NARROW=$q VOLTA_PROFILE_DETAIL=1 \
+    VOLTA_BENCH_KERNELS=all timeout 60 ~/bt --step-only --step-precision half > $o/detail-$q.txt 2>&1
+  echo "== new $q"
+  grep -E "_B64 |sum rows|normalize|x0 \+ x1|ge\(u|profile \(" $o/detail-$q.txt
+done
+date -u
+timeout 120 ~/suite gpu_parity attention tensor_cores layers_gpu optim_gpu 2>&1 | grep -E "panicked|error|test result" | tee "$o/tests.txt"
+for r in 1 2 3; do
+  for q in 0 1; do
+    echo "== round $r new $q"
+    VOLTA_ROW_QUADS=$q VOLTA_ROW_NARROW=$q VOLTA_SETTLE=$q timeout 60 ~/bt --step-only 2>&1 | grep -E "_B64 "
+  done
+done
+PYTHONUNBUFFERED=1 timeout 60 python3 scripts/device/transformer_peers.py --step-only 2>&1 | grep "ms "
+date -u
