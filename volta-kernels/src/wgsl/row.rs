@@ -407,6 +407,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 writeln!(w, "    var r{i}_{j} = vec4<f32>();").unwrap();
             }
         }
+        // The four lanes' values of a step's loads `x{i}{suffix}`: wide inputs'
+        // components, the others' one value.
+        let lanes_of = |w: &mut String, prefix: &str, suffix: &str| -> Vec<(String, String)> {
+            ["x", "y", "z", "w"]
+                .iter()
+                .map(|lane| {
+                    let input = |i: u16| {
+                        let i = i as usize;
+                        if wide(i) {
+                            format!("x{i}{suffix}.{lane}")
+                        } else {
+                            format!("x{i}{suffix}")
+                        }
+                    };
+                    lower(w, &format!("{prefix}{lane}_"), &input)
+                })
+                .collect()
+        };
         // A reduction with a thread per row walks it four elements per step, so
         // that four loads are in flight (a split-K sum is 16 loads a thread).
         let unrolled = serial && !rows_out;
@@ -419,10 +437,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     "    var k = 0u;\n    for (; live && k + 4u <= p[1]; k += 4u) {{"
                 )
                 .unwrap();
-                // Input `i` at step `k + u` (`u` empty: step `k`), a `vec4` of
-                // the four rows' elements where it is wide.
-                let load_at = |i: usize, u: &str| {
-                    let at = format!("b{i} + {u} * s{i}");
+                // Input `i` at step `k` (an expression of `k`), a `vec4` of the
+                // four rows' elements where it is wide.
+                let load_at = |i: usize, k: &str| {
+                    let at = format!("b{i} + {k} * s{i}");
                     if wide(i) {
                         self.load(i, &format!("({at}) / 4u"), true)
                     } else {
@@ -435,19 +453,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     if !quads {
                         return lower(w, prefix, &|i| format!("x{i}{suffix}"));
                     }
-                    let lanes: Vec<String> = ["x", "y", "z", "w"]
-                        .iter()
-                        .map(|lane| {
-                            let input = |i: u16| {
-                                let i = i as usize;
-                                if wide(i) {
-                                    format!("x{i}{suffix}.{lane}")
-                                } else {
-                                    format!("x{i}{suffix}")
-                                }
-                            };
-                            lower(w, &format!("{prefix}{lane}_"), &input).0
-                        })
+                    let lanes: Vec<String> = lanes_of(w, prefix, suffix)
+                        .into_iter()
+                        .map(|(x, _)| x)
                         .collect();
                     (format!("vec4<f32>({})", lanes.join(", ")), String::new())
                 };
@@ -511,20 +519,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     }
                 }
                 let values: Vec<(String, String)> = if vec4 {
-                    ["x", "y", "z", "w"]
-                        .iter()
-                        .map(|lane| {
-                            let input = |i: u16| {
-                                let i = i as usize;
-                                if wide(i) {
-                                    format!("x{i}.{lane}")
-                                } else {
-                                    format!("x{i}")
-                                }
-                            };
-                            lower(w, &format!("{pass}{lane}_"), &input)
-                        })
-                        .collect()
+                    lanes_of(w, pass, "")
                 } else {
                     vec![lower(w, &format!("{pass}_"), &|i| format!("x{i}"))]
                 };
