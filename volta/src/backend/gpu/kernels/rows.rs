@@ -272,15 +272,24 @@ fn side_by_side(inputs: &[Operand], dims: &[usize], axis: usize) -> bool {
     };
     dims[inner] >= 4
         && dims[inner].is_multiple_of(4)
-        && inputs.iter().all(|(_, l)| match l.strides[inner] {
-            0 => true,
-            1 => {
-                l.offset.is_multiple_of(4)
-                    && (0..dims.len())
-                        .all(|a| a == inner || dims[a] == 1 || l.strides[a].is_multiple_of(4))
-            }
-            _ => false,
-        })
+        && inputs
+            .iter()
+            .all(|(_, l)| in_fours(l, l.strides[inner], dims, inner))
+}
+
+/// Whether `l` can be read four elements at a time along dim `along`, which it
+/// walks with `stride`: not at all, or contiguously from 16-byte aligned
+/// elements (its offset and every other stride a multiple of 4).
+fn in_fours(l: &Layout, stride: usize, dims: &[usize], along: usize) -> bool {
+    match stride {
+        0 => true,
+        1 => {
+            l.offset.is_multiple_of(4)
+                && (0..dims.len())
+                    .all(|a| a == along || dims[a] == 1 || l.strides[a].is_multiple_of(4))
+        }
+        _ => false,
+    }
 }
 
 /// Records the row kernel writing `out` (contiguous: the reduced dims, or `dims`
@@ -316,15 +325,9 @@ fn record(
     // broadcast along the axis are read once per row.
     let vec4 = tree
         && n.is_multiple_of(4)
-        && views.iter().all(|v| match axis_stride(v) {
-            0 => true,
-            1 => {
-                v.1.offset.is_multiple_of(4)
-                    && (0..dims.len())
-                        .all(|a| a == axis || dims[a] == 1 || v.1.strides[a].is_multiple_of(4))
-            }
-            _ => false,
-        })
+        && views
+            .iter()
+            .all(|v| in_fours(v.1, axis_stride(v), dims, axis))
         && (!writes_rows || axis_stride(&views[inputs.len()]) == 1);
     let lanes = rt
         .gpu
