@@ -4,6 +4,8 @@
 #   VOLTA_ROW_QUADS=0   column sums read a column a thread (SerialVec4 off)
 #   VOLTA_ROW_NARROW=0  short rows take a whole subgroup (16-lane rows off)
 #   VOLTA_SETTLE=0      a residual's gradient is not settled
+#   VOLTA_SPLIT_THREADS=N  chunks a strided reduction's first pass keeps busy
+#                          (default 2^18), swept with the three changes on
 # All three 0 is main before them. Carry .device/{gl,gpu-env.sh,bin}.
 set -u
 source .device/gpu-env.sh >/dev/null
@@ -17,6 +19,12 @@ for q in 0 1; do
     VOLTA_BENCH_KERNELS=all timeout 60 ~/bt --step-only --step-precision half > $o/detail-$q.txt 2>&1
   echo "== new $q"
   grep -E "_B64 |sum rows|normalize|x0 \+ x1|ge\(u|profile \(" $o/detail-$q.txt
+done
+for s in 65536 131072 524288 1048576; do
+  VOLTA_SPLIT_THREADS=$s VOLTA_PROFILE_DETAIL=1 VOLTA_BENCH_KERNELS=all \
+    timeout 60 ~/bt --step-only --step-precision half > $o/detail-s$s.txt 2>&1
+  echo "== split threads $s"
+  grep -E "_B64 |sum rows \[|profile \(" $o/detail-s$s.txt
 done
 date -u
 timeout 120 ~/suite gpu_parity attention tensor_cores layers_gpu optim_gpu 2>&1 | grep -E "panicked|error|test result" | tee "$o/tests.txt"
