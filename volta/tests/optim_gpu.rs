@@ -5,6 +5,7 @@
 #![cfg(feature = "gpu")]
 
 use volta::RawTensor;
+use volta::layout::Layout;
 use volta::optim::{AdamInput, AdamStep, SgdStep, clip_grad_norm};
 use volta::prelude::*;
 
@@ -187,13 +188,30 @@ fn an_adam_step_is_one_kernel_for_a_models_parameters() {
 }
 
 #[test]
-fn many_parameters_step_together_as_they_step_alone() {
+fn many_parameters_step_as_on_the_cpu() {
     let _g = lock();
-    // 40 parameters (two launches of up to 32), of sizes around a workgroup's 256,
-    // half on their first step (no moments), each with its own step count.
+    // 40 parameters (two launches of up to 32), of sizes around a workgroup's 256.
     let sizes: Vec<usize> = (0..40)
         .map(|i| [1, 255, 256, 257, 1000, 33][i % 6] + i)
         .collect();
+    steps_as_on_the_cpu(&sizes);
+}
+
+#[test]
+fn parameters_in_fours_step_as_on_the_cpu() {
+    let _g = lock();
+    // Every length a multiple of 4: the launches step four elements a thread
+    // (as vec4s).
+    let sizes: Vec<usize> = (0..40)
+        .map(|i| [4, 252, 256, 260, 1000, 32][i % 6] + 4 * i)
+        .collect();
+    steps_as_on_the_cpu(&sizes);
+}
+
+/// Steps parameters of `sizes` in Adam's multi-tensor launches and one at a time
+/// on the GPU, and on the CPU, and compares: half on their first step (no
+/// moments), each with its own step count.
+fn steps_as_on_the_cpu(sizes: &[usize]) {
     // In memory, as parameters and their state are (uniform numbers are drawn
     // by the kernels that read them, and a step's kernel reads memory).
     let t = |dims: &[usize], seed: u64| {
@@ -222,11 +240,11 @@ fn many_parameters_step_together_as_they_step_alone() {
     let before = Gpu::dispatches_recorded();
     let together = <Gpu as Backend<f32>>::adam_steps(&steps);
     let read = |b: &<Gpu as volta::backend::Memory<f32>>::Buffer, n: usize| {
-        RawTensor::<Gpu, f32>::leaf(b.clone(), volta::layout::Layout::contiguous(&[n])).to_vec()
+        RawTensor::<Gpu, f32>::leaf(b.clone(), Layout::contiguous(&[n])).to_vec()
     };
     let results: Vec<[Vec<f32>; 3]> = together
         .iter()
-        .zip(&sizes)
+        .zip(sizes)
         .map(|((p, m, v), &n)| [read(p, n), read(m, n), read(v, n)])
         .collect();
     let launches = Gpu::dispatches_recorded() - before;
@@ -236,15 +254,24 @@ fn many_parameters_step_together_as_they_step_alone() {
         "launches of 40 parameters' step"
     );
     for (i, (s, want)) in steps.iter().zip(&results).enumerate() {
-        let (p, m, v) = <Gpu as Backend<f32>>::adam_step(s.p, s.g, s.moments, &s.hyper);
         let n = sizes[i];
+        let (p, m, v) = <Gpu as Backend<f32>>::adam_step(s.p, s.g, s.moments, &s.hyper);
         let alone = [read(&p, n), read(&m, n), read(&v, n)];
-        for (what, (a, b)) in ["p", "m", "v"].iter().zip(alone.iter().zip(want)) {
-            for (j, (x, y)) in a.iter().zip(b).enumerate() {
-                assert!(
-                    (x - y).abs() <= 1e-6 * (1.0 + x.abs()),
-                    "parameter {i} ({n} elements), {what}[{j}]: alone {x}, together {y}"
-                );
+        let cpu: [RawTensor<Cpu, f32>; 4] =
+            std::array::from_fn(|j| RawTensor::from_vec(tensors[i][j].to_vec(), &[n]));
+        let moments = s.moments.map(|_| (cpu[2].view(), cpu[3].view()));
+        let (p, m, v) =
+            <Cpu as Backend<f32>>::adam_step(cpu[0].view(), cpu[1].view(), moments, &s.hyper);
+        let on_cpu = [p, m, v].map(|b| RawTensor::<Cpu, f32>::leaf(b, Layout::contiguous(&[n])));
+        for (k, what) in ["p", "m", "v"].into_iter().enumerate() {
+            let c = on_cpu[k].to_vec();
+            for (j, ((x, y), z)) in c.iter().zip(&want[k]).zip(&alone[k]).enumerate() {
+                for (how, got) in [("together", y), ("alone", z)] {
+                    assert!(
+                        (x - got).abs() <= 1e-5 * (1.0 + x.abs()),
+                        "parameter {i} ({n} elements), {what}[{j}]: CPU {x}, GPU {how} {got}"
+                    );
+                }
             }
         }
     }

@@ -106,7 +106,11 @@ const ADAM_BLOCK: usize = 19;
 const ADAM_PER_LAUNCH: usize = 32;
 
 /// The Adam kernel for `count` parameters: PyTorch's formulas, one pass, one
-/// thread per element; each workgroup belongs to one parameter.
+/// thread per element, or per four side by side as `vec4`s with `vector` (where
+/// every parameter's length and offsets are multiples of 4: a quarter of the
+/// threads and of the index arithmetic per byte); each workgroup belongs to one
+/// parameter. Lengths and offsets count the kernel's elements (`vec4`s with
+/// `vector`).
 ///   decoupled: p ← p·(1 − lr·λ)        L2: g ← g + λ·p
 ///   m ← β₁·m + (1 − β₁)·g               v ← β₂·v + (1 − β₂)·g²
 ///   p ← p − lr · (m·c₁) / (√(v·c₂) + ε)   with c₁ = 1/(1 − β₁ᵗ), c₂ = 1/(1 − β₂ᵗ)
@@ -120,14 +124,22 @@ const ADAM_PER_LAUNCH: usize = 32;
 /// [4] m offset, [5] v offset, [6] 1 on the first step, [7] 1 to apply L2 decay,
 /// [8] 1 to apply decoupled decay; then f32 bits: [9] lr, [10] β₁, [11] 1 − β₁,
 /// [12] β₂, [13] 1 − β₂, [14] ε, [15] λ, [16] 1 − lr·λ, [17] c₁, [18] c₂.
-fn adam_source(count: usize, elem: Elem) -> String {
-    let mut w =
-        String::from("alias T = f32;\n@group(0) @binding(0) var<storage, read> p: array<u32>;\n");
+fn adam_source(count: usize, elem: Elem, vector: bool) -> String {
+    // V: an element in memory; S: the same in f32, as the step computes it.
+    let (v, s) = if vector {
+        ("vec4<T>", "vec4<f32>")
+    } else {
+        ("T", "f32")
+    };
+    let mut w = format!(
+        "alias T = f32;\nalias V = {v};\nalias S = {s};
+@group(0) @binding(0) var<storage, read> p: array<u32>;\n"
+    );
     let names = ["param", "grad", "exp_avg", "exp_avg_sq"];
     for i in 0..count {
         for (j, name) in names.iter().enumerate() {
             let at = 1 + 4 * i + j;
-            w += &format!("@group(0) @binding({at}) var<storage, read> {name}{i}: array<T>;\n");
+            w += &format!("@group(0) @binding({at}) var<storage, read> {name}{i}: array<V>;\n");
         }
     }
     for i in 0..count {
@@ -137,7 +149,7 @@ fn adam_source(count: usize, elem: Elem) -> String {
         {
             let at = 1 + 4 * count + 3 * i + j;
             w += &format!(
-                "@group(0) @binding({at}) var<storage, read_write> {name}{i}: array<T>;\n"
+                "@group(0) @binding({at}) var<storage, read_write> {name}{i}: array<V>;\n"
             );
         }
     }
@@ -147,8 +159,14 @@ fn f(i: u32) -> f32 {{
     return bitcast<f32>(p[i]);
 }}
 
+struct Stepped {{
+    p: S,
+    m: S,
+    v: S,
+}}
+
 // One element's (p', m', v') from p, g and the moments, with block `b`'s constants.
-fn step(p0: f32, g0: f32, m0: f32, v0: f32, b: u32) -> vec3<f32> {{
+fn step(p0: S, g0: S, m0: S, v0: S, b: u32) -> Stepped {{
     var x = p0;
     var g = g0;
     if (p[b + 7u] != 0u) {{
@@ -160,7 +178,7 @@ fn step(p0: f32, g0: f32, m0: f32, v0: f32, b: u32) -> vec3<f32> {{
     let m = m0 * f(b + 10u) + g * f(b + 11u);
     let v = v0 * f(b + 12u) + (g * g) * f(b + 13u);
     let denom = sqrt(v * f(b + 18u)) + f(b + 14u);
-    return vec3<f32>(x - ((m * f(b + 17u)) / denom) * f(b + 9u), m, v);
+    return Stepped(x - ((m * f(b + 17u)) / denom) * f(b + 9u), m, v);
 }}
 
 @compute @workgroup_size({WG})
@@ -194,16 +212,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for i in 0..count {
         w += &format!(
             "        case {i}u: {{
-            var m = 0.0;
-            var v = 0.0;
+            var m = S(0.0);
+            var v = S(0.0);
             if (!first) {{
-                m = f32(exp_avg{i}[p[b + 4u] + o]);
-                v = f32(exp_avg_sq{i}[p[b + 5u] + o]);
+                m = S(exp_avg{i}[p[b + 4u] + o]);
+                v = S(exp_avg_sq{i}[p[b + 5u] + o]);
             }}
-            let r = step(f32(param{i}[p[b + 2u] + o]), f32(grad{i}[p[b + 3u] + o]), m, v, b);
-            param_out{i}[o] = T(r.x);
-            exp_avg_out{i}[o] = T(r.y);
-            exp_avg_sq_out{i}[o] = T(r.z);
+            let r = step(S(param{i}[p[b + 2u] + o]), S(grad{i}[p[b + 3u] + o]), m, v, b);
+            param_out{i}[o] = V(r.p);
+            exp_avg_out{i}[o] = V(r.m);
+            exp_avg_sq_out{i}[o] = V(r.v);
         }}
 "
         );
@@ -213,16 +231,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 
 /// The compiled [`adam_source`] for `count` parameters.
-fn adam_kernel(rt: &Runtime, elem: Elem, count: usize) -> Arc<Kernel> {
+fn adam_kernel(rt: &Runtime, elem: Elem, count: usize, vector: bool) -> Arc<Kernel> {
     kernel(
         rt,
-        &Key::Named("volta adam", vec![elem as u32, count as u32]),
+        &Key::Named(
+            "volta adam",
+            vec![elem as u32, count as u32, u32::from(vector)],
+        ),
         Bindings {
             reads: 4 * count,
             writes: 3 * count,
         },
         "main",
-        || adam_source(count, elem),
+        || adam_source(count, elem, vector),
     )
 }
 
@@ -284,7 +305,7 @@ pub(crate) fn adam_step(rt: &Runtime, elem: Elem, a: &AdamArgs) -> AdamOuts {
         words.extend(adam_block(0, len, [at[0], at[1], at[2], at[3]], first, &k));
         words
     };
-    let kern = adam_kernel(rt, elem, 1);
+    let kern = adam_kernel(rt, elem, 1, false);
     let (ins, out) = ([&p, &g, &m, &v], [&outs.0, &outs.1, &outs.2]);
     launch_flat(rt, (&kern, elem), n, &ins, &out, params);
     outs
@@ -331,23 +352,33 @@ pub(crate) fn adam_steps(rt: &Runtime, elem: Elem, steps: &[AdamArgs]) -> Vec<Ad
 
 /// One launch of [`adam_source`] over the parameters `which` of `steps`.
 fn adam_launch(rt: &Runtime, elem: Elem, steps: &[AdamArgs], which: &[usize]) -> Vec<AdamOuts> {
+    let flats: Vec<[Flat; 4]> = which
+        .iter()
+        .map(|&i| {
+            let (p, g, m, v) = flatten(rt, elem, &steps[i]);
+            [p, g, m, v]
+        })
+        .collect();
+    let vector = which.iter().zip(&flats).all(|(&i, f)| {
+        steps[i].p.1.numel().is_multiple_of(4) && f.iter().all(|(_, at)| at.is_multiple_of(4))
+    });
+    let per = if vector { 4 } else { 1 };
     let mut params = vec![u(which.len()), 0];
     let mut reads: Vec<Flat> = Vec::with_capacity(4 * which.len());
     let mut outs: Vec<AdamOuts> = Vec::with_capacity(which.len());
     let mut groups = 0;
-    for &i in which {
+    for (&i, flat) in which.iter().zip(flats) {
         let a = &steps[i];
-        let n = a.p.1.numel();
-        let (p, g, m, v) = flatten(rt, elem, a);
-        let at = [p.1, g.1, m.1, v.1];
+        let n = a.p.1.numel() / per;
+        let at = flat.each_ref().map(|(_, at)| at / per as u32);
         params.extend(adam_block(groups, n, at, a.moments.is_none(), &a.k));
-        reads.extend([p, g, m, v]);
-        let bytes = n * elem.size();
+        reads.extend(flat);
+        let bytes = a.p.1.numel() * elem.size();
         outs.push((alloc(rt, bytes), alloc(rt, bytes), alloc(rt, bytes)));
         groups += n.div_ceil(WG);
     }
     params[1] = u(groups);
-    let kern = adam_kernel(rt, elem, which.len());
+    let kern = adam_kernel(rt, elem, which.len(), vector);
     let buffers: Vec<&Arc<Pooled>> = reads
         .iter()
         .map(|(b, _)| b)
@@ -421,8 +452,10 @@ mod tests {
     fn the_adam_kernels_validate() {
         for count in [1, 2, ADAM_PER_LAUNCH] {
             for elem in [Elem::F32, Elem::F16] {
-                let src = adam_source(count, elem);
-                assert_translates(&format!("adam for {count}, {elem:?}"), &src);
+                for vector in [false, true] {
+                    let src = adam_source(count, elem, vector);
+                    assert_translates(&format!("adam for {count}, {elem:?}, {vector}"), &src);
+                }
             }
         }
     }
