@@ -1,5 +1,5 @@
 # A/B of four changes in the GPT step, one binary built with knobs.patch
-# applied (`git apply benchmarks/next-row-kernels/knobs.patch`, build
+# applied (`git apply benchmarks/h100-2026-12-07-row-kernels/knobs.patch`, build
 # bench_transformer and the suite, `git checkout volta`):
 #   VOLTA_ROW_QUADS=0   column sums read a column a thread (SerialVec4 off)
 #   VOLTA_ROW_NARROW=0  short rows take a whole subgroup (16-lane rows off)
