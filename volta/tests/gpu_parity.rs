@@ -637,8 +637,6 @@ fn gather_and_index_select() {
     ));
 }
 
-/// Many short rows (a transformer's features) run a row per subgroup: sums,
-/// maxima, softmax and layer/RMS norms of a fused expression, with gradients.
 /// Two pre-norm residual blocks (`x + (norm(x)·W)·s`, the scale standing for
 /// dropout): the values and gradients match the CPU's, and the gradient each
 /// residual hands on (its own plus the norm's) is written by the norm
@@ -702,6 +700,8 @@ fn residual_gradients_are_written_by_the_norm_gradient() {
     assert_eq!(Gpu::dispatches_recorded() - before, 9);
 }
 
+/// Many short rows (a transformer's features) run a row per subgroup: sums,
+/// maxima, softmax and layer/RMS norms of a fused expression, with gradients.
 #[test]
 fn many_short_rows() {
     let _g = lock();
