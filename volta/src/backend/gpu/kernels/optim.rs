@@ -359,6 +359,8 @@ fn adam_launch(rt: &Runtime, elem: Elem, steps: &[AdamArgs], which: &[usize]) ->
             [p, g, m, v]
         })
         .collect();
+    // Four elements a thread (vec4s: a quarter of the index arithmetic) where
+    // every parameter of the launch lies in fours, as a model's usually do.
     let vector = which.iter().zip(&flats).all(|(&i, f)| {
         steps[i].p.1.numel().is_multiple_of(4) && f.iter().all(|(_, at)| at.is_multiple_of(4))
     });
