@@ -527,6 +527,57 @@ fn matmul_broadcast_batch_and_shared_weight() {
     );
 }
 
+/// `x·Wᵀ + b` as one product that starts from the bias, as a linear layer runs
+/// it: columns not a multiple of 4 (scalar stores), of 4 (vector stores), a
+/// long K that splits (the bias joins the partial products' sum), rows in a
+/// batch, and an addend that is not a bias (added after the product).
+#[test]
+fn products_start_from_their_bias() {
+    let _g = lock();
+    struct Linear;
+    impl Case for Linear {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let (dims, n) = (x[0].dims(), x[2].dims()[0]);
+            let mut out = dims[..dims.len() - 1].to_vec();
+            out.push(n);
+            let mut one = vec![1; out.len() - 1];
+            one.push(n);
+            let bias = x[2].reshape(&one).expand(&out);
+            x[0].matmul_add(&x[1].transpose_last(), &bias)
+        }
+    }
+    struct Full;
+    impl Case for Full {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            x[0].matmul_add(&x[1], &x[2])
+        }
+    }
+    let n = Dist::Normal;
+    for (seed, (m, k, n_out)) in [(4, 5, 3), (33, 20, 12), (20, 512, 12), (70, 9, 65)]
+        .into_iter()
+        .enumerate()
+    {
+        check(
+            "linear",
+            seed as u64,
+            &[(vec![m, k], n), (vec![n_out, k], n), (vec![n_out], n)],
+            Linear,
+        );
+    }
+    check(
+        "linear over a batch",
+        5,
+        &[(vec![2, 7, 6], n), (vec![5, 6], n), (vec![5], n)],
+        Linear,
+    );
+    check(
+        "a full addend",
+        6,
+        &[(vec![7, 6], n), (vec![6, 5], n), (vec![7, 5], n)],
+        Full,
+    );
+}
+
 #[test]
 fn movement_ops() {
     let _g = lock();

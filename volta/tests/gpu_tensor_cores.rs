@@ -109,7 +109,49 @@ fn tensor_core_products_match_the_cpu_within_f16_error() {
             let err = rel_error(&got, &want);
             assert!(err < 1e-3, "{shape:?}: f16 product, error {err}");
         }
+
+        // The same product started from a bias along its columns (a linear
+        // layer's `addmm`: the accumulators start from it on tensor cores).
+        if batch == 1 {
+            let bias = values(n, 7 + s as u32);
+            let want: Vec<f32> = want
+                .iter()
+                .enumerate()
+                .map(|(i, v)| v + bias[i % n])
+                .collect();
+            let full = with_bias(&ga, &gb, &bias).to_vec();
+            Gpu::set_matmul_precision(MatmulPrecision::Half);
+            let half = with_bias(&ga, &gb, &bias).to_vec();
+            Gpu::set_matmul_precision(MatmulPrecision::Full);
+            assert!(rel_error(&full, &want) < 1e-6, "{shape:?}: full, bias");
+            let err = rel_error(&half, &want);
+            assert!(err < 1e-5, "{shape:?}: half precision, bias, error {err}");
+            if info.f16 {
+                let h = |v: &[f32]| v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>();
+                let (ha, hb) = operands::<Gpu, f16>(shape, &h(&a), &h(&b));
+                let got = with_bias(&ha, &hb, &h(&bias)).to_vec();
+                let got: Vec<f32> = got.iter().map(|x| x.to_f32()).collect();
+                let err = rel_error(&got, &want);
+                assert!(
+                    err < 1e-3,
+                    "{shape:?}: f16 product, bias, error {err}\n{:?}\n{:?}",
+                    &got[..20],
+                    &want[..20]
+                );
+            }
+        }
     }
+}
+
+/// `a·b + bias` for a batch of one, the bias along the columns.
+fn with_bias<D: volta::backend::Backend<E>, E: volta::dtype::Float>(
+    a: &RawTensor<D, E>,
+    b: &RawTensor<D, E>,
+    bias: &[E],
+) -> RawTensor<D, E> {
+    let (m, k, n) = (a.dims()[1], a.dims()[2], b.dims()[2]);
+    let bias = RawTensor::from_vec(bias.to_vec(), &[1, n]).expand(&[m, n]);
+    a.reshape(&[m, k]).matmul_add(&b.reshape(&[k, n]), &bias)
 }
 
 /// Attention in half precision (`MatmulPrecision::Half`: every product of the

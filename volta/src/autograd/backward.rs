@@ -436,29 +436,10 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
             };
             vec![(x, gx)]
         }
-        Op::MatMul(a, b) => {
-            // Each gradient is laid out like its operand: a transposed operand (a
-            // linear layer's Wᵀ) gets (gᵀ·a)ᵀ rather than aᵀ·g, the same product
-            // written in W's own order, so an optimiser reads it without a copy.
-            // Only tracked operands get one (the other's values may be gone:
-            // see `Op::release_unread`).
-            let mut grads = Vec::new();
-            if a.is_tracked() {
-                let ga = if transposed(a.layout()) {
-                    b.bmm(&g.transpose_last()).transpose_last()
-                } else {
-                    g.bmm(&b.transpose_last())
-                };
-                grads.push((a, ga));
-            }
-            if b.is_tracked() {
-                let gb = if transposed(b.layout()) {
-                    g.transpose_last().bmm(a).transpose_last()
-                } else {
-                    a.transpose_last().bmm(g)
-                };
-                grads.push((b, gb));
-            }
+        Op::MatMul(a, b) => product_grads(a, b, g),
+        Op::MatMulAdd(a, b, c) => {
+            let mut grads = product_grads(a, b, g);
+            grads.push((c, g.clone()));
             grads
         }
         Op::Permute(x, perm) => {
@@ -550,6 +531,36 @@ fn input_grads<'a, D: Backend<E>, E: Float>(
         }
         Op::Custom(inputs, rule) => inputs.iter().zip(rule(inputs, g)).collect(),
     }
+}
+
+/// The gradients of a product's tracked operands. Each is laid out like its
+/// operand: a transposed operand (a linear layer's Wᵀ) gets (gᵀ·a)ᵀ rather than
+/// aᵀ·g, the same product written in W's own order, so an optimiser reads it
+/// without a copy. Only tracked operands get one (the other's values may be
+/// gone: see `Op::release_unread`).
+fn product_grads<'a, D: Backend<E>, E: Float>(
+    a: &'a T<D, E>,
+    b: &'a T<D, E>,
+    g: &T<D, E>,
+) -> InputGrads<'a, D, E> {
+    let mut grads = Vec::new();
+    if a.is_tracked() {
+        let ga = if transposed(a.layout()) {
+            b.bmm(&g.transpose_last()).transpose_last()
+        } else {
+            g.bmm(&b.transpose_last())
+        };
+        grads.push((a, ga));
+    }
+    if b.is_tracked() {
+        let gb = if transposed(b.layout()) {
+            g.transpose_last().bmm(a).transpose_last()
+        } else {
+            a.transpose_last().bmm(g)
+        };
+        grads.push((b, gb));
+    }
+    grads
 }
 
 /// Whether a `(batch, rows, cols)` operand is a transposed view: its rows are

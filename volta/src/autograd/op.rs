@@ -20,6 +20,8 @@ pub(crate) enum Op<D: Device + Memory<E>, E: Element> {
     Softmax(T<D, E>, usize, bool),
     /// `(batch, m, k) × (batch, k, n)` after the raw op's normalisation.
     MatMul(T<D, E>, T<D, E>),
+    /// `a × b + c`, `c` of the product's dims (a bias broadcast along its rows).
+    MatMulAdd(T<D, E>, T<D, E>, T<D, E>),
     Permute(T<D, E>, Dims),
     Expand(T<D, E>),
     Reshape(T<D, E>),
@@ -84,6 +86,7 @@ impl<D: Device + Memory<E>, E: Element> Op<D, E> {
                 )
             }
             Op::MatMul(..) => "MatMul".into(),
+            Op::MatMulAdd(..) => "MatMulAdd".into(),
             Op::Permute(..) => "Permute".into(),
             Op::Expand(..) => "Expand".into(),
             Op::Reshape(..) => "Reshape".into(),
@@ -134,6 +137,10 @@ impl<D: Device + Memory<E>, E: Element> Op<D, E> {
             Op::MatMul(a, b) => {
                 let (a, b) = unless_other_tracked(a, b);
                 Op::MatMul(a, b)
+            }
+            Op::MatMulAdd(a, b, c) => {
+                let (a, b) = unless_other_tracked(a, b);
+                Op::MatMulAdd(a, b, e(c))
             }
             Op::BinaryScalar(
                 x,
@@ -205,6 +212,7 @@ impl<D: Device + Memory<E>, E: Element> Op<D, E> {
             | Op::Fold2d(x, _)
             | Op::Normalize(x, _, _, _) => vec![x],
             Op::Binary(a, b, _) | Op::MatMul(a, b) | Op::Select(_, a, b) => vec![a, b],
+            Op::MatMulAdd(a, b, c) => vec![a, b, c],
             Op::Attention { q, k, v, .. } => vec![q, k, v],
             Op::Cat(parts, _) | Op::Custom(parts, _) => parts.iter().collect(),
         }

@@ -142,6 +142,16 @@ pub trait Backend<E: Float>: Device + Memory<E> {
     /// Batched product of rank-3 views `(batch, m, k) × (batch, k, n)`; a batch stride
     /// of 0 broadcasts an operand.
     fn matmul(a: View<Self, E>, b: View<Self, E>) -> Buf<Self, E>;
+    /// `a × b + c` (`torch.addmm`): [`matmul`](Self::matmul) plus a view `c` of the
+    /// product's dims, `(batch, m, n)` — a linear layer's bias, broadcast along the
+    /// batch and the rows. By default the sum follows the product; a backend whose
+    /// product can start from `c` (its accumulators, or its store) does that
+    /// instead, so the product is written once, with its bias.
+    fn matmul_add(a: View<Self, E>, b: View<Self, E>, c: View<Self, E>) -> Buf<Self, E> {
+        let product = Self::matmul(a, b);
+        let dims = Layout::contiguous(&[a.1.dims[0], a.1.dims[1], b.1.dims[2]]);
+        Self::binary(BinaryOp::Add, (&product, &dims), c)
+    }
     /// Pads each axis with `(before, after)` elements of `value`.
     fn pad(x: View<Self, E>, pads: &[(usize, usize)], value: E) -> Buf<Self, E>;
     /// Concatenates views along `axis`.

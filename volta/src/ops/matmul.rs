@@ -57,6 +57,44 @@ impl<D: Backend<E>, E: Float> RawTensor<D, E> {
             .reshape(&out_dims)
     }
 
+    /// `self × rhs + addend` (`torch.addmm`), for a left operand of rank ≥ 2 and a
+    /// shared weight `rhs` `(k, n)`; `addend` has the product's dims (a bias
+    /// expanded along the rows). One kernel where the backend starts its product
+    /// from the addend ([`Backend::matmul_add`]).
+    #[track_caller]
+    pub fn matmul_add(&self, rhs: &Self, addend: &Self) -> Self {
+        let (a, b) = (self.dims(), rhs.dims());
+        if a.len() < 2 || b.len() != 2 {
+            return self
+                .matmul(rhs)
+                .binary(volta_kernels::BinaryOp::Add, addend);
+        }
+        let (k, n) = (a[a.len() - 1], b[1]);
+        assert_eq!(
+            k, b[0],
+            "matmul_add: inner dims differ at run time: {a:?} × {b:?}"
+        );
+        let mut out_dims = a[..a.len() - 1].to_vec();
+        out_dims.push(n);
+        assert_eq!(
+            addend.dims(),
+            &out_dims[..],
+            "matmul_add: the addend's dims {:?} are not the product's {out_dims:?}",
+            addend.dims()
+        );
+        let rows = out_dims[..out_dims.len() - 1].iter().product::<usize>();
+        let (lhs, rhs) = (self.reshape(&[1, rows, k]), rhs.reshape(&[1, k, n]));
+        let addend = addend.reshape(&[1, rows, n]);
+        let buf = D::matmul_add(lhs.view(), rhs.view(), addend.view());
+        Self::from_op(
+            buf,
+            Layout::contiguous(&[1, rows, n]),
+            || Op::MatMulAdd(lhs.clone(), rhs.clone(), addend.clone()),
+            &[&lhs, &rhs, &addend],
+        )
+        .reshape(&out_dims)
+    }
+
     /// `(batch, m, k) × (batch, k, n)`.
     #[track_caller]
     pub(crate) fn bmm(&self, rhs: &Self) -> Self {

@@ -51,6 +51,55 @@ fn packed<E>(
     (packed, 0)
 }
 
+/// `a × b` (plus `bias`, a view along the product's columns) of tensors holding
+/// `elem`. In half precision, pending `f32` operands are rounded to `f16` from
+/// their trees rather than written in `f32` and rounded in the product's loads
+/// (the same values, half the bytes), and operands in memory that the product
+/// reads many times (weights) by a copy kept for their next products. (Operands
+/// past a binding's size keep the product that slices.)
+fn product<E>(
+    elem: Elem,
+    a: (&GpuBuffer<E>, &Layout),
+    b: (&GpuBuffer<E>, &Layout),
+    bias: Option<(&GpuBuffer<E>, &Layout)>,
+) -> GpuBuffer<E> {
+    let dims = [a.1.dims[0], a.1.dims[1], b.1.dims[2]];
+    let len = dims.iter().product();
+    let s = state();
+    let limit = s.rt.gpu.limits.max_storage_buffer_binding_size;
+    let bound = |x: &GpuBuffer<E>| (x.len() * elem.size()) as u64 <= limit;
+    let half =
+        elem == Elem::F32 && bound(a.0) && bound(b.0) && matmul::rounds_operands(&s.rt, a.1, b.1);
+    let with = bias.map(|(buf, l)| (buf.raw(), l.offset));
+    let product = if half {
+        let [ca, cb] = matmul::copies_operands(dims[0], dims[1], a.1.dims[2], dims[2]);
+        let ha = fusion::half_operand(&s.rt, a.0, ca);
+        let hb = fusion::half_operand(&s.rt, b.0, cb);
+        let elems = ([ha.1, hb.1], elem);
+        matmul::matmul(&s.rt, &s.tuning, elems, (&ha.0, a.1), (&hb.0, b.1), with)
+    } else {
+        let (a, b) = ((a.0.raw(), a.1), (b.0.raw(), b.1));
+        matmul::matmul(&s.rt, &s.tuning, ([elem; 2], elem), a, b, with)
+    };
+    let out = match product {
+        matmul::Product::WithBias(out) => return GpuBuffer::new(out, len),
+        matmul::Product::Done(out) => GpuBuffer::new(out, len),
+        // The sum of split-K's partial products is a pending reduction: the
+        // product's consumer (its bias included) can run in its kernel.
+        matmul::Product::Partials(p, dims) => {
+            fusion::rows_of(rt(), Elem::F32, elem, (p, Layout::contiguous(&dims)), 0)
+        }
+    };
+    match bias {
+        // Split or sliced: the bias follows, pending like any sum.
+        Some(c) => {
+            let e = Expr::input(0).binary(BinaryOp::Add, Expr::input(1));
+            elementwise(elem, e, &[(&out, &Layout::contiguous(&dims)), c], &[])
+        }
+        None => out,
+    }
+}
+
 macro_rules! memory {
     ($t:ty, $elem:expr) => {
         // Keeps rustc's "other types implement" list (which would quote this
@@ -196,39 +245,25 @@ macro_rules! float_backend {
                 fusion::rows(rt(), $elem, op, x, axis, &[])
             }
             fn matmul(a: View<Self, $t>, b: View<Self, $t>) -> Buf<Self, $t> {
-                let len = a.1.dims[0] * a.1.dims[1] * b.1.dims[2];
-                let s = state();
-                // In half precision, pending f32 operands are rounded to f16 from
-                // their trees rather than written in f32 and rounded in the
-                // product's loads (the same values, half the bytes), and operands
-                // in memory that the product reads many times (weights) by a copy
-                // kept for their next products.
-                // (Operands past a binding's size keep the product that slices.)
-                let limit = s.rt.gpu.limits.max_storage_buffer_binding_size;
-                let bound = |x: &Buf<Self, $t>| (x.len() * $elem.size()) as u64 <= limit;
-                let half = $elem == Elem::F32
-                    && bound(a.0)
-                    && bound(b.0)
-                    && matmul::rounds_operands(&s.rt, a.1, b.1);
-                let product = if half {
-                    let [ca, cb] =
-                        matmul::copies_operands(a.1.dims[0], a.1.dims[1], a.1.dims[2], b.1.dims[2]);
-                    let ha = fusion::half_operand(&s.rt, a.0, ca);
-                    let hb = fusion::half_operand(&s.rt, b.0, cb);
-                    let elems = ([ha.1, hb.1], $elem);
-                    matmul::matmul(&s.rt, &s.tuning, elems, (&ha.0, a.1), (&hb.0, b.1))
-                } else {
-                    let (a, b) = ((a.0.raw(), a.1), (b.0.raw(), b.1));
-                    matmul::matmul(&s.rt, &s.tuning, ([$elem; 2], $elem), a, b)
-                };
-                match product {
-                    matmul::Product::Done(out) => GpuBuffer::new(out, len),
-                    // The sum of split-K's partial products is a pending
-                    // reduction: the product's consumer can run in its kernel.
-                    matmul::Product::Partials(p, dims) => {
-                        fusion::rows_of(rt(), Elem::F32, $elem, (p, Layout::contiguous(&dims)), 0)
-                    }
+                product($elem, a, b, None)
+            }
+            fn matmul_add(
+                a: View<Self, $t>,
+                b: View<Self, $t>,
+                c: View<Self, $t>,
+            ) -> Buf<Self, $t> {
+                // A bias along the columns (broadcast along the batch and the rows)
+                // starts the product; anything else is added after it.
+                let l = c.1;
+                let along_columns = (l.dims[0] == 1 || l.strides[0] == 0)
+                    && (l.dims[1] == 1 || l.strides[1] == 0)
+                    && (l.dims[2] == 1 || l.strides[2] == 1);
+                if along_columns {
+                    return product($elem, a, b, Some(c));
                 }
+                let dims = Layout::contiguous(&[a.1.dims[0], a.1.dims[1], b.1.dims[2]]);
+                let p = product($elem, a, b, None);
+                <Self as Backend<$t>>::binary(BinaryOp::Add, (&p, &dims), c)
             }
             fn pad(x: View<Self, $t>, pads: &[(usize, usize)], value: $t) -> Buf<Self, $t> {
                 let c = rt();
@@ -560,6 +595,7 @@ impl crate::backend::InferenceBackend for Gpu {
         Some(match infer::qgemm(rt(), x, w, shape, scale)? {
             // Split-K (a few rows): one kernel sums the partial products and
             // applies the epilogues.
+            matmul::Product::WithBias(_) => unreachable!("a quantised product takes no bias"),
             matmul::Product::Partials(p, dims) => {
                 let norm = fused.map(|(_, eps)| (x, eps));
                 let (out, len) = infer::split_sum(rt(), &p, dims, norm, fusion.glu, add);

@@ -12,7 +12,6 @@ use crate::random::Rng;
 use crate::shape::{Const, Dim, ShapeError};
 use crate::tensor::{RawTensor, Tensor};
 use std::ops::Range;
-use volta_kernels::BinaryOp;
 
 /// Multi-head self-attention of width `C` with `HEADS` query heads sharing
 /// `KV_HEADS` key/value heads (grouped-query attention; `KV_HEADS = HEADS` is
@@ -307,14 +306,17 @@ impl<const C: usize, const HEADS: usize, const KV_HEADS: usize, D: Backend<E>, E
         // gradients come back as one matrix (`narrow`'s gradients that tile an
         // axis are concatenated), so the backward is one product each for the
         // input's and the weight's gradients too.
-        let mut qkv = flat.matmul(&self.c_attn_weight.raw().transpose_last());
-        if let Some(bias) = &self.c_attn_bias {
-            let bias = bias
-                .raw()
-                .reshape(&[1, Self::QKV])
-                .expand(&[b * t, Self::QKV]);
-            qkv = qkv.binary(BinaryOp::Add, &bias);
-        }
+        let weight = self.c_attn_weight.raw().transpose_last();
+        let qkv = match &self.c_attn_bias {
+            Some(bias) => {
+                let bias = bias
+                    .raw()
+                    .reshape(&[1, Self::QKV])
+                    .expand(&[b * t, Self::QKV]);
+                flat.matmul_add(&weight, &bias)
+            }
+            None => flat.matmul(&weight),
+        };
         let heads = |from: usize, n: usize| {
             qkv.narrow(1, from, n * hd)
                 .reshape(&[b, t, n, hd])

@@ -6,7 +6,6 @@ use crate::nn::{Module, ToDevice, Visitor};
 use crate::random::Rng;
 use crate::shape::{Axis, Const, Dim, Rank1, Rank2};
 use crate::tensor::Tensor;
-use volta_kernels::BinaryOp;
 
 /// `y = x · Wᵀ + b` from `I` input features to `O` output features; the bias is
 /// optional, as `nn.Linear(I, O, bias=False)` ([`Linear::without_bias`]).
@@ -72,12 +71,16 @@ impl<const I: usize, const O: usize, D: Backend<E>, E: Float> Linear<I, O, D, E>
 
     /// Applies the layer to a batch of rows: `(B, I) → (B, O)`.
     pub fn forward<B: Dim>(&self, x: &Tensor<(B, Const<I>), D, E>) -> Tensor<(B, Const<O>), D, E> {
-        let y = x.matmul(&self.weight.t());
-        let Some(bias) = &self.bias else { return y };
-        let bias = bias.broadcast_to::<_, Axis<0>>(y.shape());
-        // Both are `(B, O)`; the raw add avoids a `B: DimEq<B>` bound that the typed
-        // `+` would need for a generic `B`.
-        y.map_raw(|r| r.binary(BinaryOp::Add, bias.raw()))
+        let Some(bias) = &self.bias else {
+            return x.matmul(&self.weight.t());
+        };
+        let shape = (x.shape().0, Const::<O>);
+        let bias = bias.broadcast_to::<_, Axis<0>>(shape);
+        // One product that starts from the bias (`addmm`).
+        let y = x
+            .raw()
+            .matmul_add(&self.weight.raw().transpose_last(), bias.raw());
+        Tensor::from_raw(shape, y)
     }
 }
 

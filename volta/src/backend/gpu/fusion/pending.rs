@@ -429,7 +429,12 @@ impl Pending {
                 let ops: Vec<Operand> = leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
                 let out_bytes = (self.dims.numel() * out_elem.size()) as u64;
                 // Tensors past a binding's size are left to the kernels that slice.
-                let fits = n_in + 2 <= limit.min(MAX_INPUTS + 2)
+                // The kernel reads every leaf as the row op's input type: the
+                // tree's own leaves (of this value's type) must be of it too
+                // (split-K's f32 partials summed into an f16 value plus its bias
+                // are not).
+                let fits = (spec.in_elem == self.elem || f.leaves.is_empty())
+                    && n_in + 2 <= limit.min(MAX_INPUTS + 2)
                     && !slices::needed(c, &ops)
                     && out_bytes <= c.gpu.limits.max_storage_buffer_binding_size;
                 if fits {

@@ -151,6 +151,10 @@ pub(crate) struct CoopVariant {
     /// `s` starts at element `p[12]`, and a slice `z` of a split K at `z·p[4]`
     /// past it (A's batch stride, its columns being contiguous).
     pub a_scale: bool,
+    /// A bias along C's columns, of C's element type (the binding after A's
+    /// scale, C moving one on), from element `p[11]`: the accumulators start
+    /// from it.
+    pub bias: bool,
 }
 
 /// A quantised B's blocks as the GPU holds them (see `shaders/qmatmul.wgsl`):
@@ -465,7 +469,7 @@ enable wgpu_cooperative_matrix;
 @group(0) @binding(0) var<storage, read> p: array<u32>;
 @group(0) @binding(1) var<storage, read> a: array<{in_ty}>;
 @group(0) @binding(2) var<storage, read> b: array<{b_ty}>;
-{scale_binding}@group(0) @binding({c_binding}) var<storage, read_write> c: array<{out_ty}>;
+{scale_binding}{bias_binding}@group(0) @binding({c_binding}) var<storage, read_write> c: array<{out_ty}>;
 var<workgroup> As: array<vec4<f16>, {}>;
 var<workgroup> Bs: array<vec4<f16>, {}>;
 var<workgroup> Cs: array<f32, {}>;
@@ -493,12 +497,50 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         } else {
             ""
         },
-        c_binding = if v.a_scale { 4 } else { 3 },
+        bias_binding = if v.bias {
+            format!(
+                "@group(0) @binding({}) var<storage, read> bias: array<{}>;\n",
+                3 + u32::from(v.a_scale),
+                if v.half_out { "f16" } else { "f32" }
+            )
+        } else {
+            String::new()
+        },
+        c_binding = 3 + u32::from(v.a_scale) + u32::from(v.bias),
     )
     .unwrap();
     for i in 0..t.fm {
         for j in 0..t.fn_ {
             writeln!(w, "    var acc{i}_{j} = coop_mat16x16<f32, C>();").unwrap();
+        }
+    }
+    if v.bias {
+        assert!(v.b_blocks.is_none(), "a bias is for dense products");
+        // The accumulators start from the bias: each subgroup repeats 16 of its
+        // columns over the 16 rows of its slice of `Cs` (zero past N) and loads
+        // that as every accumulator of those columns. Stored straight to C or
+        // through `Cs`, the product then carries its bias.
+        for j in 0..t.fn_ {
+            writeln!(
+                w,
+                "    for (var e = lane; e < 256u; e += lanes) {{
+        let gn = n0 + sn + {}u + e % 16u;
+        var v = 0.0;
+        if (gn < N) {{ v = f32(bias[p[11] + gn]); }}
+        Cs[sg * 256u + e] = v;
+    }}
+    workgroupBarrier();",
+                j * 16
+            )
+            .unwrap();
+            for i in 0..t.fm {
+                writeln!(
+                    w,
+                    "    acc{i}_{j} = coopLoadT<coop_mat16x16<f32, C>>(&Cs[sg * 256u], 16u);"
+                )
+                .unwrap();
+            }
+            writeln!(w, "    workgroupBarrier();").unwrap();
         }
     }
     let a_tile = if v.a_k {
@@ -809,6 +851,8 @@ mod tests {
                     b_f32: bits & 64 != 0,
                     b_blocks: None,
                     a_scale: false,
+                    // Half of the variants with each bit set have a bias.
+                    bias: bits.count_ones() % 2 == 1,
                 });
             }
         }
@@ -834,6 +878,7 @@ mod tests {
                         c_vec,
                         b_blocks: Some(Blocks { qtype, words }),
                         a_scale,
+                        bias: false,
                     });
                 }
             }

@@ -5,6 +5,7 @@ pub(crate) mod coop;
 pub(crate) mod tiled;
 pub(crate) mod tuning;
 
+use super::Small;
 use super::elementwise::copy;
 use super::slices::{self, Part};
 use crate::backend::gpu::runtime::Runtime;
@@ -14,6 +15,7 @@ use crate::backend::gpu::runtime::pool::Pooled;
 use crate::layout::Layout;
 use crate::shape::Dims;
 use coop::{CoopTiles, CoopVariant};
+use smallvec::smallvec;
 use std::sync::{Arc, Mutex};
 use tiled::{Load, MatmulTiles, Staging, Variant, source};
 use tuning::{Class, Tuning};
@@ -52,12 +54,6 @@ pub(crate) const SMALL: MatmulTiles = MatmulTiles {
     tn: 4,
     staging: Staging::Prefetch,
     warp_cols: 0,
-};
-
-/// Every matmul kernel binds A and B, then C.
-const OPERANDS: Bindings = Bindings {
-    reads: 2,
-    writes: 1,
 };
 
 /// A tile override for tuning (`None`: choose by size).
@@ -193,10 +189,16 @@ fn for_tensor_cores(rt: &Runtime, elems: Elems) -> bool {
     rt.gpu.info.tensor_cores && half
 }
 
+/// A bias along a product's columns: its buffer, holding C's element type, and
+/// the element its `n` values start at.
+pub(crate) type Bias<'a> = (&'a Arc<Pooled>, usize);
+
 /// A product, or the partial products of its K slices ([`matmul`]).
 pub(crate) enum Product {
     /// The product, `(batch, m, n)`.
     Done(Arc<Pooled>),
+    /// The product with the bias it was asked for, `(batch, m, n)`.
+    WithBias(Arc<Pooled>),
     /// Split-K's partial products, `(splits, m, n)` in `f32`: their sum along
     /// axis 0 is the product (batch 1).
     Partials(Arc<Pooled>, [usize; 3]),
@@ -206,13 +208,16 @@ pub(crate) enum Product {
 /// `F16`; products accumulate in `f32`; operands of two types only where
 /// [`rounds_operands`]), stored as `out_elem`, leaving split-K's sum of partial
 /// products to the caller (a pending reduction, so the product's consumer can run
-/// in its kernel: `fusion::rows_of`).
+/// in its kernel: `fusion::rows_of`). A `bias` is added by the kernel
+/// ([`Product::WithBias`]) unless the product is split or sliced; the caller
+/// adds it then.
 pub(crate) fn matmul(
     rt: &Runtime,
     tuning: &Tuning,
     (elems, out_elem): (Elems, Elem),
     a: (&Arc<Pooled>, &Layout),
     b: (&Arc<Pooled>, &Layout),
+    bias: Option<Bias>,
 ) -> Product {
     let (batch, m, k, n) = (a.1.dims[0], a.1.dims[1], a.1.dims[2], b.1.dims[2]);
     if slices::needed(rt, &[a, b]) {
@@ -220,7 +225,11 @@ pub(crate) fn matmul(
     }
     let splits = split_k(batch, m, k, n, for_tensor_cores(rt, elems));
     if splits == 1 {
-        return Product::Done(product(rt, tuning, (elems, out_elem), a, b));
+        let out = product(rt, tuning, (elems, out_elem), a, b, bias);
+        return match bias {
+            Some(_) => Product::WithBias(out),
+            None => Product::Done(out),
+        };
     }
     // Split-K: K as `splits` batches of slices (pure strides: no copies), one
     // partial product per slice, then their sum.
@@ -233,7 +242,7 @@ pub(crate) fn matmul(
     let sa = view(a.1, [splits, m, slice], 2);
     let sb = view(b.1, [splits, slice, n], 1);
     // The partial products stay in f32 until their sum is rounded.
-    let partials = product(rt, tuning, (elems, Elem::F32), (a.0, &sa), (b.0, &sb));
+    let partials = product(rt, tuning, (elems, Elem::F32), (a.0, &sa), (b.0, &sb), None);
     Product::Partials(partials, [splits, m, n])
 }
 
@@ -277,7 +286,15 @@ fn in_slices(
         .min_by_key(|(_, len, per)| len.div_ceil(*per));
     match best {
         Some((parts, len, per)) => slices::by_slices(rt, &parts, (len, per), copy, |ops, _, _| {
-            product_into(rt, tuning, (elems, out_elem), ops[0], ops[1], ops[2].0);
+            product_into(
+                rt,
+                tuning,
+                (elems, out_elem),
+                ops[0],
+                ops[1],
+                ops[2].0,
+                None,
+            );
         }),
         None => rt.report(slices::too_large(rt, "matmul", &[a, b], elems[0].size())),
     }
@@ -359,7 +376,7 @@ fn tensor_core_kernel(
     rt: &Runtime,
     (elems, out_elem): (Elems, Elem),
     (a_k, b_n, wide): (bool, bool, bool),
-    (batch, m, n): (usize, usize, usize),
+    (batch, m, n, bias): (usize, usize, usize, bool),
 ) -> (Arc<Kernel>, [u32; 3]) {
     let t = COOP_OVERRIDE
         .lock()
@@ -376,6 +393,7 @@ fn tensor_core_kernel(
         c_vec: n.is_multiple_of(4),
         b_blocks: None,
         a_scale: false,
+        bias,
     };
     let key = vec![
         t.wm,
@@ -392,11 +410,16 @@ fn tensor_core_kernel(
         u32::from(v.half_out),
         u32::from(v.wide),
         u32::from(v.c_vec),
+        u32::from(bias),
     ];
+    let bindings = Bindings {
+        reads: 2 + usize::from(bias),
+        writes: 1,
+    };
     let kern = kernel(
         rt,
         &Key::Named("volta matmul tensor-core", key),
-        OPERANDS,
+        bindings,
         "main",
         || coop::source(&v),
     );
@@ -447,6 +470,7 @@ pub(crate) fn quantized(
         c_vec: n.is_multiple_of(4),
         b_blocks: Some(blocks),
         a_scale: scale.is_some(),
+        bias: false,
     };
     let key = vec![
         t.wm,
@@ -636,14 +660,16 @@ fn product(
     (elems, out_elem): (Elems, Elem),
     a: (&Arc<Pooled>, &Layout),
     b: (&Arc<Pooled>, &Layout),
+    bias: Option<Bias>,
 ) -> Arc<Pooled> {
     let (batch, m, n) = (a.1.dims[0], a.1.dims[1], b.1.dims[2]);
     let out = alloc(rt, batch * m * n * out_elem.size());
-    product_into(rt, tuning, (elems, out_elem), a, b, &out);
+    product_into(rt, tuning, (elems, out_elem), a, b, &out, bias);
     out
 }
 
-/// [`product`] into `out` (contiguous, from its binding's start).
+/// [`product`] into `out` (contiguous, from its binding's start), plus `bias`
+/// along its columns.
 fn product_into(
     rt: &Runtime,
     tuning: &Tuning,
@@ -651,6 +677,7 @@ fn product_into(
     a: (&Arc<Pooled>, &Layout),
     b: (&Arc<Pooled>, &Layout),
     out: &Arc<Pooled>,
+    bias: Option<Bias>,
 ) {
     let (la, lb) = (a.1, b.1);
     let (batch, m, k, n) = (la.dims[0], la.dims[1], la.dims[2], lb.dims[2]);
@@ -674,7 +701,16 @@ fn product_into(
         u(b_sb),
         u(b_sk),
         u(b_sn),
+        u(bias.map_or(0, |(_, offset)| offset)),
     ];
+    // The buffers bound: the operands, the bias if any, then C.
+    let mut buffers: Small<&Arc<Pooled>> = smallvec![a.0, b.0];
+    buffers.extend(bias.map(|(buf, _)| buf));
+    buffers.push(out);
+    let bindings = Bindings {
+        reads: buffers.len() - 1,
+        writes: 1,
+    };
     let max = rt.gpu.limits.max_compute_workgroups_per_dimension as usize;
     assert!(
         batch <= max,
@@ -701,8 +737,9 @@ fn product_into(
                 [k, lb.offset, b_sb, b_sn]
             });
         let layouts = (a_k, b_n, a_eights && b_eights);
-        let (kern, groups) = tensor_core_kernel(rt, (elems, out_elem), layouts, (batch, m, n));
-        launch(rt, &kern, &p, &[a.0, b.0, out], groups);
+        let shape = (batch, m, n, bias.is_some());
+        let (kern, groups) = tensor_core_kernel(rt, (elems, out_elem), layouts, shape);
+        launch(rt, &kern, &p, &buffers, groups);
         return;
     }
     // Mixed operands come only from `rounds_operands`, whose views load as vectors.
@@ -720,6 +757,7 @@ fn product_into(
             c_vec: n.is_multiple_of(4),
             half: elem == Elem::F16,
             half_out: out_elem == Elem::F16,
+            bias: bias.is_some(),
         };
         let key = vec![
             tiles.bm,
@@ -734,11 +772,12 @@ fn product_into(
             u32::from(v.c_vec),
             u32::from(v.half),
             u32::from(v.half_out),
+            u32::from(v.bias),
         ];
         kernel(
             rt,
             &Key::Named("volta matmul", key),
-            OPERANDS,
+            bindings,
             "main",
             || source(&v),
         )
@@ -751,7 +790,7 @@ fn product_into(
             u(m.div_ceil(tiles.bm as usize)),
             u(batch),
         ];
-        launch(rt, &kern, &p, &[a.0, b.0, out], groups);
+        launch(rt, &kern, &p, &buffers, groups);
     };
     let overridden = *OVERRIDE.lock().unwrap_or_else(|p| p.into_inner());
     let tiles = overridden.unwrap_or_else(|| {

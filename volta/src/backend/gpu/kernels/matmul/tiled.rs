@@ -162,6 +162,9 @@ pub(crate) struct Variant {
     pub half: bool,
     /// C holds `f16` (the `f32` accumulators are rounded when stored).
     pub half_out: bool,
+    /// A bias along C's columns, of C's element type (binding 3; C moves to 4),
+    /// from element `p[11]`, added as the accumulators are stored.
+    pub bias: bool,
 }
 
 /// One operand as the loader sees it: a `bo × bk` tile (`bo` = bm for A, bn for B)
@@ -356,7 +359,8 @@ fn thread_mapping(txn: u32, warp_cols: u32) -> String {
 }
 
 /// The kernel's WGSL. Parameters: `p = [M, N, K, a_off, a_sb, a_sm, a_sk, b_off,
-/// b_sb, b_sk, b_sn]`; the grid is `(⌈N/bn⌉, ⌈M/bm⌉, batch)`; C is contiguous.
+/// b_sb, b_sk, b_sn]` (and the bias's offset); the grid is `(⌈N/bn⌉, ⌈M/bm⌉,
+/// batch)`; C is contiguous.
 pub(crate) fn source(v: &Variant) -> String {
     let t = v.tiles;
     let (bm, bn, bk, tm, tn) = (t.bm, t.bn, t.bk, t.tm, t.tn);
@@ -379,7 +383,7 @@ pub(crate) fn source(v: &Variant) -> String {
         "@group(0) @binding(0) var<storage, read> p: array<u32>;
 @group(0) @binding(1) var<storage, read> a: array<{}>;
 @group(0) @binding(2) var<storage, read> b: array<{}>;
-@group(0) @binding(3) var<storage, read_write> c: array<{}>;
+{bias_binding}@group(0) @binding({c_binding}) var<storage, read_write> c: array<{}>;
 var<workgroup> As: array<vec4<f32>, {}>;
 var<workgroup> Bs: array<vec4<f32>, {}>;
 
@@ -399,6 +403,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         bk * bm / 4 * t.buffers(),
         bk * bn / 4 * t.buffers(),
         mapping = thread_mapping(txn, t.warp_cols),
+        bias_binding = if v.bias {
+            format!(
+                "@group(0) @binding(3) var<storage, read> bias: array<{}>;\n",
+                elem(v.half_out)
+            )
+        } else {
+            String::new()
+        },
+        c_binding = if v.bias { 4 } else { 3 },
     )
     .unwrap();
     for i in 0..tm {
@@ -544,11 +557,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         .unwrap();
     }
     writeln!(w, "        workgroupBarrier();\n    }}").unwrap();
-    // An f32 accumulator as C's element type.
-    let store = |acc: String, vec: bool| match (v.half_out, vec) {
-        (false, _) => acc,
-        (true, true) => format!("vec4<f16>({acc})"),
-        (true, false) => format!("f16({acc})"),
+    // An f32 accumulator (plus its column's bias) as C's element type.
+    let store = |acc: String, vec: bool| {
+        let acc = match (v.bias, vec) {
+            (false, _) => acc,
+            (true, true) => format!(
+                "({acc} + vec4<f32>(f32(bias[p[11] + gn]), f32(bias[p[11] + gn + 1u]), \
+                 f32(bias[p[11] + gn + 2u]), f32(bias[p[11] + gn + 3u])))"
+            ),
+            (true, false) => format!("({acc} + f32(bias[p[11] + gn + q]))"),
+        };
+        match (v.half_out, vec) {
+            (false, _) => acc,
+            (true, true) => format!("vec4<f16>({acc})"),
+            (true, false) => format!("f16({acc})"),
+        }
     };
     for bi in 0..tm / 4 {
         for r in 0..4u32 {
@@ -573,7 +596,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                     for (q, comp) in ["x", "y", "z", "w"].iter().enumerate() {
                         writeln!(
                             w,
-                            "        if (gn + {q}u < N) {{ c[row + gn + {q}u] = {}; }}",
+                            "        {{ let q = {q}u; if (gn + q < N) {{ c[row + gn + q] = {}; }} }}",
                             store(format!("acc{i}_{bj}.{comp}"), false)
                         )
                         .unwrap();
