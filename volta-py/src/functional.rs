@@ -681,21 +681,36 @@ pub fn linear(
         ));
     }
     let wt = guard(|| Ok(map!(&w, t => t.transpose_last())))?;
-    let y = input.py().detach(|| crate::tensor::matmul(&x, &wt))?;
-    let y = match bias {
-        Some(b) => {
-            let b = b.get().data();
-            if b.dims() != [w.dims()[0]] {
-                return Err(errors::shape_error(
-                    "linear (bias)",
-                    b.dims(),
-                    &[w.dims()[0]],
-                ));
-            }
-            crate::tensor::binary_data(BinaryOp::Add, "linear", &y, &b)?
-        }
-        None => y,
+    let Some(b) = bias else {
+        return Ok(Tensor::result(
+            input.py().detach(|| crate::tensor::matmul(&x, &wt))?,
+        ));
     };
+    let b = b.get().data();
+    let n = w.dims()[0];
+    if b.dims() != [n] {
+        return Err(errors::shape_error("linear (bias)", b.dims(), &[n]));
+    }
+    if x.dims().len() < 2 {
+        let y = input.py().detach(|| crate::tensor::matmul(&x, &wt))?;
+        return Ok(Tensor::result(crate::tensor::binary_data(
+            BinaryOp::Add,
+            "linear",
+            &y,
+            &b,
+        )?));
+    }
+    // One product that starts from the bias (`addmm`).
+    let mut out = x.dims().to_vec();
+    *out.last_mut().expect("rank 2 or more") = n;
+    let mut row = vec![1; out.len() - 1];
+    row.push(n);
+    let y = input.py().detach(|| {
+        guard(|| {
+            zip!("linear", (&x, &wt, &b), |x, w, b| x
+                .matmul_add(w, &b.reshape(&row).expand(&out)))
+        })
+    })?;
     Ok(Tensor::result(y))
 }
 
