@@ -8,7 +8,10 @@ use crate::shape::{Axis, Const, Dim, Rank1, Rank2};
 use crate::tensor::Tensor;
 
 /// `y = x · Wᵀ + b` from `I` input features to `O` output features; the bias is
-/// optional, as `nn.Linear(I, O, bias=False)` ([`Linear::without_bias`]).
+/// optional, as `nn.Linear(I, O, bias=False)` ([`Linear::without_bias`]). It is
+/// one product that starts from the bias (PyTorch's `addmm`,
+/// [`RawTensor::matmul_add`](crate::RawTensor::matmul_add)), so the product is
+/// written once, with its bias.
 ///
 /// The batch dim of the input may be static (`Rank2<32, I>`) or dynamic
 /// (`(usize, Const<I>)`, e.g. a last partial batch); the feature widths are part of
