@@ -362,3 +362,39 @@ fn half_precision_products_follow_writes_in_place() {
     assert_eq!(before[1], cpu(&old), "before the write, from the kept copy");
     assert_eq!(after, cpu(&new), "after the write in place");
 }
+
+/// An `f16` product whose K splits (its `f32` partial products summed in a
+/// pending reduction) plus an `f16` bias, the product itself dropped: the sum
+/// with the bias as its epilogue would read the bias as `f32`, so the bias is
+/// added after the sum instead (it once came out wrong by 5%).
+#[test]
+fn f16_split_products_plus_a_bias_match_the_cpu() {
+    let _gpu = crate::support::gpu_alone();
+    let info =
+        Gpu::init().unwrap_or_else(|e| panic!("no GPU adapter (install Mesa's lavapipe): {e}"));
+    if !info.f16 {
+        // No f16 tensors on this adapter (lavapipe in CI has them).
+        return;
+    }
+    let (m, k, n) = (64, 1024, 48);
+    let a = values(m * k, 1);
+    let b = values(k * n, 2);
+    let bias = values(n, 3);
+    let h = |v: &[f32]| v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>();
+    let ca = RawTensor::<Cpu, f32>::from_vec(a.clone(), &[m, k]);
+    let cb = RawTensor::<Cpu, f32>::from_vec(b.clone(), &[k, n]);
+    let cbias = RawTensor::<Cpu, f32>::from_vec(bias.clone(), &[1, n]).expand(&[m, n]);
+    let want = ca
+        .matmul(&cb)
+        .binary(volta_kernels::BinaryOp::Add, &cbias)
+        .to_vec();
+    let ga = RawTensor::<Gpu, f16>::from_vec(h(&a), &[m, k]);
+    let gb = RawTensor::<Gpu, f16>::from_vec(h(&b), &[k, n]);
+    let gbias = RawTensor::<Gpu, f16>::from_vec(h(&bias), &[1, n]).expand(&[m, n]);
+    let y = ga.matmul(&gb);
+    let z = y.binary(volta_kernels::BinaryOp::Add, &gbias);
+    drop(y);
+    let got: Vec<f32> = z.to_vec().iter().map(|x| x.to_f32()).collect();
+    let err = rel_error(&got, &want);
+    assert!(err < 1e-3, "f16 split product plus a bias: error {err}");
+}
