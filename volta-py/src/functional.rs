@@ -691,18 +691,10 @@ pub fn linear(
     if b.dims() != [n] {
         return Err(errors::shape_error("linear (bias)", b.dims(), &[n]));
     }
-    if x.dims().len() < 2 {
-        let y = input.py().detach(|| crate::tensor::matmul(&x, &wt))?;
-        return Ok(Tensor::result(crate::tensor::binary_data(
-            BinaryOp::Add,
-            "linear",
-            &y,
-            &b,
-        )?));
-    }
-    // One product that starts from the bias (`addmm`).
+    // One product that starts from the bias (`addmm`; a vector `x` is a product
+    // then a sum).
     let mut out = x.dims().to_vec();
-    *out.last_mut().expect("rank 2 or more") = n;
+    *out.last_mut().expect("x's last dim is weight.shape[1]") = n;
     let mut row = vec![1; out.len() - 1];
     row.push(n);
     let y = input.py().detach(|| {

@@ -155,6 +155,15 @@ fn matmul_and_gather_past_the_binding_limit() {
         1e-4,
         "small × wide",
     );
+    // A linear layer over the tall operand: its product in slices, then the
+    // bias added to it.
+    let (cbias, gbias) = both(values(3), &[1, 3]);
+    close(
+        &g.matmul_add(&gb, &gbias.expand(&[rows, 3])).to_vec(),
+        &c.matmul_add(&cb, &cbias.expand(&[rows, 3])).to_vec(),
+        1e-4,
+        "tall × small + bias",
+    );
 
     // An embedding table larger than one binding: rows gathered by id (fewer
     // than one binding of output holds).

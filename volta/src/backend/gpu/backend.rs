@@ -81,9 +81,9 @@ fn product<E>(
         let (a, b) = ((a.0.raw(), a.1), (b.0.raw(), b.1));
         matmul::matmul(&s.rt, &s.tuning, ([elem; 2], elem), a, b, with)
     };
-    let out = match product {
-        matmul::Product::WithBias(out) => return GpuBuffer::new(out, len),
-        matmul::Product::Done(out) => GpuBuffer::new(out, len),
+    let sum = match product {
+        // With its bias, if it had one.
+        matmul::Product::Done(out) => return GpuBuffer::new(out, len),
         // The sum of split-K's partial products is a pending reduction: the
         // product's consumer (its bias included) can run in its kernel.
         matmul::Product::Partials(p, dims) => {
@@ -91,12 +91,12 @@ fn product<E>(
         }
     };
     match bias {
-        // Split or sliced: the bias follows, pending like any sum.
+        // Split: the bias follows the sum, pending like it.
         Some(c) => {
             let e = Expr::input(0).binary(BinaryOp::Add, Expr::input(1));
-            elementwise(elem, e, &[(&out, &Layout::contiguous(&dims)), c], &[])
+            elementwise(elem, e, &[(&sum, &Layout::contiguous(&dims)), c], &[])
         }
-        None => out,
+        None => sum,
     }
 }
 
@@ -595,7 +595,6 @@ impl crate::backend::InferenceBackend for Gpu {
         Some(match infer::qgemm(rt(), x, w, shape, scale)? {
             // Split-K (a few rows): one kernel sums the partial products and
             // applies the epilogues.
-            matmul::Product::WithBias(_) => unreachable!("a quantised product takes no bias"),
             matmul::Product::Partials(p, dims) => {
                 let norm = fused.map(|(_, eps)| (x, eps));
                 let (out, len) = infer::split_sum(rt(), &p, dims, norm, fusion.glu, add);

@@ -6,7 +6,7 @@ pub(crate) mod tiled;
 pub(crate) mod tuning;
 
 use super::Small;
-use super::elementwise::copy;
+use super::elementwise::{copy, map};
 use super::slices::{self, Part};
 use crate::backend::gpu::runtime::Runtime;
 use crate::backend::gpu::runtime::launch::{alloc, kernel, launch, u};
@@ -19,7 +19,8 @@ use smallvec::smallvec;
 use std::sync::{Arc, Mutex};
 use tiled::{Load, MatmulTiles, Staging, Variant, source};
 use tuning::{Class, Tuning};
-use volta_kernels::wgsl::Elem;
+use volta_kernels::BinaryOp;
+use volta_kernels::wgsl::{Elem, Expr};
 
 /// Tiles for large products: 128×128 per workgroup, 16×8 per thread in 8×4
 /// blocks of 32 threads, K steps of 8, prefetched (the best of the sweep at 2048
@@ -197,8 +198,6 @@ pub(crate) type Bias<'a> = (&'a Arc<Pooled>, usize);
 pub(crate) enum Product {
     /// The product, `(batch, m, n)`.
     Done(Arc<Pooled>),
-    /// The product with the bias it was asked for, `(batch, m, n)`.
-    WithBias(Arc<Pooled>),
     /// Split-K's partial products, `(splits, m, n)` in `f32`: their sum along
     /// axis 0 is the product (batch 1).
     Partials(Arc<Pooled>, [usize; 3]),
@@ -208,9 +207,8 @@ pub(crate) enum Product {
 /// `F16`; products accumulate in `f32`; operands of two types only where
 /// [`rounds_operands`]), stored as `out_elem`, leaving split-K's sum of partial
 /// products to the caller (a pending reduction, so the product's consumer can run
-/// in its kernel: `fusion::rows_of`). A `bias` is added by the kernel
-/// ([`Product::WithBias`]) unless the product is split or sliced; the caller
-/// adds it then.
+/// in its kernel: `fusion::rows_of`). A `bias` is in [`Product::Done`]'s
+/// product; the caller adds it to split-K's sum.
 pub(crate) fn matmul(
     rt: &Runtime,
     tuning: &Tuning,
@@ -221,15 +219,26 @@ pub(crate) fn matmul(
 ) -> Product {
     let (batch, m, k, n) = (a.1.dims[0], a.1.dims[1], a.1.dims[2], b.1.dims[2]);
     if slices::needed(rt, &[a, b]) {
-        return Product::Done(in_slices(rt, tuning, (elems, out_elem), a, b));
+        let out = in_slices(rt, tuning, (elems, out_elem), a, b);
+        // Past a binding's size (rare): the bias in a kernel of its own.
+        return Product::Done(match bias {
+            Some((buf, offset)) => {
+                let dims = [batch, m, n];
+                let along_columns = Layout {
+                    dims: Dims::new(&dims),
+                    strides: Dims::new(&[0, 0, 1]),
+                    offset,
+                };
+                let sum = Expr::input(0).binary(BinaryOp::Add, Expr::input(1));
+                let ops = [(&out, &Layout::contiguous(&dims)), (buf, &along_columns)];
+                map(rt, out_elem, sum, &ops, &[], &dims)
+            }
+            None => out,
+        });
     }
     let splits = split_k(batch, m, k, n, for_tensor_cores(rt, elems));
     if splits == 1 {
-        let out = product(rt, tuning, (elems, out_elem), a, b, bias);
-        return match bias {
-            Some(_) => Product::WithBias(out),
-            None => Product::Done(out),
-        };
+        return Product::Done(product(rt, tuning, (elems, out_elem), a, b, bias));
     }
     // Split-K: K as `splits` batches of slices (pure strides: no copies), one
     // partial product per slice, then their sum.
