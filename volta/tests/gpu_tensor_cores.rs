@@ -398,3 +398,48 @@ fn f16_split_products_plus_a_bias_match_the_cpu() {
     let err = rel_error(&got, &want);
     assert!(err < 1e-3, "f16 split product plus a bias: error {err}");
 }
+
+/// A bias's gradient in half precision: the column sum of a pending gradient
+/// whose `f16` copy the products before it read (`gᵀ·x`, `g·W`) sums that copy,
+/// as PyTorch's `autocast` sums the `f16` gradient its product returns. Each
+/// element is 1 + 2⁻¹², which `f16` rounds to 1: with tensor cores the sums are
+/// the row count exactly; without them (`Half` is `Full`) they keep the 2⁻¹²s.
+#[test]
+fn half_precision_bias_gradients_sum_the_products_f16_copy() {
+    use volta_kernels::{BinaryOp, ReduceOp};
+    let _gpu = crate::support::gpu_alone();
+    let info =
+        Gpu::init().unwrap_or_else(|e| panic!("no GPU adapter (install Mesa's lavapipe): {e}"));
+    let (m, k, n) = (256, 64, 48);
+    let t = |v: Vec<f32>, dims: &[usize]| RawTensor::<Gpu, f32>::from_vec(v, dims);
+    let x = t(values(m * k, 1), &[m, k]);
+    let w = t(values(n * k, 2), &[n, k]);
+    let near_one = 1.0 + (-12f32).exp2();
+    Gpu::set_matmul_precision(MatmulPrecision::Half);
+    // A pending gradient: a product of two tensors in memory.
+    let g = t(vec![near_one; m * n], &[m, n]).binary(BinaryOp::Mul, &t(vec![1.0; m * n], &[m, n]));
+    let gw = g.transpose_last().matmul(&x).to_vec();
+    let gx = g.matmul(&w).to_vec();
+    let sums = g.reduce(ReduceOp::Sum, 0).to_vec();
+    Gpu::set_matmul_precision(MatmulPrecision::Full);
+    assert!(gw.iter().chain(&gx).all(|v| v.is_finite()));
+    let want = if info.tensor_cores {
+        m as f32
+    } else {
+        m as f32 * near_one
+    };
+    assert!(
+        sums.iter().all(|&s| s == want),
+        "column sums {:?}, want {want} (tensor cores: {})",
+        &sums[..4],
+        info.tensor_cores
+    );
+    // Once the gradient is in memory, the sum reads its f32 values.
+    g.to_vec();
+    let sums = g.reduce(ReduceOp::Sum, 0).to_vec();
+    assert!(
+        sums.iter().all(|&s| s == m as f32 * near_one),
+        "{:?}",
+        &sums[..4]
+    );
+}

@@ -29,7 +29,8 @@
 //! copies, read-backs, strided reads, row kernels over views) *materialises* the
 //! operand: its fused kernel is recorded once and the result memoised. In half
 //! precision a product reads a pending operand's `f16` copy instead, recorded from
-//! its tree once and kept while the value stays pending ([`half_operand`]). Trees stop
+//! its tree once and kept while the value stays pending ([`half_operand`]); a sum of
+//! such a value (a bias's gradient, after the weight's) reads that copy too. Trees stop
 //! growing at [`MAX_NODES`] nodes or [`MAX_INPUTS`] inputs: the operand is then
 //! materialised and read as one input.
 //!
@@ -292,6 +293,29 @@ pub(crate) fn rows<E>(
     debug_assert_eq!(op_scalars.len(), op.scalars());
     let (buf, layout) = x;
     let on = enabled();
+    if let (RowOp::Reduce(ReduceOp::Sum), Data::Pending(p)) = (op, &buf.data)
+        && let Some(half) = p.kept_half(layout)
+    {
+        // A bias's gradient in half precision: the weight's gradient multiplied
+        // the value's f16 copy, so the sum reads it too, a quarter of the bytes
+        // its tree would read (a gradient and an activation in f32), as
+        // `autocast` sums the f16 gradient PyTorch's product returns.
+        let leaf = Leaf {
+            buf: half,
+            layout: *layout,
+        };
+        let fused = (Fused::read(leaf), None, Vec::new());
+        let none = (op, None);
+        return pending_row(
+            rt,
+            (Elem::F16, elem),
+            fused,
+            none,
+            axis,
+            layout.dims,
+            op_scalars,
+        );
+    }
     let tree = match (on, &buf.data) {
         (true, Data::Pending(p)) => p
             .fused_view(layout)

@@ -325,6 +325,17 @@ impl Pending {
         Some(buf)
     }
 
+    /// The `f16` copy a product in half precision made of this value
+    /// ([`half_copy`](Pending::half_copy)), while the value is pending, for a
+    /// reader whose `layout` reads it as the plain array it is (the copy's
+    /// layout).
+    pub(crate) fn kept_half(&self, layout: &Layout) -> Option<Arc<Pooled>> {
+        if self.is_materialised() || !self.read_plainly(layout) {
+            return None;
+        }
+        self.half.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// Whether a pending row op still computes this value in its loads.
     fn has_readers(&self) -> bool {
         let readers = self.readers.lock().unwrap_or_else(|p| p.into_inner());
