@@ -2254,3 +2254,72 @@ fn causal_attention_forward_and_gradients() {
         check("causal attention", seed, &inputs, Attention(start));
     }
 }
+
+/// A norm's rows that something else holds (the backward pass, for the scale's
+/// gradient) and their affine `n·w + b` come from one kernel that writes both,
+/// in every way a row kernel walks its rows (short rows per subgroup, rows in
+/// registers, long rows, rows shorter than a tree, rows over an inner axis);
+/// values and gradients match the CPU's with fusion on and off.
+#[test]
+fn held_norm_rows_are_written_with_their_affine() {
+    let _g = lock();
+    struct Affine(usize);
+    impl Case for Affine {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let axis = self.0;
+            let dims = x[0].dims().to_vec();
+            let mut along = vec![1; dims.len()];
+            along[axis] = dims[axis];
+            let w = x[1].reshape(&along).expand(&dims);
+            let b = x[2].reshape(&along).expand(&dims);
+            let n = x[0].normalize(axis, true, 1e-5);
+            n.binary(BinaryOp::Mul, &w).binary(BinaryOp::Add, &b)
+        }
+    }
+    let normal = Dist::Normal;
+    for (seed, (dims, axis)) in [
+        (vec![64, 48], 1),
+        (vec![9, 1000], 1),
+        (vec![3, 5000], 1),
+        (vec![40, 7], 1),
+        (vec![6, 50, 4], 1),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let c = dims[axis];
+        let inputs = [(dims.clone(), normal), (vec![c], normal), (vec![c], normal)];
+        check(
+            "held norm rows and their affine",
+            40 + seed as u64,
+            &inputs,
+            Affine(axis),
+        );
+        // One kernel writes the affine and the rows, which stay readable.
+        let mut rng = Rng::seed(seed as u64);
+        let mut t = |d: &[usize]| {
+            let v = (0..d.iter().product())
+                .map(|_| rng.normal() as f32)
+                .collect();
+            (RawTensor::<Gpu, f32>::from_vec(v, d), d.to_vec())
+        };
+        let ((x, _), (w, _), (b, _)) = (t(&dims), t(&[c]), t(&[c]));
+        let mut along = vec![1; dims.len()];
+        along[axis] = c;
+        let n = x.normalize(axis, true, 1e-5);
+        let y = n
+            .binary(BinaryOp::Mul, &w.reshape(&along).expand(&dims))
+            .binary(BinaryOp::Add, &b.reshape(&along).expand(&dims));
+        let before = Gpu::dispatches_recorded();
+        y.buffer().realize();
+        n.buffer().realize();
+        assert_eq!(Gpu::dispatches_recorded() - before, 1, "{dims:?}");
+        let cpu = |g: &RawTensor<Gpu, f32>| RawTensor::<Cpu, f32>::from_vec(g.to_vec(), g.dims());
+        let cn = cpu(&x).normalize(axis, true, 1e-5);
+        close("rows", &cn.to_vec(), &n.to_vec());
+        let cy = cn
+            .binary(BinaryOp::Mul, &cpu(&w).reshape(&along).expand(&dims))
+            .binary(BinaryOp::Add, &cpu(&b).reshape(&along).expand(&dims));
+        close("affine", &cy.to_vec(), &y.to_vec());
+    }
+}

@@ -135,6 +135,11 @@ pub struct RowKernel {
     /// along the row, or the softmax/normalised element). Its scalars share the
     /// expression's numbering. With one, every op writes rows.
     pub epilogue: Option<Expr>,
+    /// With an epilogue over an op that writes rows: the op's own value is
+    /// written too, as this type, to a second output laid out as the first (a
+    /// norm's rows, which the backward pass keeps, while the kernel writes their
+    /// affine for the products that read it).
+    pub keeps_value: Option<Elem>,
     /// With an epilogue of a reduction: run it once per row on the reduced value
     /// and write one value per row (a consumer over the reduced dims, such as the
     /// bias add after split-K's sum of partial products). Its inputs are then read
@@ -255,6 +260,10 @@ impl RowKernel {
             !quads || (matches!(self.op, RowOp::Reduce(_)) && self.epilogue.is_none()),
             "four rows per thread is a plain reduction's variant"
         );
+        assert!(
+            self.keeps_value.is_none() || (self.op.writes_rows() && self.epilogue.is_some()),
+            "a kept value is a row op's rows beside its epilogue's"
+        );
         let wide = |i: usize| (vec4 || quads) && !self.axis_broadcast[i];
         assert!(
             self.elem.is_float() && self.out_elem.is_float(),
@@ -262,7 +271,8 @@ impl RowKernel {
         );
         let (ty, out_ty) = (self.elem.wgsl(), self.out_elem.wgsl());
         let mut w = String::new();
-        w.push_str(enable_f16(&[self.elem, self.out_elem]));
+        let kept_elem = self.keeps_value.unwrap_or(self.out_elem);
+        w.push_str(enable_f16(&[self.elem, self.out_elem, kept_elem]));
         match &self.epilogue {
             // One preamble for both trees: a function they share is defined once.
             Some(e) => w.push_str(
@@ -300,6 +310,19 @@ impl RowKernel {
             n_in + 1
         )
         .unwrap();
+        if let Some(kept) = self.keeps_value {
+            let t = if vec4 && rows_out {
+                format!("vec4<{}>", kept.wgsl())
+            } else {
+                kept.wgsl().to_string()
+            };
+            writeln!(
+                w,
+                "@group(0) @binding({}) var<storage, read_write> kept: array<{t}>;",
+                n_in + 2
+            )
+            .unwrap();
+        }
         if quads {
             w.push_str(
                 "fn add4(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> { return a + b; }
@@ -646,13 +669,27 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                         e.print(w, "        ", &format!("e{lane}_"), &input, &param)
                     })
                     .collect();
+                // The op's own values (`v{lane}`, named where there is an
+                // epilogue), kept beside it.
+                let values: Vec<String> = ["vx", "vy", "vz", "vw"][..lanes.len()]
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect();
                 if vec4 {
                     let row = format!("vec4<f32>({})", lanes.join(", "));
                     let row = self.out_elem.store(&row, true);
                     writeln!(w, "        dst[b{out} / 4u + k] = {row};").unwrap();
+                    if let Some(kept) = self.keeps_value {
+                        let v = kept.store(&format!("vec4<f32>({})", values.join(", ")), true);
+                        writeln!(w, "        kept[b{out} / 4u + k] = {v};").unwrap();
+                    }
                 } else {
                     let y = self.out_elem.store(&lanes[0], false);
                     writeln!(w, "        dst[b{out} + k * s{out}] = {y};").unwrap();
+                    if let Some(kept) = self.keeps_value {
+                        let v = kept.store(&values[0], false);
+                        writeln!(w, "        kept[b{out} + k * s{out}] = {v};").unwrap();
+                    }
                 }
             })
         };
@@ -828,6 +865,7 @@ mod tests {
             out_elem: Elem::F32,
             epilogue: None,
             per_row: false,
+            keeps_value: None,
             lanes: 0,
             drawn: Default::default(),
         }
@@ -1006,6 +1044,7 @@ mod tests {
             out_elem: Elem::F32,
             epilogue: None,
             per_row: false,
+            keeps_value: None,
             lanes: 0,
             drawn: Default::default(),
         };
@@ -1065,6 +1104,7 @@ mod tests {
                     .binary(BinaryOp::Mul, Expr::input(1)),
             ),
             per_row: false,
+            keeps_value: None,
             lanes: 0,
             drawn: Default::default(),
         };
@@ -1098,6 +1138,48 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_value_is_written_beside_the_epilogue() {
+        // LayerNorm's rows (kept for the backward pass, f32) and their affine
+        // x̂ · x1 + x2 (for the products, f16) from one pass.
+        let affine = Expr::input(3)
+            .binary(BinaryOp::Mul, Expr::input(1))
+            .binary(BinaryOp::Add, Expr::input(2));
+        for variant in VARIANTS.into_iter().chain([RowVariant::Lanes(3)]) {
+            let k = RowKernel {
+                rank: 2,
+                axis_broadcast: vec![false; 3],
+                expr: Expr::input(0),
+                out_elem: Elem::F16,
+                epilogue: Some(affine.clone()),
+                keeps_value: Some(Elem::F32),
+                lanes: if matches!(variant, RowVariant::Lanes(_)) {
+                    32
+                } else {
+                    0
+                },
+                ..kernel(RowOp::Normalize { center: true }, variant)
+            };
+            let src = k.source();
+            super::super::assert_valid(&src);
+            let (dst, kept) = match variant {
+                RowVariant::Serial | RowVariant::Tree => {
+                    ("dst[b3 + k * s3] = f16(", "kept[b3 + k * s3] = vx;")
+                }
+                _ => (
+                    "dst[b3 / 4u + k] = vec4<f16>(",
+                    "kept[b3 / 4u + k] = vec4<f32>(vx, vy, vz, vw);",
+                ),
+            };
+            assert!(src.contains(dst), "{variant:?}: {src}");
+            assert!(src.contains(kept), "{variant:?}: {src}");
+            assert!(
+                src.contains("@binding(5) var<storage, read_write> kept"),
+                "{src}"
+            );
+        }
+    }
+
+    #[test]
     fn a_per_row_epilogue_writes_one_value_per_row() {
         // Split-K: Σ over the splits of partial products (input 0, along axis 0),
         // then relu(Σ + bias) with the bias (input 1) read once per output.
@@ -1117,6 +1199,7 @@ mod tests {
                         .unary(UnaryOp::Relu),
                 ),
                 per_row: true,
+                keeps_value: None,
                 lanes: 0,
                 drawn: Default::default(),
             };

@@ -23,7 +23,9 @@
 //! LayerNorm's affine `n · w + b`, `softmax(x) · mask`) reads it as
 //! `Input(ROW_VALUE)` ([`RowRead`]), and when the consumer runs over the row op's
 //! own dims and nothing else holds the row op, both are one row kernel with the
-//! consumer as its epilogue (`RowKernel::epilogue`). Otherwise the row op is
+//! consumer as its epilogue (`RowKernel::epilogue`). When something else holds a
+//! row op that writes rows (a norm's rows, kept for the backward pass), that
+//! kernel writes the rows too (`RowKernel::keeps_value`). Otherwise the row op is
 //! recorded on its own and read from memory.
 //! Every other consumer (matmul, pad and concat, gather and scatter, window ops,
 //! copies, read-backs, strided reads, row kernels over views) *materialises* the

@@ -263,12 +263,40 @@ impl Pending {
             self.record()
         });
         if first {
-            // In memory the value may be written in place: a copy made before
-            // would not follow.
-            *self.half.lock().unwrap_or_else(|p| p.into_inner()) = None;
-            self.hand_to_readers(buf);
+            self.now_in(buf);
         }
         buf
+    }
+
+    /// Records this pending row op by `record`, given its source (a kernel that
+    /// writes its value among others), if it is still pending; its held values
+    /// first, as [`record`](Pending::record) orders a row op's.
+    fn record_with(&self, record: impl FnOnce(Source) -> Arc<Pooled>) {
+        let mut first = false;
+        let buf = self.done.get_or_init(|| {
+            first = true;
+            let spliced = {
+                let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+                let source = guard
+                    .as_ref()
+                    .expect("a pending buffer has its source until it is materialised");
+                source.spliced.clone()
+            };
+            materialise_held(&spliced);
+            let source = self.source.lock().unwrap_or_else(|p| p.into_inner()).take();
+            record(source.expect("a pending buffer has its source until it is materialised"))
+        });
+        if first {
+            self.now_in(buf);
+        }
+    }
+
+    /// What changes once the value is in `buf`: in memory it may be written in
+    /// place, which a copy made before would not follow; and the row ops that
+    /// computed it in their loads read that memory instead.
+    fn now_in(&self, buf: &Arc<Pooled>) {
+        *self.half.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.hand_to_readers(buf);
     }
 
     /// The value rounded to `f16`, for a product in half precision: recorded from
@@ -414,76 +442,150 @@ impl Pending {
     }
 
     /// Records a tree that reads a row op's value: the row op with this tree as its
-    /// epilogue when they fit one kernel and nothing else holds the row op (else it
-    /// would run twice), or else the row op on its own, read from memory. The tree
-    /// runs over the row op's own dims (the value broadcast along the row, or the
-    /// rows it writes) or, for a reduction, over the reduced dims (once per row).
-    /// The value is stored as `out_elem`.
+    /// epilogue when they fit one kernel (which, when something else holds the
+    /// row op, writes the row op's rows too: [`with_held_rows`]), or else the row
+    /// op on its own, read from memory. The tree runs over the row op's own dims
+    /// (the value broadcast along the row, or the rows it writes) or, for a
+    /// reduction nothing else holds, over the reduced dims (once per row). The
+    /// value is stored as `out_elem`.
+    ///
+    /// [`with_held_rows`]: Pending::with_held_rows
     fn with_row_value(&self, f: Fused<Leaf>, read: &RowRead, out_elem: Elem) -> Arc<Pooled> {
-        let c = self.rt;
-        let alone = Arc::strong_count(&read.value) == 1;
-        if let (true, Some((spec, rf))) = (alone, read.value.row_source()) {
-            let fused = if spec.over[..] == self.dims[..] && read.layout == spec.fused_read() {
-                Some((f.leaves.clone(), false))
-            } else {
-                spec.per_row_leaves(&f.leaves, &read.layout, &self.dims)
-                    .map(|l| (l, true))
-            };
-            if let Some((mut leaves, per_row)) = fused {
-                let at: Vec<usize> = rf
-                    .leaves
-                    .iter()
-                    .map(|l| index_of(&mut leaves, l.clone()))
-                    .collect();
-                let n_in = leaves.len();
-                let limit = c.gpu.limits.max_storage_buffers_per_shader_stage as usize;
-                let ops: Vec<Operand> = leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
-                let out_bytes = (self.dims.numel() * out_elem.size()) as u64;
-                // Tensors past a binding's size are left to the kernels that slice.
-                // The kernel reads every leaf as the row op's input type: the
-                // tree's own leaves (of this value's type) must be of it too
-                // (split-K's f32 partials summed into an f16 value plus its bias
-                // are not).
-                let fits = (spec.in_elem == self.elem || f.leaves.is_empty())
-                    && n_in + 2 <= limit.min(MAX_INPUTS + 2)
-                    && !slices::needed(c, &ops)
-                    && out_bytes <= c.gpu.limits.max_storage_buffer_binding_size;
-                if fits {
-                    let body = rf.expr.substitute(&|i| Expr::input(at[i]), &Expr::scalar);
-                    let grad = spec
-                        .grad
-                        .as_ref()
-                        .map(|g| g.substitute(&|i| Expr::input(at[i]), &Expr::scalar));
-                    let skip = rf.scalars.len();
-                    let epilogue = f.expr.substitute(
-                        &|i| Expr::input(if i == ROW_VALUE { n_in } else { i }),
-                        &|j| Expr::scalar(skip + j),
-                    );
-                    let scalars = [&spec.op_scalars[..], &rf.scalars, &f.scalars].concat();
-                    return row::rows(
-                        c,
-                        (spec.in_elem, out_elem),
-                        spec.op,
-                        (body, grad.as_ref()),
-                        Some((&epilogue, per_row)),
-                        &ops,
-                        &scalars,
-                        &spec.over,
-                        spec.axis,
-                    );
-                }
+        if Arc::strong_count(&read.value) == 1 {
+            if let Some(source) = read.value.row_source()
+                && let Some((out, _)) = self.as_epilogue(&f, read, source, (out_elem, None))
+            {
+                return out;
             }
+        } else if let Some(out) = self.with_held_rows(&f, read, out_elem) {
+            return out;
         }
         let f = read.in_memory(f);
         let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
         convert(
-            c,
+            self.rt,
             (self.elem, out_elem),
             f.expr,
             &ops,
             &f.scalars,
             &self.dims,
         )
+    }
+
+    /// A row op that writes rows and that something else holds (a norm's rows,
+    /// kept for the backward pass) recorded with this tree as its epilogue, in
+    /// one kernel that writes both: the row op's rows become its memory, and the
+    /// tree's values (its affine) the result. Against recording the row op and
+    /// then the tree, this saves reading the rows back and a launch. `None`
+    /// (nothing recorded) where they do not fit one kernel, or the tree does not
+    /// run over the rows.
+    fn with_held_rows(
+        &self,
+        f: &Fused<Leaf>,
+        read: &RowRead,
+        out_elem: Elem,
+    ) -> Option<Arc<Pooled>> {
+        let rows = &read.value;
+        let (spec, _) = rows.row_source()?;
+        if !spec.op.writes_rows()
+            || spec.over[..] != self.dims[..]
+            || read.layout != spec.fused_read()
+        {
+            return None;
+        }
+        let mut out = None;
+        rows.record_with(|source| {
+            let spec = source.row.clone().expect("a pending row op has its spec");
+            let both = (out_elem, Some(rows.elem));
+            match self.as_epilogue(f, read, (spec, source.fused.clone()), both) {
+                Some((epilogue, Some(kept))) => {
+                    out = Some(epilogue);
+                    kept
+                }
+                _ => rows.record_source(source),
+            }
+        });
+        out
+    }
+
+    /// The row op `(spec, rf)` with `f` (read through `read`) as its epilogue, in
+    /// one kernel, if they fit one: its value stored as `out_elem`, and with
+    /// `kept` the row op's own rows too, as that type (see [`with_held_rows`]).
+    /// The leaves that the epilogue reads are bound once with the row op's.
+    ///
+    /// [`with_held_rows`]: Pending::with_held_rows
+    fn as_epilogue(
+        &self,
+        f: &Fused<Leaf>,
+        read: &RowRead,
+        (spec, rf): (RowSpec, Fused<Leaf>),
+        (out_elem, kept): (Elem, Option<Elem>),
+    ) -> Option<(Arc<Pooled>, Option<Arc<Pooled>>)> {
+        let c = self.rt;
+        let (mut leaves, per_row) =
+            if spec.over[..] == self.dims[..] && read.layout == spec.fused_read() {
+                (f.leaves.clone(), false)
+            } else if kept.is_none() {
+                (
+                    spec.per_row_leaves(&f.leaves, &read.layout, &self.dims)?,
+                    true,
+                )
+            } else {
+                return None;
+            };
+        let at: Vec<usize> = rf
+            .leaves
+            .iter()
+            .map(|l| index_of(&mut leaves, l.clone()))
+            .collect();
+        let n_in = leaves.len();
+        let outputs = 1 + usize::from(kept.is_some());
+        let limit = c.gpu.limits.max_storage_buffers_per_shader_stage as usize;
+        let ops: Vec<Operand> = leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+        let out_bytes = (self.dims.numel() * out_elem.size()) as u64;
+        // Tensors past a binding's size are left to the kernels that slice.
+        // The kernel reads every leaf as the row op's input type: the
+        // tree's own leaves (of this value's type) must be of it too
+        // (split-K's f32 partials summed into an f16 value plus its bias
+        // are not).
+        let fits = (spec.in_elem == self.elem || f.leaves.is_empty())
+            && n_in + 1 + outputs <= limit.min(MAX_INPUTS + 2)
+            && !slices::needed(c, &ops)
+            && out_bytes <= c.gpu.limits.max_storage_buffer_binding_size;
+        if !fits {
+            return None;
+        }
+        let body = rf.expr.substitute(&|i| Expr::input(at[i]), &Expr::scalar);
+        let grad = spec
+            .grad
+            .as_ref()
+            .map(|g| g.substitute(&|i| Expr::input(at[i]), &Expr::scalar));
+        let skip = rf.scalars.len();
+        let epilogue = f.expr.substitute(
+            &|i| Expr::input(if i == ROW_VALUE { n_in } else { i }),
+            &|j| Expr::scalar(skip + j),
+        );
+        let scalars = [&spec.op_scalars[..], &rf.scalars, &f.scalars].concat();
+        let exprs = (body, grad.as_ref());
+        let Some(kept) = kept else {
+            let out = row::rows(
+                c,
+                (spec.in_elem, out_elem),
+                spec.op,
+                exprs,
+                Some((&epilogue, per_row)),
+                &ops,
+                &scalars,
+                &spec.over,
+                spec.axis,
+            );
+            return Some((out, None));
+        };
+        let elems = (spec.in_elem, out_elem, kept);
+        let (out, kept) = row::rows_keeping_value(
+            c, elems, spec.op, exprs, &epilogue, &ops, &scalars, &spec.over, spec.axis,
+        )?;
+        Some((out, Some(kept)))
     }
 
     /// The row op and the tree it reads, while it is pending.

@@ -107,6 +107,7 @@ pub(crate) fn rows(
                     &sub,
                     axis,
                     out[0],
+                    None,
                 );
             }),
             None => match op {
@@ -172,8 +173,54 @@ pub(crate) fn rows(
         dims,
         axis,
         (&out, &out_dims),
+        None,
     );
     out
+}
+
+/// [`rows`] of an op that writes rows, with an elementwise `epilogue` over them
+/// (not per row), that also writes the op's own rows as `kept_elem`: a norm's
+/// rows, which the backward pass keeps, and their affine, from one pass that
+/// reads the input once. Returns the epilogue's rows and the op's; `None` where
+/// the tensors need the kernels that slice.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rows_keeping_value(
+    rt: &Runtime,
+    (elem, out_elem, kept_elem): (Elem, Elem, Elem),
+    op: RowOp,
+    (expr, grad): (Expr, Option<&Expr>),
+    epilogue: &Expr,
+    inputs: &[Operand],
+    scalars: &[u32],
+    dims: &[usize],
+    axis: usize,
+) -> Option<(Arc<Pooled>, Arc<Pooled>)> {
+    assert!(op.writes_rows(), "only an op that writes rows keeps them");
+    let len: usize = dims.iter().product();
+    let layout = Layout::contiguous(dims);
+    let out = alloc(rt, len * out_elem.size());
+    let kept = alloc(rt, len * kept_elem.size());
+    let mut views: Vec<Operand> = inputs.to_vec();
+    views.extend([(&out, &layout), (&kept, &layout)]);
+    if slices::needed(rt, &views) {
+        return None;
+    }
+    if len > 0 {
+        record(
+            rt,
+            (elem, out_elem),
+            op,
+            (expr, grad),
+            Some((epilogue, false)),
+            inputs,
+            scalars,
+            dims,
+            axis,
+            (&out, &layout),
+            Some((&kept, kept_elem)),
+        );
+    }
+    Some((out, kept))
 }
 
 /// Chunks a strided reduction's first pass should keep busy at once (a thread
@@ -306,6 +353,7 @@ fn record(
     dims: &[usize],
     axis: usize,
     out: Operand,
+    kept: Option<(&Arc<Pooled>, Elem)>,
 ) {
     let writes_rows = op.writes_rows() || epilogue.is_some_and(|(_, per_row)| !per_row);
     let n = dims[axis];
@@ -368,6 +416,7 @@ fn record(
         out_elem,
         epilogue: epilogue.map(|(e, _)| e.clone()),
         per_row: epilogue.is_some_and(|(_, per_row)| per_row),
+        keeps_value: kept.map(|(_, e)| e),
         lanes: if matches!(variant, RowVariant::Lanes(_)) {
             row_lanes
         } else {
@@ -382,7 +431,7 @@ fn record(
     let params = k.params(dims, axis, &params_views, &scalars);
     let bindings = Bindings {
         reads: inputs.len(),
-        writes: 1,
+        writes: 1 + usize::from(kept.is_some()),
     };
     let groups = k.groups(rows);
     let key = Key::Row(k);
@@ -390,5 +439,6 @@ fn record(
     let kern = kernel(rt, &key, bindings, "main", || k.source());
     let mut buffers: Vec<&Arc<Pooled>> = inputs.iter().map(|(b, _)| *b).collect();
     buffers.push(out.0);
+    buffers.extend(kept.map(|(b, _)| b));
     launch(rt, &kern, &params, &buffers, grid(rt, groups));
 }
