@@ -1,6 +1,7 @@
 //! Fused optimiser steps (Adam's kernel generated here, `shaders/sgd.wgsl`): each
 //! parameter's step reads the parameter, its gradient and its state and writes all
-//! of them anew; Adam steps a model's parameters many to a launch. Hyperparameters
+//! of them anew; Adam steps a model's parameters many to a launch, writing the
+//! `f16` copy of each weight that products in half precision read. Hyperparameters
 //! travel in the parameter block, so changing the learning rate never compiles a
 //! kernel.
 use super::Operand;
@@ -116,6 +117,10 @@ const ADAM_PER_LAUNCH: usize = 32;
 ///   p ← p − lr · (m·c₁) / (√(v·c₂) + ε)   with c₁ = 1/(1 − β₁ᵗ), c₂ = 1/(1 − β₂ᵗ)
 /// Parameter `i` reads p, g, m, v at bindings 1 + 4i.. and writes p', m', v' at
 /// 1 + 4·count + 3i... On its first step m and v are bound to g and read as 0.
+/// The `f32` parameters marked in `halves` also write p' rounded to `f16`, at
+/// the bindings after those, in order: the copy that products in half
+/// precision read (`Pooled::rounded`), which a kernel of its own would
+/// otherwise write from p' before the next forward pass.
 /// Every hyperparameter is a run-time parameter, so a new learning rate reuses
 /// the pipeline.
 ///
@@ -124,7 +129,7 @@ const ADAM_PER_LAUNCH: usize = 32;
 /// [4] m offset, [5] v offset, [6] 1 on the first step, [7] 1 to apply L2 decay,
 /// [8] 1 to apply decoupled decay; then f32 bits: [9] lr, [10] β₁, [11] 1 − β₁,
 /// [12] β₂, [13] 1 − β₂, [14] ε, [15] λ, [16] 1 − lr·λ, [17] c₁, [18] c₂.
-fn adam_source(count: usize, elem: Elem, vector: bool) -> String {
+fn adam_source(count: usize, elem: Elem, vector: bool, halves: &[bool]) -> String {
     // V: an element in memory; S: the same in f32, as the step computes it.
     let (v, s) = if vector {
         ("vec4<T>", "vec4<f32>")
@@ -152,6 +157,14 @@ fn adam_source(count: usize, elem: Elem, vector: bool) -> String {
                 "@group(0) @binding({at}) var<storage, read_write> {name}{i}: array<V>;\n"
             );
         }
+    }
+    let half = if vector { "vec4<f16>" } else { "f16" };
+    let with_half: Vec<usize> = (0..count).filter(|&i| halves[i]).collect();
+    for (j, i) in with_half.iter().enumerate() {
+        let at = 1 + 7 * count + j;
+        w += &format!(
+            "@group(0) @binding({at}) var<storage, read_write> param_half{i}: array<{half}>;\n"
+        );
     }
     w += &format!(
         "
@@ -209,7 +222,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     switch i {{
 "
     );
-    for i in 0..count {
+    for (i, &with_copy) in halves.iter().enumerate().take(count) {
         w += &format!(
             "        case {i}u: {{
             var m = S(0.0);
@@ -222,28 +235,49 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             param_out{i}[o] = V(r.p);
             exp_avg_out{i}[o] = V(r.m);
             exp_avg_sq_out{i}[o] = V(r.v);
-        }}
-"
+{half_store}        }}
+",
+            half_store = if with_copy {
+                format!("            param_half{i}[o] = {half}(r.p);\n")
+            } else {
+                String::new()
+            }
         );
     }
     w += "        default: {}\n    }\n}\n";
-    with_elem(&w, elem).into_owned()
+    if with_half.is_empty() {
+        return with_elem(&w, elem).into_owned();
+    }
+    assert_eq!(elem, Elem::F32, "f16 copies are of f32 parameters");
+    format!("enable f16;\n{}", with_elem(&w, elem))
 }
 
 /// The compiled [`adam_source`] for `count` parameters.
-fn adam_kernel(rt: &Runtime, elem: Elem, count: usize, vector: bool) -> Arc<Kernel> {
+/// (`halves`: see there; at most [`ADAM_PER_LAUNCH`] parameters, so that the
+/// marks fit the key's one word).
+fn adam_kernel(
+    rt: &Runtime,
+    elem: Elem,
+    count: usize,
+    vector: bool,
+    halves: &[bool],
+) -> Arc<Kernel> {
+    let marks = halves
+        .iter()
+        .enumerate()
+        .fold(0u32, |m, (i, &h)| m | (u32::from(h) << i));
     kernel(
         rt,
         &Key::Named(
             "volta adam",
-            vec![elem as u32, count as u32, u32::from(vector)],
+            vec![elem as u32, count as u32, u32::from(vector), marks],
         ),
         Bindings {
             reads: 4 * count,
-            writes: 3 * count,
+            writes: 3 * count + marks.count_ones() as usize,
         },
         "main",
-        || adam_source(count, elem, vector),
+        || adam_source(count, elem, vector, halves),
     )
 }
 
@@ -305,7 +339,7 @@ pub(crate) fn adam_step(rt: &Runtime, elem: Elem, a: &AdamArgs) -> AdamOuts {
         words.extend(adam_block(0, len, [at[0], at[1], at[2], at[3]], first, &k));
         words
     };
-    let kern = adam_kernel(rt, elem, 1, false);
+    let kern = adam_kernel(rt, elem, 1, false, &[false]);
     let (ins, out) = ([&p, &g, &m, &v], [&outs.0, &outs.1, &outs.2]);
     launch_flat(rt, (&kern, elem), n, &ins, &out, params);
     outs
@@ -328,7 +362,9 @@ fn flatten(rt: &Runtime, elem: Elem, a: &AdamArgs) -> (Flat, Flat, Flat, Flat) {
 /// each; larger ones step alone, in slices.
 pub(crate) fn adam_steps(rt: &Runtime, elem: Elem, steps: &[AdamArgs]) -> Vec<AdamOuts> {
     let bindings = rt.gpu.info.max_storage_buffers_per_kernel as usize;
-    let per_launch = (bindings.saturating_sub(1) / 7).min(ADAM_PER_LAUNCH);
+    // Seven bindings a parameter, eight with an f16 copy.
+    let per = 7 + usize::from(steps.iter().any(|a| rounded_by_products(elem, a)));
+    let per_launch = (bindings.saturating_sub(1) / per).min(ADAM_PER_LAUNCH);
     // Outputs no larger than p fit when p does.
     let fits = |a: &AdamArgs| {
         let mut views = vec![a.p, a.g];
@@ -348,6 +384,12 @@ pub(crate) fn adam_steps(rt: &Runtime, elem: Elem, steps: &[AdamArgs]) -> Vec<Ad
         .zip(steps)
         .map(|(o, a)| o.unwrap_or_else(|| adam_step(rt, elem, a)))
         .collect()
+}
+
+/// Whether products in half precision read `a`'s parameter rounded to `f16`
+/// (its memory has a kept copy): its step then writes the new copy too.
+fn rounded_by_products(elem: Elem, a: &AdamArgs) -> bool {
+    elem == Elem::F32 && a.p.0.has_rounded()
 }
 
 /// One launch of [`adam_source`] over the parameters `which` of `steps`.
@@ -380,13 +422,27 @@ fn adam_launch(rt: &Runtime, elem: Elem, steps: &[AdamArgs], which: &[usize]) ->
         groups += n.div_ceil(WG);
     }
     params[1] = u(groups);
-    let kern = adam_kernel(rt, elem, which.len(), vector);
+    let halves: Vec<bool> = which
+        .iter()
+        .map(|&i| rounded_by_products(elem, &steps[i]))
+        .collect();
+    let copies: Vec<(usize, Arc<Pooled>)> = which
+        .iter()
+        .enumerate()
+        .filter(|&(j, _)| halves[j])
+        .map(|(j, &i)| (j, alloc(rt, steps[i].p.1.numel() * Elem::F16.size())))
+        .collect();
+    let kern = adam_kernel(rt, elem, which.len(), vector, &halves);
     let buffers: Vec<&Arc<Pooled>> = reads
         .iter()
         .map(|(b, _)| b)
         .chain(outs.iter().flat_map(|(p, m, v)| [p, m, v]))
+        .chain(copies.iter().map(|(_, c)| c))
         .collect();
     launch(rt, &kern, &params, &buffers, grid(rt, groups));
+    for (j, copy) in copies {
+        outs[j].0.keep_rounded(copy);
+    }
     outs
 }
 
@@ -448,6 +504,54 @@ mod tests {
     use super::*;
     use crate::backend::gpu::kernels::attention_coop::assert_translates;
 
+    /// A parameter whose memory has an `f16` copy (a product in half precision
+    /// read it) gets the new copy from its Adam step, equal to the new values
+    /// rounded; a parameter without one gets none. Runs where an adapter has
+    /// `f16` (lavapipe in CI).
+    #[test]
+    fn adam_writes_the_f16_copy_that_products_read() {
+        use crate::backend::gpu::runtime::transfer::{download, upload};
+        let Ok(state) = crate::backend::gpu::device::init() else {
+            return;
+        };
+        let rt = &state.rt;
+        if !rt.gpu.info.f16 {
+            return;
+        }
+        let n = 1000;
+        let values = |k: f32| (0..n).map(|i| (i as f32 * k).sin()).collect::<Vec<f32>>();
+        let (p, g) = (upload(rt, &values(0.37)), upload(rt, &values(0.11)));
+        let (q, h) = (upload(rt, &values(0.23)), upload(rt, &values(0.71)));
+        // The copy's contents do not matter: that it exists does.
+        p.rounded(|| upload(rt, &[half::f16::ZERO; 4]));
+        let layout = Layout::contiguous(&[n]);
+        let k = crate::backend::optim::AdamStep {
+            lr: 0.01,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.1,
+            decoupled: true,
+            bias_correction1: 0.1,
+            bias_correction2: 0.001,
+        }
+        .constants::<f32>();
+        let args = |p, g| AdamArgs {
+            p: (p, &layout),
+            g: (g, &layout),
+            moments: None,
+            k,
+        };
+        let outs = adam_steps(rt, Elem::F32, &[args(&p, &g), args(&q, &h)]);
+        assert!(!outs[1].0.has_rounded(), "no copy where none was read");
+        let stepped: Vec<f32> = download(rt, &outs[0].0, 0, n).unwrap();
+        let copy = outs[0].0.rounded(|| panic!("the step kept a copy"));
+        let copy: Vec<half::f16> = download(rt, &copy, 0, n).unwrap();
+        for (i, (c, s)) in copy.iter().zip(&stepped).enumerate() {
+            assert_eq!(*c, half::f16::from_f32(*s), "element {i}");
+        }
+    }
+
     /// The Adam kernel for one parameter and for a full launch, in both element
     /// types (the device tests run them on lavapipe's limits, four to a launch).
     #[test]
@@ -455,8 +559,16 @@ mod tests {
         for count in [1, 2, ADAM_PER_LAUNCH] {
             for elem in [Elem::F32, Elem::F16] {
                 for vector in [false, true] {
-                    let src = adam_source(count, elem, vector);
+                    let none = vec![false; count];
+                    let src = adam_source(count, elem, vector, &none);
                     assert_translates(&format!("adam for {count}, {elem:?}, {vector}"), &src);
+                    if elem == Elem::F32 {
+                        // Every other parameter with its f16 copy.
+                        let halves: Vec<bool> = (0..count).map(|i| i % 2 == 0).collect();
+                        let src = adam_source(count, elem, vector, &halves);
+                        assert!(src.contains("param_half0[o] = "), "{src}");
+                        assert_translates(&format!("adam with copies, {vector}"), &src);
+                    }
                 }
             }
         }

@@ -254,6 +254,21 @@ impl Pooled {
         kept.get_or_insert_with(round).clone()
     }
 
+    /// Whether this memory has a copy rounded to `f16` ([`Pooled::rounded`]):
+    /// a product in half precision has read it.
+    pub fn has_rounded(&self) -> bool {
+        self.rounded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// Keeps `copy` (this memory's values rounded to `f16`, written by the
+    /// kernel that wrote this memory) as [`Pooled::rounded`]'s copy.
+    pub fn keep_rounded(&self, copy: Arc<Pooled>) {
+        *self.rounded.lock().unwrap_or_else(|p| p.into_inner()) = Some(copy);
+    }
+
     /// Drops the copy of [`Pooled::rounded`]: the memory is about to be written
     /// in place, and the copy would not follow.
     pub fn forget_rounded(&self) {
