@@ -1385,14 +1385,14 @@ fn a_sum_reads_its_operand_once_another_consumer_has_written_it() {
 }
 
 #[test]
-fn a_residual_stream_is_written_once_and_its_norm_reads_it() {
+fn a_residual_stream_is_written_once_by_the_norm_that_reads_it() {
     let _g = lock();
     Gpu::set_fusion(true);
     // A transformer's sublayer: a product plus its bias, computed on rows
     // (B·T, C) and read as (B, T, C), added to the residual stream, which the
-    // next norm reads and the next add holds. The bias is added where the sum is
-    // written (the reshaped read keeps the broadcast bias a leaf), and the norm
-    // reads the sum's memory instead of computing it again in its loads.
+    // next norm reads and the next add holds. The norm computes the sum in its
+    // loads, bias included (the reshaped read keeps the broadcast bias a leaf),
+    // and writes it as it loads it: no kernel of its own, no second read.
     fn run<D: Backend<f32>>() -> (Vec<f32>, Vec<f32>) {
         let x = RawTensor::<D, f32>::from_vec(
             (0..2 * 8 * 16)
@@ -1425,10 +1425,12 @@ fn a_residual_stream_is_written_once_and_its_norm_reads_it() {
     close("norm of the stream", &cpu.0, &gpu.0);
     close("the stream", &cpu.1, &gpu.1);
     let names: Vec<&str> = profile.kernels.iter().map(|k| k.name.as_str()).collect();
-    // One kernel writes x + (x·w + b); the norm reads it.
-    assert!(names.contains(&"elementwise (x0 + (x1 + x2))"), "{profile}");
-    assert!(names.contains(&"normalize rows"), "{profile}");
-    assert_eq!(profile.calls(), 3, "{profile}");
+    // The norm's kernel computes and writes x + (x·w + b).
+    assert!(
+        names.contains(&"normalize rows of (x0 + (x1 + x2))"),
+        "{profile}"
+    );
+    assert_eq!(profile.calls(), 2, "{profile}");
 }
 
 #[test]
@@ -1437,9 +1439,9 @@ fn a_residual_adds_dropout_output_is_not_written_for_the_backward() {
     Gpu::set_fusion(true);
     // x + dropout(x·w), then a norm: the addition's backward reads neither
     // input, so its graph node holds them without their data, and the dropout
-    // output (a product times a mask) is never written. Only the stream is,
-    // which the norm saves for its backward. The weight's gradient (the mask
-    // recomputed) matches the CPU.
+    // output (a product times a mask) is never written. Only the stream is
+    // (by the norm, which computes it in its loads), which the norm saves for
+    // its backward. The weight's gradient (the mask recomputed) matches the CPU.
     type W<D> = Tensor<(usize, usize), D>;
     fn forward<D: Backend<f32>>() -> (RawTensor<D, f32>, W<D>) {
         let x = RawTensor::<D, f32>::from_vec(
@@ -1477,8 +1479,12 @@ fn a_residual_adds_dropout_output_is_not_written_for_the_backward() {
     };
     let names: Vec<&str> = profile.kernels.iter().map(|k| k.name.as_str()).collect();
     assert!(
-        names.contains(&"elementwise (x0 + (x1 * (ge(u2, s0) * s1)))"),
-        "the stream is written: {profile}"
+        names.contains(&"normalize rows of (x0 + (x1 * (ge(u2, s0) * s1)))"),
+        "the norm computes the stream: {profile}"
+    );
+    assert!(
+        !names.iter().any(|n| n.starts_with("elementwise")),
+        "the stream is written by the norm: {profile}"
     );
     assert!(
         !names.contains(&"elementwise (x0 * (ge(u1, s0) * s1))"),
@@ -2320,6 +2326,84 @@ fn held_norm_rows_are_written_with_their_affine() {
         let cy = cn
             .binary(BinaryOp::Mul, &cpu(&w).reshape(&along).expand(&dims))
             .binary(BinaryOp::Add, &cpu(&b).reshape(&along).expand(&dims));
+        close("affine", &cy.to_vec(), &y.to_vec());
+    }
+}
+
+/// A norm of a pending sum that something else holds (the residual stream,
+/// which the next residual sum reads again) writes that sum as it loads it: one
+/// kernel for both, in every way a row kernel walks its rows; values and
+/// gradients match the CPU's with fusion on and off.
+#[test]
+fn a_norm_writes_the_held_sum_it_reads() {
+    let _g = lock();
+    struct Residual(usize);
+    impl Case for Residual {
+        fn run<D: Backend<f32>>(&self, x: &[RawTensor<D, f32>]) -> RawTensor<D, f32> {
+            let stream = x[0].binary(BinaryOp::Add, &x[1].scalar(BinaryOp::Mul, 0.5));
+            let n = stream.normalize(self.0, true, 1e-5);
+            // The stream is read again after the norm, as the next residual sum does.
+            n.binary(BinaryOp::Mul, &x[1])
+                .binary(BinaryOp::Add, &stream)
+        }
+    }
+    let normal = Dist::Normal;
+    for (seed, (dims, axis)) in [
+        (vec![64, 48], 1),
+        (vec![9, 1000], 1),
+        (vec![3, 5000], 1),
+        (vec![40, 7], 1),
+        (vec![6, 50, 4], 1),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let inputs = [(dims.clone(), normal), (dims.clone(), normal)];
+        check(
+            "a norm of a held sum",
+            50 + seed as u64,
+            &inputs,
+            Residual(axis),
+        );
+        let mut rng = Rng::seed(seed as u64);
+        let mut t = |d: &[usize]| {
+            let v = (0..d.iter().product())
+                .map(|_| rng.normal() as f32)
+                .collect();
+            RawTensor::<Gpu, f32>::from_vec(v, d)
+        };
+        let (a, b) = (t(&dims), t(&dims));
+        let stream = a.binary(BinaryOp::Add, &b);
+        let n = stream.normalize(axis, true, 1e-5);
+        let before = Gpu::dispatches_recorded();
+        n.buffer().realize();
+        stream.buffer().realize();
+        assert_eq!(Gpu::dispatches_recorded() - before, 1, "{dims:?}");
+        let cpu = |g: &RawTensor<Gpu, f32>| RawTensor::<Cpu, f32>::from_vec(g.to_vec(), g.dims());
+        let cs = cpu(&a).binary(BinaryOp::Add, &cpu(&b));
+        close("stream", &cs.to_vec(), &stream.to_vec());
+        close(
+            "rows",
+            &cs.normalize(axis, true, 1e-5).to_vec(),
+            &n.to_vec(),
+        );
+        // With the rows held and their affine read too (a transformer's norm):
+        // still one kernel, writing all three.
+        let stream = a.binary(BinaryOp::Add, &b);
+        let n = stream.normalize(axis, true, 1e-5);
+        let y = n.binary(BinaryOp::Mul, &b).binary(BinaryOp::Add, &a);
+        let before = Gpu::dispatches_recorded();
+        y.buffer().realize();
+        n.buffer().realize();
+        stream.buffer().realize();
+        let with_affine = Gpu::dispatches_recorded() - before;
+        assert_eq!(with_affine, 1, "{dims:?}, with the affine");
+        let cn = cs.normalize(axis, true, 1e-5);
+        let cy = cn
+            .binary(BinaryOp::Mul, &cpu(&b))
+            .binary(BinaryOp::Add, &cpu(&a));
+        close("stream", &cs.to_vec(), &stream.to_vec());
+        close("rows", &cn.to_vec(), &n.to_vec());
         close("affine", &cy.to_vec(), &y.to_vec());
     }
 }

@@ -24,7 +24,7 @@ pub use elementwise::{
 };
 pub use expr::Expr;
 pub use helpers::VOLTA_ERF;
-pub use row::{ROW_WORKGROUP, RowKernel, RowOp, RowVariant, RowView};
+pub use row::{Kept, ROW_WORKGROUP, RowKernel, RowOp, RowVariant, RowView};
 
 /// The `elem` variant of a hand-written float kernel (`shaders/*.wgsl`) that names
 /// its element type `T` through `alias T = f32;` and converts loads to `f32` and

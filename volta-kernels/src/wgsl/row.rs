@@ -57,6 +57,28 @@ impl RowOp {
     }
 }
 
+/// What a row kernel that writes rows also writes ([`RowKernel::keeps`]), each
+/// to an output of its own laid out as the rows, as the element type given:
+/// values that something else holds and that would otherwise take a kernel of
+/// their own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Kept {
+    /// Beside an epilogue: the op's own rows (a norm's rows, which the backward
+    /// pass keeps, while the kernel writes their affine for the products).
+    pub value: Option<Elem>,
+    /// The row's elements, the expression's values, from the first pass that
+    /// loads them (the residual stream that a norm computes in its loads, which
+    /// the next residual sum reads again).
+    pub input: Option<Elem>,
+}
+
+impl Kept {
+    /// How many outputs they take.
+    pub fn outputs(self) -> usize {
+        usize::from(self.value.is_some()) + usize::from(self.input.is_some())
+    }
+}
+
 /// How the threads of a row kernel walk the axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RowVariant {
@@ -135,11 +157,8 @@ pub struct RowKernel {
     /// along the row, or the softmax/normalised element). Its scalars share the
     /// expression's numbering. With one, every op writes rows.
     pub epilogue: Option<Expr>,
-    /// With an epilogue over an op that writes rows: the op's own value is
-    /// written too, as this type, to a second output laid out as the first (a
-    /// norm's rows, which the backward pass keeps, while the kernel writes their
-    /// affine for the products that read it).
-    pub keeps_value: Option<Elem>,
+    /// Outputs beside the rows, after them in the bindings ([`Kept`]).
+    pub keeps: Kept,
     /// With an epilogue of a reduction: run it once per row on the reduced value
     /// and write one value per row (a consumer over the reduced dims, such as the
     /// bias add after split-K's sum of partial products). Its inputs are then read
@@ -261,8 +280,9 @@ impl RowKernel {
             "four rows per thread is a plain reduction's variant"
         );
         assert!(
-            self.keeps_value.is_none() || (self.op.writes_rows() && self.epilogue.is_some()),
-            "a kept value is a row op's rows beside its epilogue's"
+            (self.keeps.value.is_none() || self.epilogue.is_some())
+                && (self.keeps.outputs() == 0 || self.op.writes_rows()),
+            "a kept value is a row op's rows beside its epilogue's, or its row's elements"
         );
         let wide = |i: usize| (vec4 || quads) && !self.axis_broadcast[i];
         assert!(
@@ -271,8 +291,8 @@ impl RowKernel {
         );
         let (ty, out_ty) = (self.elem.wgsl(), self.out_elem.wgsl());
         let mut w = String::new();
-        let kept_elem = self.keeps_value.unwrap_or(self.out_elem);
-        w.push_str(enable_f16(&[self.elem, self.out_elem, kept_elem]));
+        let kept = [self.keeps.value, self.keeps.input].map(|e| e.unwrap_or(self.out_elem));
+        w.push_str(enable_f16(&[self.elem, self.out_elem, kept[0], kept[1]]));
         match &self.epilogue {
             // One preamble for both trees: a function they share is defined once.
             Some(e) => w.push_str(
@@ -310,7 +330,15 @@ impl RowKernel {
             n_in + 1
         )
         .unwrap();
-        if let Some(kept) = self.keeps_value {
+        let kept_outputs = [
+            ("kept_value", self.keeps.value),
+            ("kept_input", self.keeps.input),
+        ];
+        for (at, (name, kept)) in kept_outputs
+            .iter()
+            .filter_map(|&(name, e)| e.map(|e| (name, e)))
+            .enumerate()
+        {
             let t = if vec4 && rows_out {
                 format!("vec4<{}>", kept.wgsl())
             } else {
@@ -318,8 +346,8 @@ impl RowKernel {
             };
             writeln!(
                 w,
-                "@group(0) @binding({}) var<storage, read_write> kept: array<{t}>;",
-                n_in + 2
+                "@group(0) @binding({}) var<storage, read_write> {name}: array<{t}>;",
+                n_in + 2 + at
             )
             .unwrap();
         }
@@ -546,6 +574,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                 } else {
                     vec![lower(w, &format!("{pass}_"), &|i| format!("x{i}"))]
                 };
+                if let (Some(kept), false) = (self.keeps.input, filled.get()) {
+                    // The first pass loads each element once: it writes them.
+                    let out = n_in;
+                    if vec4 {
+                        let xs: Vec<&str> = values.iter().map(|(x, _)| x.as_str()).collect();
+                        let v = kept.store(&format!("vec4<f32>({})", xs.join(", ")), true);
+                        writeln!(w, "        kept_input[b{out} / 4u + k] = {v};").unwrap();
+                    } else {
+                        let v = kept.store(&values[0].0, false);
+                        writeln!(w, "        kept_input[b{out} + k * s{out}] = {v};").unwrap();
+                    }
+                }
                 each(w, &values);
                 if held > 0 {
                     writeln!(w, "    }} }}").unwrap();
@@ -679,16 +719,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
                     let row = format!("vec4<f32>({})", lanes.join(", "));
                     let row = self.out_elem.store(&row, true);
                     writeln!(w, "        dst[b{out} / 4u + k] = {row};").unwrap();
-                    if let Some(kept) = self.keeps_value {
+                    if let Some(kept) = self.keeps.value {
                         let v = kept.store(&format!("vec4<f32>({})", values.join(", ")), true);
-                        writeln!(w, "        kept[b{out} / 4u + k] = {v};").unwrap();
+                        writeln!(w, "        kept_value[b{out} / 4u + k] = {v};").unwrap();
                     }
                 } else {
                     let y = self.out_elem.store(&lanes[0], false);
                     writeln!(w, "        dst[b{out} + k * s{out}] = {y};").unwrap();
-                    if let Some(kept) = self.keeps_value {
+                    if let Some(kept) = self.keeps.value {
                         let v = kept.store(&values[0], false);
-                        writeln!(w, "        kept[b{out} + k * s{out}] = {v};").unwrap();
+                        writeln!(w, "        kept_value[b{out} + k * s{out}] = {v};").unwrap();
                     }
                 }
             })
@@ -865,7 +905,7 @@ mod tests {
             out_elem: Elem::F32,
             epilogue: None,
             per_row: false,
-            keeps_value: None,
+            keeps: Kept::default(),
             lanes: 0,
             drawn: Default::default(),
         }
@@ -1044,7 +1084,7 @@ mod tests {
             out_elem: Elem::F32,
             epilogue: None,
             per_row: false,
-            keeps_value: None,
+            keeps: Kept::default(),
             lanes: 0,
             drawn: Default::default(),
         };
@@ -1104,7 +1144,7 @@ mod tests {
                     .binary(BinaryOp::Mul, Expr::input(1)),
             ),
             per_row: false,
-            keeps_value: None,
+            keeps: Kept::default(),
             lanes: 0,
             drawn: Default::default(),
         };
@@ -1151,7 +1191,11 @@ mod tests {
                 expr: Expr::input(0),
                 out_elem: Elem::F16,
                 epilogue: Some(affine.clone()),
-                keeps_value: Some(Elem::F32),
+                // The residual stream it normalises is kept too.
+                keeps: Kept {
+                    value: Some(Elem::F32),
+                    input: Some(Elem::F32),
+                },
                 lanes: if matches!(variant, RowVariant::Lanes(_)) {
                     32
                 } else {
@@ -1163,17 +1207,56 @@ mod tests {
             super::super::assert_valid(&src);
             let (dst, kept) = match variant {
                 RowVariant::Serial | RowVariant::Tree => {
-                    ("dst[b3 + k * s3] = f16(", "kept[b3 + k * s3] = vx;")
+                    ("dst[b3 + k * s3] = f16(", "kept_value[b3 + k * s3] = vx;")
                 }
                 _ => (
                     "dst[b3 / 4u + k] = vec4<f16>(",
-                    "kept[b3 / 4u + k] = vec4<f32>(vx, vy, vz, vw);",
+                    "kept_value[b3 / 4u + k] = vec4<f32>(vx, vy, vz, vw);",
                 ),
             };
             assert!(src.contains(dst), "{variant:?}: {src}");
             assert!(src.contains(kept), "{variant:?}: {src}");
             assert!(
-                src.contains("@binding(5) var<storage, read_write> kept"),
+                src.contains("@binding(5) var<storage, read_write> kept_value")
+                    && src.contains("@binding(6) var<storage, read_write> kept_input"),
+                "{src}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_kept_input_is_written_by_the_first_pass() {
+        // A norm of x0 + x1 (the residual stream, in f32) writes that sum once.
+        for variant in VARIANTS.into_iter().chain([RowVariant::Lanes(3)]) {
+            let k = RowKernel {
+                rank: 2,
+                axis_broadcast: vec![false; 2],
+                expr: Expr::input(0).binary(BinaryOp::Add, Expr::input(1)),
+                keeps: Kept {
+                    value: None,
+                    input: Some(Elem::F32),
+                },
+                lanes: if matches!(variant, RowVariant::Lanes(_)) {
+                    32
+                } else {
+                    0
+                },
+                ..kernel(RowOp::Normalize { center: true }, variant)
+            };
+            let src = k.source();
+            super::super::assert_valid(&src);
+            let kept = match variant {
+                RowVariant::Serial | RowVariant::Tree => "kept_input[b2 + k * s2] = ",
+                _ => "kept_input[b2 / 4u + k] = vec4<f32>(",
+            };
+            // Once per step of the first pass: one, or one per vec4 held.
+            let steps = match variant {
+                RowVariant::Registers(n) | RowVariant::Lanes(n) => n as usize,
+                _ => 1,
+            };
+            assert_eq!(src.matches(kept).count(), steps, "{variant:?}: {src}");
+            assert!(
+                src.contains("@binding(4) var<storage, read_write> kept_input"),
                 "{src}"
             );
         }
@@ -1199,7 +1282,7 @@ mod tests {
                         .unary(UnaryOp::Relu),
                 ),
                 per_row: true,
-                keeps_value: None,
+                keeps: Kept::default(),
                 lanes: 0,
                 drawn: Default::default(),
             };

@@ -25,8 +25,11 @@
 //! own dims and nothing else holds the row op, both are one row kernel with the
 //! consumer as its epilogue (`RowKernel::epilogue`). When something else holds a
 //! row op that writes rows (a norm's rows, kept for the backward pass), that
-//! kernel writes the rows too (`RowKernel::keeps_value`). Otherwise the row op is
-//! recorded on its own and read from memory.
+//! kernel writes the rows too (`Kept::value`). Otherwise the row op is recorded on
+//! its own and read from memory. A row op that writes rows also writes the
+//! pending operand it computes in its loads when something else holds it (the
+//! residual stream a norm reads, which the next residual sum reads again:
+//! `Kept::input`), instead of that operand taking a kernel of its own first.
 //! Every other consumer (matmul, pad and concat, gather and scatter, window ops,
 //! copies, read-backs, strided reads, row kernels over views) *materialises* the
 //! operand: its fused kernel is recorded once and the result memoised. In half
@@ -137,6 +140,7 @@ pub(crate) fn elementwise<E>(
             spliced,
             row: None,
             reads,
+            computes: None,
         })),
         done: OnceLock::new(),
         readers: Mutex::new(Vec::new()),
@@ -257,6 +261,7 @@ fn pending_row<E>(
                 grad,
             }),
             reads: None,
+            computes: from.map(|(v, _)| Arc::downgrade(v)),
         })),
         done: OnceLock::new(),
         readers: Mutex::new(Vec::new()),

@@ -8,7 +8,7 @@ use crate::backend::gpu::runtime::pool::Pooled;
 use crate::layout::Layout;
 use crate::shape::Dims;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use volta_kernels::wgsl::{Elem, Expr, RowOp};
+use volta_kernels::wgsl::{Elem, Expr, Kept, RowOp};
 
 /// The largest tree of one buffer that a held value may keep instead of being
 /// written (see [`Pending::cheap_to_recompute`]).
@@ -55,6 +55,9 @@ pub(crate) struct Source {
     pub(crate) row: Option<RowSpec>,
     /// The pending row op that `fused` reads as `Input(ROW_VALUE)`, if any.
     pub(crate) reads: Option<RowRead>,
+    /// For a row op: the pending value whose tree `fused` is (read plainly), which
+    /// the row kernel writes as it loads it when something else holds it.
+    pub(crate) computes: Option<Weak<Pending>>,
 }
 
 /// A row op over `fused`'s elements at every position of `over`, along `axis`.
@@ -268,23 +271,15 @@ impl Pending {
         buf
     }
 
-    /// Records this pending row op by `record`, given its source (a kernel that
-    /// writes its value among others), if it is still pending; its held values
-    /// first, as [`record`](Pending::record) orders a row op's.
-    fn record_with(&self, record: impl FnOnce(Source) -> Arc<Pooled>) {
+    /// Records this pending row op by `record` (a kernel that writes its value
+    /// among others), if it is still pending: see [`record_row`].
+    ///
+    /// [`record_row`]: Pending::record_row
+    fn record_with(&self, record: impl FnOnce(Source, Option<Arc<Pending>>) -> Arc<Pooled>) {
         let mut first = false;
         let buf = self.done.get_or_init(|| {
             first = true;
-            let spliced = {
-                let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
-                let source = guard
-                    .as_ref()
-                    .expect("a pending buffer has its source until it is materialised");
-                source.spliced.clone()
-            };
-            materialise_held(&spliced);
-            let source = self.source.lock().unwrap_or_else(|p| p.into_inner()).take();
-            record(source.expect("a pending buffer has its source until it is materialised"))
+            self.record_row(record)
         });
         if first {
             self.now_in(buf);
@@ -395,16 +390,20 @@ impl Pending {
     /// value's come after its kernel, so that a row op's value that this kernel
     /// wrote counts as memory they read; a row op's come first, so that it reads
     /// the operand they write (`hand_to_readers`) rather than computing it again.
+    ///
+    /// A row op that writes rows and computes, in its loads, a value that must be
+    /// written (held, not cheap) writes that value itself as it loads it
+    /// ([`Kept::input`]): a norm of the residual stream writes the stream.
     fn record(&self) -> Arc<Pooled> {
-        let held_first = {
+        let is_row = {
             let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
             let source = guard
                 .as_ref()
                 .expect("a pending buffer has its source until it is materialised");
-            source.row.is_some().then(|| source.spliced.clone())
+            source.row.is_some()
         };
-        if let Some(held) = &held_first {
-            materialise_held(held);
+        if is_row {
+            return self.record_row(|source, input| self.record_plain_row(source, input));
         }
         let mut source = self
             .source
@@ -414,10 +413,129 @@ impl Pending {
             .expect("a pending buffer has its source until it is materialised");
         let spliced = std::mem::take(&mut source.spliced);
         let buf = self.record_source(source);
-        if held_first.is_none() {
-            materialise_held(&spliced);
-        }
+        materialise_held(&spliced);
         buf
+    }
+
+    /// Records this row op by `record`, given its source and the value its tree
+    /// computes that the kernel should write ([`input_to_write`]): the held
+    /// values spliced into it first, but for that one.
+    ///
+    /// [`input_to_write`]: Pending::input_to_write
+    fn record_row(
+        &self,
+        record: impl FnOnce(Source, Option<Arc<Pending>>) -> Arc<Pooled>,
+    ) -> Arc<Pooled> {
+        let (held, input) = {
+            let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+            let source = guard
+                .as_ref()
+                .expect("a pending buffer has its source until it is materialised");
+            (source.spliced.clone(), self.input_to_write(source))
+        };
+        let others: Vec<Weak<Pending>> = match &input {
+            Some(v) => {
+                let v = Arc::downgrade(v);
+                held.into_iter().filter(|w| !w.ptr_eq(&v)).collect()
+            }
+            None => held,
+        };
+        materialise_held(&others);
+        let mut source = self
+            .source
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .expect("a pending buffer has its source until it is materialised");
+        source.spliced.clear();
+        // (Recording the others may have written it: this kernel then reads it.)
+        record(source, input.filter(|v| !v.is_materialised()))
+    }
+
+    /// Records the row op of `source` on its own, writing `input` too if given.
+    fn record_plain_row(&self, source: Source, input: Option<Arc<Pending>>) -> Arc<Pooled> {
+        if let Some(v) = input
+            && let Some(buf) = self.record_writing_input(&source, &v)
+        {
+            return buf;
+        }
+        self.record_source(source)
+    }
+
+    /// The value this row op (with `source`) computes in its loads, if the row
+    /// kernel should write it ([`Kept::input`]): something else holds it, it is
+    /// not cheap to recompute (so it would be written anyway), the op writes
+    /// rows, and every tensor fits a binding.
+    fn input_to_write(&self, source: &Source) -> Option<Arc<Pending>> {
+        let spec = source.row.as_ref()?;
+        let v = source.computes.as_ref()?.upgrade()?;
+        let limit = self.rt.gpu.limits.max_storage_buffer_binding_size;
+        let bytes = |e: Elem| (spec.over.numel() * e.size()) as u64;
+        let ops: Vec<Operand> = source
+            .fused
+            .leaves
+            .iter()
+            .map(|l| (&l.buf, &l.layout))
+            .collect();
+        let fits = bytes(self.elem).max(bytes(v.elem)) <= limit && !slices::needed(self.rt, &ops);
+        let binds = self.rt.gpu.limits.max_storage_buffers_per_shader_stage as usize;
+        let writes = spec.op.writes_rows() && spec.grad.is_none() && spec.in_elem == v.elem;
+        (writes
+            && fits
+            && ops.len() + 3 <= binds
+            && v.dims.numel() == spec.over.numel()
+            && !v.is_materialised()
+            && !v.cheap_to_recompute())
+        .then_some(v)
+    }
+
+    /// Records this row op's kernel from `source`, writing `v` (the value its
+    /// tree computes) too, which takes that memory; `None` (nothing recorded)
+    /// where the tensors need the kernels that slice.
+    fn record_writing_input(&self, source: &Source, v: &Pending) -> Option<Arc<Pooled>> {
+        let spec = source.row.as_ref()?;
+        let f = &source.fused;
+        let ops: Vec<Operand> = f.leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
+        let scalars = [&spec.op_scalars[..], &f.scalars].concat();
+        let keeps = Kept {
+            value: None,
+            input: Some(v.elem),
+        };
+        let (rows, kept) = row::rows_keeping(
+            self.rt,
+            (spec.in_elem, self.elem),
+            keeps,
+            spec.op,
+            (f.expr.clone(), None),
+            None,
+            &ops,
+            &scalars,
+            &spec.over,
+            spec.axis,
+        )?;
+        v.adopt(kept.into_iter().next().expect("the kept input"));
+        Some(rows)
+    }
+
+    /// Takes `buf`, written by another value's kernel, as this value's memory
+    /// (it was pending), then records its held values as [`record`] does after
+    /// an elementwise kernel.
+    ///
+    /// [`record`]: Pending::record
+    fn adopt(&self, buf: Arc<Pooled>) {
+        let spliced = self
+            .source
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .map(|s| s.spliced)
+            .unwrap_or_default();
+        if self.done.set(buf).is_ok()
+            && let Some(buf) = self.done.get()
+        {
+            self.now_in(buf);
+        }
+        materialise_held(&spliced);
     }
 
     /// Records the kernel of `source`, this value's.
@@ -453,7 +571,8 @@ impl Pending {
     fn with_row_value(&self, f: Fused<Leaf>, read: &RowRead, out_elem: Elem) -> Arc<Pooled> {
         if Arc::strong_count(&read.value) == 1 {
             if let Some(source) = read.value.row_source()
-                && let Some((out, _)) = self.as_epilogue(&f, read, source, (out_elem, None))
+                && let Some((out, _)) =
+                    self.as_epilogue(&f, read, source, out_elem, Kept::default())
             {
                 return out;
             }
@@ -494,23 +613,32 @@ impl Pending {
             return None;
         }
         let mut out = None;
-        rows.record_with(|source| {
+        rows.record_with(|source, input| {
             let spec = source.row.clone().expect("a pending row op has its spec");
-            let both = (out_elem, Some(rows.elem));
-            match self.as_epilogue(f, read, (spec, source.fused.clone()), both) {
-                Some((epilogue, Some(kept))) => {
+            // The rows, and the value the row op computes where it writes that.
+            let keeps = Kept {
+                value: Some(rows.elem),
+                input: input.as_ref().map(|v| v.elem),
+            };
+            match self.as_epilogue(f, read, (spec, source.fused.clone()), out_elem, keeps) {
+                Some((epilogue, kept)) => {
+                    let mut kept = kept.into_iter();
+                    let value = kept.next().expect("the kept rows");
+                    if let (Some(v), Some(buf)) = (input, kept.next()) {
+                        v.adopt(buf);
+                    }
                     out = Some(epilogue);
-                    kept
+                    value
                 }
-                _ => rows.record_source(source),
+                None => rows.record_plain_row(source, input),
             }
         });
         out
     }
 
     /// The row op `(spec, rf)` with `f` (read through `read`) as its epilogue, in
-    /// one kernel, if they fit one: its value stored as `out_elem`, and with
-    /// `kept` the row op's own rows too, as that type (see [`with_held_rows`]).
+    /// one kernel, if they fit one: its value stored as `out_elem`, and what
+    /// `keeps` asks for too (see [`with_held_rows`]), returned in its order.
     /// The leaves that the epilogue reads are bound once with the row op's.
     ///
     /// [`with_held_rows`]: Pending::with_held_rows
@@ -519,13 +647,14 @@ impl Pending {
         f: &Fused<Leaf>,
         read: &RowRead,
         (spec, rf): (RowSpec, Fused<Leaf>),
-        (out_elem, kept): (Elem, Option<Elem>),
-    ) -> Option<(Arc<Pooled>, Option<Arc<Pooled>>)> {
+        out_elem: Elem,
+        keeps: Kept,
+    ) -> Option<(Arc<Pooled>, Vec<Arc<Pooled>>)> {
         let c = self.rt;
         let (mut leaves, per_row) =
             if spec.over[..] == self.dims[..] && read.layout == spec.fused_read() {
                 (f.leaves.clone(), false)
-            } else if kept.is_none() {
+            } else if keeps.outputs() == 0 {
                 (
                     spec.per_row_leaves(&f.leaves, &read.layout, &self.dims)?,
                     true,
@@ -539,7 +668,7 @@ impl Pending {
             .map(|l| index_of(&mut leaves, l.clone()))
             .collect();
         let n_in = leaves.len();
-        let outputs = 1 + usize::from(kept.is_some());
+        let outputs = 1 + keeps.outputs();
         let limit = c.gpu.limits.max_storage_buffers_per_shader_stage as usize;
         let ops: Vec<Operand> = leaves.iter().map(|l| (&l.buf, &l.layout)).collect();
         let out_bytes = (self.dims.numel() * out_elem.size()) as u64;
@@ -567,7 +696,7 @@ impl Pending {
         );
         let scalars = [&spec.op_scalars[..], &rf.scalars, &f.scalars].concat();
         let exprs = (body, grad.as_ref());
-        let Some(kept) = kept else {
+        if keeps.outputs() == 0 {
             let out = row::rows(
                 c,
                 (spec.in_elem, out_elem),
@@ -579,13 +708,20 @@ impl Pending {
                 &spec.over,
                 spec.axis,
             );
-            return Some((out, None));
-        };
-        let elems = (spec.in_elem, out_elem, kept);
-        let (out, kept) = row::rows_keeping_value(
-            c, elems, spec.op, exprs, &epilogue, &ops, &scalars, &spec.over, spec.axis,
-        )?;
-        Some((out, Some(kept)))
+            return Some((out, Vec::new()));
+        }
+        row::rows_keeping(
+            c,
+            (spec.in_elem, out_elem),
+            keeps,
+            spec.op,
+            exprs,
+            Some(&epilogue),
+            &ops,
+            &scalars,
+            &spec.over,
+            spec.axis,
+        )
     }
 
     /// The row op and the tree it reads, while it is pending.

@@ -12,7 +12,7 @@ use crate::backend::gpu::runtime::pipelines::{Bindings, Key};
 use crate::backend::gpu::runtime::pool::Pooled;
 use crate::layout::Layout;
 use std::sync::Arc;
-use volta_kernels::wgsl::{Elem, Expr, RowKernel, RowOp, RowVariant};
+use volta_kernels::wgsl::{Elem, Expr, Kept, RowKernel, RowOp, RowVariant};
 use volta_kernels::{BinaryOp, ReduceOp};
 
 /// `op` over each row along `axis` of `expr` evaluated at every position of
@@ -107,7 +107,7 @@ pub(crate) fn rows(
                     &sub,
                     axis,
                     out[0],
-                    None,
+                    (Kept::default(), &[]),
                 );
             }),
             None => match op {
@@ -173,51 +173,60 @@ pub(crate) fn rows(
         dims,
         axis,
         (&out, &out_dims),
-        None,
+        (Kept::default(), &[]),
     );
     out
 }
 
-/// [`rows`] of an op that writes rows, with an elementwise `epilogue` over them
-/// (not per row), that also writes the op's own rows as `kept_elem`: a norm's
-/// rows, which the backward pass keeps, and their affine, from one pass that
-/// reads the input once. Returns the epilogue's rows and the op's; `None` where
-/// the tensors need the kernels that slice.
+/// [`rows`] of an op that writes rows (with an elementwise `epilogue` over them,
+/// not per row, or none) that also writes what `keeps` asks for ([`Kept`]): the
+/// op's own rows beside the epilogue's (a norm's rows, which the backward pass
+/// keeps, and their affine), and the row's elements as it loads them (the
+/// residual stream a norm computes). Returns the rows and the kept values, in
+/// that order (the op's rows first); `None` where the tensors need the kernels
+/// that slice.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn rows_keeping_value(
+pub(crate) fn rows_keeping(
     rt: &Runtime,
-    (elem, out_elem, kept_elem): (Elem, Elem, Elem),
+    (elem, out_elem): (Elem, Elem),
+    keeps: Kept,
     op: RowOp,
     (expr, grad): (Expr, Option<&Expr>),
-    epilogue: &Expr,
+    epilogue: Option<&Expr>,
     inputs: &[Operand],
     scalars: &[u32],
     dims: &[usize],
     axis: usize,
-) -> Option<(Arc<Pooled>, Arc<Pooled>)> {
+) -> Option<(Arc<Pooled>, Vec<Arc<Pooled>>)> {
     assert!(op.writes_rows(), "only an op that writes rows keeps them");
     let len: usize = dims.iter().product();
     let layout = Layout::contiguous(dims);
     let out = alloc(rt, len * out_elem.size());
-    let kept = alloc(rt, len * kept_elem.size());
+    let kept: Vec<Arc<Pooled>> = [keeps.value, keeps.input]
+        .into_iter()
+        .flatten()
+        .map(|e| alloc(rt, len * e.size()))
+        .collect();
     let mut views: Vec<Operand> = inputs.to_vec();
-    views.extend([(&out, &layout), (&kept, &layout)]);
+    views.push((&out, &layout));
+    views.extend(kept.iter().map(|k| (k, &layout)));
     if slices::needed(rt, &views) {
         return None;
     }
     if len > 0 {
+        let bufs: Vec<&Arc<Pooled>> = kept.iter().collect();
         record(
             rt,
             (elem, out_elem),
             op,
             (expr, grad),
-            Some((epilogue, false)),
+            epilogue.map(|e| (e, false)),
             inputs,
             scalars,
             dims,
             axis,
             (&out, &layout),
-            Some((&kept, kept_elem)),
+            (keeps, &bufs),
         );
     }
     Some((out, kept))
@@ -353,7 +362,7 @@ fn record(
     dims: &[usize],
     axis: usize,
     out: Operand,
-    kept: Option<(&Arc<Pooled>, Elem)>,
+    (keeps, kept): (Kept, &[&Arc<Pooled>]),
 ) {
     let writes_rows = op.writes_rows() || epilogue.is_some_and(|(_, per_row)| !per_row);
     let n = dims[axis];
@@ -416,7 +425,7 @@ fn record(
         out_elem,
         epilogue: epilogue.map(|(e, _)| e.clone()),
         per_row: epilogue.is_some_and(|(_, per_row)| per_row),
-        keeps_value: kept.map(|(_, e)| e),
+        keeps,
         lanes: if matches!(variant, RowVariant::Lanes(_)) {
             row_lanes
         } else {
@@ -431,7 +440,7 @@ fn record(
     let params = k.params(dims, axis, &params_views, &scalars);
     let bindings = Bindings {
         reads: inputs.len(),
-        writes: 1 + usize::from(kept.is_some()),
+        writes: 1 + keeps.outputs(),
     };
     let groups = k.groups(rows);
     let key = Key::Row(k);
@@ -439,6 +448,6 @@ fn record(
     let kern = kernel(rt, &key, bindings, "main", || k.source());
     let mut buffers: Vec<&Arc<Pooled>> = inputs.iter().map(|(b, _)| *b).collect();
     buffers.push(out.0);
-    buffers.extend(kept.map(|(b, _)| b));
+    buffers.extend_from_slice(kept);
     launch(rt, &kern, &params, &buffers, grid(rt, groups));
 }
