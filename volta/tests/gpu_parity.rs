@@ -2261,6 +2261,25 @@ fn causal_attention_forward_and_gradients() {
     }
 }
 
+/// Rows of every shape a row kernel walks differently, `(dims, axis)`: short
+/// rows per subgroup, rows in registers, long rows, rows shorter than a tree,
+/// rows over an inner axis.
+const ROW_WALKS: [(&[usize], usize); 5] = [
+    (&[64, 48], 1),
+    (&[9, 1000], 1),
+    (&[3, 5000], 1),
+    (&[40, 7], 1),
+    (&[6, 50, 4], 1),
+];
+
+/// A GPU tensor of standard normal values drawn from `rng`.
+fn normal_gpu(rng: &mut Rng, dims: &[usize]) -> RawTensor<Gpu, f32> {
+    let v = (0..dims.iter().product())
+        .map(|_| rng.normal() as f32)
+        .collect();
+    RawTensor::from_vec(v, dims)
+}
+
 /// A norm's rows that something else holds (the backward pass, for the scale's
 /// gradient) and their affine `n·w + b` come from one kernel that writes both,
 /// in every way a row kernel walks its rows (short rows per subgroup, rows in
@@ -2283,18 +2302,13 @@ fn held_norm_rows_are_written_with_their_affine() {
         }
     }
     let normal = Dist::Normal;
-    for (seed, (dims, axis)) in [
-        (vec![64, 48], 1),
-        (vec![9, 1000], 1),
-        (vec![3, 5000], 1),
-        (vec![40, 7], 1),
-        (vec![6, 50, 4], 1),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (seed, &(dims, axis)) in ROW_WALKS.iter().enumerate() {
         let c = dims[axis];
-        let inputs = [(dims.clone(), normal), (vec![c], normal), (vec![c], normal)];
+        let inputs = [
+            (dims.to_vec(), normal),
+            (vec![c], normal),
+            (vec![c], normal),
+        ];
         check(
             "held norm rows and their affine",
             40 + seed as u64,
@@ -2303,13 +2317,8 @@ fn held_norm_rows_are_written_with_their_affine() {
         );
         // One kernel writes the affine and the rows, which stay readable.
         let mut rng = Rng::seed(seed as u64);
-        let mut t = |d: &[usize]| {
-            let v = (0..d.iter().product())
-                .map(|_| rng.normal() as f32)
-                .collect();
-            (RawTensor::<Gpu, f32>::from_vec(v, d), d.to_vec())
-        };
-        let ((x, _), (w, _), (b, _)) = (t(&dims), t(&[c]), t(&[c]));
+        let x = normal_gpu(&mut rng, dims);
+        let (w, b) = (normal_gpu(&mut rng, &[c]), normal_gpu(&mut rng, &[c]));
         let mut along = vec![1; dims.len()];
         along[axis] = c;
         let n = x.normalize(axis, true, 1e-5);
@@ -2348,17 +2357,8 @@ fn a_norm_writes_the_held_sum_it_reads() {
         }
     }
     let normal = Dist::Normal;
-    for (seed, (dims, axis)) in [
-        (vec![64, 48], 1),
-        (vec![9, 1000], 1),
-        (vec![3, 5000], 1),
-        (vec![40, 7], 1),
-        (vec![6, 50, 4], 1),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let inputs = [(dims.clone(), normal), (dims.clone(), normal)];
+    for (seed, &(dims, axis)) in ROW_WALKS.iter().enumerate() {
+        let inputs = [(dims.to_vec(), normal), (dims.to_vec(), normal)];
         check(
             "a norm of a held sum",
             50 + seed as u64,
@@ -2366,13 +2366,7 @@ fn a_norm_writes_the_held_sum_it_reads() {
             Residual(axis),
         );
         let mut rng = Rng::seed(seed as u64);
-        let mut t = |d: &[usize]| {
-            let v = (0..d.iter().product())
-                .map(|_| rng.normal() as f32)
-                .collect();
-            RawTensor::<Gpu, f32>::from_vec(v, d)
-        };
-        let (a, b) = (t(&dims), t(&dims));
+        let (a, b) = (normal_gpu(&mut rng, dims), normal_gpu(&mut rng, dims));
         let stream = a.binary(BinaryOp::Add, &b);
         let n = stream.normalize(axis, true, 1e-5);
         let before = Gpu::dispatches_recorded();
