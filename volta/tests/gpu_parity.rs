@@ -2323,8 +2323,8 @@ fn held_norm_rows_are_written_with_their_affine() {
         along[axis] = c;
         let n = x.normalize(axis, true, 1e-5);
         let y = n
-            .binary(BinaryOp::Mul, &w.reshape(&along).expand(&dims))
-            .binary(BinaryOp::Add, &b.reshape(&along).expand(&dims));
+            .binary(BinaryOp::Mul, &w.reshape(&along).expand(dims))
+            .binary(BinaryOp::Add, &b.reshape(&along).expand(dims));
         let before = Gpu::dispatches_recorded();
         y.buffer().realize();
         n.buffer().realize();
@@ -2333,8 +2333,8 @@ fn held_norm_rows_are_written_with_their_affine() {
         let cn = cpu(&x).normalize(axis, true, 1e-5);
         close("rows", &cn.to_vec(), &n.to_vec());
         let cy = cn
-            .binary(BinaryOp::Mul, &cpu(&w).reshape(&along).expand(&dims))
-            .binary(BinaryOp::Add, &cpu(&b).reshape(&along).expand(&dims));
+            .binary(BinaryOp::Mul, &cpu(&w).reshape(&along).expand(dims))
+            .binary(BinaryOp::Add, &cpu(&b).reshape(&along).expand(dims));
         close("affine", &cy.to_vec(), &y.to_vec());
     }
 }
