@@ -311,13 +311,12 @@ pub(crate) fn rows<E>(
             buf: half,
             layout: *layout,
         };
-        let fused = (Fused::read(leaf), None, Vec::new());
-        let none = (op, None);
+        let reads = (Fused::read(leaf), None, Vec::new());
         return pending_row(
             rt,
             (Elem::F16, elem),
-            fused,
-            none,
+            reads,
+            (op, None),
             axis,
             layout.dims,
             op_scalars,
