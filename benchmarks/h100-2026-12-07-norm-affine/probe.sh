@@ -2,29 +2,7 @@
 # kernel, against the build before, in one call. Binaries under .device/bin:
 # bt_base.gz (main at 38c8e04), bench_transformer.gz and test_suite.gz (this
 # build, release). Carry .device/{bin,gpu-env.sh,gl}.
-set -u
-source .device/gpu-env.sh >/dev/null
-o=${OUT:-/tmp}
-for b in bt_base bench_transformer test_suite; do
-  gunzip -c .device/bin/$b.gz > ~/$b && chmod +x ~/$b
-done
-date -u
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-timeout 200 ~/test_suite gpu_parity gpu_tensor_cores layers_gpu attention 2>&1 \
-  | grep -E "panicked|error|test result" | tee "$o/tests.txt"
-for v in bt_base bench_transformer; do
-  for p in half full; do
-    VOLTA_PROFILE_DETAIL=1 VOLTA_BENCH_KERNELS=all \
-      timeout 60 ~/$v --step-only --step-precision $p > "$o/detail-$v-$p.txt" 2>&1
-    echo "== $v $p"
-    grep -E "_B64 |normalize rows|\(\(x2 \* x0\) \+ x1\)|one step|profile" "$o/detail-$v-$p.txt"
-  done
-done
-for r in 1 2 3; do
-  for v in bt_base bench_transformer; do
-    echo "== $v round $r"
-    timeout 60 ~/$v --step-only 2>&1 | grep -E "_B64 "
-  done
-done
-PYTHONUNBUFFERED=1 timeout 60 python3 scripts/device/transformer_peers.py --step-only 2>&1 | grep "ms "
-date -u
+# The raw output in raw/ came from this probe's first form, which ran the same
+# steps inline (see git history); it now calls the shared A/B script.
+TESTS="gpu_parity gpu_tensor_cores layers_gpu attention" DETAIL="half full" DETAIL_GREP='normalize rows|\(\(x2 \* x0\) \+ x1\)' ROWS="--step-only" \
+  PEER_ARGS=--step-only bash scripts/device/binaries-ab.sh 3 bt_base.gz bench_transformer.gz
