@@ -1177,6 +1177,16 @@ mod tests {
         );
     }
 
+    /// The subgroup lanes a kernel of `variant` needs: 32 for a row per
+    /// subgroup, none otherwise.
+    fn subgroup_lanes(variant: RowVariant) -> u32 {
+        if matches!(variant, RowVariant::Lanes(_)) {
+            32
+        } else {
+            0
+        }
+    }
+
     #[test]
     fn a_kept_value_is_written_beside_the_epilogue() {
         // LayerNorm's rows (kept for the backward pass, f32) and their affine
@@ -1196,11 +1206,7 @@ mod tests {
                     value: Some(Elem::F32),
                     input: Some(Elem::F32),
                 },
-                lanes: if matches!(variant, RowVariant::Lanes(_)) {
-                    32
-                } else {
-                    0
-                },
+                lanes: subgroup_lanes(variant),
                 ..kernel(RowOp::Normalize { center: true }, variant)
             };
             let src = k.source();
@@ -1236,11 +1242,7 @@ mod tests {
                     value: None,
                     input: Some(Elem::F32),
                 },
-                lanes: if matches!(variant, RowVariant::Lanes(_)) {
-                    32
-                } else {
-                    0
-                },
+                lanes: subgroup_lanes(variant),
                 ..kernel(RowOp::Normalize { center: true }, variant)
             };
             let src = k.source();

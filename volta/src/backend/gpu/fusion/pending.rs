@@ -395,26 +395,31 @@ impl Pending {
     /// written (held, not cheap) writes that value itself as it loads it
     /// ([`Kept::input`]): a norm of the residual stream writes the stream.
     fn record(&self) -> Arc<Pooled> {
-        let is_row = {
-            let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
-            let source = guard
-                .as_ref()
-                .expect("a pending buffer has its source until it is materialised");
-            source.row.is_some()
-        };
-        if is_row {
+        if self.with_source(|source| source.row.is_some()) {
             return self.record_row(|source, input| self.record_plain_row(source, input));
         }
-        let mut source = self
-            .source
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .expect("a pending buffer has its source until it is materialised");
+        let mut source = self.take_source();
         let spliced = std::mem::take(&mut source.spliced);
         let buf = self.record_source(source);
         materialise_held(&spliced);
         buf
+    }
+
+    /// `f` of the source, which a value being recorded still has.
+    fn with_source<R>(&self, f: impl FnOnce(&Source) -> R) -> R {
+        let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
+        f(guard
+            .as_ref()
+            .expect("a pending buffer has its source until it is materialised"))
+    }
+
+    /// The source, taken to record the value's kernel.
+    fn take_source(&self) -> Source {
+        self.source
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .expect("a pending buffer has its source until it is materialised")
     }
 
     /// Records this row op by `record`, given its source and the value its tree
@@ -426,13 +431,8 @@ impl Pending {
         &self,
         record: impl FnOnce(Source, Option<Arc<Pending>>) -> Arc<Pooled>,
     ) -> Arc<Pooled> {
-        let (held, input) = {
-            let guard = self.source.lock().unwrap_or_else(|p| p.into_inner());
-            let source = guard
-                .as_ref()
-                .expect("a pending buffer has its source until it is materialised");
-            (source.spliced.clone(), self.input_to_write(source))
-        };
+        let (held, input) =
+            self.with_source(|source| (source.spliced.clone(), self.input_to_write(source)));
         let others: Vec<Weak<Pending>> = match &input {
             Some(v) => {
                 let v = Arc::downgrade(v);
@@ -441,12 +441,7 @@ impl Pending {
             None => held,
         };
         materialise_held(&others);
-        let mut source = self
-            .source
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .expect("a pending buffer has its source until it is materialised");
+        let mut source = self.take_source();
         source.spliced.clear();
         // (Recording the others may have written it: this kernel then reads it.)
         record(source, input.filter(|v| !v.is_materialised()))
