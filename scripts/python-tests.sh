@@ -22,19 +22,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 fi
 [ "${1:-}" = "--setup-only" ] && exit 0
 
-# The module, and the Rust programs the tests compare with (the language-model
-# and GPT examples, the main job), built as one workspace build with the
-# features the test command's native tests were built with (VOLTA_TEST_FEATURES,
-# set by scripts/test.sh), so that after them nothing but these four is compiled.
-# (Other features, `maturin develop` or `cargo build -p …` would resolve other
-# features and rebuild volta and everything above it: minutes on 2 cores.) Built
-# before the venv is active: pyo3's build script reruns when VIRTUAL_ENV changes.
+# The module and the Rust programs the tests compare with, built with the
+# native tests' features (scripts/build-test-programs.sh), before the venv is
+# active: pyo3's build script reruns when VIRTUAL_ENV changes.
 deactivate
-# `--tests` keeps the dev-dependencies' features in the resolution (the native
-# tests' build is then fresh); only `generate` and `gpt` are needed as programs: the
-# examples' test builds are not it, and building all of them costs minutes.
-cargo build -q --workspace --lib --bins --example generate --example gpt --tests \
-    ${VOLTA_TEST_FEATURES:+--features "$VOLTA_TEST_FEATURES"}
+bash scripts/build-test-programs.sh
 source "$venv/bin/activate"
 
 # The package, editable: its Python sources from volta-py/python with the module

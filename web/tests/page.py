@@ -129,10 +129,10 @@ def digits_samples():
         return out
 
 
-def tiny_gguf(path):
-    # The dev profile: `cargo test --workspace` has built it already.
-    cmd = ["cargo", "run", "-q", "-p", "volta-web", "--bin", "tiny_gguf", "--", path]
-    subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+def tiny_gguf(path, program=None):
+    # `program`: volta-web's `tiny_gguf` as built already; else cargo builds it.
+    cmd = [program] if program else ["cargo", "run", "-q", "-p", "volta-web", "--bin", "tiny_gguf", "--"]
+    subprocess.run(cmd + [path], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
 
 
 def check(condition, message):
@@ -151,7 +151,7 @@ def run(args, timings):
     work = tempfile.mkdtemp(prefix="volta-page-")
     gguf = args.gguf or os.path.join(work, "tiny-test.gguf")
     if not args.gguf:
-        tiny_gguf(gguf)
+        tiny_gguf(gguf, args.tiny_gguf_bin)
     bad = os.path.join(work, "not-a-model.gguf")
     with open(bad, "wb") as f:
         f.write(b"this is not a GGUF file\n" * 4)
@@ -286,6 +286,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--screenshot", default=os.path.join(ROOT, "docs", "web-demo.png"))
     p.add_argument("--gguf", help="a GGUF file for the chat (default: a tiny random one)")
+    p.add_argument("--tiny-gguf-bin", help="volta-web's tiny_gguf program, built (default: cargo run)")
     p.add_argument("--prompt", default="Hello, Volta!", help="the chat prompt")
     p.add_argument("--max-tokens", type=int, default=32)
     p.add_argument("--expect", help="text the (greedy) answer must contain, e.g. Paris")
