@@ -8,7 +8,8 @@
 //! subgroup loads its fragments from there. Shared tiles keep the operand's own
 //! contiguous axis, so the copy is a straight vector copy and the fragment load picks
 //! the row- or column-major form. The next tile is fetched into registers while the
-//! current one is multiplied. Edges are zero-filled on load and masked on store.
+//! current one is multiplied. Edges are zero-filled on load and masked on store;
+//! results reach C through workgroup memory, four elements a lane where C allows.
 use super::tiled::Staging;
 use std::fmt::Write;
 
@@ -139,7 +140,7 @@ pub(crate) struct CoopVariant {
     /// `f16` operands move eight halves per 16-byte load (offsets, strides and the
     /// contiguous extents are multiples of 8); otherwise four per 8-byte load.
     pub wide: bool,
-    /// An `f16` C is written four halves at a time (N a multiple of 4).
+    /// C is written four elements at a time (N a multiple of 4).
     pub c_vec: bool,
     /// B is a quantised `W` (`n × k`, contiguous along k: `b_n` is false), read as
     /// its blocks and dequantised to `f16` on the way into shared memory (`bk` is
@@ -451,7 +452,8 @@ pub(crate) fn source(v: &CoopVariant) -> String {
     let out_ty = match (v.half_out, v.c_vec) {
         (true, true) => "vec4<f16>",
         (true, false) => "f16",
-        (false, _) => "f32",
+        (false, true) => "vec4<f32>",
+        (false, false) => "f32",
     };
     // Shared layouts: (rows, contiguous length) of each tile.
     let (a_rows, a_len) = if v.a_k { (bm, bk) } else { (bk, bm) };
@@ -729,32 +731,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     } else {
         writeln!(w, "        workgroupBarrier();\n    }}").unwrap();
     }
-    // Stores: straight to C when it is f32 and the tile lies inside it with rows
-    // 16-byte aligned; otherwise each fragment goes through the subgroup's slice of
-    // `Cs` and its lanes write the elements inside C.
-    if !v.half_out {
-        writeln!(
-            w,
-            "    if (m0 + {bm}u <= M && n0 + {bn}u <= N && N % 4u == 0u) {{
-        let row = z * M + m0 + sm;"
-        )
-        .unwrap();
-        for i in 0..t.fm {
-            for j in 0..t.fn_ {
-                writeln!(
-                    w,
-                    "        {{ let at = (row + {}u) * N + n0 + sn + {}u; coopStoreT(acc{i}_{j}, &c[at], N); }}",
-                    i * 16,
-                    j * 16
-                )
-                .unwrap();
-            }
-        }
-        writeln!(w, "        return;\n    }}").unwrap();
-    }
-    if v.half_out && v.c_vec {
+    // Stores: each fragment goes through the subgroup's slice of `Cs` and its
+    // lanes write the elements inside C, four at a time where C's rows allow.
+    // (Stored straight from the accumulators to an f32 C instead, the half GPT
+    // step took 17.3–17.5 ms against 15.6 ms: H100, 2026-12-07,
+    // benchmarks/h100-2026-12-07-result-stores.)
+    if v.c_vec {
         // Each fragment through the subgroup's slice of `Cs`, then to C as
-        // `vec4<f16>`s (a lane writes 8 bytes where it wrote 2).
+        // `vec4`s (a lane writes 8 or 16 bytes where it wrote 2 or 4).
+        let out4 = if v.half_out { "vec4<f16>" } else { "vec4<f32>" };
         for i in 0..t.fm {
             for j in 0..t.fn_ {
                 writeln!(
@@ -766,7 +751,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (gm < M && gn < N) {{
             let at = sg * 256u + e * 4u;
             c[((z * M + gm) * N + gn) / 4u] =
-                vec4<f16>(vec4<f32>(Cs[at], Cs[at + 1u], Cs[at + 2u], Cs[at + 3u]));
+                {out4}(vec4<f32>(Cs[at], Cs[at + 1u], Cs[at + 2u], Cs[at + 3u]));
         }}
     }}
     workgroupBarrier();",
