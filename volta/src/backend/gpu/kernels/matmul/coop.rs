@@ -520,8 +520,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         assert!(v.b_blocks.is_none(), "a bias is for dense products");
         // The accumulators start from the bias: each subgroup repeats 16 of its
         // columns over the 16 rows of its slice of `Cs` (zero past N) and loads
-        // that as every accumulator of those columns. Stored straight to C or
-        // through `Cs`, the product then carries its bias.
+        // that as every accumulator of those columns. Stored through `Cs`, the
+        // product then carries its bias.
         for j in 0..t.fn_ {
             writeln!(
                 w,
