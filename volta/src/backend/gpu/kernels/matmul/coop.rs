@@ -737,8 +737,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // step took 17.3–17.5 ms against 15.6 ms: H100, 2026-12-07,
     // benchmarks/h100-2026-12-07-result-stores.)
     if v.c_vec {
-        // Each fragment through the subgroup's slice of `Cs`, then to C as
-        // `vec4`s (a lane writes 8 or 16 bytes where it wrote 2 or 4).
         let out4 = if v.half_out { "vec4<f16>" } else { "vec4<f32>" };
         for i in 0..t.fm {
             for j in 0..t.fn_ {
