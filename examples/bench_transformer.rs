@@ -37,13 +37,14 @@ struct Args {
     /// Only the GPT training step's rows.
     #[arg(long)]
     step_only: bool,
-    /// The GPT step's precisions: `full` (f32), `half` (`MatmulPrecision::Half`)
-    /// or `both`.
-    #[arg(long, default_value = "both", value_parser = ["full", "half", "both"])]
+    /// The GPT step's precisions: `full` (f32), `half` (`MatmulPrecision::Half`),
+    /// `split` (`MatmulPrecision::Split`), `both` (full and half) or `all`.
+    #[arg(long, default_value = "both", value_parser = ["full", "half", "split", "both", "all"])]
     step_precision: String,
     /// Only the GPT step's products, one row each, with the operand layouts the
     /// step gives them (Wᵀ and Xᵀ are views), f32 and in half precision.
-    /// (`--products half` times half precision only, `full` f32 only.)
+    /// (`--products half` times half precision only, `full` f32 only, `split`
+    /// `MatmulPrecision::Split` only, `all` the three.)
     #[arg(long, num_args = 0..=1, default_missing_value = "both")]
     products: Option<String>,
     /// A tuning knob: products with few output tiles keep K whole instead of
@@ -91,6 +92,12 @@ fn precisions(which: &str) -> Vec<MatmulPrecision> {
     match which {
         "half" => vec![MatmulPrecision::Half],
         "full" => vec![MatmulPrecision::Full],
+        "split" => vec![MatmulPrecision::Split],
+        "all" => vec![
+            MatmulPrecision::Full,
+            MatmulPrecision::Half,
+            MatmulPrecision::Split,
+        ],
         _ => vec![MatmulPrecision::Full, MatmulPrecision::Half],
     }
 }

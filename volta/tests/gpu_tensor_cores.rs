@@ -443,3 +443,113 @@ fn half_precision_bias_gradients_sum_the_products_f16_copy() {
         &sums[..4]
     );
 }
+
+/// `MatmulPrecision::Split` keeps `f32`'s accuracy on tensor cores: operands
+/// with whole 24-bit mantissas (no `f16` holds them), magnitudes spread over
+/// 2¹⁶ inside each operand, and whole operands far outside `f16`'s range (a
+/// gradient near 2⁻³⁰, an activation near 2²⁰), on every shape of [`SHAPES`]
+/// with and without a bias, on the tiles chosen by size and on the large split
+/// tiles. Its error against an `f64` product stays within a small multiple of
+/// the `f32` kernel's, where `Half` would be near 2⁻¹¹. Without tensor cores,
+/// `Split` is `Full` bit for bit.
+#[test]
+fn split_precision_products_keep_f32_accuracy() {
+    use volta::backend::gpu::{CoopTiles, Staging};
+    let _gpu = crate::support::gpu_alone();
+    let info =
+        Gpu::init().unwrap_or_else(|e| panic!("no GPU adapter (install Mesa's lavapipe): {e}"));
+    // Uniform in ±[1, 2) times 2^(−8..8) times `scale`, from a seeded LCG.
+    let spread = |n: usize, seed: u64, scale: f32| -> Vec<f32> {
+        let mut s = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let mantissa = 1.0 + ((s >> 40) as f32) / (1u64 << 24) as f32;
+                let exponent = ((s >> 20) % 17) as i32 - 8;
+                let sign = if (s >> 10) & 1 == 0 { 1.0 } else { -1.0 };
+                sign * mantissa * 2f32.powi(exponent) * scale
+            })
+            .collect()
+    };
+    let large = CoopTiles {
+        wm: 4,
+        wn: 2,
+        fm: 2,
+        fn_: 4,
+        bk: 32,
+        pad: 8,
+        staging: Staging::Prefetch,
+    };
+    let split = |f: &dyn Fn() -> Vec<f32>| {
+        Gpu::set_matmul_precision(MatmulPrecision::Split);
+        let out = f();
+        Gpu::set_matmul_precision(MatmulPrecision::Full);
+        out
+    };
+    for (s, &shape) in SHAPES.iter().enumerate() {
+        let (batch, m, k, n, at, bt) = shape;
+        let (sa, sb) = [(1.0, 1.0), (2f32.powi(-30), 1.0), (1.0, 2f32.powi(20))][s % 3];
+        let a = spread(batch * m * k, s as u64, sa);
+        let b = spread(batch * k * n, 50 + s as u64, sb);
+        let bias = spread(n, 90 + s as u64, sa * sb * 16.0);
+        // The product in f64 from the operands as stored.
+        let at_a = |z: usize, i: usize, l: usize| {
+            f64::from(if at {
+                a[(z * k + l) * m + i]
+            } else {
+                a[(z * m + i) * k + l]
+            })
+        };
+        let at_b = |z: usize, l: usize, j: usize| {
+            f64::from(if bt {
+                b[(z * n + j) * k + l]
+            } else {
+                b[(z * k + l) * n + j]
+            })
+        };
+        let want = |with_bias: bool| -> Vec<f32> {
+            let mut out = Vec::with_capacity(batch * m * n);
+            for z in 0..batch {
+                for i in 0..m {
+                    for j in 0..n {
+                        let dot: f64 = (0..k).map(|l| at_a(z, i, l) * at_b(z, l, j)).sum();
+                        let add = if with_bias { f64::from(bias[j]) } else { 0.0 };
+                        out.push((dot + add) as f32);
+                    }
+                }
+            }
+            out
+        };
+        let (ga, gb) = operands::<Gpu, f32>(shape, &a, &b);
+        let (plain, biased) = (want(false), want(true));
+        for tiles in [None, Some(large)] {
+            Gpu::set_tensor_core_tiles(tiles).unwrap();
+            let full = ga.matmul(&gb).to_vec();
+            let mut cases = vec![(&plain, full, split(&|| ga.matmul(&gb).to_vec()))];
+            if batch == 1 {
+                let full = with_bias(&ga, &gb, &bias).to_vec();
+                let split = split(&|| with_bias(&ga, &gb, &bias).to_vec());
+                cases.push((&biased, full, split));
+            }
+            for (want, full, split) in cases {
+                let (e_full, e_split) = (rel_error(&full, want), rel_error(&split, want));
+                eprintln!("{shape:?} tiles {tiles:?}: split {e_split:e}, full {e_full:e}");
+                assert!(
+                    std::env::var_os("NOASSERT").is_some() || e_split <= 2.0 * e_full + 1e-7,
+                    "{shape:?}, tiles {tiles:?}: split error {e_split}, the f32 kernel's {e_full}"
+                );
+                if !info.tensor_cores {
+                    assert_eq!(
+                        &split, &full,
+                        "{shape:?}: Split without tensor cores is Full"
+                    );
+                }
+            }
+        }
+        Gpu::set_tensor_core_tiles(None).unwrap();
+    }
+}

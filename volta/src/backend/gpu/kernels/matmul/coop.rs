@@ -10,6 +10,7 @@
 //! the row- or column-major form. The next tile is fetched into registers while the
 //! current one is multiplied. Edges are zero-filled on load and masked on store;
 //! results reach C through workgroup memory, four elements a lane where C allows.
+use super::split::{self, SplitSum};
 use super::tiled::Staging;
 use std::fmt::Write;
 
@@ -88,6 +89,11 @@ impl CoopTiles {
     pub fn subgroups(&self) -> u32 {
         self.wm * self.wn
     }
+    /// Bytes of shared memory the kernel declares when it splits its operands
+    /// into halves (each tile twice).
+    pub(crate) fn split_shared_bytes(&self) -> u32 {
+        2 * self.shared_bytes() - self.subgroups() * 256 * 4
+    }
     /// Bytes of shared memory the kernel declares.
     pub fn shared_bytes(&self) -> u32 {
         let (bm, bn, bk) = (self.bm(), self.bn(), self.bk);
@@ -156,6 +162,10 @@ pub(crate) struct CoopVariant {
     /// scale, C moving one on), from element `p[11]`: the accumulators start
     /// from it.
     pub bias: bool,
+    /// `f32` operands split into `f16` halves, three products per step, summed
+    /// so (see `split`); the partial maxima of both operands are bound after A's
+    /// scale, and a bias is added after the products.
+    pub split: Option<SplitSum>,
 }
 
 /// A quantised B's blocks as the GPU holds them (see `shaders/qmatmul.wgsl`):
@@ -249,6 +259,10 @@ struct Tile<'a> {
     /// The first element of a vector `s` that multiplies the tile's columns on
     /// load (an `f32` tile contiguous along them), if any.
     scale: Option<&'a str>,
+    /// With split operands: the scale that multiplies the tile on its way in,
+    /// where the low halves start (vec4s past the high ones), and the factor of
+    /// the low halves.
+    split: Option<(&'a str, u32, &'a str)>,
 }
 
 /// Register declarations, the global fetch of a tile, and its store to shared
@@ -344,6 +358,15 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool, wide: bool) -> Copy
                 half("z", "w")
             )
             .unwrap();
+        } else if let Some((scale, lo, factor)) = t.split {
+            assert!(hold_f32, "split operands are f32, held as fetched");
+            writeln!(
+                c.store,
+                "        let si = {sh}_w + (e / {q}u) * {row4}u + e % {q}u; let x = {v} * {scale};
+        {}",
+                split::store_halves(sh, "x", lo, factor)
+            )
+            .unwrap();
         } else {
             let stored = if hold_f32 {
                 format!("vec4<f16>({v})")
@@ -430,6 +453,22 @@ fn copy_blocks(q: Blocks, t: &Tile, threads: u32, pad: u32) -> Copy {
     c
 }
 
+/// WGSL adding each large-term accumulator of a split product to its sum in
+/// registers (rounded to nearest) and clearing it.
+fn flush(t: &CoopTiles) -> String {
+    let mut w = String::new();
+    for i in 0..t.fm {
+        for j in 0..t.fn_ {
+            writeln!(
+                w,
+                "        tot{i}_{j} = tot{i}_{j} + acc{i}_{j}; acc{i}_{j} = coop_mat16x16<f32, C>();"
+            )
+            .unwrap();
+        }
+    }
+    w
+}
+
 /// The kernel's WGSL. Parameters and grid as for the SIMT matmul
 /// (`tiled::source`): `p = [M, N, K, a_off, a_sb, a_sm, a_sk, b_off, b_sb,
 /// b_sk, b_sn]`, grid `(⌈N/bn⌉, ⌈M/bm⌉, batch)`, C contiguous. Offsets, batch
@@ -463,6 +502,18 @@ pub(crate) fn source(v: &CoopVariant) -> String {
     let (a4, b4) = ((a_len + pad) / 4, (b_len + pad) / 4);
     let double = t.staging == Staging::Double;
     let buffers = if double { 2 } else { 1 };
+    if v.split.is_some() {
+        assert!(
+            v.a_f32 && v.b_f32 && !v.half_out && !v.wide && !v.a_scale && v.b_blocks.is_none(),
+            "split products: f32 operands and result"
+        );
+        assert!(
+            !double,
+            "split products stage one buffer (high and low halves)"
+        );
+    }
+    // A split product's tiles hold high halves, then low ones.
+    let halves = if v.split.is_some() { 2 } else { 1 };
     let mut w = String::new();
     writeln!(
         w,
@@ -471,11 +522,11 @@ enable wgpu_cooperative_matrix;
 @group(0) @binding(0) var<storage, read> p: array<u32>;
 @group(0) @binding(1) var<storage, read> a: array<{in_ty}>;
 @group(0) @binding(2) var<storage, read> b: array<{b_ty}>;
-{scale_binding}{bias_binding}@group(0) @binding({c_binding}) var<storage, read_write> c: array<{out_ty}>;
+{scale_binding}{split_binding}{bias_binding}@group(0) @binding({c_binding}) var<storage, read_write> c: array<{out_ty}>;
 var<workgroup> As: array<vec4<f16>, {}>;
 var<workgroup> Bs: array<vec4<f16>, {}>;
 var<workgroup> Cs: array<f32, {}>;
-
+{split_exponent}
 @compute @workgroup_size({threads})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32,
         @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32,
@@ -488,9 +539,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let sm = (sg / {wn}u) * {fm16}u; let sn = (sg % {wn}u) * {fn16}u;
     // Tiles wholly inside A, B and C load without bounds tests.
     let inside = m0 + {bm}u <= M && n0 + {bn}u <= N && K % {bk}u == 0u;",
-        a_rows * a4 * buffers,
-        b_rows * b4 * buffers,
+        a_rows * a4 * buffers * halves,
+        b_rows * b4 * buffers * halves,
         t.subgroups() * 256,
+        split_exponent = if v.split.is_some() {
+            split::SPLIT_EXPONENT
+        } else {
+            ""
+        },
+        split_binding = if v.split.is_some() {
+            format!(
+                "@group(0) @binding({}) var<storage, read> mx: array<f32>;\n",
+                3 + u32::from(v.a_scale)
+            )
+        } else {
+            String::new()
+        },
         wn = t.wn,
         fm16 = t.fm * 16,
         fn16 = t.fn_ * 16,
@@ -502,21 +566,31 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         bias_binding = if v.bias {
             format!(
                 "@group(0) @binding({}) var<storage, read> bias: array<{}>;\n",
-                3 + u32::from(v.a_scale),
+                3 + u32::from(v.a_scale) + u32::from(v.split.is_some()),
                 if v.half_out { "f16" } else { "f32" }
             )
         } else {
             String::new()
         },
-        c_binding = 3 + u32::from(v.a_scale) + u32::from(v.bias),
+        c_binding = 3 + u32::from(v.a_scale) + u32::from(v.split.is_some()) + u32::from(v.bias),
     )
     .unwrap();
     for i in 0..t.fm {
         for j in 0..t.fn_ {
             writeln!(w, "    var acc{i}_{j} = coop_mat16x16<f32, C>();").unwrap();
+            if v.split.is_some_and(|s| s != SplitSum::Tensor) {
+                writeln!(w, "    var corr{i}_{j} = coop_mat16x16<f32, C>();").unwrap();
+            }
+            if matches!(v.split, Some(SplitSum::FlushTiles(_) | SplitSum::FlushStep)) {
+                writeln!(w, "    var tot{i}_{j} = coop_mat16x16<f32, C>();").unwrap();
+            }
         }
     }
-    if v.bias {
+    if v.split.is_some() {
+        w.push_str(&split::prologue(threads));
+    }
+    // (A split product adds its bias after its sums, at the stores.)
+    if v.bias && v.split.is_none() {
         assert!(v.b_blocks.is_none(), "a bias is for dense products");
         // The accumulators start from the bias: each subgroup repeats 16 of its
         // columns over the 16 rows of its slice of `Cs` (zero past N) and loads
@@ -545,6 +619,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             writeln!(w, "    workgroupBarrier();").unwrap();
         }
     }
+    let factor = v.split.map_or("1.0", SplitSum::low_factor);
+    let a_split = v.split.map(|_| ("sa", a_rows * a4, factor));
+    let b_split = v.split.map(|_| ("sb", b_rows * b4, factor));
     let a_tile = if v.a_k {
         Tile {
             src: "a",
@@ -559,6 +636,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             rows: a_rows,
             len: a_len,
             scale: v.a_scale.then_some("p[12] + z * p[4]"),
+            split: a_split,
         }
     } else {
         Tile {
@@ -574,6 +652,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             rows: a_rows,
             len: a_len,
             scale: None,
+            split: a_split,
         }
     };
     let b_tile = if v.b_n {
@@ -590,6 +669,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             rows: b_rows,
             len: b_len,
             scale: None,
+            split: b_split,
         }
     } else {
         Tile {
@@ -605,6 +685,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             rows: b_rows,
             len: b_len,
             scale: None,
+            split: b_split,
         }
     };
     let ca = copy_tile(&a_tile, threads, pad, v.a_f32, v.wide && !v.a_f32);
@@ -670,10 +751,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         w.push_str(&cb.store);
         writeln!(w, "        workgroupBarrier();").unwrap();
     }
+    let (a_lo, b_lo) = (a_rows * a4, b_rows * b4);
     for kk in 0..bk / 16 {
-        // Fragment pointers, in vec4 units of the shared arrays.
-        writeln!(w, "        {{").unwrap();
-        for i in 0..t.fm {
+        // Fragment loads from the shared tiles (`lo`: the low halves' offset).
+        let a_frag = |i: u32, name: &str, lo: u32| {
             let (at, func) = if v.a_k {
                 (
                     format!("(sm + {}u) * {a4}u + {}u", i * 16, kk * 4),
@@ -685,13 +766,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                     "coopLoad",
                 )
             };
-            writeln!(
-                w,
-                "        let ia{i} = As_r + {at}; let fa{i} = {func}<coop_mat16x16<f16, A>>(&As[ia{i}], {a4}u);"
+            format!(
+                "        let {name}{i} = {func}<coop_mat16x16<f16, A>>(&As[As_r + {lo}u + {at}], {a4}u);\n"
             )
-            .unwrap();
-        }
-        for j in 0..t.fn_ {
+        };
+        let b_frag = |j: u32, name: &str, lo: u32| {
             let (at, func) = if v.b_n {
                 (
                     format!("{}u + (sn + {}u) / 4u", kk * 16 * b4, j * 16),
@@ -703,22 +782,61 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                     "coopLoad",
                 )
             };
-            writeln!(
-                w,
-                "        let ib{j} = Bs_r + {at}; let fb{j} = {func}<coop_mat16x16<f16, B>>(&Bs[ib{j}], {b4}u);"
+            format!(
+                "        let {name}{j} = {func}<coop_mat16x16<f16, B>>(&Bs[Bs_r + {lo}u + {at}], {b4}u);\n"
             )
-            .unwrap();
-        }
-        for i in 0..t.fm {
-            for j in 0..t.fn_ {
-                writeln!(
-                    w,
-                    "        acc{i}_{j} = coopMultiplyAdd(fa{i}, fb{j}, acc{i}_{j});"
-                )
-                .unwrap();
+        };
+        let mma = |a: &str, b: &str, into: &str, i: u32, j: u32| {
+            format!("        {into}{i}_{j} = coopMultiplyAdd({a}{i}, {b}{j}, {into}{i}_{j});\n")
+        };
+        w.push_str("        {\n");
+        match v.split {
+            None => {
+                (0..t.fm).for_each(|i| w += &a_frag(i, "fa", 0));
+                (0..t.fn_).for_each(|j| w += &b_frag(j, "fb", 0));
+                for i in 0..t.fm {
+                    for j in 0..t.fn_ {
+                        w += &mma("fa", "fb", "acc", i, j);
+                    }
+                }
+            }
+            Some(sum) => {
+                // B's halves for the step, then A's a row of fragments at a
+                // time (fewer fragments live at once); the small terms first.
+                for j in 0..t.fn_ {
+                    w += &b_frag(j, "fb", 0);
+                    w += &b_frag(j, "fbl", b_lo);
+                }
+                let small = if sum == SplitSum::Tensor {
+                    "acc"
+                } else {
+                    "corr"
+                };
+                for i in 0..t.fm {
+                    w += &a_frag(i, "fa", 0);
+                    w += &a_frag(i, "fal", a_lo);
+                    for j in 0..t.fn_ {
+                        w += &mma("fal", "fb", small, i, j);
+                        w += &mma("fa", "fbl", small, i, j);
+                        w += &mma("fa", "fb", "acc", i, j);
+                    }
+                }
+                match sum {
+                    SplitSum::FlushStep => w += &flush(&t),
+                    SplitSum::FlushTiles(1) if kk == bk / 16 - 1 => w += &flush(&t),
+                    SplitSum::FlushTiles(n) if kk == bk / 16 - 1 => {
+                        // Every n-th tile and the last (a uniform branch).
+                        w += &format!(
+                            "        if ((k0 / {bk}u) % {n}u == {}u || k0 + {bk}u >= K) {{\n{}        }}\n",
+                            n - 1,
+                            flush(&t)
+                        );
+                    }
+                    _ => {}
+                }
             }
         }
-        writeln!(w, "        }}").unwrap();
+        w.push_str("        }\n");
     }
     if double {
         // The next tile goes to the other buffer while this one is read.
@@ -731,11 +849,40 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     } else {
         writeln!(w, "        workgroupBarrier();\n    }}").unwrap();
     }
+    if let Some(sum) = v.split {
+        for i in 0..t.fm {
+            for j in 0..t.fn_ {
+                let sum = match sum {
+                    SplitSum::Tensor => continue,
+                    SplitSum::Corrected => format!("acc{i}_{j}"),
+                    // (Flushed: the large term's accumulator is zero.)
+                    SplitSum::FlushTiles(_) | SplitSum::FlushStep => format!("tot{i}_{j}"),
+                };
+                writeln!(
+                    w,
+                    "    acc{i}_{j} = {sum} + corr{i}_{j} * {};",
+                    1.0 / 2048.0
+                )
+                .unwrap();
+            }
+        }
+    }
     // Stores: each fragment goes through the subgroup's slice of `Cs` and its
     // lanes write the elements inside C, four at a time where C's rows allow.
     // (Stored straight from the accumulators to an f32 C instead, the half GPT
     // step took 17.3–17.5 ms against 15.6 ms: H100, 2026-12-07,
     // benchmarks/h100-2026-12-07-result-stores.)
+    // A split product's sums are unscaled (and its bias added) on their way out.
+    let (fix4, fix1) = match (v.split, v.bias) {
+        (None, _) => (String::new(), String::new()),
+        (Some(_), false) => (" * ua * ub".to_string(), " * ua * ub".to_string()),
+        (Some(_), true) => (
+            " * ua * ub + vec4<f32>(bias[p[11] + gn], bias[p[11] + gn + 1u], \
+             bias[p[11] + gn + 2u], bias[p[11] + gn + 3u])"
+                .to_string(),
+            " * ua * ub + bias[p[11] + gn]".to_string(),
+        ),
+    };
     if v.c_vec {
         let out4 = if v.half_out { "vec4<f16>" } else { "vec4<f32>" };
         for i in 0..t.fm {
@@ -749,7 +896,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (gm < M && gn < N) {{
             let at = sg * 256u + e * 4u;
             c[((z * M + gm) * N + gn) / 4u] =
-                {out4}(vec4<f32>(Cs[at], Cs[at + 1u], Cs[at + 2u], Cs[at + 3u]));
+                {out4}(vec4<f32>(Cs[at], Cs[at + 1u], Cs[at + 2u], Cs[at + 3u]){fix4});
         }}
     }}
     workgroupBarrier();",
@@ -771,7 +918,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     workgroupBarrier();
     for (var e = lane; e < 256u; e += lanes) {{
         let gm = m0 + sm + {}u + e / 16u; let gn = n0 + sn + {}u + e % 16u;
-        if (gm < M && gn < N) {{ c[(z * M + gm) * N + gn] = {conv}(Cs[sg * 256u + e]); }}
+        if (gm < M && gn < N) {{ c[(z * M + gm) * N + gn] = {conv}(Cs[sg * 256u + e]{fix1}); }}
     }}
     workgroupBarrier();",
                 i * 16,
@@ -836,8 +983,64 @@ mod tests {
                     a_scale: false,
                     // Half of the variants with each bit set have a bias.
                     bias: bits.count_ones() % 2 == 1,
+                    split: None,
                 });
             }
+        }
+    }
+
+    /// So does every split variant (f32 operands and result, one buffer
+    /// staged) whose halves fit in 48 KiB, with each way of summing.
+    #[test]
+    fn every_split_variant_validates_and_translates() {
+        let fitting = CoopTiles::CANDIDATES
+            .into_iter()
+            .chain([super::super::SPLIT_LARGE])
+            .filter(|t| t.staging != Staging::Double && t.split_shared_bytes() <= 48 * 1024);
+        let mut seen = 0;
+        for tiles in fitting {
+            for bits in 0..32u32 {
+                let sums = [
+                    SplitSum::Tensor,
+                    SplitSum::Corrected,
+                    SplitSum::FlushTiles(1),
+                    SplitSum::FlushTiles(2),
+                    SplitSum::FlushStep,
+                ];
+                validate(&CoopVariant {
+                    tiles,
+                    a_k: bits & 1 != 0,
+                    b_n: bits & 2 != 0,
+                    a_f32: true,
+                    b_f32: true,
+                    half_out: false,
+                    wide: false,
+                    c_vec: bits & 4 != 0,
+                    b_blocks: None,
+                    a_scale: false,
+                    bias: bits & 8 != 0,
+                    split: Some(sums[(bits as usize / 16 + bits as usize) % 5]),
+                });
+                seen += 1;
+            }
+        }
+        assert!(seen >= 32 * 4, "the split tiles are among them");
+        if let Ok(which) = std::env::var("PRINT_SPLIT") {
+            let v = CoopVariant {
+                tiles: super::super::SPLIT_LARGE,
+                a_k: which.contains('k'),
+                b_n: which.contains('n'),
+                a_f32: true,
+                b_f32: true,
+                half_out: false,
+                wide: false,
+                c_vec: true,
+                b_blocks: None,
+                a_scale: false,
+                bias: which.contains('b'),
+                split: Some(SplitSum::chosen()),
+            };
+            println!("{}", source(&v));
         }
     }
 
@@ -862,6 +1065,7 @@ mod tests {
                         b_blocks: Some(Blocks { qtype, words }),
                         a_scale,
                         bias: false,
+                        split: None,
                     });
                 }
             }

@@ -2,6 +2,7 @@
 //! the generated kernel of `tiled` (or `coop` on tensor cores); products with too few output tiles to
 //! fill the GPU split their K axis.
 pub(crate) mod coop;
+pub(crate) mod split;
 pub(crate) mod tiled;
 pub(crate) mod tuning;
 
@@ -16,6 +17,7 @@ use crate::layout::Layout;
 use crate::shape::Dims;
 use coop::{CoopTiles, CoopVariant};
 use smallvec::smallvec;
+use split::SplitSum;
 use std::sync::{Arc, Mutex};
 use tiled::{Load, MatmulTiles, Staging, Variant, source};
 use tuning::{Class, Tuning};
@@ -91,6 +93,20 @@ const COOP_SMALL: CoopTiles = CoopTiles {
     staging: Staging::Prefetch,
 };
 
+/// Tensor-core tiles for large split products ([`MatmulPrecision::Split`]):
+/// 4×2 subgroups of 2×4 fragments, 128 × 128 as [`COOP_LARGE`], with half the
+/// accumulators a subgroup (a split product holds three sets) and its halves
+/// in 48 KiB.
+pub(crate) const SPLIT_LARGE: CoopTiles = CoopTiles {
+    wm: 4,
+    wn: 2,
+    fm: 2,
+    fn_: 4,
+    bk: 32,
+    pad: 8,
+    staging: Staging::Prefetch,
+};
+
 /// A tensor-core tile override for tuning (`None`: choose by size).
 pub(crate) static COOP_OVERRIDE: Mutex<Option<CoopTiles>> = Mutex::new(None);
 
@@ -105,22 +121,25 @@ pub enum MatmulPrecision {
     /// Operands rounded to `f16` on tensor cores, products accumulated in `f32`:
     /// several times faster, with a relative error near `f16`'s 2⁻¹¹ per operand.
     Half,
+    /// `f32` accuracy from tensor cores: each operand, scaled by a power of two,
+    /// is split into two `f16`s (`x ≈ hi + lo`), and the product is
+    /// `hi·hi + hi·lo + lo·hi` (the `lo·lo` term left out is below `f32`'s
+    /// rounding), the large term summed outside the tensor cores. CUTLASS's
+    /// three-TF32 products take the same path. Without tensor cores, `Full`.
+    Split,
 }
 
-static HALF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static PRECISION: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
 pub(crate) fn set_precision(p: MatmulPrecision) {
-    HALF.store(
-        p == MatmulPrecision::Half,
-        std::sync::atomic::Ordering::Relaxed,
-    );
+    PRECISION.store(p as u8, std::sync::atomic::Ordering::Relaxed);
 }
 
 pub(crate) fn precision() -> MatmulPrecision {
-    if HALF.load(std::sync::atomic::Ordering::Relaxed) {
-        MatmulPrecision::Half
-    } else {
-        MatmulPrecision::Full
+    match PRECISION.load(std::sync::atomic::Ordering::Relaxed) {
+        1 => MatmulPrecision::Half,
+        2 => MatmulPrecision::Split,
+        _ => MatmulPrecision::Full,
     }
 }
 
@@ -186,8 +205,14 @@ pub(crate) type Elems = [Elem; 2];
 /// vectors): those with an `f16` operand, and `f32` ones in half precision, on
 /// adapters that have them.
 fn for_tensor_cores(rt: &Runtime, elems: Elems) -> bool {
-    let half = elems.contains(&Elem::F16) || precision() == MatmulPrecision::Half;
+    let half = elems.contains(&Elem::F16) || precision() != MatmulPrecision::Full;
     rt.gpu.info.tensor_cores && half
+}
+
+/// Whether a tensor-core product of operands holding `elems` splits them into
+/// `f16` halves ([`MatmulPrecision::Split`]).
+fn splits_operands(elems: Elems) -> bool {
+    precision() == MatmulPrecision::Split && elems == [Elem::F32; 2]
 }
 
 /// A bias along a product's columns: its buffer, holding C's element type, and
@@ -387,10 +412,25 @@ fn tensor_core_kernel(
     (a_k, b_n, wide): (bool, bool, bool),
     (batch, m, n, bias): (usize, usize, usize, bool),
 ) -> (Arc<Kernel>, [u32; 3]) {
+    let split = splits_operands(elems).then(SplitSum::chosen);
     let t = COOP_OVERRIDE
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .unwrap_or_else(|| choose_coop_tiles(batch, m, n));
+        .unwrap_or_else(|| match split {
+            Some(_) => choose_split_tiles(batch, m, n),
+            None => choose_coop_tiles(batch, m, n),
+        });
+    // A split product stages one buffer holding both halves; an override that
+    // does not fit so gives way to the small tiles, which do.
+    let fits = |t: &CoopTiles| {
+        t.staging != Staging::Double
+            && t.split_shared_bytes() <= rt.gpu.limits.max_compute_workgroup_storage_size
+    };
+    let t = if split.is_some() && !fits(&t) {
+        COOP_SMALL
+    } else {
+        t
+    };
     let v = CoopVariant {
         tiles: t,
         a_k,
@@ -403,6 +443,7 @@ fn tensor_core_kernel(
         b_blocks: None,
         a_scale: false,
         bias,
+        split,
     };
     let key = vec![
         t.wm,
@@ -420,9 +461,10 @@ fn tensor_core_kernel(
         u32::from(v.wide),
         u32::from(v.c_vec),
         u32::from(bias),
+        split.map_or(0, SplitSum::key),
     ];
     let bindings = Bindings {
-        reads: 2 + usize::from(bias),
+        reads: 2 + usize::from(split.is_some()) + usize::from(bias),
         writes: 1,
     };
     let kern = kernel(
@@ -480,6 +522,7 @@ pub(crate) fn quantized(
         b_blocks: Some(blocks),
         a_scale: scale.is_some(),
         bias: false,
+        split: None,
     };
     let key = vec![
         t.wm,
@@ -602,6 +645,18 @@ fn choose_coop_tiles(batch: usize, m: usize, n: usize) -> CoopTiles {
     }
 }
 
+/// The tiles of a split product of this size: [`SPLIT_LARGE`] when they fill
+/// the GPU, else the small ones.
+fn choose_split_tiles(batch: usize, m: usize, n: usize) -> CoopTiles {
+    let large = SPLIT_LARGE;
+    let groups = m.div_ceil(large.bm() as usize) * n.div_ceil(large.bn() as usize) * batch;
+    if groups >= FILL / 2 {
+        large
+    } else {
+        COOP_SMALL
+    }
+}
+
 /// How the kernel loads A and B of a `(batch, m, k) × (batch, k, n)` product:
 /// four elements at a time along a contiguous axis whose rows start on a multiple
 /// of four, else one at a time.
@@ -656,6 +711,7 @@ fn vectors(l: Load) -> bool {
 pub(crate) fn rounds_operands(rt: &Runtime, la: &Layout, lb: &Layout) -> bool {
     let (a, b) = loads(la, lb);
     ROUND_OPERANDS.load(std::sync::atomic::Ordering::Relaxed)
+        && precision() == MatmulPrecision::Half
         && for_tensor_cores(rt, [Elem::F32; 2])
         && vectors(a)
         && vectors(b)
@@ -748,6 +804,16 @@ fn product_into(
         let layouts = (a_k, b_n, a_eights && b_eights);
         let shape = (batch, m, n, bias.is_some());
         let (kern, groups) = tensor_core_kernel(rt, (elems, out_elem), layouts, shape);
+        if splits_operands(elems) {
+            // The operands' largest magnitudes first; they are bound after B.
+            let (largest, counts) = split::largest(rt, a, b);
+            let mut p = p.to_vec();
+            p.extend(counts);
+            let mut bound: Small<&Arc<Pooled>> = smallvec![a.0, b.0, &largest];
+            bound.extend(buffers[2..].iter().copied());
+            launch(rt, &kern, &p, &bound, groups);
+            return;
+        }
         launch(rt, &kern, &p, &buffers, groups);
         return;
     }

@@ -1,0 +1,261 @@
+//! `f32` products on tensor cores at `f32`'s accuracy ([`MatmulPrecision::Split`]):
+//! each operand, scaled by a power of two, is split into two `f16`s and the
+//! product is three `f16` products. This file holds what the split adds to the
+//! tensor-core kernel of `coop`: the operands' scales (a reduction of their
+//! largest magnitudes before the product) and how the three products are summed.
+//!
+//! [`MatmulPrecision::Split`]: super::MatmulPrecision::Split
+use super::super::Small;
+use crate::backend::gpu::runtime::Runtime;
+use crate::backend::gpu::runtime::launch::{alloc, kernel, launch, u};
+use crate::backend::gpu::runtime::pipelines::{Bindings, Key};
+use crate::backend::gpu::runtime::pool::Pooled;
+use crate::layout::Layout;
+use smallvec::smallvec;
+use std::sync::Arc;
+
+/// How a split product sums its three products per K step. `hi·hi` is the
+/// large term; `hi·lo` and `lo·hi` are about 2⁻¹¹ of it.
+///
+/// NVIDIA's tensor cores add each step to their `f32` accumulator rounding
+/// toward zero (Ootomo and Yokota, 2022), so an accumulator that takes every
+/// step of a long K drifts from the `f32` sum: 13–18× the FMA loop's error at
+/// K 1024–4096 (H100, 2026-12-07). The large term therefore leaves the tensor
+/// cores every few steps, for a sum in registers rounded to nearest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum SplitSum {
+    /// All three products in one accumulator (low halves unscaled).
+    Tensor,
+    /// `hi·hi` in one accumulator, the two small terms in another (low halves
+    /// scaled by 2¹¹ so that they stay normal `f16`s).
+    Corrected,
+    /// As `Corrected`, the large term's accumulator added to a sum in registers
+    /// and cleared after every this many K tiles (each `bk` deep) and the last.
+    FlushTiles(u32),
+    /// The same after every 16-deep step.
+    FlushStep,
+}
+
+impl SplitSum {
+    /// The sum a product uses (`VOLTA_EXP_SPLIT_SUM` overrides it for the
+    /// experiments that chose it: `tensor`, `corrected`, `flush-tile`,
+    /// `flush-step`, `flush-2`, `flush-4`).
+    pub(crate) fn chosen() -> SplitSum {
+        match std::env::var("VOLTA_EXP_SPLIT_SUM").as_deref() {
+            Ok("tensor") => SplitSum::Tensor,
+            Ok("corrected") => SplitSum::Corrected,
+            Ok("flush-step") => SplitSum::FlushStep,
+            Ok("flush-2") => SplitSum::FlushTiles(2),
+            Ok("flush-4") => SplitSum::FlushTiles(4),
+            _ => SplitSum::FlushTiles(1),
+        }
+    }
+
+    /// A number for the kernel's cache key (0 is no split).
+    pub(crate) fn key(self) -> u32 {
+        match self {
+            SplitSum::Tensor => 1,
+            SplitSum::Corrected => 2,
+            SplitSum::FlushStep => 3,
+            SplitSum::FlushTiles(n) => 3 + n,
+        }
+    }
+
+    /// What the low halves are multiplied by before they are rounded to `f16`.
+    pub(crate) fn low_factor(self) -> &'static str {
+        match self {
+            SplitSum::Tensor => "1.0",
+            _ => "2048.0",
+        }
+    }
+}
+
+/// Partial maxima per operand: slots of the scales' buffer (A's from 0, B's
+/// from `SLOTS`), one per workgroup of the reduction.
+const SLOTS: usize = 1024;
+/// Loads each reducing thread makes at least (fewer workgroups for small
+/// operands).
+const PER_THREAD: usize = 4;
+
+/// WGSL: the largest magnitude of a rank-3 view, `p = [batch, rows, cols,
+/// offset, s_batch, s_rows, s_cols, first slot]`, one partial maximum per
+/// workgroup; with `vec4`, `cols` counts vectors along a contiguous axis (the
+/// offset and the other strides are multiples of 4). Infinities and NaN pass
+/// through (`split_exponent` then leaves the operand unscaled, and the product
+/// carries them).
+fn largest_source(vec4: bool) -> String {
+    let (ty, load, best) = if vec4 {
+        (
+            "vec4<f32>",
+            "abs(x[(p[3] + z * p[4] + r * p[5]) / 4u + c])",
+            "max(max(best.x, best.y), max(best.z, best.w))",
+        )
+    } else {
+        (
+            "f32",
+            "abs(x[p[3] + z * p[4] + r * p[5] + c * p[6]])",
+            "best",
+        )
+    };
+    format!(
+        "@group(0) @binding(0) var<storage, read> p: array<u32>;
+@group(0) @binding(1) var<storage, read> x: array<{ty}>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+var<workgroup> m: array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {{
+    let rows = p[1]; let cols = p[2];
+    let n = p[0] * rows * cols;
+    var best = {ty}();
+    for (var e = wid.x * 256u + li; e < n; e += nw.x * 256u) {{
+        let c = e % cols; let rc = e / cols; let r = rc % rows; let z = rc / rows;
+        best = max(best, {load});
+    }}
+    m[li] = {best};
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s >>= 1u) {{
+        if (li < s) {{ m[li] = max(m[li], m[li + s]); }}
+        workgroupBarrier();
+    }}
+    if (li == 0u) {{ out[p[7] + wid.x] = m[0]; }}
+}}
+"
+    )
+}
+
+/// Launches the reductions of both operands' largest magnitudes; returns the
+/// buffer of partial maxima and how many each operand has (the product's
+/// `p[12]` and `p[13]`).
+pub(crate) fn largest(
+    rt: &Runtime,
+    a: (&Arc<Pooled>, &Layout),
+    b: (&Arc<Pooled>, &Layout),
+) -> (Arc<Pooled>, [u32; 2]) {
+    let out = alloc(rt, 2 * SLOTS * 4);
+    let mut counts = [0; 2];
+    for (slot, (buf, l)) in [a, b].into_iter().enumerate() {
+        // The view's axes, outermost first, its contiguous one last where it
+        // has one, so that neighbouring threads read neighbouring elements (a
+        // maximum ignores order).
+        let mut axes: Small<(usize, usize)> = smallvec![];
+        axes.extend((0..3).map(|i| (l.dims[i], l.strides[i])));
+        axes.sort_by_key(|&(d, s)| match (d, s) {
+            (1, _) => 0,
+            (_, 1) => 2,
+            _ => 1,
+        });
+        let vec4 = axes[2].1 == 1
+            && axes[2].0.is_multiple_of(4)
+            && l.offset.is_multiple_of(4)
+            && axes[..2]
+                .iter()
+                .all(|&(d, s)| d == 1 || s.is_multiple_of(4));
+        if vec4 {
+            axes[2].0 /= 4;
+        }
+        let kern = kernel(
+            rt,
+            &Key::Named("volta matmul split scales", vec![u32::from(vec4)]),
+            Bindings {
+                reads: 1,
+                writes: 1,
+            },
+            "main",
+            || largest_source(vec4),
+        );
+        let n: usize = axes.iter().map(|a| a.0).product();
+        let groups = n.div_ceil(256 * PER_THREAD).clamp(1, SLOTS);
+        let p = [
+            u(axes[0].0),
+            u(axes[1].0),
+            u(axes[2].0),
+            u(l.offset),
+            u(axes[0].1),
+            u(axes[1].1),
+            u(axes[2].1),
+            u(slot * SLOTS),
+        ];
+        launch(rt, &kern, &p, &[buf, &out], [u(groups), 1, 1]);
+        counts[slot] = u(groups);
+    }
+    (out, counts)
+}
+
+/// WGSL for the start of a split product (`threads` invocations, `Cs` at least
+/// `2·threads` long): the operands' largest magnitudes from their partial
+/// maxima (`mx`, counts in `p[12]` and `p[13]`), and the scales that bring them
+/// into `[2¹⁴, 2¹⁵)`: `sa = 2^ea`, `sb = 2^eb`.
+pub(crate) fn prologue(threads: u32) -> String {
+    assert!(threads.is_power_of_two(), "a tree over {threads} threads");
+    format!(
+        "    {{
+        var la = 0.0; var lb = 0.0;
+        for (var i = li; i < p[12]; i += {threads}u) {{ la = max(la, mx[i]); }}
+        for (var i = li; i < p[13]; i += {threads}u) {{ lb = max(lb, mx[{SLOTS}u + i]); }}
+        Cs[li] = la; Cs[{threads}u + li] = lb;
+        workgroupBarrier();
+        for (var s = {half}u; s > 0u; s >>= 1u) {{
+            if (li < s) {{
+                Cs[li] = max(Cs[li], Cs[li + s]);
+                Cs[{threads}u + li] = max(Cs[{threads}u + li], Cs[{threads}u + li + s]);
+            }}
+            workgroupBarrier();
+        }}
+    }}
+    let ea = split_exponent(Cs[0]); let eb = split_exponent(Cs[{threads}u]);
+    let sa = ldexp(1.0, ea); let sb = ldexp(1.0, eb);
+    // Back from the scaled operands: two factors, as their product may leave
+    // f32's range where the result does not.
+    let ua = ldexp(1.0, -ea); let ub = ldexp(1.0, -eb);
+    workgroupBarrier();\n",
+        half = threads / 2
+    )
+}
+
+/// The WGSL function behind [`prologue`]: the exponent that brings `x` into
+/// `[2¹⁴, 2¹⁵)` (at most 126). 0 for infinities and NaN, which then reach the
+/// product as they are, and for zero and subnormal largest magnitudes, whose
+/// products are below `f32`'s smallest normal.
+pub(crate) const SPLIT_EXPONENT: &str = "fn split_exponent(x: f32) -> i32 {
+    let e = i32((bitcast<u32>(x) >> 23u) & 0xffu);
+    if (e == 255 || e == 0) { return 0; }
+    return min(14 - (e - 127), 126);
+}
+";
+
+/// WGSL storing a scaled `f32` load `x` (a `vec4<f32>`) as its two halves at
+/// `si` and `si + lo` of the shared array `sh`. The high half is `x` with its
+/// 13 low mantissa bits cleared (exact in `f16`: a mask, which no compiler folds
+/// away as it may a round trip through `f16`); the low half is the rest, times
+/// `factor`.
+pub(crate) fn store_halves(sh: &str, x: &str, lo: u32, factor: &str) -> String {
+    format!(
+        "let xh = bitcast<vec4<f32>>(bitcast<vec4<u32>>({x}) & vec4<u32>(0xffffe000u));
+        {sh}[si] = vec4<f16>(xh); {sh}[si + {lo}u] = vec4<f16>(({x} - xh) * {factor});"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both reductions parse and validate (lavapipe has no tensor cores, so no
+    /// test there runs them; the device's test run does).
+    #[test]
+    fn the_reductions_validate() {
+        use wgpu::naga;
+        for vec4 in [false, true] {
+            let src = largest_source(vec4);
+            let module = naga::front::wgsl::parse_str(&src)
+                .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(&src)));
+            naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::all(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(&src)));
+        }
+    }
+}
