@@ -854,7 +854,7 @@ fn first_use_probe(rng: &mut Rng) {
         Gpu::set_matmul_precision(precision);
         let product = || match precision {
             MatmulPrecision::Full => drop(a.matmul(&b)),
-            MatmulPrecision::Half => drop(fa.matmul(&fb)),
+            _ => drop(fa.matmul(&fb)),
         };
         let created = Instant::now();
         product();

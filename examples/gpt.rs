@@ -9,7 +9,7 @@
 //!
 //! ```text
 //! cargo run --release -p volta-examples --example gpt                 # addition, CPU
-//! cargo run --release -p volta-examples --example gpt -- --device gpu [--half]
+//! cargo run --release -p volta-examples --example gpt -- --device gpu [--half | --split]
 //! cargo run --release -p volta-examples --example gpt -- --text input.txt --steps 2000
 //! cargo run --release -p volta-examples --example gpt -- --text input.txt --init runs/gpt/gpt.safetensors --epochs 0
 //! ```
@@ -99,6 +99,11 @@ struct Args {
     /// operands on tensor cores, f32 sums), where the adapter has tensor cores.
     #[arg(long)]
     half: bool,
+    /// On the GPU, f32 products on tensor cores at f32's accuracy
+    /// (`MatmulPrecision::Split`: each operand split into two f16s, three
+    /// products), where the adapter has tensor cores.
+    #[arg(long, conflicts_with = "half")]
+    split: bool,
     /// Start from this checkpoint's weights (the `gpt.safetensors` of an earlier
     /// run of the same task and `--digits`) instead of random ones. With
     /// `--epochs 0` the run only scores the held-out problems (addition) or
@@ -155,8 +160,8 @@ fn train(args: &Args) -> Result<(), Box<dyn Error>> {
         );
     }
     match args.device {
-        DeviceChoice::Cpu if args.half => {
-            Err("--half is a GPU setting (tensor cores): add --device gpu".into())
+        DeviceChoice::Cpu if args.half || args.split => {
+            Err("--half and --split are GPU settings (tensor cores): add --device gpu".into())
         }
         DeviceChoice::Cpu => run::<Cpu>(args, &ranks),
         DeviceChoice::Gpu => {
@@ -164,11 +169,16 @@ fn train(args: &Args) -> Result<(), Box<dyn Error>> {
             if ranks.is_main() {
                 println!("GPU: {} ({})", info.name, info.backend);
             }
-            if args.half {
-                Gpu::set_matmul_precision(MatmulPrecision::Half);
-                if ranks.is_main() && !info.tensor_cores {
-                    println!("--half: this adapter has no tensor cores; products stay in f32");
-                }
+            let precision = if args.half {
+                MatmulPrecision::Half
+            } else if args.split {
+                MatmulPrecision::Split
+            } else {
+                MatmulPrecision::Full
+            };
+            Gpu::set_matmul_precision(precision);
+            if ranks.is_main() && precision != MatmulPrecision::Full && !info.tensor_cores {
+                println!("{precision:?}: this adapter has no tensor cores; products run in f32");
             }
             run::<Gpu>(args, &ranks)
         }

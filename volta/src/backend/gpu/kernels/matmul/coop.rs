@@ -10,7 +10,7 @@
 //! the row- or column-major form. The next tile is fetched into registers while the
 //! current one is multiplied. Edges are zero-filled on load and masked on store;
 //! results reach C through workgroup memory, four elements a lane where C allows.
-use super::split::{self, SplitSum};
+use super::split;
 use super::tiled::Staging;
 use std::fmt::Write;
 
@@ -162,10 +162,10 @@ pub(crate) struct CoopVariant {
     /// scale, C moving one on), from element `p[11]`: the accumulators start
     /// from it.
     pub bias: bool,
-    /// `f32` operands split into `f16` halves, three products per step, summed
-    /// so (see `split`); the partial maxima of both operands are bound after A's
-    /// scale, and a bias is added after the products.
-    pub split: Option<SplitSum>,
+    /// `f32` operands split into `f16` halves, three products per step (see
+    /// `split`); the partial maxima of both operands are bound after A's scale,
+    /// and a bias is added after the products.
+    pub split: bool,
 }
 
 /// A quantised B's blocks as the GPU holds them (see `shaders/qmatmul.wgsl`):
@@ -260,9 +260,8 @@ struct Tile<'a> {
     /// load (an `f32` tile contiguous along them), if any.
     scale: Option<&'a str>,
     /// With split operands: the scale that multiplies the tile on its way in,
-    /// where the low halves start (vec4s past the high ones), and the factor of
-    /// the low halves.
-    split: Option<(&'a str, u32, &'a str)>,
+    /// and where the low halves start (vec4s past the high ones).
+    split: Option<(&'a str, u32)>,
 }
 
 /// Register declarations, the global fetch of a tile, and its store to shared
@@ -358,13 +357,13 @@ fn copy_tile(t: &Tile, threads: u32, pad: u32, f32_in: bool, wide: bool) -> Copy
                 half("z", "w")
             )
             .unwrap();
-        } else if let Some((scale, lo, factor)) = t.split {
+        } else if let Some((scale, lo)) = t.split {
             assert!(hold_f32, "split operands are f32, held as fetched");
             writeln!(
                 c.store,
                 "        let si = {sh}_w + (e / {q}u) * {row4}u + e % {q}u; let x = {v} * {scale};
         {}",
-                split::store_halves(sh, "x", lo, factor)
+                split::store_halves(sh, "x", lo)
             )
             .unwrap();
         } else {
@@ -453,22 +452,6 @@ fn copy_blocks(q: Blocks, t: &Tile, threads: u32, pad: u32) -> Copy {
     c
 }
 
-/// WGSL adding each large-term accumulator of a split product to its sum in
-/// registers (rounded to nearest) and clearing it.
-fn flush(t: &CoopTiles) -> String {
-    let mut w = String::new();
-    for i in 0..t.fm {
-        for j in 0..t.fn_ {
-            writeln!(
-                w,
-                "        tot{i}_{j} = tot{i}_{j} + acc{i}_{j}; acc{i}_{j} = coop_mat16x16<f32, C>();"
-            )
-            .unwrap();
-        }
-    }
-    w
-}
-
 /// The kernel's WGSL. Parameters and grid as for the SIMT matmul
 /// (`tiled::source`): `p = [M, N, K, a_off, a_sb, a_sm, a_sk, b_off, b_sb,
 /// b_sk, b_sn]`, grid `(⌈N/bn⌉, ⌈M/bm⌉, batch)`, C contiguous. Offsets, batch
@@ -502,7 +485,7 @@ pub(crate) fn source(v: &CoopVariant) -> String {
     let (a4, b4) = ((a_len + pad) / 4, (b_len + pad) / 4);
     let double = t.staging == Staging::Double;
     let buffers = if double { 2 } else { 1 };
-    if v.split.is_some() {
+    if v.split {
         assert!(
             v.a_f32 && v.b_f32 && !v.half_out && !v.wide && !v.a_scale && v.b_blocks.is_none(),
             "split products: f32 operands and result"
@@ -513,7 +496,7 @@ pub(crate) fn source(v: &CoopVariant) -> String {
         );
     }
     // A split product's tiles hold high halves, then low ones.
-    let halves = if v.split.is_some() { 2 } else { 1 };
+    let halves = if v.split { 2 } else { 1 };
     let mut w = String::new();
     writeln!(
         w,
@@ -542,12 +525,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         a_rows * a4 * buffers * halves,
         b_rows * b4 * buffers * halves,
         t.subgroups() * 256,
-        split_exponent = if v.split.is_some() {
+        split_exponent = if v.split {
             split::SPLIT_EXPONENT
         } else {
             ""
         },
-        split_binding = if v.split.is_some() {
+        split_binding = if v.split {
             format!(
                 "@group(0) @binding({}) var<storage, read> mx: array<f32>;\n",
                 3 + u32::from(v.a_scale)
@@ -566,31 +549,30 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         bias_binding = if v.bias {
             format!(
                 "@group(0) @binding({}) var<storage, read> bias: array<{}>;\n",
-                3 + u32::from(v.a_scale) + u32::from(v.split.is_some()),
+                3 + u32::from(v.a_scale) + u32::from(v.split),
                 if v.half_out { "f16" } else { "f32" }
             )
         } else {
             String::new()
         },
-        c_binding = 3 + u32::from(v.a_scale) + u32::from(v.split.is_some()) + u32::from(v.bias),
+        c_binding = 3 + u32::from(v.a_scale) + u32::from(v.split) + u32::from(v.bias),
     )
     .unwrap();
     for i in 0..t.fm {
         for j in 0..t.fn_ {
             writeln!(w, "    var acc{i}_{j} = coop_mat16x16<f32, C>();").unwrap();
-            if v.split.is_some_and(|s| s != SplitSum::Tensor) {
+            if v.split {
+                // The small terms' sums, and the large term's in registers.
                 writeln!(w, "    var corr{i}_{j} = coop_mat16x16<f32, C>();").unwrap();
-            }
-            if matches!(v.split, Some(SplitSum::FlushTiles(_) | SplitSum::FlushStep)) {
                 writeln!(w, "    var tot{i}_{j} = coop_mat16x16<f32, C>();").unwrap();
             }
         }
     }
-    if v.split.is_some() {
+    if v.split {
         w.push_str(&split::prologue(threads));
     }
     // (A split product adds its bias after its sums, at the stores.)
-    if v.bias && v.split.is_none() {
+    if v.bias && !v.split {
         assert!(v.b_blocks.is_none(), "a bias is for dense products");
         // The accumulators start from the bias: each subgroup repeats 16 of its
         // columns over the 16 rows of its slice of `Cs` (zero past N) and loads
@@ -619,9 +601,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             writeln!(w, "    workgroupBarrier();").unwrap();
         }
     }
-    let factor = v.split.map_or("1.0", SplitSum::low_factor);
-    let a_split = v.split.map(|_| ("sa", a_rows * a4, factor));
-    let b_split = v.split.map(|_| ("sb", b_rows * b4, factor));
+    let a_split = v.split.then_some(("sa", a_rows * a4));
+    let b_split = v.split.then_some(("sb", b_rows * b4));
     let a_tile = if v.a_k {
         Tile {
             src: "a",
@@ -790,49 +771,40 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             format!("        {into}{i}_{j} = coopMultiplyAdd({a}{i}, {b}{j}, {into}{i}_{j});\n")
         };
         w.push_str("        {\n");
-        match v.split {
-            None => {
-                (0..t.fm).for_each(|i| w += &a_frag(i, "fa", 0));
-                (0..t.fn_).for_each(|j| w += &b_frag(j, "fb", 0));
+        if v.split {
+            // B's halves for the step, then A's a row of fragments at a time
+            // (fewer fragments live at once); the small terms first.
+            for j in 0..t.fn_ {
+                w += &b_frag(j, "fb", 0);
+                w += &b_frag(j, "fbl", b_lo);
+            }
+            for i in 0..t.fm {
+                w += &a_frag(i, "fa", 0);
+                w += &a_frag(i, "fal", a_lo);
+                for j in 0..t.fn_ {
+                    w += &mma("fal", "fb", "corr", i, j);
+                    w += &mma("fa", "fbl", "corr", i, j);
+                    w += &mma("fa", "fb", "acc", i, j);
+                }
+            }
+            if kk == bk / 16 - 1 {
+                // The large term leaves the tensor cores after every tile.
                 for i in 0..t.fm {
                     for j in 0..t.fn_ {
-                        w += &mma("fa", "fb", "acc", i, j);
+                        writeln!(
+                            w,
+                            "        tot{i}_{j} = tot{i}_{j} + acc{i}_{j}; acc{i}_{j} = coop_mat16x16<f32, C>();"
+                        )
+                        .unwrap();
                     }
                 }
             }
-            Some(sum) => {
-                // B's halves for the step, then A's a row of fragments at a
-                // time (fewer fragments live at once); the small terms first.
+        } else {
+            (0..t.fm).for_each(|i| w += &a_frag(i, "fa", 0));
+            (0..t.fn_).for_each(|j| w += &b_frag(j, "fb", 0));
+            for i in 0..t.fm {
                 for j in 0..t.fn_ {
-                    w += &b_frag(j, "fb", 0);
-                    w += &b_frag(j, "fbl", b_lo);
-                }
-                let small = if sum == SplitSum::Tensor {
-                    "acc"
-                } else {
-                    "corr"
-                };
-                for i in 0..t.fm {
-                    w += &a_frag(i, "fa", 0);
-                    w += &a_frag(i, "fal", a_lo);
-                    for j in 0..t.fn_ {
-                        w += &mma("fal", "fb", small, i, j);
-                        w += &mma("fa", "fbl", small, i, j);
-                        w += &mma("fa", "fb", "acc", i, j);
-                    }
-                }
-                match sum {
-                    SplitSum::FlushStep => w += &flush(&t),
-                    SplitSum::FlushTiles(1) if kk == bk / 16 - 1 => w += &flush(&t),
-                    SplitSum::FlushTiles(n) if kk == bk / 16 - 1 => {
-                        // Every n-th tile and the last (a uniform branch).
-                        w += &format!(
-                            "        if ((k0 / {bk}u) % {n}u == {}u || k0 + {bk}u >= K) {{\n{}        }}\n",
-                            n - 1,
-                            flush(&t)
-                        );
-                    }
-                    _ => {}
+                    w += &mma("fa", "fb", "acc", i, j);
                 }
             }
         }
@@ -849,34 +821,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     } else {
         writeln!(w, "        workgroupBarrier();\n    }}").unwrap();
     }
-    if let Some(sum) = v.split {
+    if v.split {
+        // (The large term's accumulators are clear: its sums are in `tot`.)
         for i in 0..t.fm {
             for j in 0..t.fn_ {
-                let sum = match sum {
-                    SplitSum::Tensor => continue,
-                    SplitSum::Corrected => format!("acc{i}_{j}"),
-                    // (Flushed: the large term's accumulator is zero.)
-                    SplitSum::FlushTiles(_) | SplitSum::FlushStep => format!("tot{i}_{j}"),
-                };
                 writeln!(
                     w,
-                    "    acc{i}_{j} = {sum} + corr{i}_{j} * {};",
-                    1.0 / 2048.0
+                    "    acc{i}_{j} = tot{i}_{j} + corr{i}_{j} * {};",
+                    1.0 / split::LOW_FACTOR
                 )
                 .unwrap();
             }
         }
     }
-    // Stores: each fragment goes through the subgroup's slice of `Cs` and its
-    // lanes write the elements inside C, four at a time where C's rows allow.
-    // (Stored straight from the accumulators to an f32 C instead, the half GPT
-    // step took 17.3–17.5 ms against 15.6 ms: H100, 2026-12-07,
-    // benchmarks/h100-2026-12-07-result-stores.)
     // A split product's sums are unscaled (and its bias added) on their way out.
     let (fix4, fix1) = match (v.split, v.bias) {
-        (None, _) => (String::new(), String::new()),
-        (Some(_), false) => (" * ua * ub".to_string(), " * ua * ub".to_string()),
-        (Some(_), true) => (
+        (false, _) => (String::new(), String::new()),
+        (true, false) => (" * ua * ub".to_string(), " * ua * ub".to_string()),
+        (true, true) => (
             " * ua * ub + vec4<f32>(bias[p[11] + gn], bias[p[11] + gn + 1u], \
              bias[p[11] + gn + 2u], bias[p[11] + gn + 3u])"
                 .to_string(),
@@ -983,14 +945,14 @@ mod tests {
                     a_scale: false,
                     // Half of the variants with each bit set have a bias.
                     bias: bits.count_ones() % 2 == 1,
-                    split: None,
+                    split: false,
                 });
             }
         }
     }
 
     /// So does every split variant (f32 operands and result, one buffer
-    /// staged) whose halves fit in 48 KiB, with each way of summing.
+    /// staged) whose halves fit in 48 KiB.
     #[test]
     fn every_split_variant_validates_and_translates() {
         let fitting = CoopTiles::CANDIDATES
@@ -999,14 +961,7 @@ mod tests {
             .filter(|t| t.staging != Staging::Double && t.split_shared_bytes() <= 48 * 1024);
         let mut seen = 0;
         for tiles in fitting {
-            for bits in 0..32u32 {
-                let sums = [
-                    SplitSum::Tensor,
-                    SplitSum::Corrected,
-                    SplitSum::FlushTiles(1),
-                    SplitSum::FlushTiles(2),
-                    SplitSum::FlushStep,
-                ];
+            for bits in 0..16u32 {
                 validate(&CoopVariant {
                     tiles,
                     a_k: bits & 1 != 0,
@@ -1019,29 +974,12 @@ mod tests {
                     b_blocks: None,
                     a_scale: false,
                     bias: bits & 8 != 0,
-                    split: Some(sums[(bits as usize / 16 + bits as usize) % 5]),
+                    split: true,
                 });
                 seen += 1;
             }
         }
-        assert!(seen >= 32 * 4, "the split tiles are among them");
-        if let Ok(which) = std::env::var("PRINT_SPLIT") {
-            let v = CoopVariant {
-                tiles: super::super::SPLIT_LARGE,
-                a_k: which.contains('k'),
-                b_n: which.contains('n'),
-                a_f32: true,
-                b_f32: true,
-                half_out: false,
-                wide: false,
-                c_vec: true,
-                b_blocks: None,
-                a_scale: false,
-                bias: which.contains('b'),
-                split: Some(SplitSum::chosen()),
-            };
-            println!("{}", source(&v));
-        }
+        assert!(seen >= 16 * 4, "the split tiles are among them");
     }
 
     /// So does every block layout of a quantised B, at every candidate with
@@ -1065,7 +1003,7 @@ mod tests {
                         b_blocks: Some(Blocks { qtype, words }),
                         a_scale,
                         bias: false,
-                        split: None,
+                        split: false,
                     });
                 }
             }

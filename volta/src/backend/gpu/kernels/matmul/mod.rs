@@ -17,7 +17,7 @@ use crate::layout::Layout;
 use crate::shape::Dims;
 use coop::{CoopTiles, CoopVariant};
 use smallvec::smallvec;
-use split::SplitSum;
+
 use std::sync::{Arc, Mutex};
 use tiled::{Load, MatmulTiles, Staging, Variant, source};
 use tuning::{Class, Tuning};
@@ -412,13 +412,16 @@ fn tensor_core_kernel(
     (a_k, b_n, wide): (bool, bool, bool),
     (batch, m, n, bias): (usize, usize, usize, bool),
 ) -> (Arc<Kernel>, [u32; 3]) {
-    let split = splits_operands(elems).then(SplitSum::chosen);
+    let split = splits_operands(elems);
     let t = COOP_OVERRIDE
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .unwrap_or_else(|| match split {
-            Some(_) => choose_split_tiles(batch, m, n),
-            None => choose_coop_tiles(batch, m, n),
+        .unwrap_or_else(|| {
+            if split {
+                choose_split_tiles(batch, m, n)
+            } else {
+                choose_coop_tiles(batch, m, n)
+            }
         });
     // A split product stages one buffer holding both halves; an override that
     // does not fit so gives way to the small tiles, which do.
@@ -426,11 +429,7 @@ fn tensor_core_kernel(
         t.staging != Staging::Double
             && t.split_shared_bytes() <= rt.gpu.limits.max_compute_workgroup_storage_size
     };
-    let t = if split.is_some() && !fits(&t) {
-        COOP_SMALL
-    } else {
-        t
-    };
+    let t = if split && !fits(&t) { COOP_SMALL } else { t };
     let v = CoopVariant {
         tiles: t,
         a_k,
@@ -461,10 +460,10 @@ fn tensor_core_kernel(
         u32::from(v.wide),
         u32::from(v.c_vec),
         u32::from(bias),
-        split.map_or(0, SplitSum::key),
+        u32::from(split),
     ];
     let bindings = Bindings {
-        reads: 2 + usize::from(split.is_some()) + usize::from(bias),
+        reads: 2 + usize::from(split) + usize::from(bias),
         writes: 1,
     };
     let kern = kernel(
@@ -522,7 +521,7 @@ pub(crate) fn quantized(
         b_blocks: Some(blocks),
         a_scale: scale.is_some(),
         bias: false,
-        split: None,
+        split: false,
     };
     let key = vec![
         t.wm,

@@ -2,7 +2,18 @@
 //! each operand, scaled by a power of two, is split into two `f16`s and the
 //! product is three `f16` products. This file holds what the split adds to the
 //! tensor-core kernel of `coop`: the operands' scales (a reduction of their
-//! largest magnitudes before the product) and how the three products are summed.
+//! largest magnitudes before the product) and the split itself.
+//!
+//! The kernel sums `hi·hi` in one accumulator and the two small terms
+//! (`hi·lo`, `lo·hi`, about 2⁻¹¹ of it) in another. NVIDIA's tensor cores add
+//! each step to their `f32` accumulator rounding toward zero (Ootomo and Yokota,
+//! 2022), so an accumulator that takes every step of a long K drifts from the
+//! `f32` sum: the large term's accumulator is added to a sum in registers,
+//! rounded to nearest, and cleared after every K tile. On an H100 (2026-12-07)
+//! the errors against `f64` were then 0.7–2.0× the FMA kernel's at every K up
+//! to 4096; with all three products in one accumulator they were up to 67×,
+//! and with only the small terms apart up to 23×
+//! (benchmarks/h100-2026-12-07-split-sums).
 //!
 //! [`MatmulPrecision::Split`]: super::MatmulPrecision::Split
 use super::super::Small;
@@ -14,61 +25,10 @@ use crate::layout::Layout;
 use smallvec::smallvec;
 use std::sync::Arc;
 
-/// How a split product sums its three products per K step. `hi·hi` is the
-/// large term; `hi·lo` and `lo·hi` are about 2⁻¹¹ of it.
-///
-/// NVIDIA's tensor cores add each step to their `f32` accumulator rounding
-/// toward zero (Ootomo and Yokota, 2022), so an accumulator that takes every
-/// step of a long K drifts from the `f32` sum: 13–18× the FMA loop's error at
-/// K 1024–4096 (H100, 2026-12-07). The large term therefore leaves the tensor
-/// cores every few steps, for a sum in registers rounded to nearest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum SplitSum {
-    /// All three products in one accumulator (low halves unscaled).
-    Tensor,
-    /// `hi·hi` in one accumulator, the two small terms in another (low halves
-    /// scaled by 2¹¹ so that they stay normal `f16`s).
-    Corrected,
-    /// As `Corrected`, the large term's accumulator added to a sum in registers
-    /// and cleared after every this many K tiles (each `bk` deep) and the last.
-    FlushTiles(u32),
-    /// The same after every 16-deep step.
-    FlushStep,
-}
-
-impl SplitSum {
-    /// The sum a product uses (`VOLTA_EXP_SPLIT_SUM` overrides it for the
-    /// experiments that chose it: `tensor`, `corrected`, `flush-tile`,
-    /// `flush-step`, `flush-2`, `flush-4`).
-    pub(crate) fn chosen() -> SplitSum {
-        match std::env::var("VOLTA_EXP_SPLIT_SUM").as_deref() {
-            Ok("tensor") => SplitSum::Tensor,
-            Ok("corrected") => SplitSum::Corrected,
-            Ok("flush-step") => SplitSum::FlushStep,
-            Ok("flush-2") => SplitSum::FlushTiles(2),
-            Ok("flush-4") => SplitSum::FlushTiles(4),
-            _ => SplitSum::FlushTiles(1),
-        }
-    }
-
-    /// A number for the kernel's cache key (0 is no split).
-    pub(crate) fn key(self) -> u32 {
-        match self {
-            SplitSum::Tensor => 1,
-            SplitSum::Corrected => 2,
-            SplitSum::FlushStep => 3,
-            SplitSum::FlushTiles(n) => 3 + n,
-        }
-    }
-
-    /// What the low halves are multiplied by before they are rounded to `f16`.
-    pub(crate) fn low_factor(self) -> &'static str {
-        match self {
-            SplitSum::Tensor => "1.0",
-            _ => "2048.0",
-        }
-    }
-}
+/// What the low halves are multiplied by before they are rounded to `f16`
+/// (2¹¹: they stay normal `f16`s down to operands 2²⁸ below the largest), and
+/// so what the small terms' sums are divided by.
+pub(crate) const LOW_FACTOR: f32 = 2048.0;
 
 /// Partial maxima per operand: slots of the scales' buffer (A's from 0, B's
 /// from `SLOTS`), one per workgroup of the reduction.
@@ -229,11 +189,11 @@ pub(crate) const SPLIT_EXPONENT: &str = "fn split_exponent(x: f32) -> i32 {
 /// `si` and `si + lo` of the shared array `sh`. The high half is `x` with its
 /// 13 low mantissa bits cleared (exact in `f16`: a mask, which no compiler folds
 /// away as it may a round trip through `f16`); the low half is the rest, times
-/// `factor`.
-pub(crate) fn store_halves(sh: &str, x: &str, lo: u32, factor: &str) -> String {
+/// [`LOW_FACTOR`].
+pub(crate) fn store_halves(sh: &str, x: &str, lo: u32) -> String {
     format!(
         "let xh = bitcast<vec4<f32>>(bitcast<vec4<u32>>({x}) & vec4<u32>(0xffffe000u));
-        {sh}[si] = vec4<f16>(xh); {sh}[si + {lo}u] = vec4<f16>(({x} - xh) * {factor});"
+        {sh}[si] = vec4<f16>(xh); {sh}[si + {lo}u] = vec4<f16>(({x} - xh) * {LOW_FACTOR:.1});"
     )
 }
 
@@ -256,6 +216,73 @@ mod tests {
             )
             .validate(&module)
             .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(&src)));
+        }
+    }
+
+    /// The reductions find each view's largest magnitude, and only the view's:
+    /// contiguous and transposed views, batches, offsets, views that load as
+    /// vectors and views that do not, and operands large enough for many
+    /// workgroups. Runs on any adapter (lavapipe in CI).
+    #[test]
+    fn the_reductions_find_each_views_largest_magnitude() {
+        use crate::backend::gpu::runtime::transfer::{download, upload};
+        let Ok(state) = crate::backend::gpu::device::init() else {
+            return;
+        };
+        let rt = &state.rt;
+        let len = 1_300_000;
+        let mut data: Vec<f32> = (0..len).map(|i| ((i as f32) * 0.37).sin()).collect();
+        // (dims, strides, offset) of rank-3 views into `data`.
+        let views: [([usize; 3], [usize; 3], usize); 6] = [
+            ([1, 37, 64], [0, 64, 1], 0),
+            ([2, 24, 20], [600, 1, 24], 8),
+            ([1, 13, 7], [0, 7, 1], 3),
+            ([3, 5, 8], [0, 8, 1], 12),
+            ([1, 1000, 1200], [0, 1200, 1], 4),
+            ([1, 1200, 1000], [0, 1, 1200], 40),
+        ];
+        let elements = |(dims, strides, offset): ([usize; 3], [usize; 3], usize)| {
+            let mut at = Vec::new();
+            for z in 0..dims[0] {
+                for r in 0..dims[1] {
+                    for c in 0..dims[2] {
+                        at.push(offset + z * strides[0] + r * strides[1] + c * strides[2]);
+                    }
+                }
+            }
+            at
+        };
+        for (i, &view) in views.iter().enumerate() {
+            let inside = elements(view);
+            // A large magnitude inside the view, a larger one just outside it.
+            data[inside[inside.len() * 2 / 3]] = -40.0 - i as f32;
+            let outside = (0..len).find(|e| !inside.contains(e)).unwrap_or(len - 1);
+            data[outside] = 1e6;
+            let want = inside.iter().fold(0f32, |m, &e| m.max(data[e].abs()));
+            let buf = upload(rt, &data);
+            let layout = |(dims, strides, offset): ([usize; 3], [usize; 3], usize)| Layout {
+                dims: crate::shape::Dims::new(&dims),
+                strides: crate::shape::Dims::new(&strides),
+                offset,
+            };
+            let small = ([1, 2, 4], [0, 4, 1], 16);
+            let (out, counts) = largest(rt, (&buf, &layout(view)), (&buf, &layout(small)));
+            let partials: Vec<f32> = download(rt, &out, 0, 2 * SLOTS).unwrap();
+            let found = partials[..counts[0] as usize]
+                .iter()
+                .fold(0f32, |m, &x| m.max(x));
+            assert_eq!(found, want, "view {view:?}");
+            let want_small = elements(small)
+                .iter()
+                .fold(0f32, |m, &e| m.max(data[e].abs()));
+            let found_small = partials[SLOTS..SLOTS + counts[1] as usize]
+                .iter()
+                .fold(0f32, |m, &x| m.max(x));
+            assert_eq!(
+                found_small, want_small,
+                "the second operand beside {view:?}"
+            );
+            data[outside] = 0.0;
         }
     }
 }
