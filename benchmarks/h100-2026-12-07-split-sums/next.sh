@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The third call, as probe4.sh but trimmed to the device time left: the GPT
+# The next call (not run: no device time was left): the GPT
 # step with split products (flushed after every K tile) against the f32 kernel
 # and PyTorch eager, the tensor-core tests, then each split product's kernels.
 set -u
