@@ -454,7 +454,7 @@ fn half_precision_bias_gradients_sum_the_products_f16_copy() {
 /// `Split` is `Full` bit for bit.
 #[test]
 fn split_precision_products_keep_f32_accuracy() {
-    use volta::backend::gpu::{CoopTiles, Staging};
+    use volta::backend::gpu::CoopTiles;
     let _gpu = crate::support::gpu_alone();
     let info =
         Gpu::init().unwrap_or_else(|e| panic!("no GPU adapter (install Mesa's lavapipe): {e}"));
@@ -475,15 +475,7 @@ fn split_precision_products_keep_f32_accuracy() {
             })
             .collect()
     };
-    let large = CoopTiles {
-        wm: 4,
-        wn: 2,
-        fm: 2,
-        fn_: 4,
-        bk: 32,
-        pad: 8,
-        staging: Staging::Prefetch,
-    };
+    let large = CoopTiles::SPLIT_LARGE;
     let split = |f: &dyn Fn() -> Vec<f32>| {
         Gpu::set_matmul_precision(MatmulPrecision::Split);
         let out = f();

@@ -77,6 +77,13 @@ impl CoopTiles {
         coop(4, 2, 2, 4, 64, 8, P),
     ];
 
+    /// The tiles of large `f32` products split into `f16` halves
+    /// (`MatmulPrecision::Split`): 4×2 subgroups of 2×4 fragments, 128 × 128 as
+    /// half precision's, with half the accumulators a subgroup (a split product
+    /// holds three sets; 4×4 fragments spilled and ran 2× slower, H100,
+    /// 2026-12-07) and both halves of its tiles in 48 KiB.
+    pub const SPLIT_LARGE: CoopTiles = coop(4, 2, 2, 4, 32, 8, P);
+
     /// Rows of C per workgroup.
     pub fn bm(&self) -> u32 {
         self.wm * self.fm * 16
@@ -957,7 +964,7 @@ mod tests {
     fn every_split_variant_validates_and_translates() {
         let fitting = CoopTiles::CANDIDATES
             .into_iter()
-            .chain([super::super::SPLIT_LARGE])
+            .chain([CoopTiles::SPLIT_LARGE])
             .filter(|t| t.staging != Staging::Double && t.split_shared_bytes() <= 48 * 1024);
         let mut seen = 0;
         for tiles in fitting {

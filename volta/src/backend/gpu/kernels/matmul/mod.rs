@@ -2,6 +2,7 @@
 //! the generated kernel of `tiled` (or `coop` on tensor cores); products with too few output tiles to
 //! fill the GPU split their K axis.
 pub(crate) mod coop;
+pub(crate) mod scales;
 pub(crate) mod split;
 pub(crate) mod tiled;
 pub(crate) mod tuning;
@@ -93,20 +94,6 @@ const COOP_SMALL: CoopTiles = CoopTiles {
     staging: Staging::Prefetch,
 };
 
-/// Tensor-core tiles for large split products ([`MatmulPrecision::Split`]):
-/// 4×2 subgroups of 2×4 fragments, 128 × 128 as [`COOP_LARGE`], with half the
-/// accumulators a subgroup (a split product holds three sets) and its halves
-/// in 48 KiB.
-pub(crate) const SPLIT_LARGE: CoopTiles = CoopTiles {
-    wm: 4,
-    wn: 2,
-    fm: 2,
-    fn_: 4,
-    bk: 32,
-    pad: 8,
-    staging: Staging::Prefetch,
-};
-
 /// A tensor-core tile override for tuning (`None`: choose by size).
 pub(crate) static COOP_OVERRIDE: Mutex<Option<CoopTiles>> = Mutex::new(None);
 
@@ -169,7 +156,7 @@ pub(crate) const DEFAULT_COPY_READS: usize = 16;
 /// tiles).
 pub(crate) fn copies_operands(batch: usize, m: usize, k: usize, n: usize) -> [bool; 2] {
     let splits = split_k(batch, m, k, n, true);
-    let t = choose_coop_tiles(batch * splits, m, n);
+    let t = choose_coop_tiles(batch * splits, m, n, false);
     let least = COPY_READS.load(std::sync::atomic::Ordering::Relaxed);
     [
         n.div_ceil(t.bn() as usize) >= least,
@@ -416,13 +403,7 @@ fn tensor_core_kernel(
     let t = COOP_OVERRIDE
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .unwrap_or_else(|| {
-            if split {
-                choose_split_tiles(batch, m, n)
-            } else {
-                choose_coop_tiles(batch, m, n)
-            }
-        });
+        .unwrap_or_else(|| choose_coop_tiles(batch, m, n, split));
     // A split product stages one buffer holding both halves; an override that
     // does not fit so gives way to the small tiles, which do.
     let fits = |t: &CoopTiles| {
@@ -633,21 +614,13 @@ fn split_k_blocks(groups: usize, blocks: usize) -> usize {
 }
 
 /// The tensor-core tiles for a product of this size: large ones when they fill
-/// the GPU.
-fn choose_coop_tiles(batch: usize, m: usize, n: usize) -> CoopTiles {
-    let large = COOP_LARGE;
-    let groups = m.div_ceil(large.bm() as usize) * n.div_ceil(large.bn() as usize) * batch;
-    if groups >= FILL / 2 {
-        large
+/// the GPU ([`CoopTiles::SPLIT_LARGE`] for `split` products).
+fn choose_coop_tiles(batch: usize, m: usize, n: usize, split: bool) -> CoopTiles {
+    let large = if split {
+        CoopTiles::SPLIT_LARGE
     } else {
-        COOP_SMALL
-    }
-}
-
-/// The tiles of a split product of this size: [`SPLIT_LARGE`] when they fill
-/// the GPU, else the small ones.
-fn choose_split_tiles(batch: usize, m: usize, n: usize) -> CoopTiles {
-    let large = SPLIT_LARGE;
+        COOP_LARGE
+    };
     let groups = m.div_ceil(large.bm() as usize) * n.div_ceil(large.bn() as usize) * batch;
     if groups >= FILL / 2 {
         large
@@ -805,7 +778,7 @@ fn product_into(
         let (kern, groups) = tensor_core_kernel(rt, (elems, out_elem), layouts, shape);
         if splits_operands(elems) {
             // The operands' largest magnitudes first; they are bound after B.
-            let (largest, counts) = split::largest(rt, a, b);
+            let (largest, counts) = scales::largest(rt, a, b);
             let mut p = p.to_vec();
             p.extend(counts);
             let mut bound: Small<&Arc<Pooled>> = smallvec![a.0, b.0, &largest];

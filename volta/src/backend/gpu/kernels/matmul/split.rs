@@ -1,8 +1,8 @@
 //! `f32` products on tensor cores at `f32`'s accuracy ([`MatmulPrecision::Split`]):
 //! each operand, scaled by a power of two, is split into two `f16`s and the
 //! product is three `f16` products. This file holds what the split adds to the
-//! tensor-core kernel of `coop`: the operands' scales (a reduction of their
-//! largest magnitudes before the product) and the split itself.
+//! tensor-core kernel of `coop`: the scales from the operands' largest
+//! magnitudes (reduced before the product by `scales`) and the split itself.
 //!
 //! The kernel sums `hi·hi` in one accumulator and the two small terms
 //! (`hi·lo`, `lo·hi`, about 2⁻¹¹ of it) in another. NVIDIA's tensor cores add
@@ -16,14 +16,6 @@
 //! (benchmarks/h100-2026-12-07-split-sums).
 //!
 //! [`MatmulPrecision::Split`]: super::MatmulPrecision::Split
-use super::super::Small;
-use crate::backend::gpu::runtime::Runtime;
-use crate::backend::gpu::runtime::launch::{alloc, kernel, launch, u};
-use crate::backend::gpu::runtime::pipelines::{Bindings, Key};
-use crate::backend::gpu::runtime::pool::Pooled;
-use crate::layout::Layout;
-use smallvec::smallvec;
-use std::sync::Arc;
 
 /// What the low halves are multiplied by before they are rounded to `f16`
 /// (2¹¹: they stay normal `f16`s down to operands 2²⁸ below the largest), and
@@ -31,117 +23,8 @@ use std::sync::Arc;
 pub(crate) const LOW_FACTOR: f32 = 2048.0;
 
 /// Partial maxima per operand: slots of the scales' buffer (A's from 0, B's
-/// from `SLOTS`), one per workgroup of the reduction.
-const SLOTS: usize = 1024;
-/// Loads each reducing thread makes at least (fewer workgroups for small
-/// operands).
-const PER_THREAD: usize = 4;
-
-/// WGSL: the largest magnitude of a rank-3 view, `p = [batch, rows, cols,
-/// offset, s_batch, s_rows, s_cols, first slot]`, one partial maximum per
-/// workgroup; with `vec4`, `cols` counts vectors along a contiguous axis (the
-/// offset and the other strides are multiples of 4). Infinities and NaN pass
-/// through (`split_exponent` then leaves the operand unscaled, and the product
-/// carries them).
-fn largest_source(vec4: bool) -> String {
-    let (ty, load, best) = if vec4 {
-        (
-            "vec4<f32>",
-            "abs(x[(p[3] + z * p[4] + r * p[5]) / 4u + c])",
-            "max(max(best.x, best.y), max(best.z, best.w))",
-        )
-    } else {
-        (
-            "f32",
-            "abs(x[p[3] + z * p[4] + r * p[5] + c * p[6]])",
-            "best",
-        )
-    };
-    format!(
-        "@group(0) @binding(0) var<storage, read> p: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<{ty}>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-var<workgroup> m: array<f32, 256>;
-
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
-        @builtin(local_invocation_index) li: u32) {{
-    let rows = p[1]; let cols = p[2];
-    let n = p[0] * rows * cols;
-    var best = {ty}();
-    for (var e = wid.x * 256u + li; e < n; e += nw.x * 256u) {{
-        let c = e % cols; let rc = e / cols; let r = rc % rows; let z = rc / rows;
-        best = max(best, {load});
-    }}
-    m[li] = {best};
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {{
-        if (li < s) {{ m[li] = max(m[li], m[li + s]); }}
-        workgroupBarrier();
-    }}
-    if (li == 0u) {{ out[p[7] + wid.x] = m[0]; }}
-}}
-"
-    )
-}
-
-/// Launches the reductions of both operands' largest magnitudes; returns the
-/// buffer of partial maxima and how many each operand has (the product's
-/// `p[12]` and `p[13]`).
-pub(crate) fn largest(
-    rt: &Runtime,
-    a: (&Arc<Pooled>, &Layout),
-    b: (&Arc<Pooled>, &Layout),
-) -> (Arc<Pooled>, [u32; 2]) {
-    let out = alloc(rt, 2 * SLOTS * 4);
-    let mut counts = [0; 2];
-    for (slot, (buf, l)) in [a, b].into_iter().enumerate() {
-        // The view's axes, outermost first, its contiguous one last where it
-        // has one, so that neighbouring threads read neighbouring elements (a
-        // maximum ignores order).
-        let mut axes: Small<(usize, usize)> = smallvec![];
-        axes.extend((0..3).map(|i| (l.dims[i], l.strides[i])));
-        axes.sort_by_key(|&(d, s)| match (d, s) {
-            (1, _) => 0,
-            (_, 1) => 2,
-            _ => 1,
-        });
-        let vec4 = axes[2].1 == 1
-            && axes[2].0.is_multiple_of(4)
-            && l.offset.is_multiple_of(4)
-            && axes[..2]
-                .iter()
-                .all(|&(d, s)| d == 1 || s.is_multiple_of(4));
-        if vec4 {
-            axes[2].0 /= 4;
-        }
-        let kern = kernel(
-            rt,
-            &Key::Named("volta matmul split scales", vec![u32::from(vec4)]),
-            Bindings {
-                reads: 1,
-                writes: 1,
-            },
-            "main",
-            || largest_source(vec4),
-        );
-        let n: usize = axes.iter().map(|a| a.0).product();
-        let groups = n.div_ceil(256 * PER_THREAD).clamp(1, SLOTS);
-        let p = [
-            u(axes[0].0),
-            u(axes[1].0),
-            u(axes[2].0),
-            u(l.offset),
-            u(axes[0].1),
-            u(axes[1].1),
-            u(axes[2].1),
-            u(slot * SLOTS),
-        ];
-        launch(rt, &kern, &p, &[buf, &out], [u(groups), 1, 1]);
-        counts[slot] = u(groups);
-    }
-    (out, counts)
-}
+/// from `SLOTS`), one per workgroup of the reduction (`scales`).
+pub(crate) const SLOTS: usize = 1024;
 
 /// WGSL for the start of a split product (`threads` invocations, `Cs` at least
 /// `2·threads` long): the operands' largest magnitudes from their partial
@@ -195,94 +78,4 @@ pub(crate) fn store_halves(sh: &str, x: &str, lo: u32) -> String {
         "let xh = bitcast<vec4<f32>>(bitcast<vec4<u32>>({x}) & vec4<u32>(0xffffe000u));
         {sh}[si] = vec4<f16>(xh); {sh}[si + {lo}u] = vec4<f16>(({x} - xh) * {LOW_FACTOR:.1});"
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Both reductions parse and validate (lavapipe has no tensor cores, so no
-    /// test there runs them; the device's test run does).
-    #[test]
-    fn the_reductions_validate() {
-        use wgpu::naga;
-        for vec4 in [false, true] {
-            let src = largest_source(vec4);
-            let module = naga::front::wgsl::parse_str(&src)
-                .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(&src)));
-            naga::valid::Validator::new(
-                naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::all(),
-            )
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(&src)));
-        }
-    }
-
-    /// The reductions find each view's largest magnitude, and only the view's:
-    /// contiguous and transposed views, batches, offsets, views that load as
-    /// vectors and views that do not, and operands large enough for many
-    /// workgroups. Runs on any adapter (lavapipe in CI).
-    #[test]
-    fn the_reductions_find_each_views_largest_magnitude() {
-        use crate::backend::gpu::runtime::transfer::{download, upload};
-        let Ok(state) = crate::backend::gpu::device::init() else {
-            return;
-        };
-        let rt = &state.rt;
-        let len = 1_300_000;
-        let mut data: Vec<f32> = (0..len).map(|i| ((i as f32) * 0.37).sin()).collect();
-        // (dims, strides, offset) of rank-3 views into `data`.
-        let views: [([usize; 3], [usize; 3], usize); 6] = [
-            ([1, 37, 64], [0, 64, 1], 0),
-            ([2, 24, 20], [600, 1, 24], 8),
-            ([1, 13, 7], [0, 7, 1], 3),
-            ([3, 5, 8], [0, 8, 1], 12),
-            ([1, 1000, 1200], [0, 1200, 1], 4),
-            ([1, 1200, 1000], [0, 1, 1200], 40),
-        ];
-        let elements = |(dims, strides, offset): ([usize; 3], [usize; 3], usize)| {
-            let mut at = Vec::new();
-            for z in 0..dims[0] {
-                for r in 0..dims[1] {
-                    for c in 0..dims[2] {
-                        at.push(offset + z * strides[0] + r * strides[1] + c * strides[2]);
-                    }
-                }
-            }
-            at
-        };
-        for (i, &view) in views.iter().enumerate() {
-            let inside = elements(view);
-            // A large magnitude inside the view, a larger one just outside it.
-            data[inside[inside.len() * 2 / 3]] = -40.0 - i as f32;
-            let outside = (0..len).find(|e| !inside.contains(e)).unwrap_or(len - 1);
-            data[outside] = 1e6;
-            let want = inside.iter().fold(0f32, |m, &e| m.max(data[e].abs()));
-            let buf = upload(rt, &data);
-            let layout = |(dims, strides, offset): ([usize; 3], [usize; 3], usize)| Layout {
-                dims: crate::shape::Dims::new(&dims),
-                strides: crate::shape::Dims::new(&strides),
-                offset,
-            };
-            let small = ([1, 2, 4], [0, 4, 1], 16);
-            let (out, counts) = largest(rt, (&buf, &layout(view)), (&buf, &layout(small)));
-            let partials: Vec<f32> = download(rt, &out, 0, 2 * SLOTS).unwrap();
-            let found = partials[..counts[0] as usize]
-                .iter()
-                .fold(0f32, |m, &x| m.max(x));
-            assert_eq!(found, want, "view {view:?}");
-            let want_small = elements(small)
-                .iter()
-                .fold(0f32, |m, &e| m.max(data[e].abs()));
-            let found_small = partials[SLOTS..SLOTS + counts[1] as usize]
-                .iter()
-                .fold(0f32, |m, &x| m.max(x));
-            assert_eq!(
-                found_small, want_small,
-                "the second operand beside {view:?}"
-            );
-            data[outside] = 0.0;
-        }
-    }
 }
