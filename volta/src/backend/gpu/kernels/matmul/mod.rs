@@ -18,7 +18,6 @@ use crate::layout::Layout;
 use crate::shape::Dims;
 use coop::{CoopTiles, CoopVariant};
 use smallvec::smallvec;
-
 use std::sync::{Arc, Mutex};
 use tiled::{Load, MatmulTiles, Staging, Variant, source};
 use tuning::{Class, Tuning};
@@ -189,8 +188,8 @@ const COOP_MIN_SLICE: usize = 1024;
 pub(crate) type Elems = [Elem; 2];
 
 /// Whether products of `elems` go to tensor cores (when both operands load as
-/// vectors): those with an `f16` operand, and `f32` ones in half precision, on
-/// adapters that have them.
+/// vectors): those with an `f16` operand, and `f32` ones in half or split
+/// precision, on adapters that have them.
 fn for_tensor_cores(rt: &Runtime, elems: Elems) -> bool {
     let half = elems.contains(&Elem::F16) || precision() != MatmulPrecision::Full;
     rt.gpu.info.tensor_cores && half
