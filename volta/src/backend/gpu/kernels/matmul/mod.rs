@@ -776,16 +776,16 @@ fn product_into(
         let shape = (batch, m, n, bias.is_some());
         let (kern, groups) = tensor_core_kernel(rt, (elems, out_elem), layouts, shape);
         if splits_operands(elems) {
-            // The operands' largest magnitudes first; they are bound after B.
+            // The operands' largest magnitudes first, bound after B.
             let (largest, counts) = scales::largest(rt, a, b);
             let mut p = p.to_vec();
             p.extend(counts);
-            let mut bound: Small<&Arc<Pooled>> = smallvec![a.0, b.0, &largest];
-            bound.extend(buffers[2..].iter().copied());
+            let mut bound: Small<&Arc<Pooled>> = buffers.iter().copied().collect();
+            bound.insert(2, &largest);
             launch(rt, &kern, &p, &bound, groups);
-            return;
+        } else {
+            launch(rt, &kern, &p, &buffers, groups);
         }
-        launch(rt, &kern, &p, &buffers, groups);
         return;
     }
     // Mixed operands come only from `rounds_operands`, whose views load as vectors.

@@ -1,6 +1,8 @@
 //! The largest magnitudes of a split product's operands (`split`): a reduction
 //! of each before the product, one partial maximum per workgroup, which the
-//! product's workgroups reduce again as they start.
+//! product's workgroups reduce again as they start. (Not `kernels::rows`: a
+//! row reduction leaves one maximum per row, thousands for an activation, too
+//! many for every workgroup of the product to reduce again.)
 use super::super::Small;
 use super::split::SLOTS;
 use crate::backend::gpu::runtime::Runtime;
