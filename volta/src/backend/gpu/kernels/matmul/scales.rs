@@ -17,55 +17,72 @@ use std::sync::Arc;
 /// operands).
 const PER_THREAD: usize = 4;
 
-/// WGSL: the largest magnitude of a rank-3 view, `p = [batch, rows, cols,
-/// offset, s_batch, s_rows, s_cols, first slot]`, one partial maximum per
-/// workgroup; with `vec4`, `cols` counts vectors along a contiguous axis (the
-/// offset and the other strides are multiples of 4). Infinities and NaN pass
-/// through (`split_exponent` then leaves the operand unscaled, and the product
-/// carries them).
-fn largest_source(vec4: bool) -> String {
-    let (ty, load, best) = if vec4 {
-        (
-            "vec4<f32>",
-            "abs(x[(p[3] + z * p[4] + r * p[5]) / 4u + c])",
-            "max(max(best.x, best.y), max(best.z, best.w))",
-        )
-    } else {
-        (
-            "f32",
-            "abs(x[p[3] + z * p[4] + r * p[5] + c * p[6]])",
-            "best",
-        )
-    };
-    format!(
-        "@group(0) @binding(0) var<storage, read> p: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<{ty}>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-var<workgroup> m: array<f32, 256>;
-
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
-        @builtin(local_invocation_index) li: u32) {{
-    let rows = p[1]; let cols = p[2];
-    let n = p[0] * rows * cols;
+/// WGSL: the largest magnitudes of both operands' rank-3 views in one launch
+/// (one launch, not two, as a product has one before it; each launch in a
+/// batch waits on the one before). Workgroups `(g, i)` reduce operand `i`
+/// (`x0`, `x1`) with parameters `p[8i..8i + 8] = [batch, rows, cols, offset,
+/// s_batch, s_rows, s_cols, workgroups]` and write one partial maximum each, at
+/// slot `i·SLOTS + g`; with `vec4[i]`, `cols` counts vectors along a contiguous
+/// axis (the offset and the other strides are multiples of 4). Infinities and
+/// NaN pass through (`split_exponent` then leaves the operand unscaled, and
+/// the product carries them).
+fn largest_source(vec4: [bool; 2]) -> String {
+    let mut w = String::new();
+    for (i, &v) in vec4.iter().enumerate() {
+        let (ty, load, best) = if v {
+            (
+                "vec4<f32>",
+                format!("abs(x{i}[(q[3] + z * q[4] + r * q[5]) / 4u + c])"),
+                "max(max(best.x, best.y), max(best.z, best.w))",
+            )
+        } else {
+            (
+                "f32",
+                format!("abs(x{i}[q[3] + z * q[4] + r * q[5] + c * q[6]])"),
+                "best",
+            )
+        };
+        w += &format!(
+            "@group(0) @binding({b}) var<storage, read> x{i}: array<{ty}>;
+fn largest_{i}(g: u32, li: u32) -> f32 {{
+    var q: array<u32, 8>;
+    for (var j = 0u; j < 8u; j++) {{ q[j] = p[{i}u * 8u + j]; }}
+    let rows = q[1]; let cols = q[2];
+    let n = q[0] * rows * cols;
     var best = {ty}();
-    for (var e = wid.x * 256u + li; e < n; e += nw.x * 256u) {{
+    for (var e = g * 256u + li; e < n; e += q[7] * 256u) {{
         let c = e % cols; let rc = e / cols; let r = rc % rows; let z = rc / rows;
         best = max(best, {load});
     }}
-    m[li] = {best};
+    return {best};
+}}
+",
+            b = i + 1
+        );
+    }
+    format!(
+        "@group(0) @binding(0) var<storage, read> p: array<u32>;
+{w}@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+var<workgroup> m: array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {{
+    let i = wid.y;
+    let g = wid.x;
+    if (g >= p[i * 8u + 7u]) {{ return; }}
+    if (i == 0u) {{ m[li] = largest_0(g, li); }} else {{ m[li] = largest_1(g, li); }}
     workgroupBarrier();
     for (var s = 128u; s > 0u; s >>= 1u) {{
         if (li < s) {{ m[li] = max(m[li], m[li + s]); }}
         workgroupBarrier();
     }}
-    if (li == 0u) {{ out[p[7] + wid.x] = m[0]; }}
+    if (li == 0u) {{ out[i * {SLOTS}u + g] = m[0]; }}
 }}
 "
     )
 }
 
-/// Launches the reductions of both operands' largest magnitudes; returns the
+/// Launches the reduction of both operands' largest magnitudes; returns the
 /// buffer of partial maxima and how many each operand has (the product's
 /// `p[12]` and `p[13]`).
 pub(crate) fn largest(
@@ -75,7 +92,9 @@ pub(crate) fn largest(
 ) -> (Arc<Pooled>, [u32; 2]) {
     let out = alloc(rt, 2 * SLOTS * 4);
     let mut counts = [0; 2];
-    for (slot, (buf, l)) in [a, b].into_iter().enumerate() {
+    let mut vec4 = [false; 2];
+    let mut p = [0; 16];
+    for (slot, (_, l)) in [a, b].into_iter().enumerate() {
         // The view's axes, outermost first, its contiguous one last where it
         // has one, so that neighbouring threads read neighbouring elements (a
         // maximum ignores order).
@@ -86,28 +105,18 @@ pub(crate) fn largest(
             (_, 1) => 2,
             _ => 1,
         });
-        let vec4 = axes[2].1 == 1
+        vec4[slot] = axes[2].1 == 1
             && axes[2].0.is_multiple_of(4)
             && l.offset.is_multiple_of(4)
             && axes[..2]
                 .iter()
                 .all(|&(d, s)| d == 1 || s.is_multiple_of(4));
-        if vec4 {
+        if vec4[slot] {
             axes[2].0 /= 4;
         }
-        let kern = kernel(
-            rt,
-            &Key::Named("volta matmul split scales", vec![u32::from(vec4)]),
-            Bindings {
-                reads: 1,
-                writes: 1,
-            },
-            "main",
-            || largest_source(vec4),
-        );
         let n: usize = axes.iter().map(|a| a.0).product();
         let groups = n.div_ceil(256 * PER_THREAD).clamp(1, SLOTS);
-        let p = [
+        p[slot * 8..slot * 8 + 8].copy_from_slice(&[
             u(axes[0].0),
             u(axes[1].0),
             u(axes[2].0),
@@ -115,11 +124,25 @@ pub(crate) fn largest(
             u(axes[0].1),
             u(axes[1].1),
             u(axes[2].1),
-            u(slot * SLOTS),
-        ];
-        launch(rt, &kern, &p, &[buf, &out], [u(groups), 1, 1]);
+            u(groups),
+        ]);
         counts[slot] = u(groups);
     }
+    let kern = kernel(
+        rt,
+        &Key::Named(
+            "volta matmul split scales",
+            vec![u32::from(vec4[0]), u32::from(vec4[1])],
+        ),
+        Bindings {
+            reads: 2,
+            writes: 1,
+        },
+        "main",
+        || largest_source(vec4),
+    );
+    let groups = counts[0].max(counts[1]);
+    launch(rt, &kern, &p, &[a.0, b.0, &out], [groups, 2, 1]);
     (out, counts)
 }
 
@@ -132,7 +155,7 @@ mod tests {
     #[test]
     fn both_reductions_validate() {
         use wgpu::naga;
-        for vec4 in [false, true] {
+        for vec4 in [[false, true], [true, false]] {
             let src = largest_source(vec4);
             let module = naga::front::wgsl::parse_str(&src)
                 .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(&src)));
