@@ -54,10 +54,11 @@ impl<E> GpuBuffer<E> {
     }
 
     /// The device memory, for a kernel that writes it in place (a cache's rows):
-    /// copies derived from its values are dropped first.
+    /// what was derived from its values (an `f16` copy, largest magnitudes) is
+    /// dropped first.
     pub(crate) fn raw_mut(&mut self) -> &Arc<Pooled> {
         let raw = self.raw();
-        raw.forget_rounded();
+        raw.forget_derived();
         raw
     }
 

@@ -178,13 +178,22 @@ pub(crate) struct Pooled {
     _parent: Option<Arc<Pooled>>,
     /// The values of this memory rounded to `f16` (for products in half
     /// precision), kept while the memory is unchanged: a write in place drops it
-    /// ([`Pooled::forget_rounded`]).
+    /// ([`Pooled::forget_derived`]).
     rounded: Mutex<Option<Arc<Pooled>>>,
+    /// Partial largest magnitudes of views of this memory (a split product's
+    /// operands, `kernels::matmul::scales`), by the view's key, kept while the
+    /// memory is unchanged, as [`Pooled::rounded`] is: a layer's input and
+    /// its output's gradient are each an operand of two products.
+    largest: Mutex<Vec<(Vec<usize>, Largest)>>,
     /// `Some(seed)`: a stand-in for the uniform numbers of `seed`, which kernels
     /// draw where they would load them (`volta_kernels::wgsl::Draws`); the
     /// buffer itself is only bound, never read (see [`Pooled::drawing`]).
     draws: Option<u64>,
 }
+
+/// Partial largest magnitudes of a view (`kernels::matmul::scales`): a
+/// buffer of them and how many it holds.
+pub(crate) type Largest = (Arc<Pooled>, u32);
 
 impl Pooled {
     /// A handle to a buffer that does not return to the pool.
@@ -196,6 +205,7 @@ impl Pooled {
             window: None,
             _parent: None,
             rounded: Mutex::new(None),
+            largest: Mutex::new(Vec::new()),
             draws: None,
         }
     }
@@ -219,6 +229,7 @@ impl Pooled {
             window: None,
             _parent: None,
             rounded: Mutex::new(None),
+            largest: Mutex::new(Vec::new()),
             draws: None,
         }
     }
@@ -243,6 +254,7 @@ impl Pooled {
             window: Some((base + offset, size)),
             _parent: Some(root.clone()),
             rounded: Mutex::new(None),
+            largest: Mutex::new(Vec::new()),
             draws: None,
         })
     }
@@ -269,10 +281,36 @@ impl Pooled {
         *self.rounded.lock().unwrap_or_else(|p| p.into_inner()) = Some(copy);
     }
 
-    /// Drops the copy of [`Pooled::rounded`]: the memory is about to be written
-    /// in place, and the copy would not follow.
-    pub fn forget_rounded(&self) {
+    /// The partial maxima kept for the view `key` ([`Pooled::keep_largest`]).
+    pub fn kept_largest(&self, key: &[usize]) -> Option<Largest> {
+        let kept = self.largest.lock().unwrap_or_else(|p| p.into_inner());
+        kept.iter().find(|(k, _)| k == key).map(|(_, l)| l.clone())
+    }
+
+    /// Keeps the partial maxima of the view `key` of this memory, written by
+    /// a reduction recorded before any later reader. Not for windows, which a
+    /// write in place of the whole buffer would not reach.
+    pub fn keep_largest(&self, key: Vec<usize>, largest: Largest) {
+        if self.window.is_some() {
+            return;
+        }
+        let mut kept = self.largest.lock().unwrap_or_else(|p| p.into_inner());
+        // A few views at most: a layer's input, its gradient's slices.
+        if kept.len() == 4 {
+            kept.remove(0);
+        }
+        kept.push((key, largest));
+    }
+
+    /// Drops what was derived from this memory's values ([`Pooled::rounded`],
+    /// [`Pooled::kept_largest`]): the memory is about to be written in place,
+    /// and they would not follow.
+    pub fn forget_derived(&self) {
         *self.rounded.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.largest
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// This (small) buffer as the stand-in for the uniform numbers of `seed`

@@ -539,8 +539,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         },
         split_binding = if v.split {
             format!(
-                "@group(0) @binding({}) var<storage, read> mx: array<f32>;\n",
-                3 + u32::from(v.a_scale)
+                "@group(0) @binding({0}) var<storage, read> mxa: array<f32>;
+@group(0) @binding({1}) var<storage, read> mxb: array<f32>;\n",
+                3 + u32::from(v.a_scale),
+                4 + u32::from(v.a_scale)
             )
         } else {
             String::new()
@@ -556,13 +558,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         bias_binding = if v.bias {
             format!(
                 "@group(0) @binding({}) var<storage, read> bias: array<{}>;\n",
-                3 + u32::from(v.a_scale) + u32::from(v.split),
+                3 + u32::from(v.a_scale) + 2 * u32::from(v.split),
                 if v.half_out { "f16" } else { "f32" }
             )
         } else {
             String::new()
         },
-        c_binding = 3 + u32::from(v.a_scale) + u32::from(v.split) + u32::from(v.bias),
+        c_binding = 3 + u32::from(v.a_scale) + 2 * u32::from(v.split) + u32::from(v.bias),
     )
     .unwrap();
     for i in 0..t.fm {

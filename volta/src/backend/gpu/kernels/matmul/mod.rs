@@ -443,7 +443,7 @@ fn tensor_core_kernel(
         u32::from(split),
     ];
     let bindings = Bindings {
-        reads: 2 + usize::from(split) + usize::from(bias),
+        reads: 2 + 2 * usize::from(split) + usize::from(bias),
         writes: 1,
     };
     let kern = kernel(
@@ -777,11 +777,12 @@ fn product_into(
         let (kern, groups) = tensor_core_kernel(rt, (elems, out_elem), layouts, shape);
         if splits_operands(elems) {
             // The operands' largest magnitudes first, bound after B.
-            let (largest, counts) = scales::largest(rt, a, b);
+            let [(la, na), (lb, nb)] = scales::largest(rt, a, b);
             let mut p = p.to_vec();
-            p.extend(counts);
+            p.extend([na, nb]);
             let mut bound: Small<&Arc<Pooled>> = buffers.iter().copied().collect();
-            bound.insert(2, &largest);
+            bound.insert(2, &la);
+            bound.insert(3, &lb);
             launch(rt, &kern, &p, &bound, groups);
         } else {
             launch(rt, &kern, &p, &buffers, groups);

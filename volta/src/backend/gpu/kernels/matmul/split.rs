@@ -22,21 +22,21 @@
 /// so what the small terms' sums are divided by.
 pub(crate) const LOW_FACTOR: f32 = 2048.0;
 
-/// Partial maxima per operand: slots of the scales' buffer (A's from 0, B's
-/// from `SLOTS`), one per workgroup of the reduction (`scales`).
+/// Partial maxima per operand at most: one per workgroup of the reduction
+/// (`scales`).
 pub(crate) const SLOTS: usize = 1024;
 
 /// WGSL for the start of a split product (`threads` invocations, `Cs` at least
 /// `2·threads` long): the operands' largest magnitudes from their partial
-/// maxima (`mx`, counts in `p[12]` and `p[13]`), and the scales that bring them
+/// maxima (`mxa` and `mxb`, counts in `p[12]` and `p[13]`), and the scales that bring them
 /// into `[2¹⁴, 2¹⁵)`: `sa = 2^ea`, `sb = 2^eb`.
 pub(crate) fn prologue(threads: u32) -> String {
     assert!(threads.is_power_of_two(), "a tree over {threads} threads");
     format!(
         "    {{
         var la = 0.0; var lb = 0.0;
-        for (var i = li; i < p[12]; i += {threads}u) {{ la = max(la, mx[i]); }}
-        for (var i = li; i < p[13]; i += {threads}u) {{ lb = max(lb, mx[{SLOTS}u + i]); }}
+        for (var i = li; i < p[12]; i += {threads}u) {{ la = max(la, mxa[i]); }}
+        for (var i = li; i < p[13]; i += {threads}u) {{ lb = max(lb, mxb[i]); }}
         Cs[li] = la; Cs[{threads}u + li] = lb;
         workgroupBarrier();
         for (var s = {half}u; s > 0u; s >>= 1u) {{
