@@ -90,18 +90,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     )
 }
 
+/// A view's axes, `(extent, stride)` each.
+type Axes = Small<(usize, usize)>;
+
 /// A view's elements as `(extent, stride)` axes: outermost first, axes of
 /// one element dropped, and neighbours that step as one axis merged. Views of
 /// the same elements get the same axes (a matrix and its transpose, K split
 /// in slices or not), so they share a kept reduction; the contiguous axis, if
 /// any, comes last, so that neighbouring threads read neighbouring elements.
-fn canonical_axes(l: &Layout) -> Small<(usize, usize)> {
-    let mut axes: Small<(usize, usize)> = (0..l.dims.len())
+fn canonical_axes(l: &Layout) -> Axes {
+    let mut axes: Axes = (0..l.dims.len())
         .map(|i| (l.dims[i], l.strides[i]))
         .filter(|&(d, _)| d != 1)
         .collect();
     axes.sort_by_key(|&(_, s)| std::cmp::Reverse(s));
-    let mut merged: Small<(usize, usize)> = smallvec![];
+    let mut merged: Axes = smallvec![];
     for (d, s) in axes {
         match merged.last_mut() {
             Some(last) if last.1 == d * s => *last = (last.0 * d, s),
@@ -122,7 +125,8 @@ pub(crate) fn largest(
     b: (&Arc<Pooled>, &Layout),
 ) -> [Largest; 2] {
     let mut found: [Option<Largest>; 2] = [None, None];
-    let mut missing: Small<(usize, Vec<usize>, Small<(usize, usize)>)> = smallvec![];
+    // (operand, key, axes) of each operand with nothing kept.
+    let mut missing: Small<(usize, Vec<usize>, Axes)> = smallvec![];
     for (slot, (buf, l)) in [a, b].into_iter().enumerate() {
         let axes = canonical_axes(l);
         let mut key = vec![l.offset];
