@@ -116,14 +116,17 @@ fn canonical_axes(l: &Layout) -> Axes {
 
 /// The partial largest magnitudes of both operands of a split product, each
 /// the one kept with its memory for the same elements where an earlier
-/// product reduced them ([`Pooled::kept_largest`]), else reduced now, both
-/// in one launch: a buffer of partial maxima for each, and how many it holds
+/// product reduced them ([`Pooled::kept_largest`]; not inside a capture),
+/// else reduced now, both in one launch: a buffer of partial maxima for each, and how many it holds
 /// (the product's `p[12]` and `p[13]`).
 pub(crate) fn largest(
     rt: &Runtime,
     a: (&Arc<Pooled>, &Layout),
     b: (&Arc<Pooled>, &Layout),
 ) -> [Largest; 2] {
+    // A capture records what runs: a reduction kept from before it would not
+    // follow the memory's next contents on a replay.
+    let keeps = !rt.recorder().is_capturing_here();
     let mut found: [Option<Largest>; 2] = [None, None];
     // (operand, key, axes) of each operand with nothing kept.
     let mut missing: Small<(usize, Vec<usize>, Axes)> = smallvec![];
@@ -131,7 +134,7 @@ pub(crate) fn largest(
         let axes = canonical_axes(l);
         let mut key = vec![l.offset];
         key.extend(axes.iter().flat_map(|&(d, s)| [d, s]));
-        found[slot] = buf.kept_largest(&key);
+        found[slot] = buf.kept_largest(&key).filter(|_| keeps);
         if found[slot].is_none() {
             missing.push((slot, key, axes));
         }
@@ -173,7 +176,9 @@ pub(crate) fn largest(
             vec4.push(v);
             groups = groups.max(count);
             let out = (alloc(rt, SLOTS * 4), count);
-            [a, b][slot].0.keep_largest(key, out.clone());
+            if keeps {
+                [a, b][slot].0.keep_largest(key, out.clone());
+            }
             found[slot] = Some(out.clone());
             outs.push((slot, out.0));
         }
