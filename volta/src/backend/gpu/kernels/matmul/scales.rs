@@ -114,11 +114,11 @@ fn canonical_axes(l: &Layout) -> Axes {
     merged
 }
 
-/// The partial largest magnitudes of both operands of a split product, each
-/// the one kept with its memory for the same elements where an earlier
-/// product reduced them ([`Pooled::kept_largest`]; not inside a capture),
-/// else reduced now, both in one launch: a buffer of partial maxima for each, and how many it holds
-/// (the product's `p[12]` and `p[13]`).
+/// The partial largest magnitudes of both operands of a split product: for
+/// each, a buffer of partial maxima and how many it holds (the product's
+/// `p[12]` and `p[13]`). Each is the one kept with the operand's memory where
+/// an earlier product reduced the same elements ([`Pooled::kept_largest`]; not
+/// inside a capture), else reduced now, both operands in one launch.
 pub(crate) fn largest(
     rt: &Runtime,
     a: (&Arc<Pooled>, &Layout),
