@@ -144,8 +144,7 @@ pub(crate) fn largest(
         let mut p: Small<u32> = smallvec![];
         let mut outs = Vec::new();
         let mut groups = 0;
-        for (slot, key, axes) in missing {
-            let mut axes = axes;
+        for (slot, key, mut axes) in missing {
             assert!(
                 axes.len() <= 3,
                 "a product's operand spans at most three axes (a caller of `matmul` bug)"

@@ -28,8 +28,8 @@ pub(crate) const SLOTS: usize = 1024;
 
 /// WGSL for the start of a split product (`threads` invocations, `Cs` at least
 /// `2·threads` long): the operands' largest magnitudes from their partial
-/// maxima (`mxa` and `mxb`, counts in `p[12]` and `p[13]`), and the scales that bring them
-/// into `[2¹⁴, 2¹⁵)`: `sa = 2^ea`, `sb = 2^eb`.
+/// maxima (`mxa` and `mxb`, counts in `p[12]` and `p[13]`), and the scales
+/// that bring them into `[2¹⁴, 2¹⁵)`: `sa = 2^ea`, `sb = 2^eb`.
 pub(crate) fn prologue(threads: u32) -> String {
     assert!(threads.is_power_of_two(), "a tree over {threads} threads");
     format!(
