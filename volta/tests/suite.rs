@@ -31,10 +31,15 @@ mod inference;
 mod kernel;
 mod layers_gpu;
 mod llama;
+// The real model's tests read its vocabulary through the tokenizer.
+#[cfg(feature = "tokenizers")]
 mod llama_reference;
 mod model;
 mod model_sequences;
 mod optim_gpu;
 mod quiet_probe;
 mod smoke;
+#[cfg(feature = "tokenizers")]
+mod smollm2;
+#[cfg(feature = "tokenizers")]
 mod tokenizer;
