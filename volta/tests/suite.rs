@@ -31,7 +31,8 @@ mod inference;
 mod kernel;
 mod layers_gpu;
 mod llama;
-// The real model's tests read its vocabulary through the tokenizer.
+// This one, `smollm2` and `tokenizer` read the real model's vocabulary through
+// the tokenizer (the `tokenizers` feature).
 #[cfg(feature = "tokenizers")]
 mod llama_reference;
 mod model;

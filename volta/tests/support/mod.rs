@@ -59,10 +59,10 @@ fn model_path(env: &str, file: &str, script: &str) -> Option<PathBuf> {
     path.exists().then_some(path)
 }
 
-#[cfg(feature = "tokenizers")]
 /// SmolLM2-135M-Instruct requantised by llama.cpp's Q4_K_M recipe
 /// (`scripts/requantize_model.sh`, which `scripts/test.sh` runs): `$VOLTA_SMOLLM2_Q4_K_M`,
 /// else the file in Volta's cache folder, if it is there.
+#[cfg(feature = "tokenizers")]
 #[allow(dead_code)] // not every test binary that shares this module loads the model
 pub fn smollm2_k_mix() -> Option<(volta::io::gguf::Gguf, volta::models::Tokenizer)> {
     let path = model_path(
@@ -76,9 +76,9 @@ pub fn smollm2_k_mix() -> Option<(volta::io::gguf::Gguf, volta::models::Tokenize
     )
 }
 
-#[cfg(feature = "tokenizers")]
 /// The parsed model file and its tokenizer; `None` (having said SKIPPED) when the
 /// file is not there (see [`smollm2_path`]).
+#[cfg(feature = "tokenizers")]
 #[allow(dead_code)] // not every test binary that shares this module loads the model
 pub fn smollm2() -> Option<(volta::io::gguf::Gguf, volta::models::Tokenizer)> {
     open_model(
@@ -87,9 +87,9 @@ pub fn smollm2() -> Option<(volta::io::gguf::Gguf, volta::models::Tokenizer)> {
     )
 }
 
-#[cfg(feature = "tokenizers")]
 /// The model file at `path` and its tokenizer, or `None` after saying SKIPPED and
 /// `missing`.
+#[cfg(feature = "tokenizers")]
 #[allow(dead_code)]
 fn open_model(
     path: Option<PathBuf>,
